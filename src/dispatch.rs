@@ -1,0 +1,366 @@
+//! The dispatcher: the only module that knows ACP method names.
+//!
+//! [`on_line`] is called by the reader for every input line, in order:
+//!
+//! * garbage → an error response at once (`-32700`, `-32600`);
+//! * a response → the [`Outgoing`] pending table;
+//! * a notification → handled inline (`session/cancel`, `$/cancel_request`;
+//!   anything else is ignored and logged at debug);
+//! * a request → checked against `initialize`, then run on its own task
+//!   through the jsonrpsee [`RpcModule`] built by [`module`]; the task queues
+//!   exactly one response.
+//!
+//! Handlers decode params with the `agent-client-protocol-schema` types and
+//! return its response types; [`to_rpc`] is the single mapping from ACP
+//! errors to JSON-RPC error objects.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use agent_client_protocol_schema::ProtocolVersion;
+use agent_client_protocol_schema::v1::{
+    AgentCapabilities, CancelNotification, CancelRequestNotification, ClientCapabilities,
+    ContentBlock, EmbeddedResourceResource, Error as AcpError, Implementation, InitializeRequest,
+    InitializeResponse, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    PromptResponse, RequestId,
+};
+use bytes::Bytes;
+use jsonrpsee::RpcModule;
+use jsonrpsee::types::{ErrorObject, ErrorObjectOwned, Params};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::rpc::{self, InFlight, Message, Outgoing, Running};
+use crate::session::{SessionHandle, actor};
+use crate::transport::{Outbox, mirror_frame};
+
+/// Connection-wide state: what the client told us, and the sessions.
+#[derive(Debug)]
+pub(crate) struct Agent {
+    config: Config,
+    outbox: Outbox,
+    outgoing: Outgoing,
+    in_flight: InFlight,
+    initialized: AtomicBool,
+    client: Mutex<Option<ClientCapabilities>>,
+    // Std mutexes: each is held to insert, look up or drain, never across
+    // an `.await`.
+    sessions: Mutex<HashMap<String, SessionHandle>>,
+    actors: Mutex<Vec<JoinHandle<()>>>,
+    hard_stop: CancellationToken,
+}
+
+impl Agent {
+    pub(crate) fn new(config: Config, outbox: Outbox) -> Self {
+        Self {
+            config,
+            outgoing: Outgoing::new(outbox.clone()),
+            outbox,
+            in_flight: InFlight::default(),
+            initialized: AtomicBool::new(false),
+            client: Mutex::new(None),
+            sessions: Mutex::new(HashMap::new()),
+            actors: Mutex::new(Vec::new()),
+            hard_stop: CancellationToken::new(),
+        }
+    }
+
+    fn session(&self, id: &str) -> Result<SessionHandle, AcpError> {
+        lock(&self.sessions).get(id).cloned().ok_or_else(|| {
+            AcpError::new(-32002, format!("session {id} not found"))
+                .data(serde_json::json!({"sessionId": id}))
+        })
+    }
+
+    fn require_initialized(&self, method: &str) -> Result<(), AcpError> {
+        if self.initialized.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err(AcpError::new(
+                -32600,
+                format!("{method} was called before initialize; send initialize first"),
+            ))
+        }
+    }
+
+    fn initialize(&self, request: InitializeRequest) -> InitializeResponse {
+        // We speak v1 only: echo 1, and answer 1 to anything else.
+        if request.protocol_version != ProtocolVersion::V1 {
+            tracing::info!(
+                requested = request.protocol_version.as_u16(),
+                "client asked for another protocol version; answering 1"
+            );
+        }
+        if let Some(info) = &request.client_info {
+            tracing::info!(client = %info.name, version = %info.version, "initialize");
+        }
+        *lock(&self.client) = Some(request.client_capabilities);
+        self.initialized.store(true, Ordering::SeqCst);
+        InitializeResponse::new(ProtocolVersion::V1)
+            .agent_capabilities(
+                AgentCapabilities::new()
+                    .load_session(false)
+                    .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
+            )
+            .agent_info(Implementation::new("candor", env!("CARGO_PKG_VERSION")).title("candor"))
+    }
+
+    fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse, AcpError> {
+        let cwd = request.cwd;
+        if !cwd.is_absolute() {
+            return Err(AcpError::invalid_params().data(format!(
+                "cwd must be an absolute path, got {:?}",
+                cwd.display().to_string()
+            )));
+        }
+        if !cwd.is_dir() {
+            return Err(AcpError::invalid_params().data(format!(
+                "cwd {} is not an existing directory",
+                cwd.display()
+            )));
+        }
+        if !request.mcp_servers.is_empty() {
+            tracing::info!(
+                count = request.mcp_servers.len(),
+                "MCP servers were offered; this version of candor does not use them yet"
+            );
+        }
+        let started = actor::start(
+            &self.config,
+            cwd,
+            self.outbox.clone(),
+            self.hard_stop.child_token(),
+        )
+        .map_err(|e| AcpError::new(-32603, e.to_string()))?;
+        let id = started.handle.id().to_owned();
+        lock(&self.sessions).insert(id.clone(), started.handle);
+        lock(&self.actors).push(started.task);
+        Ok(NewSessionResponse::new(id))
+    }
+
+    async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, AcpError> {
+        check_prompt(&request.prompt)?;
+        let session = self.session(&request.session_id.0)?;
+        let stop = session.prompt(request.prompt).await?;
+        Ok(PromptResponse::new(stop))
+    }
+
+    /// Cancels a session's running (or just-read) turn; unknown ids are ignored.
+    fn cancel_session(&self, id: &str) {
+        match lock(&self.sessions).get(id) {
+            Some(session) => session.cancel(),
+            None => tracing::debug!(session = id, "cancel for an unknown session ignored"),
+        }
+    }
+
+    /// Stops every session: turns are cancelled, tools stop without grace,
+    /// and the actors get up to `within` to write their last records.
+    pub(crate) async fn shutdown(&self, within: Duration) {
+        let sessions: Vec<SessionHandle> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
+        for session in &sessions {
+            session.stop();
+        }
+        self.hard_stop.cancel();
+        drop(sessions);
+        let actors: Vec<JoinHandle<()>> = lock(&self.actors).drain(..).collect();
+        let all = async {
+            for actor in actors {
+                let _ = actor.await;
+            }
+        };
+        if tokio::time::timeout(within, all).await.is_err() {
+            tracing::warn!("some sessions did not stop in time");
+        }
+    }
+
+    /// Waits (up to `within`) until no incoming request is still running.
+    pub(crate) async fn wait_for_requests(&self, within: Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        while !self.in_flight.is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+}
+
+/// Refuses prompt content candor cannot give the model.
+fn check_prompt(blocks: &[ContentBlock]) -> Result<(), AcpError> {
+    for block in blocks {
+        let refused = match block {
+            ContentBlock::Text(_) | ContentBlock::ResourceLink(_) => None,
+            ContentBlock::Resource(r) => match &r.resource {
+                EmbeddedResourceResource::TextResourceContents(_) => None,
+                _ => Some("a binary embedded resource (blob)"),
+            },
+            ContentBlock::Image(_) => Some("image"),
+            ContentBlock::Audio(_) => Some("audio"),
+            _ => Some("this content type"),
+        };
+        if let Some(what) = refused {
+            return Err(AcpError::invalid_params().data(format!(
+                "prompt content of type {what} is not supported; candor accepts text, resource_link and text resources"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The jsonrpsee module with every ACP request candor answers.
+pub(crate) fn module(agent: Arc<Agent>) -> RpcModule<Arc<Agent>> {
+    let mut module = RpcModule::new(agent);
+    let registered = [
+        module
+            .register_method("initialize", |params, agent, _| {
+                let request: InitializeRequest = decode(&params)?;
+                Ok::<_, ErrorObjectOwned>(agent.initialize(request))
+            })
+            .map(drop),
+        module
+            .register_method("session/new", |params, agent, _| {
+                let request: NewSessionRequest = decode(&params)?;
+                agent.new_session(request).map_err(to_rpc)
+            })
+            .map(drop),
+        module
+            .register_async_method("session/prompt", |params, agent, _| async move {
+                let request: PromptRequest = decode(&params)?;
+                agent.prompt(request).await.map_err(to_rpc)
+            })
+            .map(drop),
+    ];
+    for result in registered {
+        if let Err(e) = result {
+            // Only possible if a name were registered twice: a programming
+            // error caught by every test run.
+            tracing::error!(error = %e, "method registration failed");
+        }
+    }
+    module
+}
+
+/// Decodes params into an ACP type; the error says what is wrong.
+fn decode<T: DeserializeOwned>(params: &Params<'_>) -> Result<T, ErrorObjectOwned> {
+    let raw = params.as_str().unwrap_or("null");
+    serde_json::from_str(raw)
+        .map_err(|e| to_rpc(AcpError::invalid_params().data(format!("invalid params: {e}"))))
+}
+
+/// The single mapping from ACP errors to JSON-RPC error objects.
+pub(crate) fn to_rpc(error: AcpError) -> ErrorObjectOwned {
+    ErrorObject::owned(i32::from(error.code), error.message, error.data)
+}
+
+/// Handles one input line (see the module docs).
+pub(crate) fn on_line(agent: &Arc<Agent>, methods: &RpcModule<Arc<Agent>>, line: Bytes) {
+    if agent.config.log_messages {
+        mirror_frame("<-", &line);
+    }
+    match rpc::classify(&line) {
+        Err(response) => agent.outbox.send_line(response),
+        Ok(Message::Response(response)) => agent.outgoing.on_response(&response),
+        Ok(Message::Notification { method, params }) => on_notification(agent, &method, params),
+        Ok(Message::Request { id, method, params }) => {
+            on_request(agent, methods, line, id, method, &params)
+        }
+    }
+}
+
+fn on_request(
+    agent: &Arc<Agent>,
+    methods: &RpcModule<Arc<Agent>>,
+    line: Bytes,
+    id: Value,
+    method: String,
+    params: &Value,
+) {
+    if method != "initialize"
+        && !agent.initialized.load(Ordering::SeqCst)
+        && methods.method(&method).is_some()
+    {
+        let error = agent
+            .require_initialized(&method)
+            .err()
+            .unwrap_or_else(AcpError::invalid_request);
+        agent.outbox.send_line(rpc::error_line(&id, &error));
+        return;
+    }
+    let session_id = (method == "session/prompt")
+        .then(|| {
+            params
+                .get("sessionId")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .flatten();
+    if let Some(session) = session_id
+        .as_deref()
+        .and_then(|sid| lock(&agent.sessions).get(sid).cloned())
+    {
+        // Armed now, in wire order, so a cancel right behind it is not lost.
+        session.arm_prompt();
+    }
+    let cancel = CancellationToken::new();
+    agent.in_flight.start(
+        &id,
+        Running {
+            method,
+            session_id,
+            cancel: cancel.clone(),
+        },
+    );
+    let agent = agent.clone();
+    let methods = methods.clone();
+    tokio::spawn(async move {
+        let text = String::from_utf8_lossy(&line);
+        let response = tokio::select! {
+            result = methods.raw_json_request(&text, 1) => match result {
+                Ok((response, _)) => response.get().to_owned(),
+                Err(e) => rpc::error_line(&id, &AcpError::invalid_request().data(e.to_string())),
+            },
+            _ = cancel.cancelled() => rpc::error_line(&id, &AcpError::request_cancelled()),
+        };
+        agent.in_flight.finish(&id);
+        agent.outbox.send_line(response);
+    });
+}
+
+fn on_notification(agent: &Agent, method: &str, params: Value) {
+    match method {
+        "session/cancel" => match serde_json::from_value::<CancelNotification>(params) {
+            Ok(n) => agent.cancel_session(&n.session_id.0),
+            Err(e) => tracing::warn!(error = %e, "ignoring a malformed session/cancel"),
+        },
+        "$/cancel_request" => match serde_json::from_value::<CancelRequestNotification>(params) {
+            Ok(n) => {
+                let id = match n.request_id {
+                    RequestId::Number(n) => Value::from(n),
+                    RequestId::Str(s) => Value::from(s),
+                    RequestId::Null => Value::Null,
+                };
+                match agent.in_flight.get(&id) {
+                    // A prompt is cancelled by cancelling its turn; it then
+                    // answers `cancelled`, its one response.
+                    Some(running) if running.method == "session/prompt" => {
+                        if let Some(sid) = running.session_id {
+                            agent.cancel_session(&sid);
+                        }
+                    }
+                    Some(running) => running.cancel.cancel(),
+                    None => {
+                        tracing::debug!(%id, "$/cancel_request for a request that is not running")
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "ignoring a malformed $/cancel_request"),
+        },
+        other => tracing::debug!(method = other, "ignoring notification"),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,232 @@
+//! The record format of a session's event log.
+//!
+//! A log is a JSONL file, `$CANDOR_HOME/sessions/<sessionId>.jsonl`, one
+//! [`Record`] per line, appended and never rewritten:
+//!
+//! ```text
+//! {"seq":0,"at":"2026-11-30T10:00:00.000Z","type":"session/started","sessionId":"…","cwd":"/p","format":1,"candorVersion":"0.1.0","provider":"scripted"}
+//! {"seq":1,"at":"…","type":"user/message","content":[{"type":"text","text":"list the files"}]}
+//! {"seq":2,"at":"…","type":"assistant/delta","channel":"text","text":"Let me look."}
+//! {"seq":3,"at":"…","type":"assistant/message","content":[{"type":"text","text":"Let me look."},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}],"stop":"tool_use"}
+//! {"seq":4,"at":"…","type":"tool/call","toolCallId":"toolu_1","tool":"Bash","arguments":{"command":"ls"},"decision":{"outcome":"allow"}}
+//! {"seq":5,"at":"…","type":"tool/started","toolCallId":"toolu_1"}
+//! {"seq":6,"at":"…","type":"tool/output","toolCallId":"toolu_1","text":"Cargo.toml\nsrc\n"}
+//! {"seq":7,"at":"…","type":"tool/result","toolCallId":"toolu_1","status":"completed","output":"Cargo.toml\nsrc\n","exitCode":0}
+//! {"seq":8,"at":"…","type":"turn/ended","stopReason":"end_turn"}
+//! ```
+//!
+//! * `seq` starts at 0 and grows by one per record; `at` is RFC 3339 UTC with
+//!   milliseconds. Keys are camelCase; `type` names are `noun/verb-ed`.
+//! * The set of `type`s is closed ([`Event`]); a reader meeting an unknown
+//!   type stops there and reports it rather than guessing.
+//! * `format` in `session/started` is [`FORMAT_VERSION`]; it changes when a
+//!   record's meaning changes, never silently.
+//!
+//! The full description, record by record, is `protocol/event-log.md`; a
+//! tidy test keeps the two in step.
+
+use std::path::PathBuf;
+
+use agent_client_protocol_schema::v1::ContentBlock;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::conversation::AssistantBlock;
+use crate::conversation::ModelStop;
+
+/// Version of the record format, written in `session/started`.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One line of the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Position in the log, from 0, contiguous.
+    pub seq: u64,
+    /// When the record was appended (RFC 3339, UTC, milliseconds).
+    pub at: String,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// A fact about the session, in the past tense.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all_fields = "camelCase")]
+pub enum Event {
+    /// The first record of every log.
+    #[serde(rename = "session/started")]
+    SessionStarted {
+        session_id: String,
+        cwd: PathBuf,
+        format: u32,
+        candor_version: String,
+        /// Which model provider the session was opened with.
+        provider: String,
+    },
+    /// A prompt from the user, as the client sent it (ACP content blocks).
+    /// It opens a turn.
+    #[serde(rename = "user/message")]
+    UserMessage { content: Vec<ContentBlock> },
+    /// A piece of the model's output as it streamed in. Shown to the user;
+    /// not part of the model's history (the `assistant/message` is).
+    #[serde(rename = "assistant/delta")]
+    AssistantDelta { channel: DeltaChannel, text: String },
+    /// The model's turn as it emitted it: text, thinking and tool calls with
+    /// the arguments the model wrote, in order. Never edited afterwards.
+    #[serde(rename = "assistant/message")]
+    AssistantMessage {
+        content: Vec<AssistantBlock>,
+        stop: ModelStop,
+        /// True when the stream was cut short by a cancel: `content` holds
+        /// the text received so far and no tool calls.
+        #[serde(default, skip_serializing_if = "is_false")]
+        interrupted: bool,
+    },
+    /// A tool call settled for execution (or refused). Appended and flushed
+    /// to disk before the tool runs. `arguments` are the ones that run.
+    #[serde(rename = "tool/call")]
+    ToolCall {
+        tool_call_id: String,
+        tool: String,
+        arguments: Value,
+        decision: Decision,
+    },
+    /// The tool began executing.
+    #[serde(rename = "tool/started")]
+    ToolStarted { tool_call_id: String },
+    /// Output the tool produced while running (already throttled; appended
+    /// in order). Shown on the card; the model gets `tool/result.output`.
+    #[serde(rename = "tool/output")]
+    ToolOutput { tool_call_id: String, text: String },
+    /// How a tool call ended. Every `tool_use` of an `assistant/message`
+    /// gets exactly one, even when it never ran (refused, cancelled).
+    #[serde(rename = "tool/result")]
+    ToolResult {
+        tool_call_id: String,
+        status: ResultStatus,
+        /// What the model is told.
+        output: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signal: Option<String>,
+    },
+    /// The turn is over; `session/prompt` answers from this record.
+    #[serde(rename = "turn/ended")]
+    TurnEnded {
+        stop_reason: TurnStop,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
+
+/// Which stream a delta belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeltaChannel {
+    Text,
+    Thinking,
+}
+
+/// The settled decision for a tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Decision {
+    pub outcome: Outcome,
+    /// Why, for anything but a plain allow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Who decided (`candor` for candor's own checks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+}
+
+impl Decision {
+    pub fn allow() -> Self {
+        Self {
+            outcome: Outcome::Allow,
+            reason: None,
+            by: None,
+        }
+    }
+
+    pub fn deny(by: &str, reason: impl Into<String>) -> Self {
+        Self {
+            outcome: Outcome::Deny,
+            reason: Some(reason.into()),
+            by: Some(by.to_owned()),
+        }
+    }
+}
+
+/// allow: runs; deny: does not run, the card fails with the reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Allow,
+    Deny,
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultStatus {
+    /// Ran and succeeded.
+    Completed,
+    /// Ran and failed (non-zero exit, tool error), or was refused.
+    Failed,
+    /// Stopped or never started because the turn was cancelled.
+    Cancelled,
+}
+
+/// Why a turn ended. The ACP stop reasons, plus `error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStop {
+    EndTurn,
+    MaxTokens,
+    MaxTurnRequests,
+    Refusal,
+    Cancelled,
+    /// The turn failed (provider or log error); `error` says why and the
+    /// prompt was answered with a JSON-RPC error.
+    Error,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn records_round_trip_with_flat_camel_case_fields() {
+        let rec = Record {
+            seq: 4,
+            at: "2026-11-30T10:00:00.000Z".into(),
+            event: Event::ToolCall {
+                tool_call_id: "toolu_1".into(),
+                tool: "Bash".into(),
+                arguments: json!({"command": "ls"}),
+                decision: Decision::allow(),
+            },
+        };
+        let line = serde_json::to_value(&rec).unwrap();
+        assert_eq!(
+            line,
+            json!({"seq": 4, "at": "2026-11-30T10:00:00.000Z", "type": "tool/call",
+                   "toolCallId": "toolu_1", "tool": "Bash", "arguments": {"command": "ls"},
+                   "decision": {"outcome": "allow"}})
+        );
+        let back: Record = serde_json::from_value(line).unwrap();
+        assert_eq!(back, rec);
+    }
+
+    #[test]
+    fn unknown_types_are_rejected() {
+        let err = serde_json::from_str::<Record>(r#"{"seq":1,"at":"x","type":"tool/teleported"}"#);
+        assert!(err.is_err());
+    }
+}

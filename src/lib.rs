@@ -1,0 +1,102 @@
+//! candor: a coding agent that speaks the Agent Client Protocol (ACP v1)
+//! over stdio. What you see is what ran.
+//!
+//! # Layout, in data-flow order
+//!
+//! ```text
+//! stdin ─► transport::LineReader ─► dispatch::on_line ─┬─► rpc::Outgoing (responses to our requests)
+//!                                                      ├─► notifications (session/cancel, $/cancel_request)
+//!                                                      └─► RpcModule: initialize, session/new, session/prompt
+//!                                                                 │
+//!                                                 session::SessionHandle ─► session::actor (one per session)
+//!                                                                 │
+//!                      session::turn: user/message → providers (model) → interception::settle → tools
+//!                                                                 │ every fact
+//!                                                                 ▼
+//!                      session::commit::Committer ─► event_log (append, fsync before a tool runs)
+//!                                                 └─► presentation::Presenter ─► transport::Outbox ─► stdout
+//!                      history::derive_messages(log) ─► next model request
+//! ```
+//!
+//! `ARCHITECTURE.md` states the invariants; `protocol/` documents the wire
+//! contract and the event-log format.
+
+pub mod config;
+pub mod conversation;
+pub mod demo;
+pub(crate) mod dispatch;
+pub mod event_log;
+pub mod history;
+pub mod interception;
+pub mod presentation;
+pub mod providers;
+pub(crate) mod rpc;
+pub(crate) mod session;
+pub mod tools;
+pub(crate) mod transport;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::oneshot;
+
+pub use config::{Config, ProviderSetting};
+pub use transport::MAX_LINE;
+
+/// How long shutdown waits for sessions to write their last records.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(600);
+
+/// Serves one ACP connection until `input` ends or `shutdown` resolves.
+///
+/// Then every running turn is cancelled, child processes are ended, the
+/// sessions' last records are written and queued frames are flushed.
+pub async fn serve<R, W>(input: R, output: W, config: Config, shutdown: impl Future<Output = ()>)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (outbox, queue) = transport::Outbox::new();
+    let (finish, finished) = oneshot::channel();
+    let writer = transport::spawn_writer(output, queue, config.log_messages, finished);
+    let agent = Arc::new(dispatch::Agent::new(config, outbox.clone()));
+    let methods = dispatch::module(agent.clone());
+    let mut reader = transport::LineReader::new(input);
+    tokio::pin!(shutdown);
+    loop {
+        let next = tokio::select! {
+            next = reader.next() => next,
+            () = &mut shutdown => {
+                tracing::info!("shutdown requested");
+                break;
+            }
+        };
+        match next {
+            Ok(Some(transport::Inbound::Line(line))) => dispatch::on_line(&agent, &methods, line),
+            Ok(Some(transport::Inbound::TooLong)) => {
+                tracing::warn!("discarded an input line longer than {MAX_LINE} bytes");
+                outbox.send_line(rpc::error_line(
+                    &serde_json::Value::Null,
+                    &agent_client_protocol_schema::v1::Error::invalid_request()
+                        .data(format!("line longer than {MAX_LINE} bytes discarded")),
+                ));
+            }
+            Ok(None) => {
+                tracing::info!("input closed");
+                break;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "input failed");
+                break;
+            }
+        }
+    }
+    agent.shutdown(SHUTDOWN_GRACE).await;
+    // Let request tasks whose turn just ended queue their responses.
+    agent.wait_for_requests(Duration::from_millis(200)).await;
+    drop(methods);
+    drop(agent);
+    let _ = finish.send(());
+    let _ = writer.await;
+}

@@ -1,0 +1,88 @@
+//! The `candor` binary: with no subcommand it serves ACP on stdio.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// A coding agent that speaks the Agent Client Protocol over stdio.
+///
+/// With no subcommand, candor serves one ACP connection on stdin/stdout:
+/// this is how an editor launches it. Logs go to stderr (`RUST_LOG`).
+#[derive(Debug, Parser)]
+#[command(name = "candor", version, about)]
+struct Cli {
+    /// Mirror every protocol frame to stderr, prefixed `<-` (in) or `->` (out).
+    #[arg(long, global = true)]
+    log_messages: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a whole scripted session end to end and print it as an editor would show it.
+    Demo,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            #[allow(clippy::print_stderr)] // the last word, even with RUST_LOG=off
+            {
+                eprintln!("candor: {e:#}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    match cli.command {
+        None => {
+            let mut config = candor::Config::from_env();
+            config.log_messages = cli.log_messages;
+            runtime.block_on(candor::serve(
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+                config,
+                terminate_signal(),
+            ));
+            // Do not wait for the blocking stdin reader thread, which may sit
+            // in read(2) forever.
+            runtime.shutdown_timeout(std::time::Duration::from_millis(50));
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Demo) => Ok(runtime.block_on(candor::demo::run(&mut std::io::stdout()))?),
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn terminate_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::warn!("could not install signal handlers; only end of input stops candor");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

@@ -1,0 +1,486 @@
+//! The presenter: what the client sees, as a pure fold over the log.
+//!
+//! [`Presenter::apply`] takes one [`Record`] and returns the
+//! `session/update`s it means. It does no I/O and reads nothing but the
+//! records and the session's working directory, so folding a stored log
+//! gives the very updates the live session sent (`session/load` replays
+//! through the same code). The live session differs in one way the spec
+//! asks for: the user's own messages are not echoed back
+//! ([`Mode::Live`]); a replay sends them as `user_message_chunk`s.
+//!
+//! Card rules (checked by the tests' client model):
+//! * a `tool_call` is sent once per id, before any `tool_call_update`;
+//! * statuses only move forward: `pending → in_progress → completed|failed`;
+//! * an update's `content` is the whole accumulated content (clients
+//!   replace the list);
+//! * nothing is sent for an id after it is terminal, or for an id that
+//!   never got a card.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use agent_client_protocol_schema::v1::{
+    ContentBlock, ContentChunk, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields,
+};
+use serde_json::{Value, json};
+
+use crate::event_log::{DeltaChannel, Event, Outcome, Record, ResultStatus};
+use crate::tools::{self, Tool};
+
+/// Whether updates go to a live client or replay a stored session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Live,
+    Replay,
+}
+
+/// Most bytes of tool output a card keeps (the middle is elided beyond).
+pub const CARD_OUTPUT_MAX: usize = 256 * 1024;
+
+/// The fold's state.
+#[derive(Debug)]
+pub struct Presenter {
+    cwd: PathBuf,
+    mode: Mode,
+    cards: HashMap<String, Card>,
+}
+
+#[derive(Debug)]
+struct Card {
+    status: ToolCallStatus,
+    output: BoundedText,
+}
+
+impl Card {
+    fn terminal(&self) -> bool {
+        matches!(
+            self.status,
+            ToolCallStatus::Completed | ToolCallStatus::Failed
+        )
+    }
+}
+
+impl Presenter {
+    pub fn new(cwd: PathBuf, mode: Mode) -> Self {
+        Self {
+            cwd,
+            mode,
+            cards: HashMap::new(),
+        }
+    }
+
+    /// The updates one record means, in order.
+    pub fn apply(&mut self, record: &Record) -> Vec<SessionUpdate> {
+        match &record.event {
+            Event::SessionStarted { .. }
+            | Event::AssistantMessage { .. }
+            | Event::TurnEnded { .. } => Vec::new(),
+            Event::UserMessage { content } => match self.mode {
+                Mode::Live => Vec::new(),
+                Mode::Replay => content
+                    .iter()
+                    .map(|block| SessionUpdate::UserMessageChunk(ContentChunk::new(block.clone())))
+                    .collect(),
+            },
+            Event::AssistantDelta { channel, text } => {
+                let chunk = ContentChunk::new(ContentBlock::from(text.clone()));
+                vec![match channel {
+                    DeltaChannel::Text => SessionUpdate::AgentMessageChunk(chunk),
+                    DeltaChannel::Thinking => SessionUpdate::AgentThoughtChunk(chunk),
+                }]
+            }
+            Event::ToolCall {
+                tool_call_id,
+                tool,
+                arguments,
+                decision,
+            } => {
+                if self.cards.contains_key(tool_call_id) {
+                    return Vec::new();
+                }
+                let shown = match Tool::from_name(tool) {
+                    Some(t) => t.present(arguments, &self.cwd),
+                    None => tools::present_unknown(tool),
+                };
+                let mut call = ToolCall::new(tool_call_id.clone(), shown.title)
+                    .name(tool.clone())
+                    .kind(shown.kind)
+                    .locations(shown.locations)
+                    .raw_input(arguments.clone());
+                let status = match decision.outcome {
+                    Outcome::Allow => ToolCallStatus::Pending,
+                    Outcome::Deny => {
+                        let by = decision.by.as_deref().unwrap_or("candor");
+                        let reason = decision.reason.as_deref().unwrap_or("no reason given");
+                        call =
+                            call.content(vec![text_content(format!("Refused by {by}: {reason}"))]);
+                        ToolCallStatus::Failed
+                    }
+                };
+                self.cards.insert(
+                    tool_call_id.clone(),
+                    Card {
+                        status,
+                        output: BoundedText::default(),
+                    },
+                );
+                vec![SessionUpdate::ToolCall(call.status(status))]
+            }
+            Event::ToolStarted { tool_call_id } => {
+                self.advance(tool_call_id, ToolCallStatus::InProgress, |_| {
+                    ToolCallUpdateFields::new().status(ToolCallStatus::InProgress)
+                })
+            }
+            Event::ToolOutput { tool_call_id, text } => {
+                let Some(card) = self.open_card(tool_call_id) else {
+                    return Vec::new();
+                };
+                card.output.push(text);
+                let content = vec![text_content(fenced(&card.output.render(), "console"))];
+                vec![update(
+                    tool_call_id,
+                    ToolCallUpdateFields::new().content(content),
+                )]
+            }
+            Event::ToolResult {
+                tool_call_id,
+                status,
+                output,
+                exit_code,
+                signal,
+            } => {
+                let wire_status = match status {
+                    ResultStatus::Completed => ToolCallStatus::Completed,
+                    ResultStatus::Failed | ResultStatus::Cancelled => ToolCallStatus::Failed,
+                };
+                self.advance(tool_call_id, wire_status, |card| {
+                    let mut content = Vec::new();
+                    if card.output.is_empty() {
+                        content.push(text_content(match status {
+                            ResultStatus::Completed => fenced(output, ""),
+                            ResultStatus::Failed | ResultStatus::Cancelled => output.clone(),
+                        }));
+                    } else {
+                        content.push(text_content(fenced(&card.output.render(), "console")));
+                        if let Some(trailer) = trailer(*status, *exit_code, signal.as_deref()) {
+                            content.push(text_content(trailer));
+                        }
+                    }
+                    let mut raw = serde_json::Map::new();
+                    if let Some(code) = exit_code {
+                        raw.insert("exitCode".into(), json!(code));
+                    }
+                    if let Some(signal) = signal {
+                        raw.insert("signal".into(), json!(signal));
+                    }
+                    let fields = ToolCallUpdateFields::new()
+                        .status(wire_status)
+                        .content(content);
+                    if raw.is_empty() {
+                        fields
+                    } else {
+                        fields.raw_output(Value::Object(raw))
+                    }
+                })
+            }
+        }
+    }
+
+    /// Ids of cards that are shown but not terminal.
+    pub fn open_cards(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .cards
+            .iter()
+            .filter(|(_, c)| !c.terminal())
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// Fails every open card with `reason`, without a log record. Used only
+    /// when the log itself cannot be written, so that the client is never
+    /// left with a card spinning forever.
+    pub fn abandon(&mut self, reason: &str) -> Vec<SessionUpdate> {
+        let ids = self.open_cards();
+        ids.iter()
+            .flat_map(|id| {
+                self.advance(id, ToolCallStatus::Failed, |_| {
+                    ToolCallUpdateFields::new()
+                        .status(ToolCallStatus::Failed)
+                        .content(vec![text_content(reason.to_owned())])
+                })
+            })
+            .collect()
+    }
+
+    fn open_card(&mut self, id: &str) -> Option<&mut Card> {
+        self.cards.get_mut(id).filter(|c| !c.terminal())
+    }
+
+    /// Moves a card forward to `to` with the fields `make` builds; nothing
+    /// for unknown or terminal cards.
+    fn advance(
+        &mut self,
+        id: &str,
+        to: ToolCallStatus,
+        make: impl FnOnce(&Card) -> ToolCallUpdateFields,
+    ) -> Vec<SessionUpdate> {
+        let Some(card) = self.open_card(id) else {
+            return Vec::new();
+        };
+        let fields = make(card);
+        card.status = to;
+        vec![update(id, fields)]
+    }
+}
+
+fn update(id: &str, fields: ToolCallUpdateFields) -> SessionUpdate {
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_owned(), fields))
+}
+
+fn text_content(text: String) -> ToolCallContent {
+    ToolCallContent::from(ContentBlock::from(text))
+}
+
+/// The line under a command's output saying how it ended, if not plainly.
+fn trailer(status: ResultStatus, exit_code: Option<i32>, signal: Option<&str>) -> Option<String> {
+    match (status, exit_code, signal) {
+        (ResultStatus::Cancelled, _, _) => Some("Cancelled.".into()),
+        (_, Some(0), _) => None,
+        (_, Some(code), _) => Some(format!("Exited with code {code}.")),
+        (_, None, Some(sig)) => Some(format!("Terminated by {sig}.")),
+        (ResultStatus::Failed, None, None) => Some("Failed.".into()),
+        (ResultStatus::Completed, None, None) => None,
+    }
+}
+
+/// A Markdown code fence around `text` that `text` cannot close early.
+pub fn fenced(text: &str, lang: &str) -> String {
+    let longest_run = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest_run.max(2) + 1);
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    format!("{fence}{lang}\n{body}\n{fence}")
+}
+
+/// Text that keeps its first and last [`CARD_OUTPUT_MAX`]/2 bytes and
+/// counts what it dropped in between.
+#[derive(Debug, Default)]
+struct BoundedText {
+    head: String,
+    tail: String,
+    elided: usize,
+}
+
+impl BoundedText {
+    const HALF: usize = CARD_OUTPUT_MAX / 2;
+
+    fn push(&mut self, mut text: &str) {
+        if self.head.len() < Self::HALF {
+            let room = floor_char_boundary(text, Self::HALF - self.head.len());
+            self.head.push_str(&text[..room]);
+            text = &text[room..];
+        }
+        self.tail.push_str(text);
+        if self.tail.len() > Self::HALF {
+            let cut = ceil_char_boundary(&self.tail, self.tail.len() - Self::HALF);
+            self.tail.drain(..cut);
+            self.elided += cut;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.head.is_empty()
+    }
+
+    fn render(&self) -> String {
+        if self.elided == 0 {
+            format!("{}{}", self.head, self.tail)
+        } else {
+            format!(
+                "{}\n[… {} bytes not shown …]\n{}",
+                self.head, self.elided, self.tail
+            )
+        }
+    }
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
+    while i < s.len() && !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event_log::Decision;
+
+    fn rec(seq: u64, event: Event) -> Record {
+        Record {
+            seq,
+            at: "t".into(),
+            event,
+        }
+    }
+
+    fn wire(updates: Vec<SessionUpdate>) -> Vec<Value> {
+        updates
+            .iter()
+            .map(|u| serde_json::to_value(u).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_tool_call_moves_forward_and_accumulates_output() {
+        let mut p = Presenter::new("/p".into(), Mode::Live);
+        let id = "toolu_1".to_string();
+        let call = p.apply(&rec(
+            1,
+            Event::ToolCall {
+                tool_call_id: id.clone(),
+                tool: "Bash".into(),
+                arguments: json!({"command": "echo hi"}),
+                decision: Decision::allow(),
+            },
+        ));
+        assert_eq!(
+            wire(call),
+            vec![
+                json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_1", "title": "echo hi",
+                        "name": "Bash", "kind": "execute", "rawInput": {"command": "echo hi"}})
+            ]
+        );
+        let started = p.apply(&rec(
+            2,
+            Event::ToolStarted {
+                tool_call_id: id.clone(),
+            },
+        ));
+        assert_eq!(wire(started)[0]["status"], "in_progress");
+        p.apply(&rec(
+            3,
+            Event::ToolOutput {
+                tool_call_id: id.clone(),
+                text: "h".into(),
+            },
+        ));
+        let out = p.apply(&rec(
+            4,
+            Event::ToolOutput {
+                tool_call_id: id.clone(),
+                text: "i\n".into(),
+            },
+        ));
+        assert_eq!(
+            wire(out)[0]["content"][0]["content"]["text"],
+            "```console\nhi\n```"
+        );
+        let done = p.apply(&rec(
+            5,
+            Event::ToolResult {
+                tool_call_id: id.clone(),
+                status: ResultStatus::Failed,
+                output: "hi\n[exit code: 3]".into(),
+                exit_code: Some(3),
+                signal: None,
+            },
+        ));
+        let done = wire(done);
+        assert_eq!(done[0]["status"], "failed");
+        assert_eq!(
+            done[0]["content"][1]["content"]["text"],
+            "Exited with code 3."
+        );
+        assert_eq!(done[0]["rawOutput"], json!({"exitCode": 3}));
+        // Terminal: later records for the id present nothing.
+        assert!(
+            p.apply(&rec(6, Event::ToolStarted { tool_call_id: id }))
+                .is_empty()
+        );
+        assert!(p.open_cards().is_empty());
+    }
+
+    #[test]
+    fn results_without_a_card_present_nothing() {
+        let mut p = Presenter::new("/p".into(), Mode::Live);
+        let updates = p.apply(&rec(
+            1,
+            Event::ToolResult {
+                tool_call_id: "never-shown".into(),
+                status: ResultStatus::Cancelled,
+                output: "cancelled".into(),
+                exit_code: None,
+                signal: None,
+            },
+        ));
+        assert!(updates.is_empty());
+    }
+
+    #[test]
+    fn a_refused_call_is_a_failed_card_with_the_reason() {
+        let mut p = Presenter::new("/p".into(), Mode::Live);
+        let updates = wire(p.apply(&rec(
+            1,
+            Event::ToolCall {
+                tool_call_id: "t".into(),
+                tool: "Nope".into(),
+                arguments: json!({}),
+                decision: Decision::deny("candor", "no such tool"),
+            },
+        )));
+        assert_eq!(updates[0]["status"], "failed");
+        assert_eq!(
+            updates[0]["content"][0]["content"]["text"],
+            "Refused by candor: no such tool"
+        );
+    }
+
+    #[test]
+    fn user_messages_are_only_replayed() {
+        let event = Event::UserMessage {
+            content: vec![ContentBlock::from("hi")],
+        };
+        assert!(
+            Presenter::new("/".into(), Mode::Live)
+                .apply(&rec(1, event.clone()))
+                .is_empty()
+        );
+        assert_eq!(
+            Presenter::new("/".into(), Mode::Replay)
+                .apply(&rec(1, event))
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn fences_cannot_be_closed_by_the_text() {
+        assert_eq!(fenced("a ``` b", ""), "````\na ``` b\n````");
+        assert_eq!(fenced("x\n", "console"), "```console\nx\n```");
+    }
+
+    #[test]
+    fn card_output_is_bounded_with_both_ends_kept() {
+        let mut t = BoundedText::default();
+        t.push(&"a".repeat(BoundedText::HALF));
+        t.push(&"é".repeat(BoundedText::HALF));
+        t.push("end");
+        let shown = t.render();
+        assert!(shown.len() <= CARD_OUTPUT_MAX + 64);
+        assert!(shown.starts_with('a') && shown.ends_with("end"));
+        assert!(shown.contains("bytes not shown"));
+    }
+}

@@ -1,0 +1,259 @@
+//! The scripted model: deterministic turns from a JSON script.
+//!
+//! Each model request consumes the next response of the script, in order,
+//! across the whole session (a prompt that runs tools makes several
+//! requests). The format is documented in `protocol/scripted-model.md`:
+//!
+//! ```json
+//! {"responses": [
+//!   {"content": [
+//!     {"type": "text", "text": "Let me look."},
+//!     {"type": "tool_use", "name": "Bash", "input": {"command": "ls"}}
+//!   ]},
+//!   {"content": [{"type": "text", "text": "Done."}], "chunkDelayMs": 20}
+//! ]}
+//! ```
+//!
+//! Text and thinking stream in word-sized chunks, `chunkDelayMs` apart;
+//! `{"type": "delay", "ms": N}` pauses the stream where it stands. A
+//! `tool_use` without an `id` gets `toolu_<n>`, numbered across the session.
+//! When the script has no response left, the model says so and ends the turn.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::{ProviderError, StreamDelta};
+use crate::conversation::{AssistantBlock, AssistantTurn, ModelRequest, ModelStop};
+
+/// A whole script.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Script {
+    pub responses: Vec<Response>,
+}
+
+/// One model response.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Response {
+    pub content: Vec<Item>,
+    /// Defaults to `tool_use` when the response calls a tool, else `end_turn`.
+    #[serde(default)]
+    pub stop: Option<ModelStop>,
+    /// Pause before the first chunk.
+    #[serde(default)]
+    pub delay_ms: u64,
+    /// Pause between chunks.
+    #[serde(default)]
+    pub chunk_delay_ms: u64,
+}
+
+/// One item of a response.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Item {
+    Text {
+        text: String,
+    },
+    Thinking {
+        thinking: String,
+        #[serde(default)]
+        signature: Option<String>,
+    },
+    ToolUse {
+        #[serde(default)]
+        id: Option<String>,
+        name: String,
+        input: Value,
+    },
+    Delay {
+        ms: u64,
+    },
+}
+
+/// A session's scripted model: the script and how far it has got.
+#[derive(Debug)]
+pub struct ScriptedProvider {
+    script: Script,
+    next: usize,
+    calls: u64,
+}
+
+impl ScriptedProvider {
+    pub fn new(script: Script) -> Self {
+        Self {
+            script,
+            next: 0,
+            calls: 0,
+        }
+    }
+
+    /// Reads and parses a script file; the error names the file and the
+    /// problem.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("the script {} cannot be read: {e}", path.display()))?;
+        Self::parse(&text).map_err(|e| format!("the script {} is not valid: {e}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> Result<Self, String> {
+        serde_json::from_str::<Script>(text)
+            .map(Self::new)
+            .map_err(|e| e.to_string())
+    }
+
+    pub(super) async fn stream(
+        &mut self,
+        _request: &ModelRequest,
+        deltas: mpsc::UnboundedSender<StreamDelta>,
+    ) -> Result<AssistantTurn, ProviderError> {
+        let Some(response) = self.script.responses.get(self.next).cloned() else {
+            let text = format!(
+                "[scripted model] The script has no response left (it had {}).",
+                self.script.responses.len()
+            );
+            let _ = deltas.send(StreamDelta::Text(text.clone()));
+            return Ok(AssistantTurn {
+                content: vec![AssistantBlock::Text { text }],
+                stop: ModelStop::EndTurn,
+            });
+        };
+        self.next += 1;
+        pause(response.delay_ms).await;
+        let mut content = Vec::new();
+        let mut first_chunk = true;
+        for item in response.content {
+            match item {
+                Item::Text { text } => {
+                    for chunk in chunks(&text) {
+                        if !first_chunk {
+                            pause(response.chunk_delay_ms).await;
+                        }
+                        first_chunk = false;
+                        let _ = deltas.send(StreamDelta::Text(chunk.to_owned()));
+                    }
+                    content.push(AssistantBlock::Text { text });
+                }
+                Item::Thinking {
+                    thinking,
+                    signature,
+                } => {
+                    for chunk in chunks(&thinking) {
+                        if !first_chunk {
+                            pause(response.chunk_delay_ms).await;
+                        }
+                        first_chunk = false;
+                        let _ = deltas.send(StreamDelta::Thinking(chunk.to_owned()));
+                    }
+                    content.push(AssistantBlock::Thinking {
+                        thinking,
+                        signature,
+                    });
+                }
+                Item::ToolUse { id, name, input } => {
+                    self.calls += 1;
+                    let id = id.unwrap_or_else(|| format!("toolu_{:02}", self.calls));
+                    content.push(AssistantBlock::ToolUse { id, name, input });
+                }
+                Item::Delay { ms } => pause(ms).await,
+            }
+        }
+        let calls_tool = content
+            .iter()
+            .any(|b| matches!(b, AssistantBlock::ToolUse { .. }));
+        let stop = response.stop.unwrap_or(if calls_tool {
+            ModelStop::ToolUse
+        } else {
+            ModelStop::EndTurn
+        });
+        Ok(AssistantTurn { content, stop })
+    }
+}
+
+async fn pause(ms: u64) {
+    if ms > 0 {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+}
+
+/// Splits text into chunks of a few words, keeping every character.
+fn chunks(text: &str) -> Vec<&str> {
+    const WORDS: usize = 3;
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut words = 0;
+    for (i, c) in text.char_indices() {
+        if c == ' ' || c == '\n' {
+            words += 1;
+            if words == WORDS {
+                let end = i + c.len_utf8();
+                out.push(&text[start..end]);
+                start = end;
+                words = 0;
+            }
+        }
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request() -> ModelRequest {
+        ModelRequest {
+            system: String::new(),
+            messages: Vec::new(),
+            tools: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn chunks_keep_every_character() {
+        let text = "one two three four five\nsix é";
+        assert_eq!(chunks(text).concat(), text);
+        assert_eq!(chunks(text)[0], "one two three ");
+        assert_eq!(chunks(""), Vec::<&str>::new());
+    }
+
+    #[tokio::test]
+    async fn plays_responses_in_order_then_says_it_ran_out() {
+        let mut p = ScriptedProvider::parse(
+            &json!({"responses": [
+                {"content": [{"type": "text", "text": "a b c d"}, {"type": "tool_use", "name": "Bash", "input": {"command": "ls"}}]},
+                {"content": [{"type": "text", "text": "done"}]}
+            ]})
+            .to_string(),
+        )
+        .unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let first = p.stream(&request(), tx.clone()).await.unwrap();
+        assert_eq!(first.stop, ModelStop::ToolUse);
+        assert_eq!(first.tool_uses().next().unwrap().0, "toolu_01");
+        assert_eq!(rx.recv().await, Some(StreamDelta::Text("a b c ".into())));
+        assert_eq!(rx.recv().await, Some(StreamDelta::Text("d".into())));
+        assert_eq!(
+            p.stream(&request(), tx.clone()).await.unwrap().stop,
+            ModelStop::EndTurn
+        );
+        let last = p.stream(&request(), tx).await.unwrap();
+        assert!(
+            matches!(&last.content[0], AssistantBlock::Text { text } if text.contains("no response left"))
+        );
+    }
+
+    #[test]
+    fn a_bad_script_names_the_problem() {
+        let err = ScriptedProvider::parse(r#"{"responses": [{"content": [{"type": "txt"}]}]}"#)
+            .unwrap_err();
+        assert!(err.contains("unknown variant `txt`"), "{err}");
+    }
+}

@@ -1,0 +1,102 @@
+//! The session actor: one task per session that owns the log, the
+//! presenter and the model, and runs one turn at a time.
+
+use std::path::PathBuf;
+
+use agent_client_protocol_schema::v1::{ContentBlock, Error as AcpError, SessionId, StopReason};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::commit::Committer;
+use super::turn::{self, TurnControl};
+use super::{SessionHandle, Started};
+use crate::config::Config;
+use crate::event_log::{Event, EventLog, FORMAT_VERSION, LogError, TurnStop};
+use crate::presentation::{Mode, Presenter};
+use crate::providers::Provider;
+use crate::transport::Outbox;
+
+/// What the dispatcher asks of a session.
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// Run a turn; answer with its stop reason.
+    Prompt {
+        content: Vec<ContentBlock>,
+        cancel: CancellationToken,
+        reply: oneshot::Sender<Result<StopReason, AcpError>>,
+    },
+}
+
+/// Creates a session's log, writes `session/started` and starts its actor.
+pub(crate) fn start(
+    config: &Config,
+    cwd: PathBuf,
+    outbox: Outbox,
+    hard_stop: CancellationToken,
+) -> Result<Started, LogError> {
+    let id = uuid::Uuid::new_v4().to_string();
+    let log = EventLog::create(&config.sessions_dir(), &id)?;
+    let log_path = log.path().to_owned();
+    let provider = Provider::from_config(config);
+    let presenter = Presenter::new(cwd.clone(), Mode::Live);
+    let mut committer = Committer::new(SessionId::new(id.clone()), log, presenter, outbox);
+    committer.commit(Event::SessionStarted {
+        session_id: id.clone(),
+        cwd: cwd.clone(),
+        format: FORMAT_VERSION,
+        candor_version: env!("CARGO_PKG_VERSION").to_owned(),
+        provider: provider.name().to_owned(),
+    })?;
+    // Capacity: the handle lets one prompt through at a time; a few slots
+    // are room for commands to come (mode changes, load) without waiting.
+    let (inbox, commands) = mpsc::channel(8);
+    let handle = SessionHandle::new(id.clone(), log_path, inbox, hard_stop.clone());
+    tracing::info!(session = %id, provider = provider.name(), log = %handle.log_path().display(), "session started");
+    let task = tokio::spawn(run(committer, provider, cwd, commands, hard_stop));
+    Ok(Started { handle, task })
+}
+
+/// The actor loop: ends when every handle is gone.
+async fn run(
+    mut committer: Committer,
+    mut provider: Provider,
+    cwd: PathBuf,
+    mut commands: mpsc::Receiver<Command>,
+    hard_stop: CancellationToken,
+) {
+    while let Some(command) = commands.recv().await {
+        match command {
+            Command::Prompt {
+                content,
+                cancel,
+                reply,
+            } => {
+                let control = TurnControl {
+                    cwd: cwd.clone(),
+                    cancel,
+                    hard_stop: hard_stop.clone(),
+                };
+                let answer = match turn::run(&mut committer, &mut provider, content, &control).await
+                {
+                    Ok(stop) => Ok(stop_reason(stop)),
+                    Err(e) => {
+                        tracing::error!(error = %e, "turn failed");
+                        Err(AcpError::new(-32603, format!("the turn failed: {e}")))
+                    }
+                };
+                let _ = reply.send(answer);
+            }
+        }
+    }
+}
+
+/// The ACP stop reason of a turn that ended normally.
+fn stop_reason(stop: TurnStop) -> StopReason {
+    match stop {
+        TurnStop::EndTurn | TurnStop::Error => StopReason::EndTurn,
+        TurnStop::MaxTokens => StopReason::MaxTokens,
+        TurnStop::MaxTurnRequests => StopReason::MaxTurnRequests,
+        TurnStop::Refusal => StopReason::Refusal,
+        TurnStop::Cancelled => StopReason::Cancelled,
+    }
+}

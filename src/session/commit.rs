@@ -1,0 +1,77 @@
+//! The committer: append a fact, then show what it means.
+//!
+//! [`Committer::commit`] is the only way a session produces
+//! `session/update`s: it appends the event to the log and queues the
+//! presenter's projection of the appended record. If the append fails,
+//! nothing is shown for it.
+
+use agent_client_protocol_schema::v1::{SessionId, SessionNotification, SessionUpdate};
+
+use crate::event_log::{Event, EventLog, LogError, Record};
+use crate::presentation::Presenter;
+use crate::transport::Outbox;
+
+/// A session's log, presenter and connection to the client.
+#[derive(Debug)]
+pub(crate) struct Committer {
+    session_id: SessionId,
+    log: EventLog,
+    presenter: Presenter,
+    outbox: Outbox,
+}
+
+impl Committer {
+    pub(crate) fn new(
+        session_id: SessionId,
+        log: EventLog,
+        presenter: Presenter,
+        outbox: Outbox,
+    ) -> Self {
+        Self {
+            session_id,
+            log,
+            presenter,
+            outbox,
+        }
+    }
+
+    /// Appends `event` and sends what it means to the client.
+    pub(crate) fn commit(&mut self, event: Event) -> Result<(), LogError> {
+        let record = self.log.append(event)?;
+        publish(&mut self.presenter, &self.outbox, &self.session_id, record);
+        Ok(())
+    }
+
+    /// Like [`commit`](Self::commit), but the record is on disk before
+    /// anything else happens.
+    pub(crate) fn commit_durable(&mut self, event: Event) -> Result<(), LogError> {
+        let record = self.log.append_durable(event)?;
+        publish(&mut self.presenter, &self.outbox, &self.session_id, record);
+        Ok(())
+    }
+
+    /// The records so far.
+    pub(crate) fn records(&self) -> &[Record] {
+        self.log.records()
+    }
+
+    /// After a log failure: fail every open card so none spins forever.
+    pub(crate) fn abandon_open_cards(&mut self, reason: &str) {
+        for update in self.presenter.abandon(reason) {
+            send(&self.outbox, &self.session_id, update);
+        }
+    }
+}
+
+fn publish(presenter: &mut Presenter, outbox: &Outbox, session_id: &SessionId, record: &Record) {
+    for update in presenter.apply(record) {
+        send(outbox, session_id, update);
+    }
+}
+
+fn send(outbox: &Outbox, session_id: &SessionId, update: SessionUpdate) {
+    outbox.notify(
+        "session/update",
+        &SessionNotification::new(session_id.clone(), update),
+    );
+}

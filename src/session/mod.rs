@@ -1,0 +1,147 @@
+//! Sessions: one actor task per session, owning its log and its state.
+//!
+//! A [`SessionHandle`] is what the dispatcher holds. It sends commands to
+//! the session's actor ([`actor`]), which runs prompt turns one at a time
+//! ([`turn`]) and owns the [`Committer`](commit::Committer): the event log
+//! plus the presenter that turns each appended record into the
+//! `session/update`s the client sees.
+//!
+//! Cancellation: every prompt gets a [`CancellationToken`] the moment its
+//! request is read (see [`SessionHandle::arm_prompt`]), before the request's
+//! task even starts, so a `session/cancel` that follows a prompt on the wire
+//! always reaches that prompt's turn.
+
+pub(crate) mod actor;
+pub(crate) mod commit;
+pub(crate) mod turn;
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use agent_client_protocol_schema::v1::{ContentBlock, Error as AcpError, StopReason};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The dispatcher's handle on a running session.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionHandle {
+    id: String,
+    log_path: PathBuf,
+    inbox: mpsc::Sender<actor::Command>,
+    shared: Arc<Shared>,
+}
+
+/// State the dispatcher and the actor share. Std mutexes: each is held for
+/// a few instructions, never across an `.await`.
+#[derive(Debug, Default)]
+struct Shared {
+    /// A turn is running or queued.
+    busy: AtomicBool,
+    /// Tokens of prompts read from the wire whose turn has not started.
+    armed: Mutex<VecDeque<CancellationToken>>,
+    /// The running turn's token.
+    current: Mutex<Option<CancellationToken>>,
+    /// Tripped at shutdown: tools stop without a grace period.
+    hard_stop: CancellationToken,
+}
+
+impl SessionHandle {
+    pub(crate) fn new(
+        id: String,
+        log_path: PathBuf,
+        inbox: mpsc::Sender<actor::Command>,
+        hard_stop: CancellationToken,
+    ) -> Self {
+        Self {
+            id,
+            log_path,
+            inbox,
+            shared: Arc::new(Shared {
+                hard_stop,
+                ..Shared::default()
+            }),
+        }
+    }
+
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(crate) fn log_path(&self) -> &std::path::Path {
+        &self.log_path
+    }
+
+    /// Called by the reader, in wire order, when a `session/prompt` for this
+    /// session arrives.
+    pub(crate) fn arm_prompt(&self) {
+        lock(&self.shared.armed).push_back(CancellationToken::new());
+    }
+
+    /// Runs one prompt turn and answers with its stop reason. A second
+    /// prompt while one runs is refused at once; the running turn goes on.
+    pub(crate) async fn prompt(&self, content: Vec<ContentBlock>) -> Result<StopReason, AcpError> {
+        let cancel = lock(&self.shared.armed).pop_front().unwrap_or_default();
+        if self.shared.busy.swap(true, Ordering::SeqCst) {
+            return Err(AcpError::invalid_request().data(format!(
+                "session {} is already running a prompt turn; wait for its response or send session/cancel",
+                self.id
+            )));
+        }
+        let _busy = Busy(&self.shared);
+        *lock(&self.shared.current) = Some(cancel.clone());
+        let (reply, answer) = oneshot::channel();
+        let command = actor::Command::Prompt {
+            content,
+            cancel,
+            reply,
+        };
+        if self.inbox.send(command).await.is_err() {
+            return Err(stopped(&self.id));
+        }
+        answer.await.unwrap_or_else(|_| Err(stopped(&self.id)))
+    }
+
+    /// Cancels the running turn and any prompt read but not yet started.
+    pub(crate) fn cancel(&self) {
+        for token in lock(&self.shared.armed).iter() {
+            token.cancel();
+        }
+        if let Some(token) = lock(&self.shared.current).as_ref() {
+            token.cancel();
+        }
+    }
+
+    /// Cancels everything and tells tools to stop without grace.
+    pub(crate) fn stop(&self) {
+        self.cancel();
+        self.shared.hard_stop.cancel();
+    }
+}
+
+/// Clears `busy` when the prompt call ends, however it ends.
+struct Busy<'a>(&'a Shared);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        *lock(&self.0.current) = None;
+        self.0.busy.store(false, Ordering::SeqCst);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn stopped(id: &str) -> AcpError {
+    AcpError::internal_error().data(format!("session {id} has stopped"))
+}
+
+/// A started session: its handle and the actor task to await at shutdown.
+#[derive(Debug)]
+pub(crate) struct Started {
+    pub(crate) handle: SessionHandle,
+    pub(crate) task: JoinHandle<()>,
+}

@@ -1,0 +1,268 @@
+//! One prompt turn: the agent loop.
+//!
+//! The sequence, each step a record appended through the committer:
+//!
+//! 1. `user/message`.
+//! 2. Ask the model: the request's history is derived from the log; text
+//!    and thinking stream in as `assistant/delta`s; the whole turn is then
+//!    appended as `assistant/message`, exactly as the model emitted it.
+//! 3. For each tool call of that turn, in order:
+//!    settle it ([`crate::interception::settle`]) → `tool/call` (flushed to
+//!    disk; the card appears with the settled arguments) → `tool/started` →
+//!    `tool/output`* while it runs → `tool/result`.
+//! 4. If the model called tools, go to 2; else `turn/ended`.
+//!
+//! A cancel stops the model stream or the running tool; calls that never
+//! ran get a `cancelled` result (so the model's history stays well-formed)
+//! and the turn ends `cancelled`. A log write failure ends the turn at once
+//! with an error: no tool runs without its `tool/call` record.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agent_client_protocol_schema::v1::ContentBlock;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::commit::Committer;
+use crate::conversation::{AssistantBlock, ModelRequest, ModelStop};
+use crate::event_log::{DeltaChannel, Event, LogError, ResultStatus, TurnStop};
+use crate::history::derive_messages;
+use crate::interception::{Settlement, settle};
+use crate::providers::{Provider, ProviderError, StreamDelta};
+use crate::tools::{self, ToolContext};
+
+/// Model requests one prompt may make before it ends `max_turn_requests`.
+pub(crate) const MAX_MODEL_REQUESTS: usize = 100;
+/// Between SIGTERM and SIGKILL for a cancelled command.
+pub(crate) const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// What a turn needs besides the committer and the model.
+#[derive(Debug, Clone)]
+pub(crate) struct TurnControl {
+    pub(crate) cwd: PathBuf,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) hard_stop: CancellationToken,
+}
+
+/// Why a turn could not finish normally.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TurnError {
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+}
+
+/// Runs a whole turn and appends its `turn/ended` record.
+pub(crate) async fn run(
+    c: &mut Committer,
+    provider: &mut Provider,
+    prompt: Vec<ContentBlock>,
+    control: &TurnControl,
+) -> Result<TurnStop, TurnError> {
+    let outcome = steps(c, provider, prompt, control).await;
+    let ended = match &outcome {
+        Ok(stop) => Event::TurnEnded {
+            stop_reason: *stop,
+            error: None,
+        },
+        Err(e) => Event::TurnEnded {
+            stop_reason: TurnStop::Error,
+            error: Some(e.to_string()),
+        },
+    };
+    if let Err(e) = c.commit(ended) {
+        c.abandon_open_cards(&format!("candor stopped this turn: {e}"));
+        return Err(e.into());
+    }
+    if let Err(TurnError::Log(e)) = &outcome {
+        c.abandon_open_cards(&format!("candor stopped this turn: {e}"));
+    }
+    outcome
+}
+
+async fn steps(
+    c: &mut Committer,
+    provider: &mut Provider,
+    prompt: Vec<ContentBlock>,
+    control: &TurnControl,
+) -> Result<TurnStop, TurnError> {
+    c.commit(Event::UserMessage { content: prompt })?;
+    for _ in 0..MAX_MODEL_REQUESTS {
+        if control.cancel.is_cancelled() {
+            return Ok(TurnStop::Cancelled);
+        }
+        let request = ModelRequest {
+            system: system_prompt(control),
+            messages: derive_messages(c.records()),
+            tools: tools::specs(),
+        };
+        let Some(turn) = ask_model(c, provider, &request, &control.cancel).await? else {
+            return Ok(TurnStop::Cancelled);
+        };
+        let calls: Vec<(String, String, serde_json::Value)> = turn
+            .tool_uses()
+            .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
+            .collect();
+        let stop = turn.stop;
+        c.commit(Event::AssistantMessage {
+            content: turn.content,
+            stop,
+            interrupted: false,
+        })?;
+        if calls.is_empty() {
+            return Ok(match stop {
+                ModelStop::EndTurn | ModelStop::ToolUse => TurnStop::EndTurn,
+                ModelStop::MaxTokens => TurnStop::MaxTokens,
+                ModelStop::Refusal => TurnStop::Refusal,
+            });
+        }
+        for (id, name, input) in calls {
+            if control.cancel.is_cancelled() {
+                c.commit(Event::ToolResult {
+                    tool_call_id: id,
+                    status: ResultStatus::Cancelled,
+                    output: "cancelled by the user before it ran".into(),
+                    exit_code: None,
+                    signal: None,
+                })?;
+                continue;
+            }
+            run_call(c, &id, &name, &input, control).await?;
+        }
+    }
+    Ok(TurnStop::MaxTurnRequests)
+}
+
+fn system_prompt(control: &TurnControl) -> String {
+    format!(
+        "You are candor, a coding agent working in the user's editor. The working directory is {}.",
+        control.cwd.display()
+    )
+}
+
+/// Streams one model response. `None` when cancelled (the text received so
+/// far is kept as an interrupted `assistant/message`).
+async fn ask_model(
+    c: &mut Committer,
+    provider: &mut Provider,
+    request: &ModelRequest,
+    cancel: &CancellationToken,
+) -> Result<Option<crate::conversation::AssistantTurn>, TurnError> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut streamed = String::new();
+    let stream = provider.stream(request, tx);
+    tokio::pin!(stream);
+    let result = loop {
+        tokio::select! {
+            biased;
+            Some(delta) = rx.recv() => record_delta(c, delta, &mut streamed)?,
+            result = &mut stream => break Some(result),
+            _ = cancel.cancelled() => break None,
+        }
+    };
+    while let Ok(delta) = rx.try_recv() {
+        record_delta(c, delta, &mut streamed)?;
+    }
+    match result {
+        Some(Ok(turn)) => Ok(Some(turn)),
+        Some(Err(e)) => Err(e.into()),
+        None => {
+            c.commit(Event::AssistantMessage {
+                content: vec![AssistantBlock::Text { text: streamed }],
+                stop: ModelStop::EndTurn,
+                interrupted: true,
+            })?;
+            Ok(None)
+        }
+    }
+}
+
+fn record_delta(
+    c: &mut Committer,
+    delta: StreamDelta,
+    streamed: &mut String,
+) -> Result<(), LogError> {
+    let (channel, text) = match delta {
+        StreamDelta::Text(text) => {
+            streamed.push_str(&text);
+            (DeltaChannel::Text, text)
+        }
+        StreamDelta::Thinking(text) => (DeltaChannel::Thinking, text),
+    };
+    c.commit(Event::AssistantDelta { channel, text })
+}
+
+/// Settles, presents, runs and finishes one tool call.
+async fn run_call(
+    c: &mut Committer,
+    id: &str,
+    name: &str,
+    input: &serde_json::Value,
+    control: &TurnControl,
+) -> Result<(), TurnError> {
+    let (call, decision) = match settle(id, name, input) {
+        Settlement::Refused {
+            arguments,
+            decision,
+        } => {
+            let reason = decision.reason.clone().unwrap_or_default();
+            c.commit(Event::ToolCall {
+                tool_call_id: id.to_owned(),
+                tool: name.to_owned(),
+                arguments,
+                decision,
+            })?;
+            c.commit(Event::ToolResult {
+                tool_call_id: id.to_owned(),
+                status: ResultStatus::Failed,
+                output: reason,
+                exit_code: None,
+                signal: None,
+            })?;
+            return Ok(());
+        }
+        Settlement::Approved { call, decision } => (call, decision),
+    };
+    c.commit_durable(Event::ToolCall {
+        tool_call_id: id.to_owned(),
+        tool: name.to_owned(),
+        arguments: call.arguments().clone(),
+        decision,
+    })?;
+    c.commit(Event::ToolStarted {
+        tool_call_id: id.to_owned(),
+    })?;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cx = ToolContext {
+        cwd: control.cwd.clone(),
+        cancel: control.cancel.clone(),
+        hard_stop: control.hard_stop.clone(),
+        kill_grace: KILL_GRACE,
+        output: tx,
+    };
+    let running = call.tool().run(&call, cx);
+    tokio::pin!(running);
+    let output = loop {
+        tokio::select! {
+            biased;
+            Some(text) = rx.recv() => c.commit(Event::ToolOutput { tool_call_id: id.to_owned(), text })?,
+            output = &mut running => break output,
+        }
+    };
+    while let Ok(text) = rx.try_recv() {
+        c.commit(Event::ToolOutput {
+            tool_call_id: id.to_owned(),
+            text,
+        })?;
+    }
+    c.commit(Event::ToolResult {
+        tool_call_id: id.to_owned(),
+        status: output.status,
+        output: output.text,
+        exit_code: output.exit_code,
+        signal: output.signal,
+    })?;
+    Ok(())
+}

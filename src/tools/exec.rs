@@ -1,0 +1,119 @@
+//! The one place candor starts processes.
+//!
+//! Every child runs in its own process group, so that ending it ends
+//! everything it started. [`ProcessGroup`] owns a spawned child: dropping it
+//! sends SIGKILL to the whole group, so no process outlives the tool call,
+//! the turn or candor's shutdown by accident.
+//!
+//! Architecture invariant: no other module constructs a `Command` (enforced
+//! by `disallowed-methods` in `clippy.toml`).
+
+use std::io;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
+
+/// `bash -c <script>` in `cwd`, in a new process group, stdin closed,
+/// stdout and stderr piped.
+pub fn bash(script: &str, cwd: &Path) -> Command {
+    #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(script)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd
+}
+
+/// An ACP agent process (`candor demo` starts candor itself this way):
+/// stdin and stdout piped for frames, stderr passed through, its own
+/// process group.
+pub fn agent(program: &Path, args: &[&str]) -> Command {
+    #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd
+}
+
+/// A child process and its process group.
+#[derive(Debug)]
+pub struct ProcessGroup {
+    child: Child,
+    pgid: Option<Pid>,
+}
+
+impl ProcessGroup {
+    /// Spawns `cmd`, which must come from a constructor of this module.
+    pub fn spawn(mut cmd: Command) -> io::Result<Self> {
+        let child = cmd.spawn()?;
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw);
+        Ok(Self { child, pgid })
+    }
+
+    pub fn child_mut(&mut self) -> &mut Child {
+        &mut self.child
+    }
+
+    /// Sends `signal` to every process of the group.
+    pub fn signal(&self, signal: Signal) {
+        if let Some(pgid) = self.pgid {
+            match killpg(pgid, signal) {
+                Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+                Err(e) => {
+                    tracing::warn!(pgid = pgid.as_raw(), %signal, error = %e, "could not signal a process group")
+                }
+            }
+        }
+    }
+
+    /// Ends the group: SIGTERM, then SIGKILL once `grace` has passed or
+    /// `hard_stop` fires, whichever comes first. Returns the leader's status.
+    pub async fn terminate(
+        &mut self,
+        grace: Duration,
+        hard_stop: &CancellationToken,
+    ) -> io::Result<ExitStatus> {
+        self.signal(Signal::SIGTERM);
+        let exited = tokio::select! {
+            status = self.child.wait() => Some(status),
+            _ = tokio::time::sleep(grace) => None,
+            _ = hard_stop.cancelled() => None,
+        };
+        // Whatever the leader did, nothing of the group may stay behind.
+        self.signal(Signal::SIGKILL);
+        match exited {
+            Some(status) => status,
+            None => self.child.wait().await,
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.signal(Signal::SIGKILL);
+    }
+}
+
+/// The name of a signal number (`SIGKILL`), or the number.
+pub fn signal_name(signal: i32) -> String {
+    Signal::try_from(signal)
+        .map(|s| s.as_str().to_owned())
+        .unwrap_or_else(|_| format!("signal {signal}"))
+}

@@ -214,24 +214,24 @@ impl Client {
     fn show(&mut self, out: &mut dyn Write, update: &Value) -> io::Result<()> {
         let s = self.style;
         match update["sessionUpdate"].as_str().unwrap_or("") {
-            "agent_message_chunk" => {
-                if !self.in_text {
-                    write!(out, "{} ", s.bold(&s.green("candor ▸")))?;
-                    self.in_text = true;
+            kind @ ("agent_message_chunk" | "agent_thought_chunk") => {
+                let thought = kind == "agent_thought_chunk";
+                let text = update["content"]["text"].as_str().unwrap_or("");
+                if self.in_text != Some(thought) {
+                    self.end_text(out)?;
+                    if thought {
+                        write!(out, "{} ", s.dim("  thinking ▸"))?;
+                    } else {
+                        write!(out, "{} ", s.bold(&s.green("candor ▸")))?;
+                    }
+                    self.in_text = Some(thought);
                 }
-                write!(out, "{}", update["content"]["text"].as_str().unwrap_or(""))?;
+                if thought {
+                    write!(out, "{}", s.dim(text))?;
+                } else {
+                    write!(out, "{text}")?;
+                }
                 out.flush()?;
-            }
-            "agent_thought_chunk" => {
-                self.end_text(out)?;
-                writeln!(
-                    out,
-                    "{}",
-                    s.dim(&format!(
-                        "  (thinking) {}",
-                        update["content"]["text"].as_str().unwrap_or("")
-                    ))
-                )?;
             }
             "tool_call" => {
                 self.end_text(out)?;

@@ -36,6 +36,8 @@ fn main() -> ExitCode {
         .init();
     match run(cli) {
         Ok(code) => code,
+        // `candor demo | head` is fine: a closed stdout is not a failure.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e:#}");
             #[allow(clippy::print_stderr)] // the last word, even with RUST_LOG=off
@@ -69,6 +71,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Demo) => Ok(runtime.block_on(candor::demo::run(&mut std::io::stdout()))?),
     }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Resolves on SIGTERM or SIGINT.

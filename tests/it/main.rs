@@ -1,0 +1,19 @@
+//! candor's integration tests: one binary, one module per area.
+//!
+//! Every test talks to candor as a client would (in-process over duplex
+//! pipes, or the built binary over real pipes) through `support::Conn`,
+//! which validates every frame against the ACP schema and applies every
+//! update to a Zed-like client model that fails the test on a broken card.
+
+// A failing test panics; that is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// `pub` in a test binary is visibility within the suite.
+#![allow(unreachable_pub)]
+
+mod support;
+
+mod cancel;
+mod process;
+mod protocol;
+mod tidy;
+mod turns;

@@ -1,0 +1,200 @@
+//! The built binary over real pipes: stdout carries frames only, logs go to
+//! stderr, and end of input or SIGTERM stop it cleanly and quickly.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::json;
+use tokio::io::AsyncReadExt;
+
+use crate::support::*;
+
+async fn stderr_of(conn: &mut Conn) -> String {
+    let mut text = String::new();
+    if let Some(mut err) = conn.child().stderr.take() {
+        err.read_to_string(&mut text).await.unwrap();
+    }
+    text
+}
+
+#[tokio::test]
+async fn a_session_over_real_pipes_keeps_stdout_for_frames() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([
+            text("Listing."),
+            tool(
+                "t",
+                "Bash",
+                json!({"command": "echo on-stdout; echo on-stderr >&2"})
+            )
+        ])),
+        respond(json!([text("Done.")])),
+    ]));
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    let response = conn.prompt(&session, "go").await;
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    assert!(
+        conn.thread(&session)
+            .card("t")
+            .text()
+            .contains("on-stdout\non-stderr")
+    );
+    conn.close_input();
+    // Every line left on stdout is a frame too (Conn panics otherwise).
+    conn.drain().await;
+    let status = conn.child().wait().await.unwrap();
+    assert!(status.success());
+    let logs = stderr_of(&mut conn).await;
+    assert!(logs.contains("session started"), "{logs}");
+    assert!(
+        !logs.contains("on-stdout"),
+        "tool output leaked to stderr: {logs}"
+    );
+}
+
+/// Starts a turn running `sleep 30` and returns the connection, the prompt
+/// id and the sleep's pid once it runs.
+async fn long_turn() -> (Conn, serde_json::Value, u32) {
+    let env = TestEnv::scripted(script(vec![respond(json!([tool(
+        "s",
+        "Bash",
+        json!({"command": "sleep 30 & echo $! > sleep.pid; wait"})
+    )]))]));
+    let pid_file = env.project.join("sleep.pid");
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    let id = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+        )
+        .await;
+    let pid = read_pid(&pid_file).await;
+    (conn, id, pid)
+}
+
+#[tokio::test]
+async fn end_of_input_cancels_the_turn_ends_children_and_exits_0_quickly() {
+    let (mut conn, id, sleep_pid) = long_turn().await;
+    let started = Instant::now();
+    conn.close_input();
+    let status = tokio::time::timeout(Duration::from_secs(5), conn.child().wait())
+        .await
+        .expect("candor did not exit")
+        .unwrap();
+    let took = started.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(took < Duration::from_secs(1), "exit took {took:?}");
+    assert!(!alive(sleep_pid), "the command outlived candor");
+    // The running prompt was answered before exit, and its card finished.
+    let rest = conn.drain().await;
+    let answer = rest
+        .iter()
+        .find(|f| f["id"] == id)
+        .expect("the prompt was not answered");
+    assert_eq!(answer["result"]["stopReason"], "cancelled");
+}
+
+#[tokio::test]
+async fn sigterm_cancels_the_turn_ends_children_and_exits_0_quickly() {
+    let (mut conn, id, sleep_pid) = long_turn().await;
+    let pid = conn.child().id().unwrap();
+    let started = Instant::now();
+    kill(Pid::from_raw(pid as i32), Signal::SIGTERM).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(5), conn.child().wait())
+        .await
+        .expect("candor did not exit")
+        .unwrap();
+    let took = started.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(took < Duration::from_secs(1), "exit took {took:?}");
+    assert!(!alive(sleep_pid), "the command outlived candor");
+    let rest = conn.drain().await;
+    let answer = rest
+        .iter()
+        .find(|f| f["id"] == id)
+        .expect("the prompt was not answered");
+    assert_eq!(answer["result"]["stopReason"], "cancelled");
+    let logs = stderr_of(&mut conn).await;
+    assert!(logs.contains("shutdown requested"), "{logs}");
+}
+
+#[tokio::test]
+async fn log_messages_mirrors_every_frame_with_its_direction() {
+    let env = TestEnv::new();
+    let mut cmd = candor_command(&env);
+    cmd.arg("--log-messages").env("RUST_LOG", "off");
+    let mut conn = Conn::spawn_with(env, cmd);
+    conn.initialize().await;
+    conn.send_raw("{oops").await;
+    conn.recv().await;
+    conn.close_input();
+    conn.drain().await;
+    conn.child().wait().await.unwrap();
+    let logs = stderr_of(&mut conn).await;
+    let lines: Vec<&str> = logs.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("<- {") && l.contains("\"initialize\"")),
+        "{logs}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("-> {") && l.contains("\"agentInfo\"")),
+        "{logs}"
+    );
+    assert!(lines.contains(&"<- {oops"), "{logs}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("-> {") && l.contains("-32700")),
+        "{logs}"
+    );
+}
+
+#[tokio::test]
+async fn the_demo_runs_a_whole_session() {
+    let env = TestEnv::new();
+    let mut cmd = candor_command(&env);
+    cmd.arg("demo")
+        .env("TMPDIR", env.dir.path())
+        .env("RUST_LOG", "off");
+    let output = cmd.output().await.unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for expected in [
+        "you ▸ What is in this project?",
+        "✓ execute  ls -la",
+        "status  pending → in_progress → completed",
+        "Read ",
+        "✗ execute  bash greet.sh --shout",
+        "Exited with code 2.",
+        "■ end_turn",
+        "event log",
+    ] {
+        assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
+    }
+    // No colour codes when stdout is not a terminal.
+    assert!(!out.contains('\u{1b}'));
+}
+
+#[tokio::test]
+async fn version_and_help_do_not_touch_the_protocol() {
+    let env = TestEnv::new();
+    let mut cmd = candor_command(&env);
+    cmd.arg("--version");
+    let output = cmd.output().await.unwrap();
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        format!("candor {}", env!("CARGO_PKG_VERSION"))
+    );
+}

@@ -1,0 +1,520 @@
+//! Test support: a client connection to candor (in-process over duplex pipes,
+//! or the built binary over real pipes) that validates every frame it
+//! receives against the ACP schema and feeds every update to the client
+//! model, plus helpers for scripts and temporary projects.
+
+#![allow(dead_code)] // each test module uses a different part
+
+pub(crate) mod model;
+pub(crate) mod schema;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use candor::{Config, ProviderSetting};
+
+pub(crate) use model::{Model, Thread};
+
+/// The pending-table method of a raw line sent by a test.
+const RAW: &str = "<raw line>";
+
+/// How long a test waits for any one frame.
+pub const FRAME_TIMEOUT: Duration = Duration::from_secs(20);
+
+type Reader = Lines<BufReader<Box<dyn AsyncRead + Unpin + Send>>>;
+type Writer = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// What is running on the other end.
+enum Agent {
+    InProcess {
+        task: JoinHandle<()>,
+        stop: Option<oneshot::Sender<()>>,
+    },
+    Process(tokio::process::Child),
+}
+
+/// A test client connected to candor.
+pub struct Conn {
+    tx: Option<Writer>,
+    rx: Reader,
+    agent: Agent,
+    next_id: i64,
+    /// Our requests awaiting a response: id → (method, session).
+    pending: HashMap<String, (String, Option<String>)>,
+    pub model: Model,
+    /// Every frame received, in order.
+    pub frames: Vec<Value>,
+    /// Notifications received and not yet looked at by the test.
+    pub notifications: Vec<Value>,
+    /// The environment used (home dir etc.), kept alive with the connection.
+    pub env: TestEnv,
+}
+
+/// A temporary home (for logs) and project directory.
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+    pub home: PathBuf,
+    pub project: PathBuf,
+    pub script: Option<PathBuf>,
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        Self {
+            dir,
+            home,
+            project,
+            script: None,
+        }
+    }
+
+    /// With a scripted model playing `script`.
+    pub fn scripted(script: Value) -> Self {
+        let mut env = Self::new();
+        let path = env.dir.path().join("script.json");
+        std::fs::write(&path, script.to_string()).unwrap();
+        env.script = Some(path);
+        env
+    }
+
+    pub fn config(&self) -> Config {
+        let provider = match &self.script {
+            Some(path) => ProviderSetting::Scripted {
+                script: Some(path.clone()),
+            },
+            None => ProviderSetting::None,
+        };
+        Config::new(self.home.clone(), provider)
+    }
+
+    /// Writes a file in the project.
+    pub fn file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.project.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// The records of a session's log, as JSON.
+    pub fn log(&self, session: &str) -> Vec<Value> {
+        let path = self.home.join("sessions").join(format!("{session}.jsonl"));
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+/// The candor binary under test.
+pub fn candor_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_candor")
+}
+
+/// A `tokio` command for the candor binary with a clean environment.
+#[allow(clippy::disallowed_methods)] // tests start the binary under test
+pub fn candor_command(env: &TestEnv) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(candor_bin());
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.dir.path())
+        .env("CANDOR_HOME", &env.home)
+        .env("RUST_LOG", "debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(script) = &env.script {
+        cmd.env("CANDOR_PROVIDER", "scripted")
+            .env("CANDOR_SCRIPT", script);
+    }
+    cmd
+}
+
+impl Conn {
+    /// candor served in this process over in-memory pipes.
+    pub fn in_process(env: TestEnv) -> Self {
+        let (client_side, server_side) = tokio::io::duplex(1 << 20);
+        let (server_read, server_write) = tokio::io::split(server_side);
+        let (client_read, client_write) = tokio::io::split(client_side);
+        let (stop, stopped) = oneshot::channel::<()>();
+        let config = env.config();
+        let task = tokio::spawn(candor::serve(
+            server_read,
+            server_write,
+            config,
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        Self::new(
+            Box::new(client_write),
+            Box::new(client_read),
+            Agent::InProcess {
+                task,
+                stop: Some(stop),
+            },
+            env,
+        )
+    }
+
+    /// The built binary over real pipes.
+    pub fn spawn(env: TestEnv) -> Self {
+        let cmd = candor_command(&env);
+        Self::spawn_with(env, cmd)
+    }
+
+    pub fn spawn_with(env: TestEnv, mut cmd: tokio::process::Command) -> Self {
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        Self::new(
+            Box::new(stdin),
+            Box::new(stdout),
+            Agent::Process(child),
+            env,
+        )
+    }
+
+    fn new(tx: Writer, rx: Box<dyn AsyncRead + Unpin + Send>, agent: Agent, env: TestEnv) -> Self {
+        Self {
+            tx: Some(tx),
+            rx: BufReader::new(rx).lines(),
+            agent,
+            next_id: 0,
+            pending: HashMap::new(),
+            model: Model::default(),
+            frames: Vec::new(),
+            notifications: Vec::new(),
+            env,
+        }
+    }
+
+    /// Writes one raw line (no validation: for malformed input).
+    pub async fn send_raw(&mut self, line: &str) {
+        self.send_bytes(line.as_bytes()).await;
+    }
+
+    /// Writes raw bytes followed by a newline. If they carry an id, a
+    /// response to it is expected (whatever the line was).
+    pub async fn send_bytes(&mut self, line: &[u8]) {
+        if let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(line)
+            && let Some(id) = obj.get("id").filter(|id| id.is_number() || id.is_string())
+        {
+            self.pending
+                .entry(id.to_string())
+                .or_insert((RAW.to_owned(), None));
+        }
+        let tx = self.tx.as_mut().expect("input already closed");
+        tx.write_all(line).await.unwrap();
+        tx.write_all(b"\n").await.unwrap();
+        tx.flush().await.unwrap();
+    }
+
+    /// Sends a request (params validated against the schema) and returns its id.
+    pub async fn send_request(&mut self, method: &str, params: Value) -> Value {
+        schema::schemas()
+            .check_params(method, &params)
+            .unwrap_or_else(|e| panic!("the test sent an invalid request: {e}"));
+        self.send_request_unchecked(method, params).await
+    }
+
+    /// Sends a request without validating it (for bad-params tests).
+    pub async fn send_request_unchecked(&mut self, method: &str, params: Value) -> Value {
+        let id = json!(self.next_id);
+        self.next_id += 1;
+        let session = params["sessionId"].as_str().map(str::to_owned);
+        if method == "session/prompt"
+            && let Some(s) = &session
+        {
+            self.model.prompt_sent(s);
+        }
+        self.pending
+            .insert(id.to_string(), (method.to_owned(), session));
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_raw(&line.to_string()).await;
+        id
+    }
+
+    pub async fn notify(&mut self, method: &str, params: Value) {
+        schema::schemas()
+            .check_params(method, &params)
+            .unwrap_or_else(|e| panic!("the test sent an invalid notification: {e}"));
+        let line = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        self.send_raw(&line.to_string()).await;
+    }
+
+    /// The next frame, validated and applied to the model.
+    pub async fn recv(&mut self) -> Value {
+        self.try_recv(FRAME_TIMEOUT).await.unwrap_or_else(|| {
+            panic!(
+                "no frame from candor within {FRAME_TIMEOUT:?}; received so far: {:#?}",
+                self.frames
+            )
+        })
+    }
+
+    /// The next frame within `within`, or `None` (also at end of output).
+    pub async fn try_recv(&mut self, within: Duration) -> Option<Value> {
+        let line = match tokio::time::timeout(within, self.rx.next_line()).await {
+            Err(_) | Ok(Ok(None)) => return None,
+            Ok(Ok(Some(line))) => line,
+            Ok(Err(e)) => panic!("reading from candor failed: {e}"),
+        };
+        let frame: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("candor wrote a line that is not JSON ({e}): {line:?}"));
+        self.observe(&frame);
+        self.frames.push(frame.clone());
+        Some(frame)
+    }
+
+    fn observe(&mut self, frame: &Value) {
+        assert_eq!(
+            frame["jsonrpc"], "2.0",
+            "frame without jsonrpc 2.0: {frame}"
+        );
+        let schemas = schema::schemas();
+        match (frame.get("method").and_then(Value::as_str), frame.get("id")) {
+            (Some(method), Some(_)) => {
+                assert_eq!(
+                    schemas.side(method),
+                    Some(schema::Side::Client),
+                    "candor sent a request the client does not handle: {frame}"
+                );
+                schemas
+                    .check_params(method, &frame["params"])
+                    .unwrap_or_else(|e| panic!("{e}: {frame}"));
+            }
+            (Some(method), None) => {
+                assert_eq!(
+                    schemas.side(method),
+                    Some(schema::Side::Client),
+                    "candor sent a notification the client does not handle: {frame}"
+                );
+                schemas
+                    .check_params(method, &frame["params"])
+                    .unwrap_or_else(|e| panic!("{e}: {frame}"));
+                if method == "session/update" {
+                    let session = frame["params"]["sessionId"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    self.model.apply(&session, &frame["params"]["update"]);
+                }
+                self.notifications.push(frame.clone());
+            }
+            (None, Some(id)) => {
+                if id.is_null() {
+                    // An error for a line candor could not read an id from.
+                    let error = frame.get("error").unwrap_or_else(|| {
+                        panic!("null-id response that is not an error: {frame}")
+                    });
+                    schemas
+                        .check_response("initialize", &json!({"error": error}))
+                        .unwrap_or_else(|e| panic!("{e}: {frame}"));
+                    return;
+                }
+                let Some((method, session)) = self.pending.remove(&id.to_string()) else {
+                    panic!(
+                        "a response for id {id} that is not pending (second response, or never asked): {frame}"
+                    );
+                };
+                if method == RAW {
+                    // A hand-written line: only the error shape can be checked.
+                    if let Some(error) = frame.get("error") {
+                        schemas
+                            .check_response("initialize", &json!({"error": error}))
+                            .unwrap_or_else(|e| panic!("{e}: {frame}"));
+                    }
+                } else {
+                    schemas
+                        .check_response(&method, frame)
+                        .unwrap_or_else(|e| panic!("{e}: {frame}"));
+                }
+                if method == "session/prompt"
+                    && let Some(s) = session
+                {
+                    self.model.prompt_answered(&s);
+                }
+            }
+            (None, None) => {
+                panic!("a frame that is neither request, notification nor response: {frame}")
+            }
+        }
+    }
+
+    /// Reads frames until the response to `id` arrives and returns it.
+    pub async fn response(&mut self, id: &Value) -> Value {
+        loop {
+            let frame = self.recv().await;
+            if frame.get("method").is_none() && frame.get("id") == Some(id) {
+                return frame;
+            }
+        }
+    }
+
+    /// Sends a request and waits for its response frame.
+    pub async fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params).await;
+        self.response(&id).await
+    }
+
+    /// Like [`request`](Self::request), expecting a result.
+    pub async fn call(&mut self, method: &str, params: Value) -> Value {
+        let frame = self.request(method, params).await;
+        assert!(frame.get("error").is_none(), "{method} failed: {frame}");
+        frame["result"].clone()
+    }
+
+    pub async fn initialize(&mut self) -> Value {
+        self.call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "candor-tests", "version": "0"}}),
+        )
+        .await
+    }
+
+    /// Opens a session in the test project and returns its id.
+    pub async fn new_session(&mut self) -> String {
+        let cwd = self.env.project.clone();
+        let result = self
+            .call("session/new", json!({"cwd": cwd, "mcpServers": []}))
+            .await;
+        result["sessionId"].as_str().unwrap().to_owned()
+    }
+
+    /// initialize + session/new.
+    pub async fn ready(&mut self) -> String {
+        self.initialize().await;
+        self.new_session().await
+    }
+
+    /// Sends a text prompt and returns the response frame.
+    pub async fn prompt(&mut self, session: &str, text: &str) -> Value {
+        self.request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        )
+        .await
+    }
+
+    pub fn thread(&self, session: &str) -> &Thread {
+        self.model.thread(session)
+    }
+
+    /// Closes candor's input (end of file).
+    pub fn close_input(&mut self) {
+        self.tx = None;
+    }
+
+    /// Reads what is left of the output until end of file.
+    pub async fn drain(&mut self) -> Vec<Value> {
+        let mut rest = Vec::new();
+        while let Some(frame) = self.try_recv(FRAME_TIMEOUT).await {
+            rest.push(frame);
+        }
+        rest
+    }
+
+    /// The child process (process connections only).
+    pub fn child(&mut self) -> &mut tokio::process::Child {
+        match &mut self.agent {
+            Agent::Process(child) => child,
+            Agent::InProcess { .. } => panic!("not a process connection"),
+        }
+    }
+
+    /// Triggers the in-process server's shutdown future and waits for it.
+    pub async fn stop_in_process(&mut self) {
+        if let Agent::InProcess { task, stop } = &mut self.agent {
+            if let Some(stop) = stop.take() {
+                let _ = stop.send(());
+            }
+            tokio::time::timeout(FRAME_TIMEOUT, task)
+                .await
+                .unwrap()
+                .unwrap();
+        }
+    }
+}
+
+/// A scripted model response with the given content items.
+pub fn respond(items: Value) -> Value {
+    json!({"content": items})
+}
+
+/// A text item.
+pub fn text(t: &str) -> Value {
+    json!({"type": "text", "text": t})
+}
+
+/// A tool_use item with an explicit id.
+pub fn tool(id: &str, name: &str, input: Value) -> Value {
+    json!({"type": "tool_use", "id": id, "name": name, "input": input})
+}
+
+/// A whole script.
+pub fn script(responses: Vec<Value>) -> Value {
+    json!({"responses": responses})
+}
+
+/// The `type`s of a log, in order.
+pub fn types(log: &[Value]) -> Vec<String> {
+    log.iter()
+        .map(|r| r["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Whether a process with this pid is still alive (not a zombie).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Waits until `cond` holds, up to `within`.
+pub async fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if cond() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Reads a pid written by a test command into `path`.
+pub async fn read_pid(path: &Path) -> u32 {
+    assert!(
+        eventually(FRAME_TIMEOUT, || std::fs::read_to_string(path)
+            .is_ok_and(|s| s.trim().parse::<u32>().is_ok()))
+        .await,
+        "the command never wrote its pid to {}",
+        path.display()
+    );
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}

@@ -1,0 +1,136 @@
+//! Tidy checks: rules about the repository itself, as ordinary tests.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn every_source_file_says_what_it_owns() {
+    for file in rust_files(&root().join("src")) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            text.starts_with("//!"),
+            "{} must start with a `//!` module doc",
+            file.display()
+        );
+    }
+}
+
+#[test]
+fn no_test_expects_a_panic() {
+    let marker = ["#[should", "_panic"].concat();
+    for dir in ["src", "tests"] {
+        for file in rust_files(&root().join(dir)) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            assert!(
+                !text.contains(&marker),
+                "{} uses {marker}: test behaviour, not panics",
+                file.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn architecture_md_names_every_module() {
+    let lib = read("src/lib.rs");
+    let architecture = read("ARCHITECTURE.md");
+    for line in lib.lines() {
+        let line = line.trim();
+        let Some(rest) = line
+            .strip_prefix("pub mod ")
+            .or_else(|| line.strip_prefix("pub(crate) mod "))
+        else {
+            continue;
+        };
+        let module = rest.trim_end_matches(';');
+        assert!(
+            architecture.contains(&format!("`{module}`")),
+            "ARCHITECTURE.md does not describe the module `{module}`"
+        );
+    }
+}
+
+/// The record `type`s declared in the code.
+fn record_types_in_code() -> Vec<String> {
+    read("src/event_log/record.rs")
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("#[serde(rename = \""))
+        .filter_map(|rest| rest.split('"').next())
+        .filter(|name| name.contains('/'))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_event_log_document_matches_the_record_types() {
+    let in_code = record_types_in_code();
+    assert!(in_code.len() >= 9, "found only {in_code:?}");
+    let doc = read("protocol/event-log.md");
+    let in_doc: Vec<String> = doc
+        .lines()
+        .filter_map(|l| l.strip_prefix("### `"))
+        .filter_map(|rest| rest.split('`').next())
+        .map(str::to_owned)
+        .collect();
+    for name in &in_code {
+        assert!(
+            in_doc.contains(name),
+            "protocol/event-log.md has no section for `{name}`"
+        );
+    }
+    for name in &in_doc {
+        assert!(
+            in_code.contains(name),
+            "protocol/event-log.md documents `{name}`, which the code does not have"
+        );
+    }
+}
+
+#[test]
+fn ci_runs_the_readme_test_command() {
+    let readme = read("README.md");
+    let ci = read(".ci/run");
+    let command = readme
+        .lines()
+        .skip_while(|l| !l.contains("<!-- test-command -->"))
+        .nth(2)
+        .unwrap_or_else(|| {
+            panic!("README.md must show the test command after a `<!-- test-command -->` marker")
+        })
+        .trim();
+    assert!(command.starts_with("cargo test"), "{command}");
+    assert!(
+        ci.lines().any(|l| l.trim() == command),
+        ".ci/run does not run `{command}`"
+    );
+    assert!(
+        ci.contains("cargo fmt --check")
+            && ci.contains("cargo clippy --all-targets -- -D warnings")
+    );
+}
+
+#[test]
+fn the_lock_file_is_committed() {
+    assert!(root().join("Cargo.lock").exists());
+}

@@ -317,11 +317,13 @@ fn on_request(
     tokio::spawn(async move {
         let text = String::from_utf8_lossy(&line);
         let response = tokio::select! {
+            // A cancel that is already in wins over a result that is ready too.
+            biased;
+            _ = cancel.cancelled() => rpc::error_line(&id, &AcpError::request_cancelled()),
             result = methods.raw_json_request(&text, 1) => match result {
                 Ok((response, _)) => response.get().to_owned(),
                 Err(e) => rpc::error_line(&id, &AcpError::invalid_request().data(e.to_string())),
             },
-            _ = cancel.cancelled() => rpc::error_line(&id, &AcpError::request_cancelled()),
         };
         agent.in_flight.finish(&id);
         agent.outbox.send_line(response);

@@ -78,7 +78,7 @@ pub(crate) fn present(input: &Value, cwd: &Path) -> Presentation {
         (None, None) => format!("Read {shown}"),
         (offset, Some(limit)) => {
             let from = offset.unwrap_or(1);
-            format!("Read {shown} (lines {from}–{})", from + limit - 1)
+            format!("Read {shown} (lines {from}–{})", last_line(from, limit))
         }
         (Some(from), None) => format!("Read {shown} (from line {from})"),
     };
@@ -102,6 +102,11 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
         Ok(Err(message)) => ToolOutput::failed(message),
         Err(e) => ToolOutput::failed(format!("reading failed: {e}")),
     }
+}
+
+/// The last line of `limit` lines from `from` (saturating: inputs come from the model).
+fn last_line(from: u64, limit: u64) -> u64 {
+    from.saturating_add(limit).saturating_sub(1)
 }
 
 fn read_numbered(path: &Path, input: &ReadInput) -> Result<String, String> {
@@ -155,7 +160,7 @@ fn read_numbered(path: &Path, input: &ReadInput) -> Result<String, String> {
             "{shown} has {total} lines; offset {offset} is past the end"
         ));
     }
-    let last_shown = (offset + limit - 1).min(total);
+    let last_shown = last_line(offset, limit).min(total);
     if last_shown < total {
         out.push_str(&format!(
             "[showing lines {offset}–{last_shown} of {total}; use offset and limit for more]\n"

@@ -258,6 +258,25 @@ async fn a_line_over_64_mib_is_discarded_and_reading_goes_on() {
 }
 
 #[tokio::test]
+async fn cancel_request_for_a_running_request_answers_it_cancelled() {
+    let mut conn = Conn::in_process(TestEnv::new());
+    conn.initialize().await;
+    // Both lines in one write: the cancel is read before the request's task
+    // runs (the test runtime has one thread), so the request is still running.
+    let cwd = conn.env.project.clone();
+    let request = json!({"jsonrpc": "2.0", "id": "new-1", "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}});
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": "new-1"}});
+    conn.send_raw(&format!("{request}\n{cancel}")).await;
+    let frame = conn.recv().await;
+    assert_eq!(frame["id"], "new-1");
+    assert_eq!(error_code(&frame), -32800, "{frame}");
+    // Exactly one response for it, and the server goes on.
+    still_serving(&mut conn).await;
+    assert_eq!(conn.frames.iter().filter(|f| f["id"] == "new-1").count(), 1);
+}
+
+#[tokio::test]
 async fn cancel_request_for_a_finished_request_changes_nothing() {
     let mut conn = Conn::in_process(TestEnv::new());
     let id = conn

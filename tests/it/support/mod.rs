@@ -211,12 +211,16 @@ impl Conn {
     /// Writes raw bytes followed by a newline. If they carry an id, a
     /// response to it is expected (whatever the line was).
     pub async fn send_bytes(&mut self, line: &[u8]) {
-        if let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(line)
-            && let Some(id) = obj.get("id").filter(|id| id.is_number() || id.is_string())
-        {
-            self.pending
-                .entry(id.to_string())
-                .or_insert((RAW.to_owned(), None));
+        for part in line.split(|&b| b == b'\n') {
+            if let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(part)
+                && let Some(id) = obj.get("id").filter(|id| id.is_number() || id.is_string())
+                && !obj.contains_key("result")
+                && !obj.contains_key("error")
+            {
+                self.pending
+                    .entry(id.to_string())
+                    .or_insert((RAW.to_owned(), None));
+            }
         }
         let tx = self.tx.as_mut().expect("input already closed");
         tx.write_all(line).await.unwrap();

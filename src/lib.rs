@@ -26,6 +26,7 @@ pub mod conversation;
 pub mod demo;
 pub(crate) mod dispatch;
 pub mod event_log;
+pub mod harness;
 pub mod history;
 pub mod interception;
 pub mod presentation;

@@ -22,6 +22,19 @@ struct Cli {
 enum Command {
     /// Run a whole scripted session end to end and print it as an editor would show it.
     Demo,
+    /// Run protocol conformance scenarios against candor or another ACP agent.
+    Harness {
+        /// Run the scenarios against this agent command (run by `bash -c`) instead of candor;
+        /// scenarios that need candor's scripted model or log are skipped.
+        #[arg(long, value_name = "CMD")]
+        agent: Option<String>,
+        /// Print the whole transcript and the agent's stderr for failing scenarios.
+        #[arg(long, short)]
+        verbose: bool,
+        /// Scenario files or directories (default: protocol/scenarios).
+        #[arg(value_name = "FILES")]
+        files: Vec<std::path::PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -70,6 +83,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Demo) => Ok(runtime.block_on(candor::demo::run(&mut std::io::stdout()))?),
+        Some(Command::Harness {
+            agent,
+            verbose,
+            files,
+        }) => {
+            let opts = candor::harness::Options {
+                paths: files,
+                agent,
+                candor: std::env::current_exe()?,
+                verbose,
+            };
+            let ok = runtime.block_on(candor::harness::run(&opts, &mut std::io::stdout()))?;
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
     }
 }
 

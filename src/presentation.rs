@@ -155,17 +155,16 @@ impl Presenter {
                     ResultStatus::Failed | ResultStatus::Cancelled => ToolCallStatus::Failed,
                 };
                 self.advance(tool_call_id, wire_status, |card| {
-                    let mut content = Vec::new();
-                    if card.output.is_empty() {
-                        content.push(text_content(match status {
+                    let mut content = vec![text_content(if !card.output.is_empty() {
+                        fenced(&card.output.render(), "console")
+                    } else {
+                        match status {
                             ResultStatus::Completed => fenced(output, ""),
                             ResultStatus::Failed | ResultStatus::Cancelled => output.clone(),
-                        }));
-                    } else {
-                        content.push(text_content(fenced(&card.output.render(), "console")));
-                        if let Some(trailer) = trailer(*status, *exit_code, signal.as_deref()) {
-                            content.push(text_content(trailer));
                         }
+                    })];
+                    if let Some(trailer) = trailer(*status, *exit_code, signal.as_deref()) {
+                        content.push(text_content(trailer));
                     }
                     let mut raw = serde_json::Map::new();
                     if let Some(code) = exit_code {
@@ -244,15 +243,15 @@ fn text_content(text: String) -> ToolCallContent {
     ToolCallContent::from(ContentBlock::from(text))
 }
 
-/// The line under a command's output saying how it ended, if not plainly.
+/// The line under a card's output saying how it ended, when that is not
+/// plain from the output: a cancel, a non-zero exit code, a signal. (A
+/// failure without either carries its own message as the output.)
 fn trailer(status: ResultStatus, exit_code: Option<i32>, signal: Option<&str>) -> Option<String> {
     match (status, exit_code, signal) {
         (ResultStatus::Cancelled, _, _) => Some("Cancelled.".into()),
-        (_, Some(0), _) => None,
+        (_, Some(0), _) | (_, None, None) => None,
         (_, Some(code), _) => Some(format!("Exited with code {code}.")),
         (_, None, Some(sig)) => Some(format!("Terminated by {sig}.")),
-        (ResultStatus::Failed, None, None) => Some("Failed.".into()),
-        (ResultStatus::Completed, None, None) => None,
     }
 }
 

@@ -1,7 +1,8 @@
 //! `Bash {command, description?, timeout?}`: runs `bash -c <command>` in the
 //! session's working directory, in its own process group.
 //!
-//! stdout and stderr are merged in arrival order, streamed to the card (at
+//! stdout and stderr share one pipe, so output keeps the order it was
+//! written in (as in a terminal); it is streamed to the card (at
 //! most one update per [`FLUSH_EVERY`]) and handed to the model capped at
 //! [`super::MODEL_OUTPUT_MAX`] characters. A non-zero exit fails the card and
 //! is told to the model with its code. `timeout` (milliseconds, default
@@ -122,34 +123,30 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
         Err(e) => return ToolOutput::failed(e),
     };
     let timeout_ms = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
-    let mut group = match ProcessGroup::spawn(exec::bash(&input.command, &cx.cwd)) {
-        Ok(group) => group,
+    let spawned = exec::bash(&input.command, &cx.cwd)
+        .and_then(|(cmd, output)| Ok((ProcessGroup::spawn(cmd)?, output)));
+    let (mut group, output) = match spawned {
+        Ok(spawned) => spawned,
         Err(e) => return ToolOutput::failed(format!("could not start bash: {e}")),
     };
-    let mut stdout = group.child_mut().stdout.take();
-    let mut stderr = group.child_mut().stderr.take();
+    let mut output = Some(output);
     let mut all = Vec::new();
     let mut unsent = Vec::new();
-    let mut out_buf = vec![0u8; 16 * 1024];
-    let mut err_buf = vec![0u8; 16 * 1024];
+    let mut buf = vec![0u8; 16 * 1024];
     let deadline = Instant::now() + Duration::from_millis(timeout_ms);
     let mut flush_at = Instant::now();
     let mut exited: Option<(ExitStatus, Instant)> = None;
 
     let ending = loop {
         if let Some((status, _)) = exited
-            && stdout.is_none()
-            && stderr.is_none()
+            && output.is_none()
         {
             break Ending::Exited(status);
         }
         let drain_until = exited.map(|(_, at)| at + DRAIN_AFTER_EXIT);
         tokio::select! {
-            n = read_some(&mut stdout, &mut out_buf), if stdout.is_some() => {
-                take_chunk(n, &out_buf, &mut stdout, &mut all, &mut unsent);
-            }
-            n = read_some(&mut stderr, &mut err_buf), if stderr.is_some() => {
-                take_chunk(n, &err_buf, &mut stderr, &mut all, &mut unsent);
+            n = read_some(&mut output, &mut buf), if output.is_some() => {
+                take_chunk(n, &buf, &mut output, &mut all, &mut unsent);
             }
             status = group.child_mut().wait(), if exited.is_none() => {
                 match status {
@@ -177,6 +174,19 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
     };
     // Ends anything the command left behind in its group.
     drop(group);
+    // Whatever was written before the end is still in the pipe: take it.
+    if let Some(pipe) = output.as_mut() {
+        let drain = async {
+            while let Ok(n) = pipe.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                all.extend_from_slice(&buf[..n]);
+                unsent.extend_from_slice(&buf[..n]);
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, drain).await;
+    }
     if !unsent.is_empty() {
         let rest = String::from_utf8_lossy(&unsent).into_owned();
         let _ = cx.output.send(rest);

@@ -9,29 +9,36 @@
 //! by `disallowed-methods` in `clippy.toml`).
 
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
-/// `bash -c <script>` in `cwd`, in a new process group, stdin closed,
-/// stdout and stderr piped.
-pub fn bash(script: &str, cwd: &Path) -> Command {
+/// `bash -c <script>` in `cwd`, in a new process group, stdin closed, and
+/// stdout and stderr both writing into one pipe (as `2>&1` would), so the
+/// output keeps the order it was written in. Returns the command and the
+/// reading end of that pipe. The command must be spawned (and dropped) for
+/// the pipe to reach end of file when the process group is done with it.
+pub fn bash(script: &str, cwd: &Path) -> io::Result<(Command, pipe::Receiver)> {
+    let (reader, writer) = std::io::pipe()?;
     #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
     let mut cmd = Command::new("bash");
     cmd.arg("-c")
         .arg(script)
         .current_dir(cwd)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(writer.try_clone()?)
+        .stderr(writer)
         .process_group(0)
         .kill_on_drop(true);
-    cmd
+    let reader = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+    Ok((cmd, reader))
 }
 
 /// An ACP agent process (`candor demo` starts candor itself this way):
@@ -44,6 +51,21 @@ pub fn agent(program: &Path, args: &[&str]) -> Command {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd
+}
+
+/// A program with arguments (no shell), as a client terminal runs it:
+/// stdin closed, stdout and stderr piped, its own process group.
+pub fn program(program: &str, args: &[String], cwd: &Path) -> Command {
+    #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
     cmd
@@ -69,6 +91,11 @@ impl ProcessGroup {
 
     pub fn child_mut(&mut self) -> &mut Child {
         &mut self.child
+    }
+
+    /// The leader's process id (also the group id).
+    pub fn id(&self) -> Option<u32> {
+        self.pgid.and_then(|p| u32::try_from(p.as_raw()).ok())
     }
 
     /// Sends `signal` to every process of the group.

@@ -13,7 +13,9 @@
 mod support;
 
 mod cancel;
+mod harness;
 mod process;
 mod protocol;
+mod schema_file;
 mod tidy;
 mod turns;

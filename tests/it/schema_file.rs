@@ -51,7 +51,7 @@ impl Table {
 }
 
 /// The document, generated now.
-pub fn generate() -> Value {
+pub(crate) fn generate() -> Value {
     let mut t = Table {
         generator: SchemaSettings::draft2020_12().into_generator(),
         methods: Map::new(),

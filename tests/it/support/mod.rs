@@ -327,7 +327,7 @@ impl Conn {
                         panic!("null-id response that is not an error: {frame}")
                     });
                     schemas
-                        .check_response("initialize", &json!({"error": error}))
+                        .check_error(error)
                         .unwrap_or_else(|e| panic!("{e}: {frame}"));
                     return;
                 }
@@ -340,7 +340,7 @@ impl Conn {
                     // A hand-written line: only the error shape can be checked.
                     if let Some(error) = frame.get("error") {
                         schemas
-                            .check_response("initialize", &json!({"error": error}))
+                            .check_error(error)
                             .unwrap_or_else(|e| panic!("{e}: {frame}"));
                     }
                 } else {

@@ -8,7 +8,8 @@
 //!
 //! For each of `BENCH_RUNS` runs (default 100, after `BENCH_WARMUP` unrecorded
 //! ones, default 3) it spawns the release `candor` binary with stdin/stdout
-//! piped, a fresh `CANDOR_HOME` and `RUST_LOG=off`, and measures
+//! piped (or the binary named by `BENCH_CANDOR`, to compare two builds), a
+//! fresh `CANDOR_HOME` and `RUST_LOG=off`, and measures
 //!
 //! * spawn → `initialize` answer: from just before `spawn` to the whole
 //!   response line having been read;
@@ -20,7 +21,9 @@
 //!
 //! The floor is the same spawn → one line for `bash -c 'exec cat'`. Peers named
 //! in `BENCH_PEER` (commands split on whitespace, several separated by `;`)
-//! get the same measurements, with a longer timeout; `BENCH_PEER_AUTH`, if set,
+//! get the same measurements for `BENCH_PEER_RUNS` runs (default the smaller
+//! of `BENCH_RUNS` and 20), with a 30 s read timeout and 5 s to exit after
+//! stdin EOF before being killed; `BENCH_PEER_AUTH`, if set,
 //! is the `methodId` of an `authenticate` request sent (and timed separately)
 //! between `initialize` and `session/new`. Every read has a timeout, so the
 //! bench never hangs; an error answer is reported as such, not as a number.
@@ -48,6 +51,8 @@ use serde_json::Value;
 
 const CANDOR_TIMEOUT: Duration = Duration::from_secs(10);
 const PEER_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a peer gets to exit after stdin EOF before it is killed.
+const PEER_EXIT_GRACE: Duration = Duration::from_secs(5);
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
 
@@ -63,6 +68,8 @@ struct Subject {
     /// Candor gets a fresh `CANDOR_HOME` per run and a scrubbed environment.
     is_candor: bool,
     timeout: Duration,
+    /// How long to wait for exit after stdin EOF before killing.
+    exit_grace: Duration,
     /// `methodId` to `authenticate` with before `session/new`.
     auth: Option<String>,
 }
@@ -82,13 +89,19 @@ struct AgentRun {
 fn main() {
     let runs = env_usize("BENCH_RUNS", 100);
     let warmup = env_usize("BENCH_WARMUP", 3);
-    let peer_runs = env_usize("BENCH_PEER_RUNS", runs);
+    let peer_runs = env_usize("BENCH_PEER_RUNS", runs.min(20));
     let candor = Subject {
         label: "candor".into(),
-        program: PathBuf::from(env!("CARGO_BIN_EXE_candor")),
+        program: std::env::var_os("BENCH_CANDOR")
+            .filter(|p| !p.is_empty())
+            .map_or_else(
+                || PathBuf::from(env!("CARGO_BIN_EXE_candor")),
+                PathBuf::from,
+            ),
         args: Vec::new(),
         is_candor: true,
         timeout: CANDOR_TIMEOUT,
+        exit_grace: CANDOR_TIMEOUT,
         auth: None,
     };
     let auth = std::env::var("BENCH_PEER_AUTH")
@@ -111,6 +124,7 @@ fn main() {
                 args,
                 is_candor: false,
                 timeout: PEER_TIMEOUT,
+                exit_grace: PEER_EXIT_GRACE,
                 auth: auth.clone(),
             })
         })
@@ -203,13 +217,13 @@ fn agent_run(subject: &Subject, dir: &Path) -> Result<AgentRun, String> {
     }
     drop(stdin);
     let closed = Instant::now();
-    match wait_timeout(&mut child, subject.timeout) {
+    match wait_timeout(&mut child, subject.exit_grace) {
         Some(()) => run.shutdown_ms = Some(ms(closed.elapsed())),
         None => {
             kill_tree(&mut child);
             run.problems.push(format!(
                 "did not exit within {} s of stdin EOF (killed)",
-                subject.timeout.as_secs()
+                subject.exit_grace.as_secs()
             ));
         }
     }

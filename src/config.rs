@@ -5,6 +5,8 @@
 //! | `CANDOR_HOME` | Where session logs live (`$CANDOR_HOME/sessions/`). Default `$XDG_STATE_HOME/candor`, else `~/.local/state/candor`. |
 //! | `CANDOR_PROVIDER` | `scripted` today; `anthropic`, `openai`, `openai-responses` are recognised and reported as not yet available. |
 //! | `CANDOR_SCRIPT` | The script file of the scripted provider. |
+//! | `CANDOR_POLICY` | A policy file: pre-execute hooks, permission rules, the starting mode (`protocol/hooks.md`). |
+//! | `CANDOR_CAPTURE` | The scripted provider appends every model request it receives to this file (tests). |
 //! | `RUST_LOG` | Log filter for stderr (default `info`). |
 //!
 //! [`Config::from_env`] reads them once at start-up; nothing else in the
@@ -31,6 +33,12 @@ pub struct Config {
     /// Root of candor's state (`sessions/` lives here).
     pub home: PathBuf,
     pub provider: ProviderSetting,
+    /// The policy file (`CANDOR_POLICY`).
+    pub policy: Option<PathBuf>,
+    /// Where the scripted provider copies its requests (`CANDOR_CAPTURE`).
+    pub capture: Option<PathBuf>,
+    /// The user's home directory (`~/` in permission rules).
+    pub user_home: Option<PathBuf>,
     /// Mirror every frame to stderr (`--log-messages`).
     pub log_messages: bool,
 }
@@ -41,6 +49,9 @@ impl Config {
         Self {
             home,
             provider,
+            policy: None,
+            capture: None,
+            user_home: None,
             log_messages: false,
         }
     }
@@ -73,7 +84,11 @@ impl Config {
             }
             None => ProviderSetting::None,
         };
-        Self::new(home, provider)
+        let mut config = Self::new(home, provider);
+        config.policy = nonempty("CANDOR_POLICY").map(PathBuf::from);
+        config.capture = nonempty("CANDOR_CAPTURE").map(PathBuf::from);
+        config.user_home = nonempty("HOME").map(PathBuf::from);
+        config
     }
 
     /// Where session logs are written.

@@ -90,6 +90,22 @@ pub enum Message {
     },
 }
 
+/// How a hook's rewrite of a call is told to the model when its history is
+/// derived (the log itself always keeps the model's call as it wrote it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RewriteStrategy {
+    /// The model's call is replayed verbatim; its tool result starts with a
+    /// note saying a hook rewrote it and giving the arguments that ran. Safe
+    /// with every provider (signed or server-bound reasoning included).
+    #[default]
+    Note,
+    /// The effective arguments overlay the call in the replayed assistant
+    /// turn. Only for providers that carry no signed reasoning (Chat
+    /// Completions, local servers).
+    InPlace,
+}
+
 /// A tool as offered to the model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

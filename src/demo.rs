@@ -205,10 +205,58 @@ impl Client {
                 }
                 return Ok(frame["result"].clone());
             }
-            if frame["method"] == "session/update" {
-                self.show(out, &frame["params"]["update"])?;
+            match (frame["method"].as_str(), frame.get("id")) {
+                (Some("session/update"), None) => self.show(out, &frame["params"]["update"])?,
+                (Some(method), Some(request)) => {
+                    let line = match self.answer(out, method, &frame["params"])? {
+                        Ok(result) => json!({"jsonrpc": "2.0", "id": request, "result": result}),
+                        Err(error) => json!({"jsonrpc": "2.0", "id": request, "error": error}),
+                    }
+                    .to_string();
+                    self.stdin.write_all(line.as_bytes()).await?;
+                    self.stdin.write_all(b"\n").await?;
+                    self.stdin.flush().await?;
+                }
+                _ => {}
             }
         }
+    }
+
+    /// Answers a request from candor as the user in an editor would:
+    /// `Ok(result)` or `Err(error object)`.
+    fn answer(
+        &mut self,
+        out: &mut dyn Write,
+        method: &str,
+        params: &Value,
+    ) -> io::Result<Result<Value, Value>> {
+        let s = self.style;
+        if method != "session/request_permission" {
+            return Ok(Err(
+                json!({"code": -32601, "message": "the demo client does not offer this"}),
+            ));
+        }
+        self.end_text(out)?;
+        let title = params["toolCall"]["title"].as_str().unwrap_or("?");
+        let options: Vec<&str> = params["options"]
+            .as_array()
+            .map(|o| o.iter().filter_map(|o| o["name"].as_str()).collect())
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "  {} {}",
+            s.bold(&s.blue("?")),
+            s.bold(&format!("candor asks to run: {title}"))
+        )?;
+        writeln!(
+            out,
+            "    {}",
+            s.dim(&format!("options: {}", options.join(" · ")))
+        )?;
+        writeln!(out, "    {}", s.dim("the demo answers: Allow once"))?;
+        Ok(Ok(
+            json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}),
+        ))
     }
 
     fn show(&mut self, out: &mut dyn Write, update: &Value) -> io::Result<()> {

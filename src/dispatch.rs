@@ -8,7 +8,8 @@
 //!   anything else is ignored and logged at debug);
 //! * a request → checked against `initialize`, then run on its own task
 //!   through the jsonrpsee [`RpcModule`] built by [`module`]; the task queues
-//!   exactly one response.
+//!   exactly one response. `initialize` itself is answered before the next
+//!   line is read (it is instant), so pipelined requests see its effect.
 //!
 //! Handlers decode params with the `agent-client-protocol-schema` types and
 //! return its response types; [`to_rpc`] is the single mapping from ACP
@@ -44,7 +45,7 @@ use crate::transport::{Outbox, mirror_frame};
 pub(crate) struct Agent {
     config: Config,
     outbox: Outbox,
-    outgoing: Outgoing,
+    outgoing: Arc<Outgoing>,
     in_flight: InFlight,
     initialized: AtomicBool,
     client: Mutex<Option<ClientCapabilities>>,
@@ -59,7 +60,7 @@ impl Agent {
     pub(crate) fn new(config: Config, outbox: Outbox) -> Self {
         Self {
             config,
-            outgoing: Outgoing::new(outbox.clone()),
+            outgoing: Arc::new(Outgoing::new(outbox.clone())),
             outbox,
             in_flight: InFlight::default(),
             initialized: AtomicBool::new(false),
@@ -134,6 +135,7 @@ impl Agent {
             &self.config,
             cwd,
             self.outbox.clone(),
+            self.outgoing.clone(),
             self.hard_stop.child_token(),
         )
         .map_err(|e| AcpError::new(-32603, e.to_string()))?;
@@ -255,7 +257,7 @@ pub(crate) fn to_rpc(error: AcpError) -> ErrorObjectOwned {
 }
 
 /// Handles one input line (see the module docs).
-pub(crate) fn on_line(agent: &Arc<Agent>, methods: &RpcModule<Arc<Agent>>, line: Bytes) {
+pub(crate) async fn on_line(agent: &Arc<Agent>, methods: &RpcModule<Arc<Agent>>, line: Bytes) {
     if agent.config.log_messages {
         mirror_frame("<-", &line);
     }
@@ -263,6 +265,16 @@ pub(crate) fn on_line(agent: &Arc<Agent>, methods: &RpcModule<Arc<Agent>>, line:
         Err(response) => agent.outbox.send_line(response),
         Ok(Message::Response(response)) => agent.outgoing.on_response(&response),
         Ok(Message::Notification { method, params }) => on_notification(agent, &method, params),
+        Ok(Message::Request { id, method, .. }) if method == "initialize" => {
+            // Answered before the next line is read, so a client that sends
+            // session/new right behind it (without waiting) is served.
+            let text = String::from_utf8_lossy(&line);
+            let response = match methods.raw_json_request(&text, 1).await {
+                Ok((response, _)) => response.get().to_owned(),
+                Err(e) => rpc::error_line(&id, &AcpError::invalid_request().data(e.to_string())),
+            };
+            agent.outbox.send_line(response);
+        }
         Ok(Message::Request { id, method, params }) => {
             on_request(agent, methods, line, id, method, &params)
         }

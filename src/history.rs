@@ -2,25 +2,87 @@
 //!
 //! [`derive_messages`] folds the records into the provider-neutral
 //! [`Message`] list a provider sends. It reads `user/message`,
-//! `assistant/message` and `tool/result` and nothing else (deltas, cards and
-//! lifecycle records are for the client). Assistant turns are replayed as
-//! the model emitted them; every tool call is answered right after its turn,
-//! in call order, and a call whose result never made it to the log (candor
-//! stopped mid-call) is answered as interrupted, so providers always get a
-//! well-formed history.
+//! `assistant/message`, `tool/call` (for rewrites), `tool/started` and
+//! `tool/result`; deltas and card records are for the client. Assistant
+//! turns are replayed as the model emitted them; every tool call is
+//! answered right after its turn, in call order, and a call whose result
+//! never made it to the log (candor stopped mid-call) is answered as
+//! interrupted, so providers always get a well-formed history.
+//!
+//! A call a hook rewrote agrees with what ran by the provider's
+//! [`RewriteStrategy`]: `note` keeps the model's call and starts its result
+//! with a note giving the arguments that ran; `in_place` overlays the
+//! effective arguments on the call.
 
 use std::collections::HashMap;
 
 use agent_client_protocol_schema::v1::{ContentBlock, EmbeddedResourceResource};
 
-use crate::conversation::{AssistantBlock, AssistantTurn, Message, ModelStop, ToolOutcome};
+use serde_json::Value;
+
+use crate::conversation::{
+    AssistantBlock, AssistantTurn, Message, ModelStop, RewriteStrategy, ToolOutcome,
+};
 use crate::event_log::{Event, Record, ResultStatus};
 
 /// What the model is told about a call that has no result in the log.
 pub const INTERRUPTED: &str = "interrupted: candor stopped before this finished";
 
+/// What the log says about a rewritten call.
+struct Rewrite {
+    original: Value,
+    effective: Value,
+    by: Vec<String>,
+    ran: bool,
+}
+
+/// The note that starts a rewritten call's result (strategy `note`).
+pub fn rewrite_note(original: &Value, effective: &Value, by: &[String], ran: bool) -> String {
+    let who = match by {
+        [one] => format!("A hook ({one})"),
+        many => format!("Hooks ({})", many.join(", ")),
+    };
+    if ran {
+        format!(
+            "[candor] {who} rewrote this call before it ran. It ran with {effective} instead of {original}. If you repeat it, use the form that ran.\n\n"
+        )
+    } else {
+        format!(
+            "[candor] {who} rewrote this call to {effective} (you asked for {original}); it did not run.\n\n"
+        )
+    }
+}
+
 /// The history a provider is sent, derived from the records.
-pub fn derive_messages(records: &[Record]) -> Vec<Message> {
+pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Message> {
+    let mut rewrites: HashMap<&str, Rewrite> = HashMap::new();
+    for record in records {
+        match &record.event {
+            Event::ToolCall {
+                tool_call_id,
+                arguments,
+                original_arguments: Some(original),
+                rewritten_by,
+                ..
+            } => {
+                rewrites.insert(
+                    tool_call_id,
+                    Rewrite {
+                        original: original.clone(),
+                        effective: arguments.clone(),
+                        by: rewritten_by.clone(),
+                        ran: false,
+                    },
+                );
+            }
+            Event::ToolStarted { tool_call_id } => {
+                if let Some(r) = rewrites.get_mut(tool_call_id.as_str()) {
+                    r.ran = true;
+                }
+            }
+            _ => {}
+        }
+    }
     let mut messages = Vec::new();
     let mut awaiting: Option<Awaiting> = None;
     for record in records {
@@ -37,7 +99,7 @@ pub fn derive_messages(records: &[Record]) -> Vec<Message> {
                 interrupted,
             } => {
                 flush(&mut awaiting, &mut messages);
-                let content: Vec<AssistantBlock> = if *interrupted {
+                let mut content: Vec<AssistantBlock> = if *interrupted {
                     // Only finished text is kept from a cut-off stream.
                     content
                         .iter()
@@ -49,6 +111,15 @@ pub fn derive_messages(records: &[Record]) -> Vec<Message> {
                 };
                 if content.is_empty() {
                     continue;
+                }
+                if strategy == RewriteStrategy::InPlace {
+                    for block in &mut content {
+                        if let AssistantBlock::ToolUse { id, input, .. } = block
+                            && let Some(r) = rewrites.get(id.as_str())
+                        {
+                            *input = r.effective.clone();
+                        }
+                    }
                 }
                 let turn = AssistantTurn {
                     content,
@@ -74,11 +145,17 @@ pub fn derive_messages(records: &[Record]) -> Vec<Message> {
                 ..
             } => {
                 if let Some(a) = awaiting.as_mut() {
+                    let note = match (strategy, rewrites.get(tool_call_id.as_str())) {
+                        (RewriteStrategy::Note, Some(r)) => {
+                            rewrite_note(&r.original, &r.effective, &r.by, r.ran)
+                        }
+                        _ => String::new(),
+                    };
                     a.results
                         .entry(tool_call_id.clone())
                         .or_insert(ToolOutcome {
                             tool_use_id: tool_call_id.clone(),
-                            content: output.clone(),
+                            content: format!("{note}{output}"),
                             is_error: *status != ResultStatus::Completed,
                         });
                 }
@@ -86,6 +163,8 @@ pub fn derive_messages(records: &[Record]) -> Vec<Message> {
             Event::SessionStarted { .. }
             | Event::AssistantDelta { .. }
             | Event::ToolCall { .. }
+            | Event::PermissionRequested { .. }
+            | Event::PermissionResolved { .. }
             | Event::ToolStarted { .. }
             | Event::ToolOutput { .. }
             | Event::TurnEnded { .. } => {}
@@ -144,7 +223,7 @@ pub fn flatten_prompt(content: &[ContentBlock]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event_log::{Decision, TurnStop};
+    use crate::event_log::TurnStop;
     use serde_json::json;
 
     fn recs(events: Vec<Event>) -> Vec<Record> {
@@ -192,11 +271,8 @@ mod tests {
                 stop: ModelStop::ToolUse,
                 interrupted: false,
             },
-            Event::ToolCall {
+            Event::ToolStarted {
                 tool_call_id: "b".into(),
-                tool: "Bash".into(),
-                arguments: json!({}),
-                decision: Decision::allow(),
             },
             result("b", "B"),
             result("a", "A"),
@@ -212,7 +288,7 @@ mod tests {
                 error: None,
             },
         ]);
-        let messages = derive_messages(&records);
+        let messages = derive_messages(&records, RewriteStrategy::Note);
         assert_eq!(messages.len(), 4);
         let Message::ToolResults { results } = &messages[2] else {
             panic!("{messages:?}")
@@ -236,7 +312,7 @@ mod tests {
                 interrupted: false,
             },
         ]);
-        let messages = derive_messages(&records);
+        let messages = derive_messages(&records, RewriteStrategy::Note);
         let Message::ToolResults { results } = &messages[2] else {
             panic!()
         };
@@ -264,7 +340,7 @@ mod tests {
                 interrupted: true,
             },
         ]);
-        let messages = derive_messages(&records);
+        let messages = derive_messages(&records, RewriteStrategy::Note);
         assert_eq!(
             messages[1],
             Message::Assistant(AssistantTurn {
@@ -274,5 +350,71 @@ mod tests {
                 stop: ModelStop::EndTurn
             })
         );
+    }
+
+    fn rewritten_call() -> Vec<Record> {
+        recs(vec![
+            Event::UserMessage {
+                content: vec![ContentBlock::from("status?")],
+            },
+            Event::AssistantMessage {
+                content: vec![AssistantBlock::ToolUse {
+                    id: "a".into(),
+                    name: "Bash".into(),
+                    input: json!({"command": "git status"}),
+                }],
+                stop: ModelStop::ToolUse,
+                interrupted: false,
+            },
+            Event::ToolCall {
+                tool_call_id: "a".into(),
+                tool: "Bash".into(),
+                arguments: json!({"command": "rtk git status"}),
+                original_arguments: Some(json!({"command": "git status"})),
+                digest: "sha256:x".into(),
+                decision: crate::event_log::Decision::allow(),
+                hooks: Vec::new(),
+                rewritten_by: vec!["rtk".into()],
+            },
+            Event::ToolStarted {
+                tool_call_id: "a".into(),
+            },
+            result("a", "clean"),
+        ])
+    }
+
+    #[test]
+    fn a_rewrite_is_told_by_a_note_keeping_the_models_call() {
+        let messages = derive_messages(&rewritten_call(), RewriteStrategy::Note);
+        let Message::Assistant(turn) = &messages[1] else {
+            panic!()
+        };
+        assert_eq!(
+            turn.tool_uses().next().unwrap().2,
+            &json!({"command": "git status"})
+        );
+        let Message::ToolResults { results } = &messages[2] else {
+            panic!()
+        };
+        assert_eq!(
+            results[0].content,
+            "[candor] A hook (rtk) rewrote this call before it ran. It ran with {\"command\":\"rtk git status\"} instead of {\"command\":\"git status\"}. If you repeat it, use the form that ran.\n\nclean"
+        );
+    }
+
+    #[test]
+    fn in_place_overlays_the_effective_arguments() {
+        let messages = derive_messages(&rewritten_call(), RewriteStrategy::InPlace);
+        let Message::Assistant(turn) = &messages[1] else {
+            panic!()
+        };
+        assert_eq!(
+            turn.tool_uses().next().unwrap().2,
+            &json!({"command": "rtk git status"})
+        );
+        let Message::ToolResults { results } = &messages[2] else {
+            panic!()
+        };
+        assert_eq!(results[0].content, "clean");
     }
 }

@@ -29,6 +29,7 @@ pub mod event_log;
 pub mod harness;
 pub mod history;
 pub mod interception;
+pub mod matcher;
 pub mod presentation;
 pub mod providers;
 pub(crate) mod rpc;
@@ -74,7 +75,9 @@ where
             }
         };
         match next {
-            Ok(Some(transport::Inbound::Line(line))) => dispatch::on_line(&agent, &methods, line),
+            Ok(Some(transport::Inbound::Line(line))) => {
+                dispatch::on_line(&agent, &methods, line).await
+            }
             Ok(Some(transport::Inbound::TooLong)) => {
                 tracing::warn!("discarded an input line longer than {MAX_LINE} bytes");
                 outbox.send_line(rpc::error_line(

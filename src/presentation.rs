@@ -50,6 +50,23 @@ pub struct Presenter {
 struct Card {
     status: ToolCallStatus,
     output: BoundedText,
+    /// The "rewritten by" line, first in every content list of the card.
+    note: Option<String>,
+    /// The card as first shown (for a permission request's `toolCall`).
+    shown: ToolCall,
+    /// Why candor asks, for a call whose decision was `ask`.
+    ask_reason: Option<String>,
+}
+
+impl Card {
+    /// The card's content: its note, then `rest`.
+    fn content(&self, rest: Vec<ToolCallContent>) -> Vec<ToolCallContent> {
+        self.note
+            .iter()
+            .map(|n| text_content(n.clone()))
+            .chain(rest)
+            .collect()
+    }
 }
 
 impl Card {
@@ -94,7 +111,11 @@ impl Presenter {
                 tool_call_id,
                 tool,
                 arguments,
+                original_arguments,
+                digest,
                 decision,
+                hooks,
+                rewritten_by,
             } => {
                 if self.cards.contains_key(tool_call_id) {
                     return Vec::new();
@@ -103,30 +124,62 @@ impl Presenter {
                     Some(t) => t.present(arguments, &self.cwd),
                     None => tools::present_unknown(tool),
                 };
-                let mut call = ToolCall::new(tool_call_id.clone(), shown.title)
+                let note = original_arguments
+                    .as_ref()
+                    .map(|original| rewrite_note(original, arguments, rewritten_by));
+                let mut content: Vec<ToolCallContent> =
+                    note.iter().map(|n| text_content(n.clone())).collect();
+                let mut meta = serde_json::Map::new();
+                meta.insert("decision".into(), json!(decision));
+                meta.insert("digest".into(), json!(digest));
+                if let Some(original) = original_arguments {
+                    meta.insert("originalInput".into(), original.clone());
+                    meta.insert("rewrittenBy".into(), json!(rewritten_by));
+                }
+                if !hooks.is_empty() {
+                    meta.insert("hooks".into(), json!(hooks));
+                }
+                let status = match decision.outcome {
+                    Outcome::Allow | Outcome::Ask => ToolCallStatus::Pending,
+                    Outcome::Deny => {
+                        let by = describe_decider(decision.by.as_deref().unwrap_or("candor"));
+                        let reason = decision.reason.as_deref().unwrap_or("no reason given");
+                        content.push(text_content(format!("Refused by {by}: {reason}")));
+                        ToolCallStatus::Failed
+                    }
+                };
+                let mut candor = serde_json::Map::new();
+                candor.insert("candor".into(), Value::Object(meta));
+                let call = ToolCall::new(tool_call_id.clone(), shown.title)
                     .name(tool.clone())
                     .kind(shown.kind)
                     .locations(shown.locations)
-                    .raw_input(arguments.clone());
-                let status = match decision.outcome {
-                    Outcome::Allow => ToolCallStatus::Pending,
-                    Outcome::Deny => {
-                        let by = decision.by.as_deref().unwrap_or("candor");
-                        let reason = decision.reason.as_deref().unwrap_or("no reason given");
-                        call =
-                            call.content(vec![text_content(format!("Refused by {by}: {reason}"))]);
-                        ToolCallStatus::Failed
-                    }
+                    .raw_input(arguments.clone())
+                    .content(content)
+                    .meta(candor)
+                    .status(status);
+                let ask_reason = match decision.outcome {
+                    Outcome::Ask => Some(decision.reason.clone().unwrap_or_else(|| {
+                        format!(
+                            "asked by {}",
+                            describe_decider(decision.by.as_deref().unwrap_or("default"))
+                        )
+                    })),
+                    Outcome::Allow | Outcome::Deny => None,
                 };
                 self.cards.insert(
                     tool_call_id.clone(),
                     Card {
                         status,
                         output: BoundedText::default(),
+                        note,
+                        shown: call.clone(),
+                        ask_reason,
                     },
                 );
-                vec![SessionUpdate::ToolCall(call.status(status))]
+                vec![SessionUpdate::ToolCall(call)]
             }
+            Event::PermissionRequested { .. } | Event::PermissionResolved { .. } => Vec::new(),
             Event::ToolStarted { tool_call_id } => {
                 self.advance(tool_call_id, ToolCallStatus::InProgress, |_| {
                     ToolCallUpdateFields::new().status(ToolCallStatus::InProgress)
@@ -137,7 +190,8 @@ impl Presenter {
                     return Vec::new();
                 };
                 card.output.push(text);
-                let content = vec![text_content(fenced(&card.output.render(), "console"))];
+                let content =
+                    card.content(vec![text_content(fenced(&card.output.render(), "console"))]);
                 vec![update(
                     tool_call_id,
                     ToolCallUpdateFields::new().content(content),
@@ -166,6 +220,7 @@ impl Presenter {
                     if let Some(trailer) = trailer(*status, *exit_code, signal.as_deref()) {
                         content.push(text_content(trailer));
                     }
+                    let content = card.content(content);
                     let mut raw = serde_json::Map::new();
                     if let Some(code) = exit_code {
                         raw.insert("exitCode".into(), json!(code));
@@ -184,6 +239,25 @@ impl Presenter {
                 })
             }
         }
+    }
+
+    /// What a permission request shows: the card as it is, with why candor
+    /// asks. `None` for a call that has no open card.
+    pub fn permission_card(&self, id: &str) -> Option<ToolCallUpdate> {
+        let card = self.cards.get(id).filter(|c| !c.terminal())?;
+        let shown = &card.shown;
+        let mut content = shown.content.clone();
+        if let Some(reason) = &card.ask_reason {
+            content.push(text_content(format!("candor asks: {reason}")));
+        }
+        let fields = ToolCallUpdateFields::new()
+            .title(shown.title.clone())
+            .kind(shown.kind)
+            .status(card.status)
+            .content(content)
+            .locations(shown.locations.clone())
+            .raw_input(shown.raw_input.clone());
+        Some(ToolCallUpdate::new(id.to_owned(), fields).meta(shown.meta.clone()))
     }
 
     /// Ids of cards that are shown but not terminal.
@@ -241,6 +315,72 @@ fn update(id: &str, fields: ToolCallUpdateFields) -> SessionUpdate {
 
 fn text_content(text: String) -> ToolCallContent {
     ToolCallContent::from(ContentBlock::from(text))
+}
+
+/// Who decided, for a person: `hook:rtk` → `hook rtk`, `mode:plan` →
+/// `plan mode`, `rule:Bash(rm *)` → `rule Bash(rm *)`.
+pub fn describe_decider(by: &str) -> String {
+    match by.split_once(':') {
+        Some(("hook", h)) => format!("hook {h}"),
+        Some(("rule", r)) => format!("rule {r}"),
+        Some(("grant", r)) => format!("session grant {r}"),
+        Some(("mode", m)) => format!("{m} mode"),
+        _ => by.to_owned(),
+    }
+}
+
+/// The visible line on a rewritten call's card: which hooks, and what
+/// changed (the command, for a command).
+pub fn rewrite_note(original: &Value, effective: &Value, by: &[String]) -> String {
+    let who = match by {
+        [one] => format!("hook {one}"),
+        many => format!("hooks {}", many.join(", ")),
+    };
+    let command = |v: &Value| v.get("command").and_then(Value::as_str).map(str::to_owned);
+    let others_equal = |a: &Value, b: &Value| {
+        let strip = |v: &Value| {
+            let mut v = v.clone();
+            if let Some(o) = v.as_object_mut() {
+                o.remove("command");
+            }
+            v
+        };
+        strip(a) == strip(b)
+    };
+    match (command(original), command(effective)) {
+        (Some(a), Some(b)) if others_equal(original, effective) => {
+            format!(
+                "Rewritten by {who}: {} → {}",
+                inline_code(&a),
+                inline_code(&b)
+            )
+        }
+        _ => format!(
+            "Rewritten by {who}: {} → {}",
+            inline_code(&shorten(&original.to_string())),
+            inline_code(&shorten(&effective.to_string()))
+        ),
+    }
+}
+
+fn shorten(s: &str) -> String {
+    const MAX: usize = 300;
+    if s.chars().count() <= MAX {
+        s.to_owned()
+    } else {
+        format!("{}…", s.chars().take(MAX).collect::<String>())
+    }
+}
+
+/// Markdown inline code that the text cannot close early.
+fn inline_code(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let ticks = "`".repeat(longest + 1);
+    if longest > 0 {
+        format!("{ticks} {text} {ticks}")
+    } else {
+        format!("{ticks}{text}{ticks}")
+    }
 }
 
 /// The line under a card's output saying how it ended, when that is not
@@ -335,6 +475,23 @@ mod tests {
         }
     }
 
+    fn call_event(id: &str, arguments: Value, decision: Decision) -> Event {
+        call_event_of("Bash", id, arguments, decision)
+    }
+
+    fn call_event_of(tool: &str, id: &str, arguments: Value, decision: Decision) -> Event {
+        Event::ToolCall {
+            tool_call_id: id.into(),
+            tool: tool.into(),
+            digest: crate::interception::digest(tool, &arguments),
+            arguments,
+            original_arguments: None,
+            decision,
+            hooks: Vec::new(),
+            rewritten_by: Vec::new(),
+        }
+    }
+
     fn wire(updates: Vec<SessionUpdate>) -> Vec<Value> {
         updates
             .iter()
@@ -348,18 +505,15 @@ mod tests {
         let id = "toolu_1".to_string();
         let call = p.apply(&rec(
             1,
-            Event::ToolCall {
-                tool_call_id: id.clone(),
-                tool: "Bash".into(),
-                arguments: json!({"command": "echo hi"}),
-                decision: Decision::allow(),
-            },
+            call_event(&id, json!({"command": "echo hi"}), Decision::allow()),
         ));
         assert_eq!(
             wire(call),
             vec![
                 json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_1", "title": "echo hi",
-                        "name": "Bash", "kind": "execute", "rawInput": {"command": "echo hi"}})
+                        "name": "Bash", "kind": "execute", "rawInput": {"command": "echo hi"},
+                        "_meta": {"candor": {"decision": {"outcome": "allow"},
+                                             "digest": crate::interception::digest("Bash", &json!({"command": "echo hi"}))}}})
             ]
         );
         let started = p.apply(&rec(
@@ -433,12 +587,12 @@ mod tests {
         let mut p = Presenter::new("/p".into(), Mode::Live);
         let updates = wire(p.apply(&rec(
             1,
-            Event::ToolCall {
-                tool_call_id: "t".into(),
-                tool: "Nope".into(),
-                arguments: json!({}),
-                decision: Decision::deny("candor", "no such tool"),
-            },
+            call_event_of(
+                "Nope",
+                "t",
+                json!({}),
+                Decision::deny("candor", "no such tool"),
+            ),
         )));
         assert_eq!(updates[0]["status"], "failed");
         assert_eq!(

@@ -123,11 +123,7 @@ type Reply = Result<Value, Value>;
 
 /// Agent→client requests awaiting an answer. Only ids candor issued match.
 ///
-/// Nothing sends agent→client requests yet (permission prompts, `fs/*` and
-/// `terminal/*` come with interception and the editor tools); responses are
-/// already routed here so a client's stray answers are handled as they will be.
 #[derive(Debug)]
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) struct Outgoing {
     next_id: AtomicU64,
     // A std mutex: it is held only to insert or remove one entry, never
@@ -159,6 +155,30 @@ impl Outgoing {
         self.out.send_line(line.to_string());
         rx.await
             .unwrap_or_else(|_| Err(json!({"code": -32603, "message": "connection closed"})))
+    }
+
+    /// Like [`request`](Self::request), but gives up when `cancel` fires:
+    /// the client is then sent `$/cancel_request` for it, and `None` is
+    /// returned (a late answer is dropped like any unknown id).
+    pub(crate) async fn request_until(
+        &self,
+        method: &str,
+        params: Value,
+        cancel: &CancellationToken,
+    ) -> Option<Reply> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.lock().insert(id, (method.to_owned(), tx));
+        let _guard = Forget { table: self, id };
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.out.send_line(line.to_string());
+        tokio::select! {
+            reply = rx => Some(reply.unwrap_or_else(|_| Err(json!({"code": -32603, "message": "connection closed"})))),
+            _ = cancel.cancelled() => {
+                self.out.notify("$/cancel_request", &json!({"requestId": id}));
+                None
+            }
+        }
     }
 
     /// Routes a response from the client to the request that awaits it.
@@ -194,7 +214,6 @@ impl Outgoing {
 }
 
 /// Removes a pending entry when its waiter goes away.
-#[cfg_attr(not(test), allow(dead_code))]
 struct Forget<'a> {
     table: &'a Outgoing,
     id: u64,

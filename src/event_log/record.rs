@@ -33,6 +33,7 @@ use serde_json::Value;
 
 use crate::conversation::AssistantBlock;
 use crate::conversation::ModelStop;
+use crate::interception::HookRecord;
 
 /// Version of the record format, written in `session/started`.
 pub const FORMAT_VERSION: u32 = 1;
@@ -49,6 +50,9 @@ pub struct Record {
 }
 
 /// A fact about the session, in the past tense.
+// Records are built once, written, and kept in one Vec per session; the
+// size of the largest variant costs nothing worth an extra allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all_fields = "camelCase")]
 pub enum Event {
@@ -81,14 +85,49 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "is_false")]
         interrupted: bool,
     },
-    /// A tool call settled for execution (or refused). Appended and flushed
-    /// to disk before the tool runs. `arguments` are the ones that run.
+    /// A tool call, settled: hooks, permission rules and the mode have had
+    /// their say. Appended (and, unless refused, flushed to disk) before the
+    /// card appears and before anything runs. `arguments` are the effective
+    /// arguments: what runs, what the card and a permission prompt show.
     #[serde(rename = "tool/call")]
     ToolCall {
         tool_call_id: String,
         tool: String,
         arguments: Value,
+        /// What the model asked for, when hooks rewrote it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        original_arguments: Option<Value>,
+        /// `sha256:` of the tool name and the canonical `arguments`.
+        #[serde(default)]
+        digest: String,
         decision: Decision,
+        /// Every hook that ran, in order, with its decision.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        hooks: Vec<HookRecord>,
+        /// The hooks whose rewrites are in `arguments`, in order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        rewritten_by: Vec<String>,
+    },
+    /// candor asked the user whether the call may run (`decision` was `ask`).
+    #[serde(rename = "permission/requested")]
+    PermissionRequested {
+        tool_call_id: String,
+        /// The digest of the arguments shown; the answer binds to it.
+        digest: String,
+        options: Vec<PermissionChoice>,
+    },
+    /// The user's answer (flushed to disk before the call runs).
+    #[serde(rename = "permission/resolved")]
+    PermissionResolved {
+        tool_call_id: String,
+        outcome: PermissionOutcome,
+        /// The digest of the arguments the answer was given for.
+        digest: String,
+        /// With `allowed_always`: the session rule it added.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// The tool began executing.
     #[serde(rename = "tool/started")]
@@ -158,12 +197,37 @@ impl Decision {
     }
 }
 
-/// allow: runs; deny: does not run, the card fails with the reason.
+/// allow: runs; ask: runs if the user allows it (`permission/resolved`
+/// follows); deny: does not run, the card fails with the reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Allow,
+    Ask,
     Deny,
+}
+
+/// One option offered in a permission request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionChoice {
+    pub option_id: String,
+    /// ACP `PermissionOptionKind`: `allow_once`, `allow_always`, `reject_once`.
+    pub kind: String,
+    pub name: String,
+}
+
+/// How a permission request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionOutcome {
+    AllowedOnce,
+    AllowedAlways,
+    Rejected,
+    /// The turn was cancelled while the request was open.
+    Cancelled,
+    /// The client answered with an error, or dismissed the request.
+    Failed,
 }
 
 /// How a tool call ended.
@@ -210,7 +274,11 @@ mod tests {
                 tool_call_id: "toolu_1".into(),
                 tool: "Bash".into(),
                 arguments: json!({"command": "ls"}),
+                original_arguments: None,
+                digest: "sha256:00".into(),
                 decision: Decision::allow(),
+                hooks: Vec::new(),
+                rewritten_by: Vec::new(),
             },
         };
         let line = serde_json::to_value(&rec).unwrap();
@@ -218,7 +286,7 @@ mod tests {
             line,
             json!({"seq": 4, "at": "2026-11-30T10:00:00.000Z", "type": "tool/call",
                    "toolCallId": "toolu_1", "tool": "Bash", "arguments": {"command": "ls"},
-                   "decision": {"outcome": "allow"}})
+                   "digest": "sha256:00", "decision": {"outcome": "allow"}})
         );
         let back: Record = serde_json::from_value(line).unwrap();
         assert_eq!(back, rec);

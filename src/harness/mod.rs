@@ -10,11 +10,10 @@
 //!
 //! Layout: [`scenario`] (the format) → [`client`] (the connection, the
 //! client model, the editor-side `fs/*`, `terminal/*` and permission
-//! answers) → [`matcher`] (expectations) → [`schema`] (per-method schema
+//! answers) → [`crate::matcher`] (expectations) → [`schema`] (per-method schema
 //! validation) → this module (the runner and the report).
 
 pub mod client;
-pub mod matcher;
 pub mod scenario;
 pub mod schema;
 
@@ -33,6 +32,7 @@ use client::{Caps, Conn, RULES};
 use scenario::{Scenario, Step};
 use schema::Schemas;
 
+use crate::matcher;
 use crate::tools::exec;
 
 /// How long a step waits for its response.
@@ -299,6 +299,7 @@ pub async fn run_scenario(
         labels: HashMap::new(),
         project,
         home,
+        requests: dir.path().join("requests.jsonl"),
         requirements: Vec::new(),
         exited: None,
     };
@@ -392,6 +393,14 @@ fn agent_command(
                 cmd.env("CANDOR_PROVIDER", "scripted")
                     .env("CANDOR_SCRIPT", script);
             }
+            cmd.env_remove("CANDOR_POLICY")
+                .env("CANDOR_CAPTURE", dir.join("requests.jsonl"));
+            if let Some(policy) = &s.policy {
+                let file = dir.join("policy.json");
+                std::fs::write(&file, policy.to_string())
+                    .map_err(|e| format!("cannot write the policy file: {e}"))?;
+                cmd.env("CANDOR_POLICY", file);
+            }
             cmd
         }
         Some(agent) => exec::agent(Path::new("bash"), &["-c", &format!("exec {agent}")]),
@@ -410,6 +419,8 @@ struct Runner<'a> {
     labels: HashMap<String, Value>,
     project: PathBuf,
     home: PathBuf,
+    /// Where candor's scripted model copies its requests.
+    requests: PathBuf,
     requirements: Vec<Requirement>,
     exited: Option<Option<i32>>,
 }
@@ -454,6 +465,7 @@ impl Runner<'_> {
         };
         let started = Instant::now();
         let updates_from = self.conn.updates.len();
+        let requests_from = read_lines(&self.requests).len();
         let cards_from = self.conn.cards.len();
         let permissions_from = self.conn.permission_requests.len();
         if !step.permissions.is_empty() {
@@ -712,6 +724,15 @@ impl Runner<'_> {
             let frame = cards.last().cloned();
             self.record(format!("{name}: cards"), result, frame.as_ref());
         }
+        if let Some(want) = &expect.model_requests {
+            let requests = read_lines(&self.requests);
+            let step_requests = requests.get(requests_from..).unwrap_or_default();
+            self.record(
+                format!("{name}: model requests (in order)"),
+                matcher::subsequence(want, step_requests),
+                step_requests.last(),
+            );
+        }
         if let Some(want) = &expect.permission_requests {
             let got: Vec<Value> = self.conn.permission_requests[permissions_from..].to_vec();
             let result = if got.len() != want.len() {
@@ -864,6 +885,15 @@ impl Runner<'_> {
             })
             .collect()
     }
+}
+
+/// The JSON lines of a file (none if it does not exist).
+fn read_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
 }
 
 fn error_or(detail: String, response: &Value) -> String {

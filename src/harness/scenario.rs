@@ -30,6 +30,10 @@ pub struct Scenario {
     /// The scripted model's script (`protocol/scripted-model.md`).
     #[serde(default)]
     pub model: Option<Value>,
+    /// candor's policy file: hooks, permission rules, mode
+    /// (`protocol/hooks.md`).
+    #[serde(default)]
+    pub policy: Option<Value>,
     pub steps: Vec<Step>,
 }
 
@@ -43,10 +47,12 @@ impl Scenario {
     pub fn needs_candor(&self) -> bool {
         self.candor_only
             || self.model.is_some()
-            || self
-                .steps
-                .iter()
-                .any(|s| s.expect.as_ref().is_some_and(|e| e.log.is_some()))
+            || self.policy.is_some()
+            || self.steps.iter().any(|s| {
+                s.expect
+                    .as_ref()
+                    .is_some_and(|e| e.log.is_some() || e.model_requests.is_some())
+            })
     }
 }
 
@@ -157,6 +163,10 @@ pub struct Expect {
     /// subsequence of matchers.
     #[serde(default)]
     pub log: Option<Vec<Value>>,
+    /// The requests candor's scripted model received during this step
+    /// (candor only), an ordered subsequence of matchers.
+    #[serde(default)]
+    pub model_requests: Option<Vec<Value>>,
     /// After `closeInput`: the exit status and how soon.
     #[serde(default)]
     pub exit: Option<ExitExpect>,

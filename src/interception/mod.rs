@@ -1,20 +1,236 @@
 //! Where a proposed tool call becomes a settled one.
 //!
-//! The model proposes a call (tool name + arguments). [`settle`] decides,
-//! before anything is shown or run, whether it runs and with which
-//! arguments, and returns either an [`ApprovedCall`] or a refusal. Only this
-//! module can construct an `ApprovedCall` (its fields are private), and
-//! tools accept nothing else, so what runs is always what was settled, and
-//! the settled value is what the log records and the card shows.
+//! The model proposes a call (tool name + arguments). Before anything is
+//! shown or run, [`settle`] decides:
 //!
-//! Today candor's own checks decide: the tool must exist and the arguments
-//! must pass its input schema. Hooks, permission rules and the permission
-//! prompt plug in here.
+//! 1. candor's own checks: the tool exists and the model's arguments pass
+//!    its input schema (else the call is refused by `candor`);
+//! 2. the pre-execute hooks, in configured order, as a fold: each hook sees
+//!    the previous hook's effective input (read-only) and returns a
+//!    [`PreToolDecision`]; a rewrite must pass the tool's schema (else it is
+//!    a deny naming the hook); the strictest decision wins
+//!    (deny > ask > allow > pass) and a deny ends the fold;
+//! 3. permission rules and the session mode, on the *effective* arguments
+//!    ([`policy::decide`]), so a rewrite can never slip past a deny rule.
+//!
+//! The result is a [`Settled`] call: the effective arguments, the original
+//! ones, every hook's say, and the disposition (run, ask, deny). Only a
+//! `Settled` call can become an [`ApprovedCall`] (by policy, or by the
+//! user's answer bound to the digest of exactly the arguments shown), and
+//! tools accept nothing else. Both types keep their fields private: no
+//! listener, hook or test can change what runs after it was settled.
 
+pub mod policy;
+pub mod scripted;
+
+use std::fmt;
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
-use crate::event_log::Decision;
 use crate::tools::Tool;
+use policy::{Disposition, HookVerdict, Mode, Rule, Rules};
+
+/// What one pre-execute hook says about one call.
+///
+/// `rewrite` replaces the whole input (never merged). With `Deny` a
+/// rewrite means nothing, so the variant has none.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PreToolDecision {
+    /// No opinion: rules and the mode decide (the rewrite, if any, applies).
+    Pass { rewrite: Option<Value> },
+    /// Run without asking; deny and ask rules still apply to the effective
+    /// arguments.
+    Allow {
+        reason: Option<String>,
+        rewrite: Option<Value>,
+    },
+    /// Ask the user, showing the effective (rewritten) arguments.
+    Ask {
+        reason: Option<String>,
+        rewrite: Option<Value>,
+    },
+    /// Do not run.
+    Deny { reason: String },
+}
+
+impl PreToolDecision {
+    fn verdict(&self) -> Verdict {
+        match self {
+            PreToolDecision::Pass { .. } => Verdict::Pass,
+            PreToolDecision::Allow { .. } => Verdict::Allow,
+            PreToolDecision::Ask { .. } => Verdict::Ask,
+            PreToolDecision::Deny { .. } => Verdict::Deny,
+        }
+    }
+
+    fn parts(self) -> (Option<String>, Option<Value>) {
+        match self {
+            PreToolDecision::Pass { rewrite } => (None, rewrite),
+            PreToolDecision::Allow { reason, rewrite }
+            | PreToolDecision::Ask { reason, rewrite } => (reason, rewrite),
+            PreToolDecision::Deny { reason } => (Some(reason), None),
+        }
+    }
+}
+
+/// A decision's strength, weakest first: the strictest of a fold wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    Allow,
+    Ask,
+    Deny,
+}
+
+/// What a hook is shown: a read-only view of the call.
+#[derive(Debug, Clone, Copy)]
+pub struct ProposedCall<'a> {
+    pub id: &'a str,
+    pub tool: &'a str,
+    /// The effective input so far (the model's, or the previous hook's rewrite).
+    pub input: &'a Value,
+    /// What the model asked for.
+    pub original: &'a Value,
+    pub cwd: &'a Path,
+    pub mode: Mode,
+}
+
+/// The future a hook returns: its decision, or why it could not decide.
+pub type HookFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<PreToolDecision, String>> + Send + 'a>>;
+
+/// A pre-execute hook. candor's scripted hooks implement it; the Claude
+/// Code and Codex bridges plug in here too.
+pub trait PreToolHook: Send + Sync + fmt::Debug {
+    /// The name the card, the log and the audit trail show.
+    fn id(&self) -> &str;
+    /// Whether the hook runs for this call at all (its matcher). A hook
+    /// that does not apply leaves no trace in the record.
+    fn applies_to(&self, _call: &ProposedCall<'_>) -> bool {
+        true
+    }
+    /// Decides about one call. An `Err` from an in-process hook denies the
+    /// call (a bridge that must fail open returns `Pass` itself).
+    fn check<'a>(&'a self, call: ProposedCall<'a>) -> HookFuture<'a>;
+}
+
+/// Hooks, rules and mode: everything interception consults.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    pub hooks: Vec<Arc<dyn PreToolHook>>,
+    pub rules: Rules,
+    pub mode: Mode,
+}
+
+/// One hook's say about one call, as the log records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookRecord {
+    pub hook: String,
+    pub decision: Verdict,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The hook's rewrite took effect.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rewrote: bool,
+}
+
+/// Who candor names as the decider for its own checks.
+pub const CANDOR: &str = "candor";
+
+/// A call after interception: what will run (if anything), and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settled {
+    id: String,
+    name: String,
+    tool: Option<Tool>,
+    original: Value,
+    effective: Value,
+    hooks: Vec<HookRecord>,
+    rewritten_by: Vec<String>,
+    disposition: Disposition,
+    digest: String,
+}
+
+impl Settled {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The tool name as the model wrote it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The arguments that run (and that the card, the log and a permission
+    /// prompt show).
+    pub fn effective(&self) -> &Value {
+        &self.effective
+    }
+
+    /// What the model asked for.
+    pub fn original(&self) -> &Value {
+        &self.original
+    }
+
+    /// Whether hooks changed the arguments.
+    pub fn rewritten(&self) -> bool {
+        self.effective != self.original
+    }
+
+    /// The hooks whose rewrites are in effect, in order.
+    pub fn rewritten_by(&self) -> &[String] {
+        &self.rewritten_by
+    }
+
+    pub fn hooks(&self) -> &[HookRecord] {
+        &self.hooks
+    }
+
+    pub fn disposition(&self) -> &Disposition {
+        &self.disposition
+    }
+
+    /// `sha256:` of the tool name and the canonical effective arguments: what
+    /// a permission answer binds to.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// The approved call, when policy lets it run without asking.
+    pub fn approve(&self) -> Option<ApprovedCall> {
+        match (&self.disposition, self.tool) {
+            (Disposition::Run { .. }, Some(tool)) => Some(self.approved(tool)),
+            _ => None,
+        }
+    }
+
+    /// The approved call, after the user allowed it: only if the answer was
+    /// given for exactly these arguments (`digest`).
+    pub fn approve_answered(&self, digest: &str) -> Option<ApprovedCall> {
+        match (&self.disposition, self.tool) {
+            (Disposition::Ask { .. }, Some(tool)) if digest == self.digest => {
+                Some(self.approved(tool))
+            }
+            _ => None,
+        }
+    }
+
+    fn approved(&self, tool: Tool) -> ApprovedCall {
+        ApprovedCall {
+            id: self.id.clone(),
+            tool,
+            arguments: self.effective.clone(),
+        }
+    }
+}
 
 /// A tool call that passed interception: the only input a tool accepts.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,82 +256,343 @@ impl ApprovedCall {
     }
 }
 
-/// The result of interception for one proposed call.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Settlement {
-    Approved {
-        call: ApprovedCall,
-        decision: Decision,
-    },
-    Refused {
-        /// The arguments as proposed (shown on the failed card).
-        arguments: Value,
-        decision: Decision,
-    },
+/// The digest a permission answer binds to.
+pub fn digest(tool: &str, args: &Value) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(tool.as_bytes());
+    hasher.update([0]);
+    hasher.update(canonical(args).as_bytes());
+    let bytes = hasher.finalize();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
-/// Who refuses calls candor itself finds unusable.
-pub const CANDOR: &str = "candor";
+/// JSON with object keys sorted, so equal values have equal text.
+fn canonical(v: &Value) -> String {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let fields: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical(&map[k])))
+                .collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(canonical).collect::<Vec<_>>().join(",")
+        ),
+        other => other.to_string(),
+    }
+}
 
-/// Settles one proposed call.
-pub fn settle(id: &str, tool_name: &str, arguments: &Value) -> Settlement {
-    let refuse = |reason: String| Settlement::Refused {
-        arguments: arguments.clone(),
-        decision: Decision::deny(CANDOR, reason),
+/// Settles one proposed call (see the module docs for the order).
+pub async fn settle(
+    id: &str,
+    name: &str,
+    arguments: &Value,
+    policy: &Policy,
+    grants: &[Rule],
+    cwd: &Path,
+) -> Settled {
+    let mut settled = Settled {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        tool: Tool::from_name(name),
+        original: arguments.clone(),
+        effective: arguments.clone(),
+        hooks: Vec::new(),
+        rewritten_by: Vec::new(),
+        disposition: Disposition::Run { by: CANDOR.into() },
+        digest: String::new(),
     };
-    let Some(tool) = Tool::from_name(tool_name) else {
-        let names: Vec<_> = Tool::ALL.iter().map(|t| t.name()).collect();
-        return refuse(format!(
-            "candor has no tool named {tool_name:?}; the tools are {}",
-            names.join(", ")
-        ));
+    let refusal = match settled.tool {
+        None => {
+            let names: Vec<_> = Tool::ALL.iter().map(|t| t.name()).collect();
+            Some(format!(
+                "candor has no tool named {name:?}; the tools are {}",
+                names.join(", ")
+            ))
+        }
+        Some(tool) => tool.validate(arguments).err(),
     };
-    if let Err(reason) = tool.validate(arguments) {
-        return refuse(reason);
+    if let Some(reason) = refusal {
+        settled.disposition = Disposition::Deny {
+            by: CANDOR.into(),
+            reason,
+        };
+        settled.digest = digest(name, arguments);
+        return settled;
     }
-    Settlement::Approved {
-        call: ApprovedCall {
-            id: id.to_owned(),
-            tool,
-            arguments: arguments.clone(),
-        },
-        decision: Decision::allow(),
+    let verdict = fold_hooks(&mut settled, policy, cwd).await;
+    settled.disposition = policy::decide(
+        name,
+        &settled.effective,
+        &verdict,
+        policy.mode,
+        &policy.rules,
+        grants,
+        cwd,
+    );
+    settled.digest = digest(name, &settled.effective);
+    settled
+}
+
+/// Runs the hooks in order over the call; returns the strictest verdict.
+async fn fold_hooks(settled: &mut Settled, policy: &Policy, cwd: &Path) -> HookVerdict {
+    let mut strictest = HookVerdict {
+        verdict: Verdict::Pass,
+        by: None,
+        reason: None,
+    };
+    for hook in &policy.hooks {
+        let call = ProposedCall {
+            id: &settled.id,
+            tool: &settled.name,
+            input: &settled.effective,
+            original: &settled.original,
+            cwd,
+            mode: policy.mode,
+        };
+        if !hook.applies_to(&call) {
+            continue;
+        }
+        let decision = match hook.check(call).await {
+            Ok(d) => d,
+            Err(e) => PreToolDecision::Deny {
+                reason: format!("the hook {} failed: {e}", hook.id()),
+            },
+        };
+        let verdict = decision.verdict();
+        let (mut reason, rewrite) = decision.parts();
+        let mut record = HookRecord {
+            hook: hook.id().to_owned(),
+            decision: verdict,
+            reason: reason.clone(),
+            rewrote: false,
+        };
+        let mut verdict = verdict;
+        if let Some(rewrite) = rewrite.filter(|r| *r != settled.effective) {
+            match settled.tool.map(|t| t.validate(&rewrite)) {
+                Some(Err(e)) => {
+                    verdict = Verdict::Deny;
+                    reason = Some(format!(
+                        "the hook {}'s rewrite is not valid input: {e}",
+                        hook.id()
+                    ));
+                    record.decision = Verdict::Deny;
+                    record.reason = reason.clone();
+                }
+                _ => {
+                    settled.effective = rewrite;
+                    settled.rewritten_by.push(hook.id().to_owned());
+                    record.rewrote = true;
+                }
+            }
+        }
+        settled.hooks.push(record);
+        if verdict > strictest.verdict {
+            strictest = HookVerdict {
+                verdict,
+                by: Some(hook.id().to_owned()),
+                reason,
+            };
+        }
+        if verdict == Verdict::Deny {
+            break;
+        }
     }
+    strictest
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event_log::Outcome;
     use serde_json::json;
 
-    #[test]
-    fn unknown_tools_and_bad_arguments_are_refused_with_a_reason() {
-        let Settlement::Refused { decision, .. } = settle("t1", "Teleport", &json!({})) else {
-            panic!("should refuse");
-        };
-        assert_eq!(decision.outcome, Outcome::Deny);
+    /// A hook that answers with a fixed decision.
+    #[derive(Debug)]
+    struct Fixed(&'static str, PreToolDecision);
+
+    impl PreToolHook for Fixed {
+        fn id(&self) -> &str {
+            self.0
+        }
+        fn check<'a>(&'a self, _call: ProposedCall<'a>) -> HookFuture<'a> {
+            let d = self.1.clone();
+            Box::pin(async move { Ok(d) })
+        }
+    }
+
+    /// A hook that appends a suffix to the Bash command it is shown.
+    #[derive(Debug)]
+    struct Append(&'static str);
+
+    impl PreToolHook for Append {
+        fn id(&self) -> &str {
+            self.0
+        }
+        fn check<'a>(&'a self, call: ProposedCall<'a>) -> HookFuture<'a> {
+            let cmd = call.input["command"].as_str().unwrap_or("").to_owned();
+            let suffix = self.0;
+            Box::pin(async move {
+                Ok(PreToolDecision::Pass {
+                    rewrite: Some(json!({"command": format!("{cmd} {suffix}")})),
+                })
+            })
+        }
+    }
+
+    fn policy(hooks: Vec<Arc<dyn PreToolHook>>) -> Policy {
+        Policy {
+            hooks,
+            rules: Rules::default(),
+            mode: Mode::Default,
+        }
+    }
+
+    async fn run(p: &Policy, args: Value) -> Settled {
+        settle("t", "Bash", &args, p, &[], Path::new("/p")).await
+    }
+
+    #[tokio::test]
+    async fn hooks_fold_in_order_each_seeing_the_previous_rewrite() {
+        let p = policy(vec![Arc::new(Append("a")), Arc::new(Append("b"))]);
+        let s = run(&p, json!({"command": "echo"})).await;
+        assert_eq!(s.effective(), &json!({"command": "echo a b"}));
+        assert_eq!(s.original(), &json!({"command": "echo"}));
+        assert_eq!(s.rewritten_by(), ["a", "b"]);
         assert!(
-            decision
-                .reason
-                .unwrap()
-                .contains("no tool named \"Teleport\"")
+            matches!(s.disposition(), Disposition::Ask { .. }),
+            "no hook allowed it: the default asks"
         );
-        let Settlement::Refused { decision, .. } = settle("t2", "Bash", &json!({"cmd": "ls"}))
-        else {
-            panic!("should refuse");
+        assert_eq!(s.digest(), digest("Bash", &json!({"command": "echo a b"})));
+        assert!(s.approve().is_none());
+        assert!(s.approve_answered("sha256:other").is_none());
+        let call = s.approve_answered(s.digest()).unwrap();
+        assert_eq!(call.arguments(), &json!({"command": "echo a b"}));
+    }
+
+    #[tokio::test]
+    async fn the_strictest_decision_wins_and_deny_ends_the_fold() {
+        let allow = Arc::new(Fixed(
+            "allow",
+            PreToolDecision::Allow {
+                reason: None,
+                rewrite: None,
+            },
+        ));
+        let ask = Arc::new(Fixed(
+            "ask",
+            PreToolDecision::Ask {
+                reason: Some("check".into()),
+                rewrite: None,
+            },
+        ));
+        let deny = Arc::new(Fixed(
+            "deny",
+            PreToolDecision::Deny {
+                reason: "no".into(),
+            },
+        ));
+        let s = run(
+            &policy(vec![allow.clone(), ask.clone()]),
+            json!({"command": "ls"}),
+        )
+        .await;
+        assert_eq!(
+            s.disposition(),
+            &Disposition::Ask {
+                by: "hook:ask".into(),
+                reason: Some("check".into())
+            }
+        );
+        let s = run(
+            &policy(vec![deny, Arc::new(Append("never"))]),
+            json!({"command": "ls"}),
+        )
+        .await;
+        assert_eq!(
+            s.disposition(),
+            &Disposition::Deny {
+                by: "hook:deny".into(),
+                reason: "no".into()
+            }
+        );
+        assert_eq!(s.hooks().len(), 1, "the hook after a deny does not run");
+        let s = run(&policy(vec![allow]), json!({"command": "ls"})).await;
+        assert_eq!(
+            s.disposition(),
+            &Disposition::Run {
+                by: "hook:allow".into()
+            }
+        );
+        assert!(s.approve().is_some());
+    }
+
+    #[tokio::test]
+    async fn an_invalid_rewrite_is_a_deny_naming_the_hook() {
+        let bad = Arc::new(Fixed(
+            "bad",
+            PreToolDecision::Allow {
+                reason: None,
+                rewrite: Some(json!({"cmd": "ls"})),
+            },
+        ));
+        let s = run(&policy(vec![bad]), json!({"command": "ls"})).await;
+        let Disposition::Deny { by, reason } = s.disposition() else {
+            panic!("{s:?}")
         };
-        assert!(decision.reason.unwrap().contains("missing field `command`"));
+        assert_eq!(by, "hook:bad");
+        assert!(
+            reason.contains("rewrite is not valid input") && reason.contains("command"),
+            "{reason}"
+        );
+        assert_eq!(
+            s.effective(),
+            &json!({"command": "ls"}),
+            "the invalid rewrite never takes effect"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_rewrite_cannot_slip_past_a_deny_rule() {
+        let rm = Arc::new(Fixed(
+            "rm",
+            PreToolDecision::Allow {
+                reason: None,
+                rewrite: Some(json!({"command": "rm -rf /"})),
+            },
+        ));
+        let mut p = policy(vec![rm]);
+        p.rules
+            .deny
+            .push(Rule::parse("Bash(rm *)", Path::new("/p"), None).unwrap());
+        let s = run(&p, json!({"command": "ls"})).await;
+        assert!(
+            matches!(s.disposition(), Disposition::Deny { by, .. } if by == "rule:Bash(rm *)"),
+            "{s:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn unknown_tools_and_bad_model_input_are_refused_before_hooks() {
+        let p = policy(vec![Arc::new(Append("x"))]);
+        let s = settle("t", "Teleport", &json!({}), &p, &[], Path::new("/p")).await;
+        assert!(matches!(s.disposition(), Disposition::Deny { by, .. } if by == CANDOR));
+        assert!(s.hooks().is_empty());
+        let s = run(&p, json!({"cmd": "ls"})).await;
+        assert!(
+            matches!(s.disposition(), Disposition::Deny { reason, .. } if reason.contains("missing field `command`"))
+        );
     }
 
     #[test]
-    fn a_valid_call_is_approved_unchanged() {
-        let args = json!({"command": "ls"});
-        let Settlement::Approved { call, decision } = settle("t3", "Bash", &args) else {
-            panic!("should approve");
-        };
-        assert_eq!(call.arguments(), &args);
-        assert_eq!(call.tool(), Tool::Bash);
-        assert_eq!(decision, Decision::allow());
+    fn digests_ignore_key_order() {
+        let a: Value = serde_json::from_str(r#"{"b":1,"a":{"y":2,"x":3}}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"a":{"x":3,"y":2},"b":1}"#).unwrap();
+        assert_eq!(digest("Bash", &a), digest("Bash", &b));
+        assert_ne!(digest("Bash", &a), digest("Read", &a));
     }
 }

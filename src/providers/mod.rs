@@ -16,7 +16,9 @@ pub mod scripted;
 use tokio::sync::mpsc;
 
 use crate::config::{Config, ProviderSetting};
-use crate::conversation::{AssistantBlock, AssistantTurn, ModelRequest, ModelStop};
+use crate::conversation::{
+    AssistantBlock, AssistantTurn, ModelRequest, ModelStop, RewriteStrategy,
+};
 
 /// A piece of a turn, as it streams in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +52,7 @@ impl Provider {
         match &config.provider {
             ProviderSetting::Scripted { script } => match script {
                 Some(path) => match scripted::ScriptedProvider::load(path) {
-                    Ok(p) => Provider::Scripted(p),
+                    Ok(p) => Provider::Scripted(p.capture_to(config.capture.clone())),
                     Err(e) => Provider::Unconfigured {
                         reason: format!("CANDOR_PROVIDER is `scripted`, but {e}."),
                     },
@@ -72,6 +74,15 @@ impl Provider {
             ProviderSetting::None => Provider::Unconfigured {
                 reason: "No model provider is configured.".into(),
             },
+        }
+    }
+
+    /// How this provider is told about a hook's rewrite (see
+    /// [`RewriteStrategy`]).
+    pub fn rewrite_strategy(&self) -> RewriteStrategy {
+        match self {
+            Provider::Scripted(p) => p.rewrite_strategy(),
+            Provider::Unconfigured { .. } => RewriteStrategy::Note,
         }
     }
 

@@ -19,7 +19,7 @@
 //! `tool_use` without an `id` gets `toolu_<n>`, numbered across the session.
 //! When the script has no response left, the model says so and ends the turn.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -27,13 +27,18 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{ProviderError, StreamDelta};
-use crate::conversation::{AssistantBlock, AssistantTurn, ModelRequest, ModelStop};
+use crate::conversation::{
+    AssistantBlock, AssistantTurn, ModelRequest, ModelStop, RewriteStrategy,
+};
 
 /// A whole script.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Script {
     pub responses: Vec<Response>,
+    /// How hook rewrites are told to this model (default `note`).
+    #[serde(default)]
+    pub rewrite_strategy: RewriteStrategy,
 }
 
 /// One model response.
@@ -81,6 +86,8 @@ pub struct ScriptedProvider {
     script: Script,
     next: usize,
     calls: u64,
+    /// Where each request is appended as a JSON line (`CANDOR_CAPTURE`).
+    capture: Option<PathBuf>,
 }
 
 impl ScriptedProvider {
@@ -89,7 +96,19 @@ impl ScriptedProvider {
             script,
             next: 0,
             calls: 0,
+            capture: None,
         }
+    }
+
+    /// Appends every request this model receives to `path` (one JSON line
+    /// each), so tests can see exactly what a model would have been sent.
+    pub fn capture_to(mut self, path: Option<PathBuf>) -> Self {
+        self.capture = path;
+        self
+    }
+
+    pub fn rewrite_strategy(&self) -> RewriteStrategy {
+        self.script.rewrite_strategy
     }
 
     /// Reads and parses a script file; the error names the file and the
@@ -108,9 +127,17 @@ impl ScriptedProvider {
 
     pub(super) async fn stream(
         &mut self,
-        _request: &ModelRequest,
+        request: &ModelRequest,
         deltas: mpsc::UnboundedSender<StreamDelta>,
     ) -> Result<AssistantTurn, ProviderError> {
+        if let Some(path) = &self.capture {
+            capture(path, request).map_err(|e| {
+                ProviderError::Script(format!(
+                    "cannot capture the request to {}: {e}",
+                    path.display()
+                ))
+            })?;
+        }
         let Some(response) = self.script.responses.get(self.next).cloned() else {
             let text = format!(
                 "[scripted model] The script has no response left (it had {}).",
@@ -172,6 +199,17 @@ impl ScriptedProvider {
         });
         Ok(AssistantTurn { content, stop })
     }
+}
+
+fn capture(path: &Path, request: &ModelRequest) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut line = serde_json::to_vec(request)?;
+    line.push(b'\n');
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?
+        .write_all(&line)
 }
 
 async fn pause(ms: u64) {

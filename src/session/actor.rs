@@ -2,18 +2,23 @@
 //! presenter and the model, and runs one turn at a time.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{ContentBlock, Error as AcpError, SessionId, StopReason};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::call::Gate;
 use super::commit::Committer;
 use super::turn::{self, TurnControl};
 use super::{SessionHandle, Started};
 use crate::config::Config;
 use crate::event_log::{Event, EventLog, FORMAT_VERSION, LogError, TurnStop};
+use crate::interception::Policy;
+use crate::interception::scripted::PolicyFile;
 use crate::presentation::{Mode, Presenter};
 use crate::providers::Provider;
+use crate::rpc::Outgoing;
 use crate::transport::Outbox;
 
 /// What the dispatcher asks of a session.
@@ -27,13 +32,31 @@ pub(crate) enum Command {
     },
 }
 
+/// Why a session could not start.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StartError {
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error("{0}")]
+    Policy(String),
+}
+
 /// Creates a session's log, writes `session/started` and starts its actor.
 pub(crate) fn start(
     config: &Config,
     cwd: PathBuf,
     outbox: Outbox,
+    outgoing: Arc<Outgoing>,
     hard_stop: CancellationToken,
-) -> Result<Started, LogError> {
+) -> Result<Started, StartError> {
+    // A broken policy file fails the session: candor does not run tools
+    // under a policy it could not read.
+    let policy = match &config.policy {
+        Some(path) => PolicyFile::load(path)
+            .and_then(|file| file.policy(&cwd, config.user_home.as_deref()))
+            .map_err(StartError::Policy)?,
+        None => Policy::default(),
+    };
     let id = uuid::Uuid::new_v4().to_string();
     let log = EventLog::create(&config.sessions_dir(), &id)?;
     let log_path = log.path().to_owned();
@@ -52,7 +75,13 @@ pub(crate) fn start(
     let (inbox, commands) = mpsc::channel(8);
     let handle = SessionHandle::new(id.clone(), log_path, inbox, hard_stop.clone());
     tracing::info!(session = %id, provider = provider.name(), log = %handle.log_path().display(), "session started");
-    let task = tokio::spawn(run(committer, provider, cwd, commands, hard_stop));
+    let gate = Gate {
+        session_id: id.clone(),
+        policy,
+        grants: Vec::new(),
+        outgoing,
+    };
+    let task = tokio::spawn(run(committer, provider, gate, cwd, commands, hard_stop));
     Ok(Started { handle, task })
 }
 
@@ -60,6 +89,7 @@ pub(crate) fn start(
 async fn run(
     mut committer: Committer,
     mut provider: Provider,
+    mut gate: Gate,
     cwd: PathBuf,
     mut commands: mpsc::Receiver<Command>,
     hard_stop: CancellationToken,
@@ -76,14 +106,16 @@ async fn run(
                     cancel,
                     hard_stop: hard_stop.clone(),
                 };
-                let answer = match turn::run(&mut committer, &mut provider, content, &control).await
-                {
-                    Ok(stop) => Ok(stop_reason(stop)),
-                    Err(e) => {
-                        tracing::error!(error = %e, "turn failed");
-                        Err(AcpError::new(-32603, format!("the turn failed: {e}")))
-                    }
-                };
+                let answer =
+                    match turn::run(&mut committer, &mut provider, &mut gate, content, &control)
+                        .await
+                    {
+                        Ok(stop) => Ok(stop_reason(stop)),
+                        Err(e) => {
+                            tracing::error!(error = %e, "turn failed");
+                            Err(AcpError::new(-32603, format!("the turn failed: {e}")))
+                        }
+                    };
                 let _ = reply.send(answer);
             }
         }

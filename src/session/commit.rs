@@ -55,6 +55,15 @@ impl Committer {
         self.log.records()
     }
 
+    /// What a permission request for this call shows (see
+    /// [`Presenter::permission_card`]).
+    pub(crate) fn permission_card(
+        &self,
+        id: &str,
+    ) -> Option<agent_client_protocol_schema::v1::ToolCallUpdate> {
+        self.presenter.permission_card(id)
+    }
+
     /// After a log failure: fail every open card so none spins forever.
     pub(crate) fn abandon_open_cards(&mut self, reason: &str) {
         for update in self.presenter.abandon(reason) {

@@ -6,10 +6,11 @@
 //! 2. Ask the model: the request's history is derived from the log; text
 //!    and thinking stream in as `assistant/delta`s; the whole turn is then
 //!    appended as `assistant/message`, exactly as the model emitted it.
-//! 3. For each tool call of that turn, in order:
-//!    settle it ([`crate::interception::settle`]) → `tool/call` (flushed to
-//!    disk; the card appears with the settled arguments) → `tool/started` →
-//!    `tool/output`* while it runs → `tool/result`.
+//! 3. For each tool call of that turn, in order, its whole life
+//!    ([`super::call`]): interception (hooks, rules, mode) → `tool/call`
+//!    (flushed to disk; the card appears with the settled arguments) →
+//!    a permission request if needed → `tool/started` → `tool/output`*
+//!    while it runs → `tool/result`.
 //! 4. If the model called tools, go to 2; else `turn/ended`.
 //!
 //! A cancel stops the model stream or the running tool; calls that never
@@ -24,13 +25,13 @@ use agent_client_protocol_schema::v1::ContentBlock;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::call::{Gate, run_call};
 use super::commit::Committer;
 use crate::conversation::{AssistantBlock, ModelRequest, ModelStop};
 use crate::event_log::{DeltaChannel, Event, LogError, ResultStatus, TurnStop};
 use crate::history::derive_messages;
-use crate::interception::{Settlement, settle};
 use crate::providers::{Provider, ProviderError, StreamDelta};
-use crate::tools::{self, ToolContext};
+use crate::tools;
 
 /// Model requests one prompt may make before it ends `max_turn_requests`.
 pub(crate) const MAX_MODEL_REQUESTS: usize = 100;
@@ -58,10 +59,11 @@ pub(crate) enum TurnError {
 pub(crate) async fn run(
     c: &mut Committer,
     provider: &mut Provider,
+    gate: &mut Gate,
     prompt: Vec<ContentBlock>,
     control: &TurnControl,
 ) -> Result<TurnStop, TurnError> {
-    let outcome = steps(c, provider, prompt, control).await;
+    let outcome = steps(c, provider, gate, prompt, control).await;
     let ended = match &outcome {
         Ok(stop) => Event::TurnEnded {
             stop_reason: *stop,
@@ -85,6 +87,7 @@ pub(crate) async fn run(
 async fn steps(
     c: &mut Committer,
     provider: &mut Provider,
+    gate: &mut Gate,
     prompt: Vec<ContentBlock>,
     control: &TurnControl,
 ) -> Result<TurnStop, TurnError> {
@@ -95,7 +98,7 @@ async fn steps(
         }
         let request = ModelRequest {
             system: system_prompt(control),
-            messages: derive_messages(c.records()),
+            messages: derive_messages(c.records(), provider.rewrite_strategy()),
             tools: tools::specs(),
         };
         let Some(turn) = ask_model(c, provider, &request, &control.cancel).await? else {
@@ -129,7 +132,7 @@ async fn steps(
                 })?;
                 continue;
             }
-            run_call(c, &id, &name, &input, control).await?;
+            run_call(c, gate, &id, &name, &input, control).await?;
         }
     }
     Ok(TurnStop::MaxTurnRequests)
@@ -192,77 +195,4 @@ fn record_delta(
         StreamDelta::Thinking(text) => (DeltaChannel::Thinking, text),
     };
     c.commit(Event::AssistantDelta { channel, text })
-}
-
-/// Settles, presents, runs and finishes one tool call.
-async fn run_call(
-    c: &mut Committer,
-    id: &str,
-    name: &str,
-    input: &serde_json::Value,
-    control: &TurnControl,
-) -> Result<(), TurnError> {
-    let (call, decision) = match settle(id, name, input) {
-        Settlement::Refused {
-            arguments,
-            decision,
-        } => {
-            let reason = decision.reason.clone().unwrap_or_default();
-            c.commit(Event::ToolCall {
-                tool_call_id: id.to_owned(),
-                tool: name.to_owned(),
-                arguments,
-                decision,
-            })?;
-            c.commit(Event::ToolResult {
-                tool_call_id: id.to_owned(),
-                status: ResultStatus::Failed,
-                output: reason,
-                exit_code: None,
-                signal: None,
-            })?;
-            return Ok(());
-        }
-        Settlement::Approved { call, decision } => (call, decision),
-    };
-    c.commit_durable(Event::ToolCall {
-        tool_call_id: id.to_owned(),
-        tool: name.to_owned(),
-        arguments: call.arguments().clone(),
-        decision,
-    })?;
-    c.commit(Event::ToolStarted {
-        tool_call_id: id.to_owned(),
-    })?;
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let cx = ToolContext {
-        cwd: control.cwd.clone(),
-        cancel: control.cancel.clone(),
-        hard_stop: control.hard_stop.clone(),
-        kill_grace: KILL_GRACE,
-        output: tx,
-    };
-    let running = call.tool().run(&call, cx);
-    tokio::pin!(running);
-    let output = loop {
-        tokio::select! {
-            biased;
-            Some(text) = rx.recv() => c.commit(Event::ToolOutput { tool_call_id: id.to_owned(), text })?,
-            output = &mut running => break output,
-        }
-    };
-    while let Ok(text) = rx.try_recv() {
-        c.commit(Event::ToolOutput {
-            tool_call_id: id.to_owned(),
-            text,
-        })?;
-    }
-    c.commit(Event::ToolResult {
-        tool_call_id: id.to_owned(),
-        status: output.status,
-        output: output.text,
-        exit_code: output.exit_code,
-        signal: output.signal,
-    })?;
-    Ok(())
 }

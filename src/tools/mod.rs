@@ -53,6 +53,23 @@ impl Tool {
         }
     }
 
+    /// Whether the tool only looks (runs in plan mode; runs without asking
+    /// inside the project).
+    pub fn is_read_only(self) -> bool {
+        match self {
+            Tool::Read => true,
+            Tool::Bash => false,
+        }
+    }
+
+    /// Whether the tool changes files (covered by `Edit(...)` rules and
+    /// acceptEdits mode).
+    pub fn edits_files(self) -> bool {
+        match self {
+            Tool::Read | Tool::Bash => false,
+        }
+    }
+
     pub fn spec(self) -> ToolSpec {
         match self {
             Tool::Bash => bash::spec(),

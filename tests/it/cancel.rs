@@ -129,7 +129,10 @@ async fn cancel_during_a_command_ends_it_and_every_card() {
         .home
         .join("sessions")
         .join(format!("{session}.jsonl"));
-    let messages = candor::history::derive_messages(&candor::event_log::read(&path).unwrap());
+    let messages = candor::history::derive_messages(
+        &candor::event_log::read(&path).unwrap(),
+        candor::conversation::RewriteStrategy::Note,
+    );
     let Message::ToolResults { results } = &messages[2] else {
         panic!("{messages:?}")
     };

@@ -71,6 +71,8 @@ async fn long_turn() -> (Conn, serde_json::Value, u32) {
             json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
         )
         .await;
+    // Read (and answer the permission prompt) until the command runs.
+    while conn.recv().await["params"]["update"]["status"] != "in_progress" {}
     let pid = read_pid(&pid_file).await;
     (conn, id, pid)
 }

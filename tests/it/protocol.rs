@@ -57,6 +57,21 @@ async fn initialize_answers_1_to_any_other_version() {
 }
 
 #[tokio::test]
+async fn a_request_pipelined_right_behind_initialize_is_served() {
+    let env = TestEnv::new();
+    let cwd = env.project.clone();
+    let mut conn = Conn::in_process(env);
+    let init = json!({"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": {"protocolVersion": 1}});
+    let new = json!({"jsonrpc": "2.0", "id": "n", "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}});
+    conn.send_raw(&format!("{init}\n{new}")).await;
+    let first = conn.recv().await;
+    let second = conn.recv().await;
+    assert_eq!(first["id"], "i");
+    assert_eq!(second["id"], "n");
+    assert!(second["result"]["sessionId"].is_string(), "{second}");
+}
+
+#[tokio::test]
 async fn methods_before_initialize_are_refused_with_a_reason() {
     let env = TestEnv::new();
     let cwd = env.project.clone();

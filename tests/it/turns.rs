@@ -96,11 +96,39 @@ async fn a_turn_with_tools_shows_cards_derived_from_the_log() {
     let log = conn.env.log(&session);
     let kinds = types(&log);
     let call = kinds.iter().position(|k| k == "tool/call").unwrap();
-    assert_eq!(kinds[call + 1], "tool/started", "{kinds:?}");
+    // A command asks by default: the answer is recorded (bound to the
+    // arguments' digest) before the command starts.
+    assert_eq!(
+        kinds[call + 1..call + 4],
+        [
+            "permission/requested",
+            "permission/resolved",
+            "tool/started"
+        ],
+        "{kinds:?}"
+    );
     assert_eq!(kinds.last().map(String::as_str), Some("turn/ended"));
     assert_eq!(log.last().unwrap()["stopReason"], "end_turn");
     assert_eq!(log[call]["arguments"], bash.raw_input);
-    assert_eq!(log[call]["decision"], json!({"outcome": "allow"}));
+    assert_eq!(
+        log[call]["decision"],
+        json!({"outcome": "ask", "by": "default"})
+    );
+    assert_eq!(log[call + 2]["outcome"], "allowed_once");
+    assert_eq!(log[call + 2]["digest"], log[call]["digest"]);
+    let asked = &conn.permission_requests[0];
+    assert_eq!(asked["toolCall"]["rawInput"], bash.raw_input);
+    assert_eq!(asked["toolCall"]["title"], bash.title);
+    // A read inside the project runs without asking.
+    let read_call = log
+        .iter()
+        .find(|r| r["type"] == "tool/call" && r["toolCallId"] == "t2")
+        .unwrap();
+    assert_eq!(
+        read_call["decision"],
+        json!({"outcome": "allow", "by": "default"})
+    );
+    assert_eq!(conn.permission_requests.len(), 1);
     for (i, record) in log.iter().enumerate() {
         assert_eq!(record["seq"], i, "{record}");
     }
@@ -126,7 +154,10 @@ async fn the_model_history_is_derived_from_the_log() {
         .home
         .join("sessions")
         .join(format!("{session}.jsonl"));
-    let messages = candor::history::derive_messages(&candor::event_log::read(&path).unwrap());
+    let messages = candor::history::derive_messages(
+        &candor::event_log::read(&path).unwrap(),
+        candor::conversation::RewriteStrategy::Note,
+    );
     let roles: Vec<&str> = messages
         .iter()
         .map(|m| match m {
@@ -443,7 +474,10 @@ async fn resource_links_and_text_resources_reach_the_model() {
         .home
         .join("sessions")
         .join(format!("{session}.jsonl"));
-    let messages = candor::history::derive_messages(&candor::event_log::read(&path).unwrap());
+    let messages = candor::history::derive_messages(
+        &candor::event_log::read(&path).unwrap(),
+        candor::conversation::RewriteStrategy::Note,
+    );
     let Message::User { text } = &messages[0] else {
         unreachable!()
     };

@@ -53,6 +53,9 @@ pub struct Conn {
     pub frames: Vec<Value>,
     /// Notifications received and not yet looked at by the test.
     pub notifications: Vec<Value>,
+    /// Permission requests received (their params), in order.
+    pub permission_requests: Vec<Value>,
+    permission_answers: std::collections::VecDeque<String>,
     /// The environment used (home dir etc.), kept alive with the connection.
     pub env: TestEnv,
 }
@@ -199,6 +202,8 @@ impl Conn {
             model: Model::default(),
             frames: Vec::new(),
             notifications: Vec::new(),
+            permission_requests: Vec::new(),
+            permission_answers: Default::default(),
             env,
         }
     }
@@ -282,7 +287,39 @@ impl Conn {
             .unwrap_or_else(|e| panic!("candor wrote a line that is not JSON ({e}): {line:?}"));
         self.observe(&frame);
         self.frames.push(frame.clone());
+        if frame["method"] == "session/request_permission" && frame.get("id").is_some() {
+            self.answer_permission(&frame).await;
+        }
         Some(frame)
+    }
+
+    /// Answers a permission request like a user would: with the next
+    /// scripted answer (default `allow_once`), recording the request.
+    async fn answer_permission(&mut self, frame: &Value) {
+        self.permission_requests.push(frame["params"].clone());
+        let answer = self
+            .permission_answers
+            .pop_front()
+            .unwrap_or_else(|| "allow_once".into());
+        let outcome = if answer == "cancelled" {
+            json!({"outcome": "cancelled"})
+        } else {
+            let option = frame["params"]["options"]
+                .as_array()
+                .and_then(|o| o.iter().find(|o| o["kind"] == answer.as_str()))
+                .unwrap_or_else(|| panic!("no {answer} option in {frame}"));
+            json!({"outcome": "selected", "optionId": option["optionId"]})
+        };
+        let reply = json!({"jsonrpc": "2.0", "id": frame["id"], "result": {"outcome": outcome}});
+        if self.tx.is_some() {
+            self.send_raw(&reply.to_string()).await;
+        }
+    }
+
+    /// Answers for the next permission requests, in order (`allow_once`,
+    /// `allow_always`, `reject_once`, `cancelled`); then `allow_once`.
+    pub fn answer_permissions(&mut self, answers: &[&str]) {
+        self.permission_answers = answers.iter().map(|a| a.to_string()).collect();
     }
 
     fn observe(&mut self, frame: &Value) {

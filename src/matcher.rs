@@ -1,4 +1,5 @@
-//! Matchers: how a scenario says what a frame, card or record must look like.
+//! Matchers: how a scenario says what a frame, card or record must look
+//! like, and how a scripted hook says which calls it applies to.
 //!
 //! An expected JSON value is matched against an actual one:
 //!

@@ -1,0 +1,298 @@
+//! One tool call, from the model's proposal to its result.
+//!
+//! State per call id, each transition a record:
+//!
+//! ```text
+//! proposed (in assistant/message)
+//!   → intercepting (hooks, rules, mode: nothing shown yet)
+//!   → settled: tool/call (effective arguments; the card appears, already
+//!     showing what will run) with decision allow | ask | deny
+//!       deny → tool/result failed (the card fails with who refused and why)
+//!       ask  → permission/requested → the client is asked, showing the
+//!              card → permission/resolved (bound to the arguments' digest)
+//!   → running: tool/started, tool/output*
+//!   → finished: tool/result
+//! ```
+//!
+//! `tool/call` and `permission/resolved` are flushed to disk before
+//! anything runs. A cancel at any point finishes the call as `cancelled`.
+
+use std::sync::Arc;
+
+use agent_client_protocol_schema::v1::{
+    PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SessionId,
+};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::commit::Committer;
+use super::turn::{KILL_GRACE, TurnControl, TurnError};
+use crate::event_log::{
+    Decision, Event, Outcome, PermissionChoice, PermissionOutcome, ResultStatus,
+};
+use crate::interception::policy::{self, Disposition, Rule};
+use crate::interception::{self, ApprovedCall, Policy, Settled};
+use crate::presentation::describe_decider;
+use crate::rpc::Outgoing;
+use crate::tools::ToolContext;
+
+/// What the session's calls go through: its policy, what the user has
+/// allowed for the rest of the session, and the way to ask the user.
+#[derive(Debug)]
+pub(crate) struct Gate {
+    pub(crate) session_id: String,
+    pub(crate) policy: Policy,
+    pub(crate) grants: Vec<Rule>,
+    pub(crate) outgoing: Arc<Outgoing>,
+}
+
+/// The model is told this when the user says no.
+pub(crate) const REFUSED_BY_USER: &str = "The user refused to run this call.";
+
+/// Settles, presents, (asks,) runs and finishes one tool call.
+pub(crate) async fn run_call(
+    c: &mut Committer,
+    gate: &mut Gate,
+    id: &str,
+    name: &str,
+    input: &Value,
+    control: &TurnControl,
+) -> Result<(), TurnError> {
+    let settled = tokio::select! {
+        s = interception::settle(id, name, input, &gate.policy, &gate.grants, &control.cwd) => s,
+        _ = control.cancel.cancelled() => return finish(c, id, ResultStatus::Cancelled, "cancelled by the user before it ran"),
+    };
+    let record = tool_call_record(&settled);
+    match settled.disposition().clone() {
+        Disposition::Deny { by, reason } => {
+            c.commit(record)?;
+            let text = format!("Refused by {}: {reason}", describe_decider(&by));
+            finish(c, id, ResultStatus::Failed, &text)
+        }
+        Disposition::Run { .. } => {
+            c.commit_durable(record)?;
+            match settled.approve() {
+                Some(call) => execute(c, &call, control).await,
+                None => finish(
+                    c,
+                    id,
+                    ResultStatus::Failed,
+                    "candor could not approve this call",
+                ),
+            }
+        }
+        Disposition::Ask { .. } => {
+            c.commit_durable(record)?;
+            match ask(c, gate, &settled, control).await? {
+                Answer::Allowed(call) => execute(c, &call, control).await,
+                Answer::Refused(text) => finish(c, id, ResultStatus::Failed, &text),
+                Answer::Cancelled => finish(
+                    c,
+                    id,
+                    ResultStatus::Cancelled,
+                    "cancelled by the user before it ran",
+                ),
+            }
+        }
+    }
+}
+
+/// The `tool/call` record of a settled call.
+fn tool_call_record(s: &Settled) -> Event {
+    let decision = match s.disposition() {
+        Disposition::Run { by } => Decision {
+            outcome: Outcome::Allow,
+            reason: None,
+            by: Some(by.clone()),
+        },
+        Disposition::Ask { by, reason } => Decision {
+            outcome: Outcome::Ask,
+            reason: reason.clone(),
+            by: Some(by.clone()),
+        },
+        Disposition::Deny { by, reason } => Decision {
+            outcome: Outcome::Deny,
+            reason: Some(reason.clone()),
+            by: Some(by.clone()),
+        },
+    };
+    Event::ToolCall {
+        tool_call_id: s.id().to_owned(),
+        tool: s.name().to_owned(),
+        arguments: s.effective().clone(),
+        original_arguments: s.rewritten().then(|| s.original().clone()),
+        digest: s.digest().to_owned(),
+        decision,
+        hooks: s.hooks().to_vec(),
+        rewritten_by: s.rewritten_by().to_vec(),
+    }
+}
+
+fn finish(c: &mut Committer, id: &str, status: ResultStatus, text: &str) -> Result<(), TurnError> {
+    c.commit(Event::ToolResult {
+        tool_call_id: id.to_owned(),
+        status,
+        output: text.to_owned(),
+        exit_code: None,
+        signal: None,
+    })?;
+    Ok(())
+}
+
+enum Answer {
+    Allowed(ApprovedCall),
+    Refused(String),
+    Cancelled,
+}
+
+/// Asks the user through `session/request_permission`, showing the card as
+/// it is (effective arguments, rewrite note), and records the answer.
+async fn ask(
+    c: &mut Committer,
+    gate: &mut Gate,
+    s: &Settled,
+    control: &TurnControl,
+) -> Result<Answer, TurnError> {
+    let id = s.id();
+    let digest = s.digest().to_owned();
+    let grant = policy::grant_for(s.name(), s.effective(), &control.cwd);
+    let mut choices = vec![PermissionChoice {
+        option_id: "allow_once".into(),
+        kind: "allow_once".into(),
+        name: "Allow once".into(),
+    }];
+    if let Some(rule) = &grant {
+        choices.push(PermissionChoice {
+            option_id: "allow_always".into(),
+            kind: "allow_always".into(),
+            name: format!("Always allow {rule} in this session"),
+        });
+    }
+    choices.push(PermissionChoice {
+        option_id: "reject_once".into(),
+        kind: "reject_once".into(),
+        name: "Reject".into(),
+    });
+    c.commit(Event::PermissionRequested {
+        tool_call_id: id.to_owned(),
+        digest: digest.clone(),
+        options: choices.clone(),
+    })?;
+    let Some(card) = c.permission_card(id) else {
+        return Ok(Answer::Refused("candor lost the card of this call".into()));
+    };
+    let options = choices
+        .iter()
+        .map(|o| {
+            let kind = match o.kind.as_str() {
+                "allow_always" => PermissionOptionKind::AllowAlways,
+                "reject_once" => PermissionOptionKind::RejectOnce,
+                _ => PermissionOptionKind::AllowOnce,
+            };
+            PermissionOption::new(o.option_id.clone(), o.name.clone(), kind)
+        })
+        .collect();
+    let request =
+        RequestPermissionRequest::new(SessionId::new(gate.session_id.clone()), card, options);
+    let params = serde_json::to_value(&request).unwrap_or(Value::Null);
+    let reply = gate
+        .outgoing
+        .request_until("session/request_permission", params, &control.cancel)
+        .await;
+    let failed = |why: String| {
+        (
+            PermissionOutcome::Failed,
+            Some(format!("{why}, so the call did not run")),
+        )
+    };
+    let (outcome, reason) = match reply {
+        None => (PermissionOutcome::Cancelled, None),
+        Some(Err(error)) => failed(format!("the client could not ask the user ({error})")),
+        Some(Ok(result)) => match serde_json::from_value::<RequestPermissionResponse>(result) {
+            Err(e) => failed(format!("the client's answer could not be read ({e})")),
+            Ok(response) => match response.outcome {
+                RequestPermissionOutcome::Selected(selected) => match selected.option_id.0.as_ref()
+                {
+                    "allow_once" => (PermissionOutcome::AllowedOnce, None),
+                    "allow_always" if grant.is_some() => (PermissionOutcome::AllowedAlways, None),
+                    "reject_once" => (PermissionOutcome::Rejected, None),
+                    other => failed(format!(
+                        "the client chose an option candor did not offer ({other})"
+                    )),
+                },
+                _ if control.cancel.is_cancelled() => (PermissionOutcome::Cancelled, None),
+                _ => failed("the permission request was dismissed".to_owned()),
+            },
+        },
+    };
+    let granted = (outcome == PermissionOutcome::AllowedAlways)
+        .then(|| grant.clone())
+        .flatten();
+    c.commit_durable(Event::PermissionResolved {
+        tool_call_id: id.to_owned(),
+        outcome,
+        digest: digest.clone(),
+        grant: granted.as_ref().map(|r| r.text().to_owned()),
+        reason: reason.clone(),
+    })?;
+    if let Some(rule) = granted {
+        gate.grants.push(rule);
+    }
+    Ok(match outcome {
+        PermissionOutcome::AllowedOnce | PermissionOutcome::AllowedAlways => {
+            match s.approve_answered(&digest) {
+                Some(call) => Answer::Allowed(call),
+                None => Answer::Refused(
+                    "the answer does not match the arguments shown, so the call did not run".into(),
+                ),
+            }
+        }
+        PermissionOutcome::Rejected => Answer::Refused(REFUSED_BY_USER.into()),
+        PermissionOutcome::Failed => Answer::Refused(reason.unwrap_or_default()),
+        PermissionOutcome::Cancelled => Answer::Cancelled,
+    })
+}
+
+/// Runs an approved call: `tool/started`, its output, `tool/result`.
+async fn execute(
+    c: &mut Committer,
+    call: &ApprovedCall,
+    control: &TurnControl,
+) -> Result<(), TurnError> {
+    let id = call.id().to_owned();
+    c.commit(Event::ToolStarted {
+        tool_call_id: id.clone(),
+    })?;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cx = ToolContext {
+        cwd: control.cwd.clone(),
+        cancel: control.cancel.clone(),
+        hard_stop: control.hard_stop.clone(),
+        kill_grace: KILL_GRACE,
+        output: tx,
+    };
+    let running = call.tool().run(call, cx);
+    tokio::pin!(running);
+    let output = loop {
+        tokio::select! {
+            biased;
+            Some(text) = rx.recv() => c.commit(Event::ToolOutput { tool_call_id: id.clone(), text })?,
+            output = &mut running => break output,
+        }
+    };
+    while let Ok(text) = rx.try_recv() {
+        c.commit(Event::ToolOutput {
+            tool_call_id: id.clone(),
+            text,
+        })?;
+    }
+    c.commit(Event::ToolResult {
+        tool_call_id: id,
+        status: output.status,
+        output: output.text,
+        exit_code: output.exit_code,
+        signal: output.signal,
+    })?;
+    Ok(())
+}

@@ -14,6 +14,7 @@ mod support;
 
 mod cancel;
 mod harness;
+mod interception;
 mod process;
 mod protocol;
 mod schema_file;

@@ -56,6 +56,7 @@ pub struct Conn {
     /// Permission requests received (their params), in order.
     pub permission_requests: Vec<Value>,
     permission_answers: std::collections::VecDeque<String>,
+    hold_permissions: bool,
     /// The environment used (home dir etc.), kept alive with the connection.
     pub env: TestEnv,
 }
@@ -66,6 +67,10 @@ pub struct TestEnv {
     pub home: PathBuf,
     pub project: PathBuf,
     pub script: Option<PathBuf>,
+    /// `CANDOR_POLICY`.
+    pub policy: Option<PathBuf>,
+    /// Where the scripted model copies its requests (`CANDOR_CAPTURE`).
+    pub capture: PathBuf,
 }
 
 impl TestEnv {
@@ -74,12 +79,32 @@ impl TestEnv {
         let home = dir.path().join("home");
         let project = dir.path().join("project");
         std::fs::create_dir_all(&project).unwrap();
+        let capture = dir.path().join("requests.jsonl");
         Self {
             dir,
             home,
             project,
             script: None,
+            policy: None,
+            capture,
         }
+    }
+
+    /// With a policy file (hooks, permission rules, mode).
+    pub fn with_policy(mut self, policy: Value) -> Self {
+        let path = self.dir.path().join("policy.json");
+        std::fs::write(&path, policy.to_string()).unwrap();
+        self.policy = Some(path);
+        self
+    }
+
+    /// The model requests the scripted model received, in order.
+    pub fn model_requests(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.capture)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     }
 
     /// With a scripted model playing `script`.
@@ -98,7 +123,10 @@ impl TestEnv {
             },
             None => ProviderSetting::None,
         };
-        Config::new(self.home.clone(), provider)
+        let mut config = Config::new(self.home.clone(), provider);
+        config.policy = self.policy.clone();
+        config.capture = Some(self.capture.clone());
+        config
     }
 
     /// Writes a file in the project.
@@ -144,6 +172,10 @@ pub fn candor_command(env: &TestEnv) -> tokio::process::Command {
         cmd.env("CANDOR_PROVIDER", "scripted")
             .env("CANDOR_SCRIPT", script);
     }
+    if let Some(policy) = &env.policy {
+        cmd.env("CANDOR_POLICY", policy);
+    }
+    cmd.env("CANDOR_CAPTURE", &env.capture);
     cmd
 }
 
@@ -204,6 +236,7 @@ impl Conn {
             notifications: Vec::new(),
             permission_requests: Vec::new(),
             permission_answers: Default::default(),
+            hold_permissions: false,
             env,
         }
     }
@@ -297,6 +330,9 @@ impl Conn {
     /// scripted answer (default `allow_once`), recording the request.
     async fn answer_permission(&mut self, frame: &Value) {
         self.permission_requests.push(frame["params"].clone());
+        if self.hold_permissions {
+            return;
+        }
         let answer = self
             .permission_answers
             .pop_front()
@@ -314,6 +350,11 @@ impl Conn {
         if self.tx.is_some() {
             self.send_raw(&reply.to_string()).await;
         }
+    }
+
+    /// Leaves permission requests unanswered (as a user who walked away).
+    pub fn hold_permissions(&mut self) {
+        self.hold_permissions = true;
     }
 
     /// Answers for the next permission requests, in order (`allow_once`,
@@ -340,9 +381,11 @@ impl Conn {
                     .unwrap_or_else(|e| panic!("{e}: {frame}"));
             }
             (Some(method), None) => {
-                assert_eq!(
-                    schemas.side(method),
-                    Some(schema::Side::Client),
+                assert!(
+                    matches!(
+                        schemas.side(method),
+                        Some(schema::Side::Client | schema::Side::Protocol)
+                    ),
                     "candor sent a notification the client does not handle: {frame}"
                 );
                 schemas

@@ -154,8 +154,8 @@ fn apply(
             let Some(pattern) = arg.as_str() else {
                 return Err(format!("at {here}: $regex needs a string pattern"));
             };
-            let re = Regex::new(pattern)
-                .map_err(|e| format!("at {here}: bad $regex {pattern:?}: {e}"))?;
+            let re =
+                regex(pattern).map_err(|e| format!("at {here}: bad $regex {pattern:?}: {e}"))?;
             match actual {
                 Some(Value::String(s)) if re.is_match(s) => Ok(()),
                 Some(Value::String(s)) => Err(format!(
@@ -173,6 +173,30 @@ fn apply(
         }
         other => Err(format!("at {here}: unknown matcher {other}")),
     }
+}
+
+/// A compiled regex, from a per-thread cache: matchers and scripted hooks
+/// run the same few patterns on every call, and compiling one costs far
+/// more than matching it.
+pub fn regex(pattern: &str) -> Result<Regex, regex::Error> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    const MAX: usize = 512;
+    thread_local! {
+        static CACHE: RefCell<HashMap<String, Regex>> = RefCell::new(HashMap::new());
+    }
+    if let Some(re) = CACHE.with(|c| c.borrow().get(pattern).cloned()) {
+        return Ok(re);
+    }
+    let re = Regex::new(pattern)?;
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= MAX {
+            c.clear();
+        }
+        c.insert(pattern.to_owned(), re.clone());
+    });
+    Ok(re)
 }
 
 /// Finds `wanted` as an ordered subsequence of `items`; `Err` names the

@@ -636,4 +636,76 @@ mod tests {
         assert!(shown.starts_with('a') && shown.ends_with("end"));
         assert!(shown.contains("bytes not shown"));
     }
+
+    #[test]
+    fn a_rewritten_call_keeps_its_note_on_every_update_and_in_the_permission_card() {
+        let mut p = Presenter::new("/p".into(), Mode::Live);
+        let original = json!({"command": "git status"});
+        let effective = json!({"command": "rtk git status"});
+        let event = Event::ToolCall {
+            tool_call_id: "t".into(),
+            tool: "Bash".into(),
+            arguments: effective.clone(),
+            original_arguments: Some(original.clone()),
+            digest: "sha256:d".into(),
+            decision: Decision {
+                outcome: Outcome::Ask,
+                reason: Some("check it".into()),
+                by: Some("hook:rtk".into()),
+            },
+            hooks: Vec::new(),
+            rewritten_by: vec!["rtk".into()],
+        };
+        let first = wire(p.apply(&rec(1, event)));
+        let note = "Rewritten by hook rtk: `git status` → `rtk git status`";
+        assert_eq!(first[0]["rawInput"], effective);
+        assert_eq!(first[0]["content"][0]["content"]["text"], note);
+        assert_eq!(first[0]["_meta"]["candor"]["originalInput"], original);
+        let card = serde_json::to_value(p.permission_card("t").unwrap()).unwrap();
+        assert_eq!(card["rawInput"], effective);
+        assert_eq!(card["content"][0]["content"]["text"], note);
+        assert_eq!(
+            card["content"][1]["content"]["text"],
+            "candor asks: check it"
+        );
+        assert_eq!(card["_meta"]["candor"]["digest"], "sha256:d");
+        p.apply(&rec(
+            2,
+            Event::ToolStarted {
+                tool_call_id: "t".into(),
+            },
+        ));
+        let out = wire(p.apply(&rec(
+            3,
+            Event::ToolOutput {
+                tool_call_id: "t".into(),
+                text: "clean\n".into(),
+            },
+        )));
+        assert_eq!(out[0]["content"][0]["content"]["text"], note);
+        assert_eq!(
+            out[0]["content"][1]["content"]["text"],
+            "```console\nclean\n```"
+        );
+        assert!(p.permission_card("never").is_none());
+    }
+
+    #[test]
+    fn notes_use_code_spans_the_command_cannot_break() {
+        let note = rewrite_note(
+            &json!({"command": "echo `a`"}),
+            &json!({"command": "echo b"}),
+            &["h".into()],
+        );
+        assert_eq!(note, "Rewritten by hook h: `` echo `a` `` → `echo b`");
+        let note = rewrite_note(
+            &json!({"file_path": "/a"}),
+            &json!({"file_path": "/b"}),
+            &["x".into(), "y".into()],
+        );
+        assert_eq!(
+            note,
+            "Rewritten by hooks x, y: `{\"file_path\":\"/a\"}` → `{\"file_path\":\"/b\"}`"
+        );
+    }
 }

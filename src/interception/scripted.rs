@@ -180,7 +180,7 @@ impl ScriptedHook {
                 op.get("replace").and_then(Value::as_str),
                 op.get("with").and_then(Value::as_str),
             ) {
-                let re = Regex::new(p).ok()?;
+                let re = matcher::regex(p).ok()?;
                 Value::String(re.replace(current, with).into_owned())
             } else if let Some(p) = op.get("prepend").and_then(Value::as_str) {
                 Value::String(format!("{p}{current}"))

@@ -142,6 +142,7 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
                 tool_call_id,
                 status,
                 output,
+                hook_notes,
                 ..
             } => {
                 if let Some(a) = awaiting.as_mut() {
@@ -151,11 +152,28 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
                         }
                         _ => String::new(),
                     };
+                    let mut content = format!("{note}{output}");
+                    if !hook_notes.is_empty() {
+                        content.truncate(content.trim_end_matches('\n').len());
+                    }
+                    for n in hook_notes {
+                        match n.decision.as_str() {
+                            "accept" => content.push_str(&format!(
+                                "\n\n[candor] The hook {} adds: {}",
+                                n.hook, n.text
+                            )),
+                            "block" => content.push_str(&format!(
+                                "\n\n[candor] The hook {} flagged this result: {}",
+                                n.hook, n.text
+                            )),
+                            _ => {}
+                        }
+                    }
                     a.results
                         .entry(tool_call_id.clone())
                         .or_insert(ToolOutcome {
                             tool_use_id: tool_call_id.clone(),
-                            content: format!("{note}{output}"),
+                            content,
                             is_error: *status != ResultStatus::Completed,
                         });
                 }
@@ -253,6 +271,7 @@ mod tests {
             output: output.into(),
             exit_code: Some(0),
             signal: None,
+            hook_notes: Vec::new(),
         }
     }
 

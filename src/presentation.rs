@@ -203,6 +203,7 @@ impl Presenter {
                 output,
                 exit_code,
                 signal,
+                hook_notes,
             } => {
                 let wire_status = match status {
                     ResultStatus::Completed => ToolCallStatus::Completed,
@@ -219,6 +220,17 @@ impl Presenter {
                     })];
                     if let Some(trailer) = trailer(*status, *exit_code, signal.as_deref()) {
                         content.push(text_content(trailer));
+                    }
+                    for note in hook_notes {
+                        let what = match note.decision.as_str() {
+                            "block" => "flagged this result",
+                            "error" => "failed",
+                            _ => "adds",
+                        };
+                        content.push(text_content(format!(
+                            "Hook {} {what}: {}",
+                            note.hook, note.text
+                        )));
                     }
                     let content = card.content(content);
                     let mut raw = serde_json::Map::new();
@@ -549,6 +561,7 @@ mod tests {
                 output: "hi\n[exit code: 3]".into(),
                 exit_code: Some(3),
                 signal: None,
+                hook_notes: Vec::new(),
             },
         ));
         let done = wire(done);
@@ -577,6 +590,7 @@ mod tests {
                 output: "cancelled".into(),
                 exit_code: None,
                 signal: None,
+                hook_notes: Vec::new(),
             },
         ));
         assert!(updates.is_empty());

@@ -33,7 +33,7 @@ use serde_json::Value;
 
 use crate::conversation::AssistantBlock;
 use crate::conversation::ModelStop;
-use crate::interception::HookRecord;
+use crate::interception::{HookNote, HookRecord};
 
 /// Version of the record format, written in `session/started`.
 pub const FORMAT_VERSION: u32 = 1;
@@ -148,6 +148,9 @@ pub enum Event {
         exit_code: Option<i32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signal: Option<String>,
+        /// What post-execute hooks said about the result.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        hook_notes: Vec<HookNote>,
     },
     /// The turn is over; `session/prompt` answers from this record.
     #[serde(rename = "turn/ended")]

@@ -13,6 +13,10 @@
 //! 3. permission rules and the session mode, on the *effective* arguments
 //!    ([`policy::decide`]), so a rewrite can never slip past a deny rule.
 //!
+//! After a call ran, [`after_execution`] gives the post-execute hooks their
+//! say (context for the model, or a block with a reason); what they said is
+//! part of the call's `tool/result`.
+//!
 //! The result is a [`Settled`] call: the effective arguments, the original
 //! ones, every hook's say, and the disposition (run, ask, deny). Only a
 //! `Settled` call can become an [`ApprovedCall`] (by policy, or by the
@@ -121,10 +125,83 @@ pub trait PreToolHook: Send + Sync + fmt::Debug {
     fn check<'a>(&'a self, call: ProposedCall<'a>) -> HookFuture<'a>;
 }
 
+/// What a post-execute hook says once a call has run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PostToolDecision {
+    /// Fine; `context`, if any, is added next to the result for the model.
+    Accept { context: Option<String> },
+    /// The result is not acceptable; the reason goes to the model (the call
+    /// has run: nothing is undone).
+    Block { reason: String },
+}
+
+/// What a post-execute hook is shown: the call as it ran, and its result.
+#[derive(Debug, Clone, Copy)]
+pub struct FinishedCall<'a> {
+    pub id: &'a str,
+    pub tool: &'a str,
+    /// The effective arguments (what ran).
+    pub input: &'a Value,
+    /// What the tool returned for the model.
+    pub output: &'a str,
+    pub status: crate::event_log::ResultStatus,
+    pub cwd: &'a Path,
+    pub mode: Mode,
+}
+
+/// The future a post-execute hook returns.
+pub type PostHookFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<PostToolDecision, String>> + Send + 'a>>;
+
+/// A post-execute hook: sees what ran and what came back.
+pub trait PostToolHook: Send + Sync + fmt::Debug {
+    fn id(&self) -> &str;
+    /// Whether the hook runs for this call (its matcher).
+    fn applies_to(&self, _call: &FinishedCall<'_>) -> bool {
+        true
+    }
+    fn after<'a>(&'a self, call: FinishedCall<'a>) -> PostHookFuture<'a>;
+}
+
+/// A post-execute hook's say, as `tool/result` records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookNote {
+    pub hook: String,
+    /// `accept`, `block`, or `error` (the hook failed; shown, not told to the model).
+    pub decision: String,
+    pub text: String,
+}
+
+/// Runs the post-execute hooks in order; returns what they said.
+pub async fn after_execution(policy: &Policy, call: FinishedCall<'_>) -> Vec<HookNote> {
+    let mut notes = Vec::new();
+    for hook in &policy.post_hooks {
+        if !hook.applies_to(&call) {
+            continue;
+        }
+        let note = match hook.after(call).await {
+            Ok(PostToolDecision::Accept { context: None }) => continue,
+            Ok(PostToolDecision::Accept {
+                context: Some(text),
+            }) => ("accept", text),
+            Ok(PostToolDecision::Block { reason }) => ("block", reason),
+            Err(e) => ("error", format!("the hook {} failed: {e}", hook.id())),
+        };
+        notes.push(HookNote {
+            hook: hook.id().to_owned(),
+            decision: note.0.to_owned(),
+            text: note.1,
+        });
+    }
+    notes
+}
+
 /// Hooks, rules and mode: everything interception consults.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     pub hooks: Vec<Arc<dyn PreToolHook>>,
+    pub post_hooks: Vec<Arc<dyn PostToolHook>>,
     pub rules: Rules,
     pub mode: Mode,
 }
@@ -447,8 +524,7 @@ mod tests {
     fn policy(hooks: Vec<Arc<dyn PreToolHook>>) -> Policy {
         Policy {
             hooks,
-            rules: Rules::default(),
-            mode: Mode::Default,
+            ..Policy::default()
         }
     }
 

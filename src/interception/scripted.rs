@@ -28,7 +28,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::policy::{Mode, Rule, Rules};
-use super::{HookFuture, Policy, PreToolDecision, PreToolHook, ProposedCall};
+use super::{
+    FinishedCall, HookFuture, Policy, PostHookFuture, PostToolDecision, PostToolHook,
+    PreToolDecision, PreToolHook, ProposedCall,
+};
 use crate::matcher;
 
 /// The policy file.
@@ -37,6 +40,8 @@ use crate::matcher;
 pub struct PolicyFile {
     #[serde(default)]
     pub hooks: Vec<ScriptedHook>,
+    #[serde(default)]
+    pub post_hooks: Vec<ScriptedPostHook>,
     #[serde(default)]
     pub permissions: Permissions,
     #[serde(default)]
@@ -74,8 +79,23 @@ impl PolicyFile {
             hook.check_valid()?;
             hooks.push(Arc::new(hook.clone()));
         }
+        if let Some(bad) = self
+            .post_hooks
+            .iter()
+            .find(|h| !matches!(h.decision.as_str(), "accept" | "block" | "error"))
+        {
+            return Err(format!(
+                "post hook {}: decision must be accept, block or error",
+                bad.id
+            ));
+        }
         Ok(Policy {
             hooks,
+            post_hooks: self
+                .post_hooks
+                .iter()
+                .map(|h| Arc::new(h.clone()) as Arc<dyn PostToolHook>)
+                .collect(),
             rules: Rules {
                 allow: rules(&self.permissions.allow)?,
                 ask: rules(&self.permissions.ask)?,
@@ -228,6 +248,66 @@ impl PreToolHook for ScriptedHook {
 
     fn applies_to(&self, call: &ProposedCall<'_>) -> bool {
         self.applies(call)
+    }
+}
+
+/// A declarative post-execute hook.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ScriptedPostHook {
+    pub id: String,
+    /// Tool names it applies to: a name, `A|B`, or `*` (default: all).
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// A matcher on `{"input": …, "output": "…", "status": "completed"|…}`.
+    #[serde(default)]
+    pub when: Option<Value>,
+    /// `accept` (with `context` for the model), `block` (with `reason`), or `error`.
+    pub decision: String,
+    #[serde(default)]
+    pub context: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl PostToolHook for ScriptedPostHook {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn applies_to(&self, call: &FinishedCall<'_>) -> bool {
+        let tool_ok = match self.tool.as_deref() {
+            None | Some("*") | Some("") => true,
+            Some(list) => list.split('|').any(|t| t.trim() == call.tool),
+        };
+        let view =
+            serde_json::json!({"input": call.input, "output": call.output, "status": call.status});
+        tool_ok
+            && self
+                .when
+                .as_ref()
+                .is_none_or(|m| matcher::check(m, Some(&view)).is_ok())
+    }
+
+    fn after<'a>(&'a self, _call: FinishedCall<'a>) -> PostHookFuture<'a> {
+        Box::pin(async move {
+            match self.decision.as_str() {
+                "accept" => Ok(PostToolDecision::Accept {
+                    context: self.context.clone(),
+                }),
+                "block" => Ok(PostToolDecision::Block {
+                    reason: self
+                        .reason
+                        .clone()
+                        .unwrap_or_else(|| format!("blocked by {}", self.id)),
+                }),
+                "error" => Err(self
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "scripted failure".into())),
+                other => Err(format!("unknown decision {other:?}")),
+            }
+        })
     }
 }
 

@@ -32,7 +32,7 @@ use crate::event_log::{
     Decision, Event, Outcome, PermissionChoice, PermissionOutcome, ResultStatus,
 };
 use crate::interception::policy::{self, Disposition, Rule};
-use crate::interception::{self, ApprovedCall, Policy, Settled};
+use crate::interception::{self, ApprovedCall, FinishedCall, Policy, Settled};
 use crate::presentation::describe_decider;
 use crate::rpc::Outgoing;
 use crate::tools::ToolContext;
@@ -73,7 +73,7 @@ pub(crate) async fn run_call(
         Disposition::Run { .. } => {
             c.commit_durable(record)?;
             match settled.approve() {
-                Some(call) => execute(c, &call, control).await,
+                Some(call) => execute(c, &call, &gate.policy, control).await,
                 None => finish(
                     c,
                     id,
@@ -85,7 +85,7 @@ pub(crate) async fn run_call(
         Disposition::Ask { .. } => {
             c.commit_durable(record)?;
             match ask(c, gate, &settled, control).await? {
-                Answer::Allowed(call) => execute(c, &call, control).await,
+                Answer::Allowed(call) => execute(c, &call, &gate.policy, control).await,
                 Answer::Refused(text) => finish(c, id, ResultStatus::Failed, &text),
                 Answer::Cancelled => finish(
                     c,
@@ -129,13 +129,21 @@ fn tool_call_record(s: &Settled) -> Event {
     }
 }
 
-fn finish(c: &mut Committer, id: &str, status: ResultStatus, text: &str) -> Result<(), TurnError> {
+/// Ends a call that did not run (or whose run is over) with a result the
+/// model is told.
+pub(crate) fn finish(
+    c: &mut Committer,
+    id: &str,
+    status: ResultStatus,
+    text: &str,
+) -> Result<(), TurnError> {
     c.commit(Event::ToolResult {
         tool_call_id: id.to_owned(),
         status,
         output: text.to_owned(),
         exit_code: None,
         signal: None,
+        hook_notes: Vec::new(),
     })?;
     Ok(())
 }
@@ -258,6 +266,7 @@ async fn ask(
 async fn execute(
     c: &mut Committer,
     call: &ApprovedCall,
+    policy: &Policy,
     control: &TurnControl,
 ) -> Result<(), TurnError> {
     let id = call.id().to_owned();
@@ -287,12 +296,27 @@ async fn execute(
             text,
         })?;
     }
+    let finished = FinishedCall {
+        id: &id,
+        tool: call.tool().name(),
+        input: call.arguments(),
+        output: &output.text,
+        status: output.status,
+        cwd: &control.cwd,
+        mode: policy.mode,
+    };
+    // A cancel does not wait for post-execute hooks.
+    let hook_notes = tokio::select! {
+        notes = interception::after_execution(policy, finished) => notes,
+        _ = control.cancel.cancelled() => Vec::new(),
+    };
     c.commit(Event::ToolResult {
         tool_call_id: id,
         status: output.status,
         output: output.text,
         exit_code: output.exit_code,
         signal: output.signal,
+        hook_notes,
     })?;
     Ok(())
 }

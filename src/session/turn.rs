@@ -25,7 +25,7 @@ use agent_client_protocol_schema::v1::ContentBlock;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::call::{Gate, run_call};
+use super::call::{Gate, finish, run_call};
 use super::commit::Committer;
 use crate::conversation::{AssistantBlock, ModelRequest, ModelStop};
 use crate::event_log::{DeltaChannel, Event, LogError, ResultStatus, TurnStop};
@@ -123,13 +123,12 @@ async fn steps(
         }
         for (id, name, input) in calls {
             if control.cancel.is_cancelled() {
-                c.commit(Event::ToolResult {
-                    tool_call_id: id,
-                    status: ResultStatus::Cancelled,
-                    output: "cancelled by the user before it ran".into(),
-                    exit_code: None,
-                    signal: None,
-                })?;
+                finish(
+                    c,
+                    &id,
+                    ResultStatus::Cancelled,
+                    "cancelled by the user before it ran",
+                )?;
                 continue;
             }
             run_call(c, gate, &id, &name, &input, control).await?;

@@ -534,6 +534,44 @@ async fn a_broken_policy_file_fails_the_session_closed() {
     );
 }
 
+#[tokio::test]
+async fn post_execute_hooks_see_the_result_and_speak_to_the_model_and_the_user() {
+    let env = scripted(vec![bash_call("t", "echo warning: unused variable")]).with_policy(json!({
+        "permissions": {"allow": ["Bash(echo *)"]},
+        "postHooks": [
+            {"id": "lint", "tool": "Bash", "when": {"output": {"$contains": "warning"}, "status": "completed"}, "decision": "block", "reason": "the output has warnings"},
+            {"id": "quiet", "tool": "Read", "decision": "block", "reason": "never shown"},
+            {"id": "style", "decision": "accept", "context": "remember the style guide"}
+        ]
+    }));
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let result = record(&conn, &session, "tool/result", "t").unwrap();
+    assert_eq!(
+        result["hookNotes"],
+        json!([{"hook": "lint", "decision": "block", "text": "the output has warnings"},
+               {"hook": "style", "decision": "accept", "text": "remember the style guide"}])
+    );
+    let card = conn.thread(&session).card("t").text();
+    assert!(
+        card.contains("Hook lint flagged this result: the output has warnings"),
+        "{card}"
+    );
+    assert!(
+        card.contains("Hook style adds: remember the style guide"),
+        "{card}"
+    );
+    let content = result_in_request(&conn, 1, "t")["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        content,
+        "warning: unused variable\n\n[candor] The hook lint flagged this result: the output has warnings\n\n[candor] The hook style adds: remember the style guide"
+    );
+}
+
 /// A small deterministic generator (xorshift64*): the property test needs
 /// reproducible randomness, not a dependency.
 struct Rng(u64);

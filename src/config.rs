@@ -1,18 +1,65 @@
-//! Configuration from the environment.
+//! Configuration: the environment, the user's config file and a project's.
 //!
 //! | Variable | Meaning |
 //! |---|---|
 //! | `CANDOR_HOME` | Where session logs live (`$CANDOR_HOME/sessions/`). Default `$XDG_STATE_HOME/candor`, else `~/.local/state/candor`. |
-//! | `CANDOR_PROVIDER` | `scripted` today; `anthropic`, `openai`, `openai-responses` are recognised and reported as not yet available. |
+//! | `CANDOR_PROVIDER` | `anthropic`, `openai` (Chat Completions), `openai-responses` or `scripted`. Unset: `anthropic` if `ANTHROPIC_API_KEY` is set, else `openai` if `OPENAI_API_KEY` is set, else none (prompts get guidance). |
+//! | `CANDOR_MODEL` | The model name sent to the provider. |
+//! | `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` | Anthropic's key and endpoint (default `https://api.anthropic.com`). |
+//! | `OPENAI_API_KEY`, `OPENAI_BASE_URL` | OpenAI's key and endpoint (default `https://api.openai.com/v1`; any compatible server). |
 //! | `CANDOR_SCRIPT` | The script file of the scripted provider. |
 //! | `CANDOR_POLICY` | A policy file: pre-execute hooks, permission rules, the starting mode (`protocol/hooks.md`). |
 //! | `CANDOR_CAPTURE` | The scripted provider appends every model request it receives to this file (tests). |
 //! | `RUST_LOG` | Log filter for stderr (default `info`). |
 //!
-//! [`Config::from_env`] reads them once at start-up; nothing else in the
-//! crate reads the environment, so tests build a [`Config`] directly.
+//! Config files hold the same model settings plus limits ([`Settings`]):
+//! the user's `$XDG_CONFIG_HOME/candor/config.toml` (else
+//! `~/.config/candor/config.toml`), read at start-up, and a project's
+//! `<cwd>/.candor/config.toml`, read when a session is created
+//! ([`Config::model_config`]). Precedence: environment, then the project
+//! file, then the user file, then defaults. API keys come from the
+//! environment only, and a project file may not set an endpoint (a
+//! repository must not be able to send your key elsewhere). A file that
+//! cannot be read or parsed is not fatal: the session gets no model and its
+//! first prompt is answered with the file and the problem.
+//!
+//! [`Config::from_env`] reads the environment once at start-up; nothing
+//! else in the crate reads it, so tests build a [`Config`] directly or
+//! through [`Config::from_vars`].
 
-use std::path::PathBuf;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::conversation::RewriteStrategy;
+
+/// The default Anthropic endpoint.
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+/// The default OpenAI endpoint.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// An API key. Never printed: `Debug` shows `[redacted]` and there is no
+/// `Display`; [`ApiKey::expose`] is for the request header only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    /// The key itself, for the request header.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey([redacted])")
+    }
+}
 
 /// Which model provider sessions get.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,10 +68,116 @@ pub enum ProviderSetting {
     None,
     /// The scripted model, with its script file if one was named.
     Scripted { script: Option<PathBuf> },
-    /// A provider candor knows of but does not have yet.
-    NotYetAvailable(String),
-    /// A `CANDOR_PROVIDER` value candor does not know.
+    /// Anthropic Messages.
+    Anthropic,
+    /// OpenAI Chat Completions (and compatible servers).
+    OpenaiChat,
+    /// OpenAI Responses.
+    OpenaiResponses,
+    /// A provider name candor does not know.
     Unknown(String),
+}
+
+impl ProviderSetting {
+    fn parse(name: &str, script: Option<PathBuf>) -> Self {
+        match name {
+            "scripted" => ProviderSetting::Scripted { script },
+            "anthropic" => ProviderSetting::Anthropic,
+            "openai" => ProviderSetting::OpenaiChat,
+            "openai-responses" => ProviderSetting::OpenaiResponses,
+            other => ProviderSetting::Unknown(other.to_owned()),
+        }
+    }
+}
+
+/// One layer of model settings: a config file, or the environment. Every
+/// field is optional; [`Config::model_config`] stacks the layers.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// `anthropic`, `openai`, `openai-responses` or `scripted`.
+    pub provider: Option<String>,
+    /// The model name sent to the provider.
+    pub model: Option<String>,
+    /// Models offered when the user picks one (the session's model option).
+    pub models: Option<Vec<String>>,
+    /// Not allowed in a project file.
+    pub anthropic_base_url: Option<String>,
+    /// Not allowed in a project file.
+    pub openai_base_url: Option<String>,
+    /// The most tokens one model response may have.
+    pub max_tokens: Option<u32>,
+    /// Model requests one prompt may make before it ends `max_turn_requests`.
+    pub max_turn_requests: Option<u32>,
+    /// The model's context window in tokens (for usage reports).
+    pub context_window: Option<u64>,
+    /// Anthropic: enables extended thinking with this budget of tokens.
+    pub thinking_budget: Option<u32>,
+    /// OpenAI: `reasoning_effort` (Chat) / `reasoning.effort` (Responses).
+    pub reasoning_effort: Option<String>,
+    /// How hook rewrites are told to the model: `note` (default) or
+    /// `in_place` (Chat Completions only).
+    pub rewrite_strategy: Option<RewriteStrategy>,
+}
+
+impl Settings {
+    /// `self` where set, else `lower`.
+    fn over(self, lower: Settings) -> Settings {
+        Settings {
+            provider: self.provider.or(lower.provider),
+            model: self.model.or(lower.model),
+            models: self.models.or(lower.models),
+            anthropic_base_url: self.anthropic_base_url.or(lower.anthropic_base_url),
+            openai_base_url: self.openai_base_url.or(lower.openai_base_url),
+            max_tokens: self.max_tokens.or(lower.max_tokens),
+            max_turn_requests: self.max_turn_requests.or(lower.max_turn_requests),
+            context_window: self.context_window.or(lower.context_window),
+            thinking_budget: self.thinking_budget.or(lower.thinking_budget),
+            reasoning_effort: self.reasoning_effort.or(lower.reasoning_effort),
+            rewrite_strategy: self.rewrite_strategy.or(lower.rewrite_strategy),
+        }
+    }
+
+    /// Parses a config file's text; the error names the file.
+    pub fn parse(path: &Path, text: &str) -> Result<Settings, String> {
+        toml::from_str(text).map_err(|e| {
+            format!(
+                "the config file {} is not valid: {}",
+                path.display(),
+                e.to_string().trim_end()
+            )
+        })
+    }
+
+    /// Reads a config file; a missing file is an empty layer.
+    pub fn load(path: &Path) -> Result<Settings, String> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Settings::parse(path, &text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Settings::default()),
+            Err(e) => Err(format!(
+                "the config file {} cannot be read: {e}",
+                path.display()
+            )),
+        }
+    }
+}
+
+/// Everything a session's provider is made from, all layers applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelConfig {
+    pub provider: ProviderSetting,
+    pub model: Option<String>,
+    pub models: Vec<String>,
+    pub anthropic_base_url: String,
+    pub openai_base_url: String,
+    pub anthropic_api_key: Option<ApiKey>,
+    pub openai_api_key: Option<ApiKey>,
+    pub max_tokens: Option<u32>,
+    pub max_turn_requests: Option<u32>,
+    pub context_window: Option<u64>,
+    pub thinking_budget: Option<u32>,
+    pub reasoning_effort: Option<String>,
+    pub rewrite_strategy: Option<RewriteStrategy>,
 }
 
 /// Everything the server needs to know from outside.
@@ -32,6 +185,9 @@ pub enum ProviderSetting {
 pub struct Config {
     /// Root of candor's state (`sessions/` lives here).
     pub home: PathBuf,
+    /// The provider named by the environment or the user file, or chosen by
+    /// the keys present. A project file may still name another one
+    /// ([`Config::model_config`]) unless `CANDOR_PROVIDER` is set.
     pub provider: ProviderSetting,
     /// The policy file (`CANDOR_POLICY`).
     pub policy: Option<PathBuf>,
@@ -41,10 +197,22 @@ pub struct Config {
     pub user_home: Option<PathBuf>,
     /// Mirror every frame to stderr (`--log-messages`).
     pub log_messages: bool,
+    /// Model settings from the environment (the highest layer).
+    pub env_settings: Settings,
+    /// The user's config file: its settings, or why it cannot be used.
+    pub user_settings: Result<Settings, String>,
+    /// `ANTHROPIC_API_KEY`.
+    pub anthropic_api_key: Option<ApiKey>,
+    /// `OPENAI_API_KEY`.
+    pub openai_api_key: Option<ApiKey>,
 }
 
+/// A project's config file, relative to the session's directory.
+pub const PROJECT_CONFIG: &str = ".candor/config.toml";
+
 impl Config {
-    /// A configuration with the given home and provider, no frame mirroring.
+    /// A configuration with the given home and provider, no frame mirroring,
+    /// no config file and no keys.
     pub fn new(home: PathBuf, provider: ProviderSetting) -> Self {
         Self {
             home,
@@ -53,15 +221,21 @@ impl Config {
             capture: None,
             user_home: None,
             log_messages: false,
+            env_settings: Settings::default(),
+            user_settings: Ok(Settings::default()),
+            anthropic_api_key: None,
+            openai_api_key: None,
         }
     }
 
-    /// Reads the process environment.
+    /// Reads the process environment (and the user's config file).
     pub fn from_env() -> Self {
         Self::from_vars(|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
     }
 
-    /// Reads variables through `var` (for tests).
+    /// Reads variables through `var` (for tests), and the user's config
+    /// file they point at (`$XDG_CONFIG_HOME/candor/config.toml`, else
+    /// `$HOME/.config/candor/config.toml`).
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
         let nonempty = |name: &str| var(name).filter(|v| !v.is_empty());
         let home = nonempty("CANDOR_HOME")
@@ -69,31 +243,102 @@ impl Config {
             .or_else(|| nonempty("XDG_STATE_HOME").map(|d| PathBuf::from(d).join("candor")))
             .or_else(|| nonempty("HOME").map(|h| PathBuf::from(h).join(".local/state/candor")))
             .unwrap_or_else(|| std::env::temp_dir().join("candor"));
+        let user_file = nonempty("XDG_CONFIG_HOME")
+            .map(|d| PathBuf::from(d).join("candor/config.toml"))
+            .or_else(|| {
+                nonempty("HOME").map(|h| PathBuf::from(h).join(".config/candor/config.toml"))
+            });
+        let user_settings = match &user_file {
+            Some(path) => Settings::load(path),
+            None => Ok(Settings::default()),
+        };
+        let env_settings = Settings {
+            provider: nonempty("CANDOR_PROVIDER"),
+            model: nonempty("CANDOR_MODEL"),
+            anthropic_base_url: nonempty("ANTHROPIC_BASE_URL"),
+            openai_base_url: nonempty("OPENAI_BASE_URL"),
+            ..Settings::default()
+        };
+        let anthropic_api_key = nonempty("ANTHROPIC_API_KEY").map(ApiKey);
+        let openai_api_key = nonempty("OPENAI_API_KEY").map(ApiKey);
         let script = nonempty("CANDOR_SCRIPT").map(PathBuf::from);
-        let provider = match nonempty("CANDOR_PROVIDER").as_deref() {
-            Some("scripted") => ProviderSetting::Scripted { script },
-            Some(name @ ("anthropic" | "openai" | "openai-responses")) => {
-                ProviderSetting::NotYetAvailable(name.to_owned())
-            }
-            Some(other) => ProviderSetting::Unknown(other.to_owned()),
-            None if nonempty("ANTHROPIC_API_KEY").is_some() => {
-                ProviderSetting::NotYetAvailable("anthropic".into())
-            }
-            None if nonempty("OPENAI_API_KEY").is_some() => {
-                ProviderSetting::NotYetAvailable("openai".into())
-            }
+        let named = env_settings
+            .provider
+            .clone()
+            .or_else(|| user_settings.as_ref().ok().and_then(|s| s.provider.clone()));
+        let provider = match named {
+            Some(name) => ProviderSetting::parse(&name, script),
+            None if anthropic_api_key.is_some() => ProviderSetting::Anthropic,
+            None if openai_api_key.is_some() => ProviderSetting::OpenaiChat,
             None => ProviderSetting::None,
         };
         let mut config = Self::new(home, provider);
         config.policy = nonempty("CANDOR_POLICY").map(PathBuf::from);
         config.capture = nonempty("CANDOR_CAPTURE").map(PathBuf::from);
         config.user_home = nonempty("HOME").map(PathBuf::from);
+        config.env_settings = env_settings;
+        config.user_settings = user_settings;
+        config.anthropic_api_key = anthropic_api_key;
+        config.openai_api_key = openai_api_key;
         config
     }
 
     /// Where session logs are written.
     pub fn sessions_dir(&self) -> PathBuf {
         self.home.join("sessions")
+    }
+
+    /// The model settings of a session in `cwd`: the environment over the
+    /// project's `.candor/config.toml` (when `cwd` is given) over the user's
+    /// file over defaults. An `Err` says which file is wrong and how.
+    pub fn model_config(&self, cwd: Option<&Path>) -> Result<ModelConfig, String> {
+        let user = self.user_settings.clone()?;
+        let project_path = cwd.map(|d| d.join(PROJECT_CONFIG)).unwrap_or_default();
+        let project = match cwd {
+            Some(_) => Settings::load(&project_path)?,
+            None => Settings::default(),
+        };
+        for (key, set) in [
+            ("anthropic_base_url", project.anthropic_base_url.is_some()),
+            ("openai_base_url", project.openai_base_url.is_some()),
+        ] {
+            if set {
+                return Err(format!(
+                    "the project config file {} sets `{key}`, which only the environment or your own config file may set (a project must not be able to send your API key elsewhere)",
+                    project_path.display()
+                ));
+            }
+        }
+        let provider = match (&self.env_settings.provider, &project.provider) {
+            (None, Some(name)) => {
+                let script = match &self.provider {
+                    ProviderSetting::Scripted { script } => script.clone(),
+                    _ => None,
+                };
+                ProviderSetting::parse(name, script)
+            }
+            _ => self.provider.clone(),
+        };
+        let s = self.env_settings.clone().over(project.over(user));
+        Ok(ModelConfig {
+            provider,
+            model: s.model,
+            models: s.models.unwrap_or_default(),
+            anthropic_base_url: s
+                .anthropic_base_url
+                .unwrap_or_else(|| ANTHROPIC_BASE_URL.to_owned()),
+            openai_base_url: s
+                .openai_base_url
+                .unwrap_or_else(|| OPENAI_BASE_URL.to_owned()),
+            anthropic_api_key: self.anthropic_api_key.clone(),
+            openai_api_key: self.openai_api_key.clone(),
+            max_tokens: s.max_tokens,
+            max_turn_requests: s.max_turn_requests,
+            context_window: s.context_window,
+            thinking_budget: s.thinking_budget,
+            reasoning_effort: s.reasoning_effort,
+            rewrite_strategy: s.rewrite_strategy,
+        })
     }
 }
 
@@ -144,12 +389,115 @@ mod tests {
             }
         );
         assert_eq!(
-            config(&[("ANTHROPIC_API_KEY", "k")]).provider,
-            ProviderSetting::NotYetAvailable("anthropic".into())
+            config(&[("ANTHROPIC_API_KEY", "k"), ("OPENAI_API_KEY", "o")]).provider,
+            ProviderSetting::Anthropic
+        );
+        assert_eq!(
+            config(&[("OPENAI_API_KEY", "o")]).provider,
+            ProviderSetting::OpenaiChat
+        );
+        assert_eq!(
+            config(&[("CANDOR_PROVIDER", "openai-responses")]).provider,
+            ProviderSetting::OpenaiResponses
         );
         assert_eq!(
             config(&[("CANDOR_PROVIDER", "gpt")]).provider,
             ProviderSetting::Unknown("gpt".into())
         );
+    }
+
+    #[test]
+    fn keys_never_show_in_debug_output() {
+        let c = config(&[("ANTHROPIC_API_KEY", "sk-ant-secret-123")]);
+        let shown = format!(
+            "{c:?} {:?}",
+            c.model_config(Some(Path::new("/nonexistent")))
+        );
+        assert!(!shown.contains("sk-ant-secret-123"), "{shown}");
+        assert!(shown.contains("[redacted]"));
+    }
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn environment_over_project_over_user_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let xdg = dir.path().join("xdg");
+        let project = dir.path().join("project");
+        write(
+            &xdg.join("candor/config.toml"),
+            "provider = \"openai\"\nmodel = \"user-model\"\nmax_tokens = 1000\nmax_turn_requests = 7\nopenai_base_url = \"http://user.example\"\n",
+        );
+        let vars = [("XDG_CONFIG_HOME", xdg.to_str().unwrap())];
+        let c = config(&vars);
+        assert_eq!(c.provider, ProviderSetting::OpenaiChat);
+        let m = c.model_config(Some(&project)).unwrap();
+        assert_eq!(m.model.as_deref(), Some("user-model"));
+        assert_eq!(m.max_tokens, Some(1000));
+        assert_eq!(m.openai_base_url, "http://user.example");
+        assert_eq!(m.anthropic_base_url, ANTHROPIC_BASE_URL);
+
+        write(
+            &project.join(PROJECT_CONFIG),
+            "provider = \"anthropic\"\nmodel = \"project-model\"\nmax_tokens = 2000\n",
+        );
+        let m = c.model_config(Some(&project)).unwrap();
+        assert_eq!(m.provider, ProviderSetting::Anthropic);
+        assert_eq!(m.model.as_deref(), Some("project-model"));
+        assert_eq!((m.max_tokens, m.max_turn_requests), (Some(2000), Some(7)));
+
+        let c = config(&[
+            ("XDG_CONFIG_HOME", xdg.to_str().unwrap()),
+            ("CANDOR_PROVIDER", "openai-responses"),
+            ("CANDOR_MODEL", "env-model"),
+        ]);
+        let m = c.model_config(Some(&project)).unwrap();
+        assert_eq!(m.provider, ProviderSetting::OpenaiResponses);
+        assert_eq!(m.model.as_deref(), Some("env-model"));
+        assert_eq!(m.max_tokens, Some(2000));
+    }
+
+    #[test]
+    fn user_file_falls_back_to_home() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            &dir.path().join(".config/candor/config.toml"),
+            "model = \"m\"\n",
+        );
+        let c = config(&[("HOME", dir.path().to_str().unwrap())]);
+        assert_eq!(c.user_settings.unwrap().model.as_deref(), Some("m"));
+    }
+
+    #[test]
+    fn a_broken_file_is_a_reason_not_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let xdg = dir.path().join("xdg");
+        write(&xdg.join("candor/config.toml"), "model = \n");
+        let c = config(&[("XDG_CONFIG_HOME", xdg.to_str().unwrap())]);
+        let err = c.model_config(Some(dir.path())).unwrap_err();
+        assert!(err.contains("candor/config.toml is not valid"), "{err}");
+        assert!(err.contains("line 1"), "{err}");
+
+        let project = dir.path().join("p");
+        write(&project.join(PROJECT_CONFIG), "modle = \"x\"\n");
+        let err = config(&[]).model_config(Some(&project)).unwrap_err();
+        assert!(err.contains(".candor/config.toml is not valid"), "{err}");
+        assert!(err.contains("unknown field `modle`"), "{err}");
+    }
+
+    #[test]
+    fn a_project_may_not_redirect_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            &dir.path().join(PROJECT_CONFIG),
+            "anthropic_base_url = \"http://evil.example\"\n",
+        );
+        let err = config(&[("ANTHROPIC_API_KEY", "k")])
+            .model_config(Some(dir.path()))
+            .unwrap_err();
+        assert!(err.contains("sets `anthropic_base_url`"), "{err}");
     }
 }

@@ -1,9 +1,15 @@
 //! The provider-neutral vocabulary of a conversation with a model.
 //!
 //! Providers turn these into their wire formats and back; the event log
-//! stores assistant turns in this form (plus the provider's raw turn, for
-//! verbatim replay, once real providers exist); [`crate::history`] derives a
-//! list of [`Message`]s from the log. Nothing here knows ACP.
+//! stores assistant turns in this form; [`crate::history`] derives a list of
+//! [`Message`]s from the log. Nothing here knows ACP.
+//!
+//! A turn from a real provider also carries, as its last block, the turn
+//! exactly as the provider's API returned it ([`AssistantBlock::Raw`]): the
+//! provider replays that verbatim (signed thinking, redacted blocks, fields
+//! candor does not model), and the neutral blocks before it are what candor
+//! reads (text, thinking to show, tool calls to run). See
+//! `protocol/providers.md`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -29,6 +35,60 @@ pub enum AssistantBlock {
         name: String,
         input: Value,
     },
+    /// Not content: the whole turn as the provider's API returned it, kept
+    /// for verbatim replay, always the last block of a turn from a real
+    /// provider. `api` says which wire format `turn` is in; a provider only
+    /// replays a raw turn of its own format and falls back to the neutral
+    /// blocks otherwise.
+    Raw {
+        api: WireApi,
+        /// Anthropic: the assistant message `{"role":"assistant","content":[…]}`;
+        /// Chat Completions: the assistant message object; Responses: the
+        /// array of output items.
+        turn: Value,
+        /// Token counts the provider reported for this request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+}
+
+/// The wire format a raw turn is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WireApi {
+    /// Anthropic Messages.
+    Anthropic,
+    /// OpenAI Chat Completions (and compatible servers).
+    OpenaiChat,
+    /// OpenAI Responses.
+    OpenaiResponses,
+}
+
+/// Token counts of one model request, as the provider reported them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Every input token, cached ones included.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// The part of `input_tokens` read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_tokens: u64,
+    /// The part of `input_tokens` written to the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// Tokens of the context window this request occupied (what ACP's
+    /// `usage_update.used` reports).
+    pub fn context_tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Why the model stopped producing this turn.
@@ -60,7 +120,25 @@ impl AssistantTurn {
             AssistantBlock::ToolUse { id, name, input } => {
                 Some((id.as_str(), name.as_str(), input))
             }
-            AssistantBlock::Text { .. } | AssistantBlock::Thinking { .. } => None,
+            AssistantBlock::Text { .. }
+            | AssistantBlock::Thinking { .. }
+            | AssistantBlock::Raw { .. } => None,
+        })
+    }
+
+    /// The provider's raw turn, if it is in the wire format `api`.
+    pub fn raw(&self, api: WireApi) -> Option<&Value> {
+        self.content.iter().find_map(|b| match b {
+            AssistantBlock::Raw { api: a, turn, .. } if *a == api => Some(turn),
+            _ => None,
+        })
+    }
+
+    /// The token counts the provider reported for this turn.
+    pub fn usage(&self) -> Option<Usage> {
+        self.content.iter().find_map(|b| match b {
+            AssistantBlock::Raw { usage, .. } => *usage,
+            _ => None,
         })
     }
 }

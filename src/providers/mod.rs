@@ -6,19 +6,35 @@
 //! emitted it. The session loop logs each delta (the client sees it at once)
 //! and then the whole turn. Dropping the returned future cancels the request.
 //!
-//! The set of providers is closed ([`Provider`]); each lives in its own file.
+//! The set of providers is closed ([`Provider`]); each lives in its own file:
+//! [`anthropic`] (Messages), [`openai_chat`] (Chat Completions and compatible
+//! servers), [`openai_responses`] (Responses, stateless), [`scripted`]. The
+//! HTTP ones share [`http`]: retries with backoff (each announced as a
+//! notice), error classification, the event stream. Each returns its turn
+//! with the provider's own JSON as the last block ([`AssistantBlock::Raw`])
+//! and replays that verbatim in later requests; `protocol/providers.md`
+//! describes what is stored and sent per provider.
+//!
 //! With nothing configured, [`Provider::Unconfigured`] answers every prompt
 //! with a short message saying how to configure a model: it never pretends
 //! to be one.
 
+pub mod anthropic;
+pub mod http;
+pub mod openai_chat;
+pub mod openai_responses;
 pub mod scripted;
+
+use std::path::Path;
 
 use tokio::sync::mpsc;
 
-use crate::config::{Config, ProviderSetting};
+use crate::config::{ApiKey, Config, ModelConfig, ProviderSetting};
 use crate::conversation::{
     AssistantBlock, AssistantTurn, ModelRequest, ModelStop, RewriteStrategy,
 };
+
+pub use http::RetryPolicy;
 
 /// A piece of a turn, as it streams in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,53 +43,250 @@ pub enum StreamDelta {
     Thinking(String),
 }
 
-/// Why a model request failed.
+/// Why a model request failed. No variant ever holds an API key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProviderError {
     #[error("the scripted model failed: {0}")]
     Script(String),
+    /// No key, or the provider refused it (HTTP 401/403). Maps to ACP's
+    /// "authentication required" (-32000).
+    #[error(
+        "{provider}: the API key {problem}. Set {variable} to a valid key in the environment candor is started with."
+    )]
+    Auth {
+        provider: &'static str,
+        /// The environment variable to set.
+        variable: &'static str,
+        status: Option<u16>,
+        /// What is wrong with the key ("is not set", "was refused (HTTP 401)").
+        problem: String,
+    },
+    /// Still rate-limited (HTTP 429) after every attempt.
+    #[error("{provider} is still rate-limiting requests after {attempts} attempts: {detail}")]
+    RateLimited {
+        provider: &'static str,
+        attempts: u32,
+        detail: String,
+    },
+    /// Still overloaded (HTTP 503/529, `overloaded_error`) after every attempt.
+    #[error("{provider} is still overloaded after {attempts} attempts: {detail}")]
+    Overloaded {
+        provider: &'static str,
+        attempts: u32,
+        detail: String,
+    },
+    /// Still failing with a server error after every attempt.
+    #[error("{provider} still fails with HTTP {status} after {attempts} attempts: {detail}")]
+    Server {
+        provider: &'static str,
+        status: u16,
+        attempts: u32,
+        detail: String,
+    },
+    /// The connection failed or the stream ended early on every attempt.
+    #[error("the connection to {provider} failed {attempts} times: {detail}")]
+    StreamCut {
+        provider: &'static str,
+        attempts: u32,
+        detail: String,
+    },
+    /// The provider refused the request (another 4xx); not retried.
+    #[error("{provider} rejected the request (HTTP {status}): {detail}")]
+    Rejected {
+        provider: &'static str,
+        status: u16,
+        detail: String,
+    },
+    /// An event the provider sent could not be understood; nothing of the
+    /// turn was kept.
+    #[error("{provider} sent a malformed `{event}` event: {detail}")]
+    Malformed {
+        provider: &'static str,
+        event: String,
+        detail: String,
+    },
+}
+
+impl ProviderError {
+    /// The environment variable to set, when the request failed for want of
+    /// a valid key (ACP `-32000` auth required).
+    pub fn auth_variable(&self) -> Option<&'static str> {
+        match self {
+            ProviderError::Auth { variable, .. } => Some(variable),
+            _ => None,
+        }
+    }
 }
 
 /// The configured model of a session.
 #[derive(Debug)]
 pub enum Provider {
     Scripted(scripted::ScriptedProvider),
+    Anthropic(anthropic::AnthropicProvider),
+    OpenaiChat(openai_chat::ChatProvider),
+    OpenaiResponses(openai_responses::ResponsesProvider),
     /// No usable model; `reason` says why and how to fix it.
     Unconfigured {
         reason: String,
     },
 }
 
+/// What every HTTP provider is built from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderSettings {
+    /// Anthropic: without `/v1`; OpenAI: with it (`https://api.openai.com/v1`).
+    pub base_url: String,
+    pub api_key: Option<ApiKey>,
+    pub model: String,
+    /// The most tokens one response may have (`max_tokens`,
+    /// `max_completion_tokens`, `max_output_tokens`).
+    pub max_tokens: Option<u32>,
+    /// Anthropic: extended thinking with this budget.
+    pub thinking_budget: Option<u32>,
+    /// OpenAI: the reasoning effort.
+    pub reasoning_effort: Option<String>,
+    /// Chat Completions only may use `InPlace`.
+    pub rewrite_strategy: RewriteStrategy,
+    pub retry: RetryPolicy,
+    /// Models offered for the session's model option.
+    pub models: Vec<String>,
+    pub context_window: Option<u64>,
+    pub max_turn_requests: Option<u32>,
+}
+
+impl ProviderSettings {
+    pub fn new(
+        base_url: impl Into<String>,
+        api_key: Option<ApiKey>,
+        model: impl Into<String>,
+    ) -> Self {
+        Self {
+            base_url: base_url.into(),
+            api_key,
+            model: model.into(),
+            max_tokens: None,
+            thinking_budget: None,
+            reasoning_effort: None,
+            rewrite_strategy: RewriteStrategy::Note,
+            retry: RetryPolicy::default(),
+            models: Vec::new(),
+            context_window: None,
+            max_turn_requests: None,
+        }
+    }
+}
+
+/// The model a provider uses when none is configured.
+pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
+/// The model the OpenAI providers use when none is configured.
+pub const DEFAULT_OPENAI_MODEL: &str = "gpt-5";
+
 impl Provider {
-    /// The provider a new session gets from the configuration. Never fails:
-    /// a broken configuration becomes [`Provider::Unconfigured`] with the
-    /// reason, which the user sees at their first prompt.
+    /// The provider a new session gets from the configuration, ignoring
+    /// any project config file. Never fails: a broken configuration becomes
+    /// [`Provider::Unconfigured`] with the reason, which the user sees at
+    /// their first prompt.
     pub fn from_config(config: &Config) -> Provider {
-        match &config.provider {
-            ProviderSetting::Scripted { script } => match script {
-                Some(path) => match scripted::ScriptedProvider::load(path) {
-                    Ok(p) => Provider::Scripted(p.capture_to(config.capture.clone())),
-                    Err(e) => Provider::Unconfigured {
-                        reason: format!("CANDOR_PROVIDER is `scripted`, but {e}."),
+        Self::build(config, config.model_config(None))
+    }
+
+    /// The provider of a new session in `cwd`: like [`Provider::from_config`],
+    /// with the project's `.candor/config.toml` read now.
+    pub fn for_session(config: &Config, cwd: &Path) -> Provider {
+        Self::build(config, config.model_config(Some(cwd)))
+    }
+
+    fn build(config: &Config, model: Result<ModelConfig, String>) -> Provider {
+        let m = match model {
+            Ok(m) => m,
+            Err(reason) => {
+                return Provider::Unconfigured {
+                    reason: format!("{}.", capitalise(&reason)),
+                };
+            }
+        };
+        let unconfigured = |reason: String| Provider::Unconfigured { reason };
+        let in_place_refused = |name: &str| {
+            unconfigured(format!(
+                "`rewrite_strategy = \"in_place\"` is only allowed with the `openai` (Chat Completions) provider, not `{name}`: its replayed turns must stay as the model wrote them."
+            ))
+        };
+        let settings = |base_url: &str, key: &Option<ApiKey>, default_model: &str| {
+            let mut s = ProviderSettings::new(
+                base_url,
+                key.clone(),
+                m.model.clone().unwrap_or_else(|| default_model.to_owned()),
+            );
+            s.max_tokens = m.max_tokens;
+            s.thinking_budget = m.thinking_budget;
+            s.reasoning_effort = m.reasoning_effort.clone();
+            s.rewrite_strategy = m.rewrite_strategy.unwrap_or_default();
+            s.models = m.models.clone();
+            s.context_window = m.context_window;
+            s.max_turn_requests = m.max_turn_requests;
+            s
+        };
+        let built = match &m.provider {
+            ProviderSetting::Scripted { script } => {
+                return match script {
+                    Some(path) => match scripted::ScriptedProvider::load(path) {
+                        Ok(p) => Provider::Scripted(p.capture_to(config.capture.clone())),
+                        Err(e) => unconfigured(format!("CANDOR_PROVIDER is `scripted`, but {e}.")),
                     },
-                },
-                None => Provider::Unconfigured {
-                    reason: "CANDOR_PROVIDER is `scripted`, but CANDOR_SCRIPT does not name a script file.".into(),
-                },
-            },
-            ProviderSetting::NotYetAvailable(name) => Provider::Unconfigured {
-                reason: format!(
-                    "The `{name}` provider is not available in this version of candor yet; only the scripted provider is."
-                ),
-            },
-            ProviderSetting::Unknown(value) => Provider::Unconfigured {
-                reason: format!(
-                    "CANDOR_PROVIDER is `{value}`, which candor does not know (expected anthropic, openai, openai-responses or scripted)."
-                ),
-            },
-            ProviderSetting::None => Provider::Unconfigured {
-                reason: "No model provider is configured.".into(),
-            },
+                    None => unconfigured(
+                        "CANDOR_PROVIDER is `scripted`, but CANDOR_SCRIPT does not name a script file."
+                            .into(),
+                    ),
+                };
+            }
+            ProviderSetting::Anthropic => {
+                if m.rewrite_strategy == Some(RewriteStrategy::InPlace) {
+                    return in_place_refused("anthropic");
+                }
+                anthropic::AnthropicProvider::new(settings(
+                    &m.anthropic_base_url,
+                    &m.anthropic_api_key,
+                    DEFAULT_ANTHROPIC_MODEL,
+                ))
+                .map(Provider::Anthropic)
+            }
+            ProviderSetting::OpenaiChat => openai_chat::ChatProvider::new(settings(
+                &m.openai_base_url,
+                &m.openai_api_key,
+                DEFAULT_OPENAI_MODEL,
+            ))
+            .map(Provider::OpenaiChat),
+            ProviderSetting::OpenaiResponses => {
+                if m.rewrite_strategy == Some(RewriteStrategy::InPlace) {
+                    return in_place_refused("openai-responses");
+                }
+                openai_responses::ResponsesProvider::new(settings(
+                    &m.openai_base_url,
+                    &m.openai_api_key,
+                    DEFAULT_OPENAI_MODEL,
+                ))
+                .map(Provider::OpenaiResponses)
+            }
+            ProviderSetting::Unknown(value) => {
+                return unconfigured(format!(
+                    "The provider is set to `{value}`, which candor does not know (expected anthropic, openai, openai-responses or scripted)."
+                ));
+            }
+            ProviderSetting::None => {
+                return unconfigured("No model provider is configured.".into());
+            }
+        };
+        built.unwrap_or_else(|e| unconfigured(format!("{}.", capitalise(&e))))
+    }
+
+    /// Where this provider reports retries while a request runs (each a
+    /// short sentence for the user). Without a sink they go to the log only.
+    pub fn set_notices(&mut self, sink: Option<mpsc::UnboundedSender<String>>) {
+        match self {
+            Provider::Anthropic(p) => p.http.set_notices(sink),
+            Provider::OpenaiChat(p) => p.http.set_notices(sink),
+            Provider::OpenaiResponses(p) => p.http.set_notices(sink),
+            Provider::Scripted(_) | Provider::Unconfigured { .. } => {}
         }
     }
 
@@ -82,6 +295,8 @@ impl Provider {
     pub fn rewrite_strategy(&self) -> RewriteStrategy {
         match self {
             Provider::Scripted(p) => p.rewrite_strategy(),
+            Provider::OpenaiChat(p) => p.settings.rewrite_strategy,
+            Provider::Anthropic(_) | Provider::OpenaiResponses(_) => RewriteStrategy::Note,
             Provider::Unconfigured { .. } => RewriteStrategy::Note,
         }
     }
@@ -90,7 +305,70 @@ impl Provider {
     pub fn name(&self) -> &'static str {
         match self {
             Provider::Scripted(_) => "scripted",
+            Provider::Anthropic(_) => "anthropic",
+            Provider::OpenaiChat(_) => "openai",
+            Provider::OpenaiResponses(_) => "openai-responses",
             Provider::Unconfigured { .. } => "none",
+        }
+    }
+
+    fn settings(&self) -> Option<&ProviderSettings> {
+        match self {
+            Provider::Anthropic(p) => Some(&p.settings),
+            Provider::OpenaiChat(p) => Some(&p.settings),
+            Provider::OpenaiResponses(p) => Some(&p.settings),
+            Provider::Scripted(_) | Provider::Unconfigured { .. } => None,
+        }
+    }
+
+    /// The model requests are sent to (`None` for the scripted model and
+    /// without a provider).
+    pub fn model(&self) -> Option<&str> {
+        self.settings().map(|s| s.model.as_str())
+    }
+
+    /// The models a user may pick for this session: the configured list,
+    /// with the current model first if the list lacks it.
+    pub fn model_choices(&self) -> Vec<String> {
+        let Some(s) = self.settings() else {
+            return Vec::new();
+        };
+        let mut choices = s.models.clone();
+        if !choices.contains(&s.model) {
+            choices.insert(0, s.model.clone());
+        }
+        choices
+    }
+
+    /// Switches the model for the following requests (the session's model
+    /// option). Refused (`false`) when there is no model to switch.
+    pub fn set_model(&mut self, model: &str) -> bool {
+        let settings = match self {
+            Provider::Anthropic(p) => &mut p.settings,
+            Provider::OpenaiChat(p) => &mut p.settings,
+            Provider::OpenaiResponses(p) => &mut p.settings,
+            Provider::Scripted(_) | Provider::Unconfigured { .. } => return false,
+        };
+        if model.trim().is_empty() {
+            return false;
+        }
+        settings.model = model.to_owned();
+        true
+    }
+
+    /// The configured limit of model requests per prompt, if any.
+    pub fn max_turn_requests(&self) -> Option<usize> {
+        self.settings()
+            .and_then(|s| s.max_turn_requests)
+            .map(|n| n as usize)
+    }
+
+    /// The model's context window in tokens, for usage reports: the
+    /// configured `context_window`, else Anthropic's 200k.
+    pub fn context_window(&self) -> Option<u64> {
+        match self {
+            Provider::Anthropic(p) => Some(p.settings.context_window.unwrap_or(200_000)),
+            _ => self.settings().and_then(|s| s.context_window),
         }
     }
 
@@ -102,6 +380,9 @@ impl Provider {
     ) -> Result<AssistantTurn, ProviderError> {
         match self {
             Provider::Scripted(p) => p.stream(request, deltas).await,
+            Provider::Anthropic(p) => p.stream(request, &deltas).await,
+            Provider::OpenaiChat(p) => p.stream(request, &deltas).await,
+            Provider::OpenaiResponses(p) => p.stream(request, &deltas).await,
             Provider::Unconfigured { reason } => {
                 let text = guidance(reason);
                 let _ = deltas.send(StreamDelta::Text(text.clone()));
@@ -114,13 +395,104 @@ impl Provider {
     }
 }
 
+fn capitalise(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
 /// The message a prompt gets when there is no model to answer it.
 pub fn guidance(reason: &str) -> String {
     format!(
         "candor has no model to answer with. {reason}\n\n\
-         To try candor without a model, start it with `CANDOR_PROVIDER=scripted` and \
-         `CANDOR_SCRIPT=/path/to/script.json` (the format is in `protocol/scripted-model.md`), \
-         or run `candor demo` in a terminal. Set these variables in the environment your \
-         editor launches candor with; the README shows how for each editor."
+         To use a model, set `ANTHROPIC_API_KEY` (Anthropic) or `OPENAI_API_KEY` (OpenAI, or \
+         `OPENAI_BASE_URL` for a compatible server such as Ollama or vLLM), and optionally \
+         `CANDOR_PROVIDER` (`anthropic`, `openai`, `openai-responses`) and `CANDOR_MODEL`, in the \
+         environment your editor launches candor with, or put the same settings in \
+         `~/.config/candor/config.toml` (the README shows how for each editor). To try candor \
+         without a model, use `CANDOR_PROVIDER=scripted` with `CANDOR_SCRIPT=/path/to/script.json` \
+         (format: `protocol/scripted-model.md`), or run `candor demo` in a terminal."
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::path::PathBuf;
+
+    fn provider(vars: &[(&str, &str)]) -> Provider {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Provider::from_config(&Config::from_vars(|k| map.get(k).cloned()))
+    }
+
+    #[test]
+    fn a_key_picks_the_provider_and_debug_hides_it() {
+        let p = provider(&[("ANTHROPIC_API_KEY", "sk-ant-hidden")]);
+        assert_eq!(p.name(), "anthropic");
+        assert_eq!(p.model(), Some(DEFAULT_ANTHROPIC_MODEL));
+        assert_eq!(p.rewrite_strategy(), RewriteStrategy::Note);
+        assert!(!format!("{p:?}").contains("sk-ant-hidden"));
+        let p = provider(&[("OPENAI_API_KEY", "sk-hidden"), ("CANDOR_MODEL", "gpt-x")]);
+        assert_eq!((p.name(), p.model()), ("openai", Some("gpt-x")));
+        assert!(!format!("{p:?}").contains("sk-hidden"));
+    }
+
+    #[test]
+    fn unusable_settings_become_guidance() {
+        let Provider::Unconfigured { reason } = provider(&[("CANDOR_PROVIDER", "gpt")]) else {
+            panic!()
+        };
+        assert!(reason.contains("`gpt`"), "{reason}");
+        let Provider::Unconfigured { reason } = provider(&[]) else {
+            panic!()
+        };
+        assert!(guidance(&reason).contains("ANTHROPIC_API_KEY"));
+    }
+
+    #[test]
+    fn in_place_only_for_chat_completions() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("candor/config.toml");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "rewrite_strategy = \"in_place\"\n").unwrap();
+        let xdg = dir.path().to_str().unwrap();
+        let p = provider(&[("XDG_CONFIG_HOME", xdg), ("OPENAI_API_KEY", "k")]);
+        assert_eq!(p.rewrite_strategy(), RewriteStrategy::InPlace);
+        let p = provider(&[("XDG_CONFIG_HOME", xdg), ("ANTHROPIC_API_KEY", "k")]);
+        assert!(
+            matches!(&p, Provider::Unconfigured { reason } if reason.contains("in_place")),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn a_broken_project_file_is_named_in_the_guidance() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("p");
+        std::fs::create_dir_all(project.join(".candor")).unwrap();
+        std::fs::write(project.join(".candor/config.toml"), "model = [").unwrap();
+        let config = Config::new(PathBuf::from("/tmp/h"), ProviderSetting::None);
+        let Provider::Unconfigured { reason } = Provider::for_session(&config, &project) else {
+            panic!()
+        };
+        assert!(
+            reason.contains(".candor/config.toml is not valid"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn the_model_can_be_switched() {
+        let mut p = provider(&[("ANTHROPIC_API_KEY", "k")]);
+        assert!(p.set_model("claude-opus-4-1"));
+        assert_eq!(p.model(), Some("claude-opus-4-1"));
+        assert_eq!(p.model_choices(), vec!["claude-opus-4-1".to_owned()]);
+        assert!(!provider(&[]).set_model("x"));
+    }
 }

@@ -1,0 +1,3 @@
+//! Provider latency benchmark (placeholder until the mock-driven version lands).
+
+fn main() {}

@@ -136,6 +136,7 @@ impl Agent {
             cwd,
             self.outbox.clone(),
             self.outgoing.clone(),
+            &lock(&self.client).clone().unwrap_or_default(),
             self.hard_stop.child_token(),
         )
         .map_err(|e| AcpError::new(-32603, e.to_string()))?;

@@ -183,6 +183,7 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
             | Event::ToolCall { .. }
             | Event::PermissionRequested { .. }
             | Event::PermissionResolved { .. }
+            | Event::ToolTerminal { .. }
             | Event::ToolStarted { .. }
             | Event::ToolOutput { .. }
             | Event::TurnEnded { .. } => {}
@@ -272,6 +273,7 @@ mod tests {
             exit_code: Some(0),
             signal: None,
             hook_notes: Vec::new(),
+            diff: None,
         }
     }
 
@@ -394,6 +396,7 @@ mod tests {
                 decision: crate::event_log::Decision::allow(),
                 hooks: Vec::new(),
                 rewritten_by: vec!["rtk".into()],
+                preview: None,
             },
             Event::ToolStarted {
                 tool_call_id: "a".into(),

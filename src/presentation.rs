@@ -20,12 +20,12 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields,
+    ContentBlock, ContentChunk, Diff, Plan, PlanEntry, SessionUpdate, Terminal, ToolCall,
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use serde_json::{Value, json};
 
-use crate::event_log::{DeltaChannel, Event, Outcome, Record, ResultStatus};
+use crate::event_log::{DeltaChannel, Event, FileDiff, Outcome, Record, ResultStatus};
 use crate::tools::{self, Tool};
 
 /// Whether updates go to a live client or replay a stored session.
@@ -44,6 +44,8 @@ pub struct Presenter {
     cwd: PathBuf,
     mode: Mode,
     cards: HashMap<String, Card>,
+    /// `TodoWrite` calls waiting for their result: their plan.
+    plans: HashMap<String, Vec<PlanEntry>>,
 }
 
 #[derive(Debug)]
@@ -56,6 +58,8 @@ struct Card {
     shown: ToolCall,
     /// Why candor asks, for a call whose decision was `ask`.
     ask_reason: Option<String>,
+    /// The editor terminal the command runs in.
+    terminal: Option<String>,
 }
 
 impl Card {
@@ -84,6 +88,7 @@ impl Presenter {
             cwd,
             mode,
             cards: HashMap::new(),
+            plans: HashMap::new(),
         }
     }
 
@@ -116,19 +121,32 @@ impl Presenter {
                 decision,
                 hooks,
                 rewritten_by,
+                preview,
             } => {
                 if self.cards.contains_key(tool_call_id) {
                     return Vec::new();
                 }
-                let shown = match Tool::from_name(tool) {
+                let known = Tool::from_name(tool);
+                if known.is_some_and(|t| !t.shows_card()) && decision.outcome != Outcome::Deny {
+                    // The plan tool shows as the session's plan, once it ran.
+                    if let Some(entries) = tools::todo::plan_entries(arguments) {
+                        self.plans.insert(tool_call_id.clone(), entries);
+                    }
+                    return Vec::new();
+                }
+                let mut shown = match known {
                     Some(t) => t.present(arguments, &self.cwd),
                     None => tools::present_unknown(tool),
                 };
+                if let Some(p) = preview {
+                    shown.locations = vec![ToolCallLocation::new(p.path.clone()).line(p.line)];
+                }
                 let note = original_arguments
                     .as_ref()
                     .map(|original| rewrite_note(original, arguments, rewritten_by));
                 let mut content: Vec<ToolCallContent> =
                     note.iter().map(|n| text_content(n.clone())).collect();
+                content.extend(preview.as_ref().map(diff_content));
                 let mut meta = serde_json::Map::new();
                 meta.insert("decision".into(), json!(decision));
                 meta.insert("digest".into(), json!(digest));
@@ -175,11 +193,31 @@ impl Presenter {
                         note,
                         shown: call.clone(),
                         ask_reason,
+                        terminal: None,
                     },
                 );
                 vec![SessionUpdate::ToolCall(call)]
             }
             Event::PermissionRequested { .. } | Event::PermissionResolved { .. } => Vec::new(),
+            Event::ToolTerminal {
+                tool_call_id,
+                terminal_id,
+            } => {
+                let mode = self.mode;
+                let Some(card) = self.open_card(tool_call_id) else {
+                    return Vec::new();
+                };
+                card.terminal = Some(terminal_id.clone());
+                if mode == Mode::Replay {
+                    // The terminal is gone; the result shows its output.
+                    return Vec::new();
+                }
+                let content = card.content(vec![terminal_content(terminal_id)]);
+                vec![update(
+                    tool_call_id,
+                    ToolCallUpdateFields::new().content(content),
+                )]
+            }
             Event::ToolStarted { tool_call_id } => {
                 self.advance(tool_call_id, ToolCallStatus::InProgress, |_| {
                     ToolCallUpdateFields::new().status(ToolCallStatus::InProgress)
@@ -204,20 +242,31 @@ impl Presenter {
                 exit_code,
                 signal,
                 hook_notes,
+                diff,
             } => {
+                if let Some(entries) = self.plans.remove(tool_call_id) {
+                    return match status {
+                        ResultStatus::Completed => vec![SessionUpdate::Plan(Plan::new(entries))],
+                        ResultStatus::Failed | ResultStatus::Cancelled => Vec::new(),
+                    };
+                }
+                let mode = self.mode;
                 let wire_status = match status {
                     ResultStatus::Completed => ToolCallStatus::Completed,
                     ResultStatus::Failed | ResultStatus::Cancelled => ToolCallStatus::Failed,
                 };
                 self.advance(tool_call_id, wire_status, |card| {
-                    let mut content = vec![text_content(if !card.output.is_empty() {
-                        fenced(&card.output.render(), "console")
-                    } else {
-                        match status {
+                    let mut content = vec![match (&card.terminal, diff) {
+                        (Some(id), _) if mode == Mode::Live => terminal_content(id),
+                        (_, Some(d)) => diff_content(d),
+                        _ if !card.output.is_empty() => {
+                            text_content(fenced(&card.output.render(), "console"))
+                        }
+                        _ => text_content(match status {
                             ResultStatus::Completed => fenced(output, ""),
                             ResultStatus::Failed | ResultStatus::Cancelled => output.clone(),
-                        }
-                    })];
+                        }),
+                    }];
                     if let Some(trailer) = trailer(*status, *exit_code, signal.as_deref()) {
                         content.push(text_content(trailer));
                     }
@@ -240,9 +289,13 @@ impl Presenter {
                     if let Some(signal) = signal {
                         raw.insert("signal".into(), json!(signal));
                     }
-                    let fields = ToolCallUpdateFields::new()
+                    let mut fields = ToolCallUpdateFields::new()
                         .status(wire_status)
                         .content(content);
+                    if let Some(d) = diff {
+                        fields = fields
+                            .locations(vec![ToolCallLocation::new(d.path.clone()).line(d.line)]);
+                    }
                     if raw.is_empty() {
                         fields
                     } else {
@@ -323,6 +376,16 @@ impl Presenter {
 
 fn update(id: &str, fields: ToolCallUpdateFields) -> SessionUpdate {
     SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_owned(), fields))
+}
+
+fn diff_content(d: &FileDiff) -> ToolCallContent {
+    ToolCallContent::Diff(
+        Diff::new(d.path.clone(), d.new_text.clone()).old_text(d.old_text.clone()),
+    )
+}
+
+fn terminal_content(id: &str) -> ToolCallContent {
+    ToolCallContent::Terminal(Terminal::new(id.to_owned()))
 }
 
 fn text_content(text: String) -> ToolCallContent {
@@ -501,6 +564,7 @@ mod tests {
             decision,
             hooks: Vec::new(),
             rewritten_by: Vec::new(),
+            preview: None,
         }
     }
 
@@ -562,6 +626,7 @@ mod tests {
                 exit_code: Some(3),
                 signal: None,
                 hook_notes: Vec::new(),
+                diff: None,
             },
         ));
         let done = wire(done);
@@ -591,6 +656,7 @@ mod tests {
                 exit_code: None,
                 signal: None,
                 hook_notes: Vec::new(),
+                diff: None,
             },
         ));
         assert!(updates.is_empty());
@@ -669,6 +735,7 @@ mod tests {
             },
             hooks: Vec::new(),
             rewritten_by: vec!["rtk".into()],
+            preview: None,
         };
         let first = wire(p.apply(&rec(1, event)));
         let note = "Rewritten by hook rtk: `git status` → `rtk git status`";

@@ -107,6 +107,11 @@ pub enum Event {
         /// The hooks whose rewrites are in `arguments`, in order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         rewritten_by: Vec<String>,
+        /// For a file tool: the change it would make, computed from the
+        /// file as it was when the call was settled (shown on the card and
+        /// in a permission prompt).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preview: Option<FileDiff>,
     },
     /// candor asked the user whether the call may run (`decision` was `ask`).
     #[serde(rename = "permission/requested")]
@@ -132,6 +137,13 @@ pub enum Event {
     /// The tool began executing.
     #[serde(rename = "tool/started")]
     ToolStarted { tool_call_id: String },
+    /// The command runs in an editor terminal (`terminal/create`); the card
+    /// shows that terminal.
+    #[serde(rename = "tool/terminal")]
+    ToolTerminal {
+        tool_call_id: String,
+        terminal_id: String,
+    },
     /// Output the tool produced while running (already throttled; appended
     /// in order). Shown on the card; the model gets `tool/result.output`.
     #[serde(rename = "tool/output")]
@@ -151,6 +163,9 @@ pub enum Event {
         /// What post-execute hooks said about the result.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         hook_notes: Vec<HookNote>,
+        /// The change a file tool made.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        diff: Option<FileDiff>,
     },
     /// The turn is over; `session/prompt` answers from this record.
     #[serde(rename = "turn/ended")]
@@ -208,6 +223,18 @@ pub enum Outcome {
     Allow,
     Ask,
     Deny,
+}
+
+/// A change to one text file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileDiff {
+    pub path: PathBuf,
+    /// The text before (`None`: the file did not exist).
+    pub old_text: Option<String>,
+    pub new_text: String,
+    /// The first line (1-based) that differs.
+    pub line: u32,
 }
 
 /// One option offered in a permission request.
@@ -282,6 +309,7 @@ mod tests {
                 decision: Decision::allow(),
                 hooks: Vec::new(),
                 rewritten_by: Vec::new(),
+                preview: None,
             },
         };
         let line = serde_json::to_value(&rec).unwrap();

@@ -190,6 +190,9 @@ pub struct Conn {
     running_prompts: HashMap<String, usize>,
     pub caps: Caps,
     pub cwd: PathBuf,
+    /// Open editor buffers, by absolute path: `fs/read_text_file` returns
+    /// these (unsaved changes) rather than the disk.
+    pub buffers: HashMap<PathBuf, String>,
     terminals: HashMap<String, Terminal>,
     next_terminal: u64,
     eof: bool,
@@ -268,6 +271,7 @@ impl Conn {
             running_prompts: HashMap::new(),
             caps: Caps::default(),
             cwd,
+            buffers: HashMap::new(),
             terminals: HashMap::new(),
             next_terminal: 0,
             eof: false,
@@ -641,7 +645,7 @@ impl Conn {
             "session/request_permission" => self.on_permission(&params),
             "fs/read_text_file" => {
                 if self.caps.read {
-                    read_text_file(&params)
+                    read_text_file(&params, &self.buffers)
                 } else {
                     self.violate(
                         "client-capabilities",
@@ -653,7 +657,7 @@ impl Conn {
             }
             "fs/write_text_file" => {
                 if self.caps.write {
-                    write_text_file(&params)
+                    write_text_file(&params, &mut self.buffers)
                 } else {
                     self.violate(
                         "client-capabilities",
@@ -931,13 +935,18 @@ fn merge(state: &mut Value, update: &Value) {
     }
 }
 
-fn read_text_file(params: &Value) -> Result<Value, Value> {
+/// Reads like an editor: an open buffer (unsaved changes included) wins
+/// over the file on disk.
+fn read_text_file(params: &Value, buffers: &HashMap<PathBuf, String>) -> Result<Value, Value> {
     let path = Path::new(params["path"].as_str().unwrap_or(""));
     if !path.is_absolute() {
         return Err(json!({"code": -32602, "message": "path must be absolute"}));
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| json!({"code": -32002, "message": format!("{}: {e}", path.display())}))?;
+    let text = match buffers.get(path) {
+        Some(buffer) => buffer.clone(),
+        None => std::fs::read_to_string(path)
+            .map_err(|e| json!({"code": -32002, "message": format!("{}: {e}", path.display())}))?,
+    };
     let line = params["line"].as_u64().unwrap_or(1).max(1) as usize;
     let limit = params["limit"].as_u64().map(|l| l as usize);
     let lines = text.split_inclusive('\n').skip(line - 1);
@@ -948,10 +957,14 @@ fn read_text_file(params: &Value) -> Result<Value, Value> {
     Ok(json!({"content": content}))
 }
 
-fn write_text_file(params: &Value) -> Result<Value, Value> {
+/// Writes like an editor that saves: the buffer (if open) and the disk.
+fn write_text_file(params: &Value, buffers: &mut HashMap<PathBuf, String>) -> Result<Value, Value> {
     let path = Path::new(params["path"].as_str().unwrap_or(""));
     if !path.is_absolute() {
         return Err(json!({"code": -32602, "message": "path must be absolute"}));
+    }
+    if let Some(buffer) = buffers.get_mut(path) {
+        *buffer = params["content"].as_str().unwrap_or("").to_owned();
     }
     if let Some(parent) = path.parent() {
         let _ = std::fs::create_dir_all(parent);

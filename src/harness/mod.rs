@@ -292,6 +292,11 @@ pub async fn run_scenario(
     };
     conn.caps =
         Caps::from_client_capabilities(s.client_capabilities.as_ref().unwrap_or(&json!({})));
+    conn.buffers = s
+        .editor_buffers
+        .iter()
+        .map(|(name, text)| (project.join(name), text.clone()))
+        .collect();
     let mut runner = Runner {
         conn,
         scenario: s,

@@ -27,6 +27,10 @@ pub struct Scenario {
     /// directory) before the agent starts.
     #[serde(default)]
     pub files: BTreeMap<String, String>,
+    /// Open editor buffers with unsaved changes, by relative path: the
+    /// harness's `fs/read_text_file` returns these instead of the disk.
+    #[serde(default)]
+    pub editor_buffers: BTreeMap<String, String>,
     /// The scripted model's script (`protocol/scripted-model.md`).
     #[serde(default)]
     pub model: Option<Value>,

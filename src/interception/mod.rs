@@ -281,6 +281,23 @@ impl Settled {
         &self.digest
     }
 
+    /// Refuses a call that cannot work (a file tool whose change cannot be
+    /// made, found while preparing its preview). Only ever makes a call
+    /// stricter: a refused call stays refused.
+    pub fn refuse(&mut self, by: &str, reason: String) {
+        if !matches!(self.disposition, Disposition::Deny { .. }) {
+            self.disposition = Disposition::Deny {
+                by: by.to_owned(),
+                reason,
+            };
+        }
+    }
+
+    /// The tool, if candor has it.
+    pub fn tool(&self) -> Option<Tool> {
+        self.tool
+    }
+
     /// The approved call, when policy lets it run without asking.
     pub fn approve(&self) -> Option<ApprovedCall> {
         match (&self.disposition, self.tool) {
@@ -402,6 +419,12 @@ pub async fn settle(
         settled.digest = digest(name, arguments);
         return settled;
     }
+    // Paths are made absolute before anyone looks: hooks, rules, the card
+    // and the log all see the file the call is about.
+    if let Some(tool) = settled.tool {
+        settled.original = tool.normalize(arguments, cwd);
+        settled.effective = settled.original.clone();
+    }
     let verdict = fold_hooks(&mut settled, policy, cwd).await;
     settled.disposition = policy::decide(
         name,
@@ -462,7 +485,10 @@ async fn fold_hooks(settled: &mut Settled, policy: &Policy, cwd: &Path) -> HookV
                     record.reason = reason.clone();
                 }
                 _ => {
-                    settled.effective = rewrite;
+                    settled.effective = match settled.tool {
+                        Some(tool) => tool.normalize(&rewrite, cwd),
+                        None => rewrite,
+                    };
                     settled.rewritten_by.push(hook.id().to_owned());
                     record.rewrote = true;
                 }

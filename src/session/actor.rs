@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_client_protocol_schema::v1::{ContentBlock, Error as AcpError, SessionId, StopReason};
+use agent_client_protocol_schema::v1::{
+    ClientCapabilities, ContentBlock, Error as AcpError, SessionId, StopReason,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -19,6 +21,7 @@ use crate::interception::scripted::PolicyFile;
 use crate::presentation::{Mode, Presenter};
 use crate::providers::Provider;
 use crate::rpc::Outgoing;
+use crate::tools::{ClientLink, FileAccess, Shells};
 use crate::transport::Outbox;
 
 /// What the dispatcher asks of a session.
@@ -47,6 +50,7 @@ pub(crate) fn start(
     cwd: PathBuf,
     outbox: Outbox,
     outgoing: Arc<Outgoing>,
+    client: &ClientCapabilities,
     hard_stop: CancellationToken,
 ) -> Result<Started, StartError> {
     // A broken policy file fails the session: candor does not run tools
@@ -73,14 +77,25 @@ pub(crate) fn start(
     // Capacity: the handle lets one prompt through at a time; a few slots
     // are room for commands to come (mode changes, load) without waiting.
     let (inbox, commands) = mpsc::channel(8);
-    let handle = SessionHandle::new(id.clone(), log_path, inbox, hard_stop.clone());
-    tracing::info!(session = %id, provider = provider.name(), log = %handle.log_path().display(), "session started");
+    let link = ClientLink {
+        outgoing: outgoing.clone(),
+        session_id: id.clone(),
+        read: client.fs.read_text_file,
+        write: client.fs.write_text_file,
+        terminal: client.terminal,
+    };
+    let shells = Shells::default();
     let gate = Gate {
         session_id: id.clone(),
         policy,
         grants: Vec::new(),
         outgoing,
+        files: FileAccess::new((link.read || link.write).then(|| link.clone())),
+        terminal: link.terminal.then(|| link.clone()),
+        shells: shells.clone(),
     };
+    let handle = SessionHandle::new(id.clone(), log_path, inbox, hard_stop.clone(), shells);
+    tracing::info!(session = %id, provider = provider.name(), log = %handle.log_path().display(), "session started");
     let task = tokio::spawn(run(committer, provider, gate, cwd, commands, hard_stop));
     Ok(Started { handle, task })
 }
@@ -120,6 +135,8 @@ async fn run(
             }
         }
     }
+    // The session is over: nothing it started may outlive it.
+    gate.shells.kill_all();
 }
 
 /// The ACP stop reason of a turn that ended normally.

@@ -29,13 +29,13 @@ use tokio::sync::mpsc;
 use super::commit::Committer;
 use super::turn::{KILL_GRACE, TurnControl, TurnError};
 use crate::event_log::{
-    Decision, Event, Outcome, PermissionChoice, PermissionOutcome, ResultStatus,
+    Decision, Event, FileDiff, Outcome, PermissionChoice, PermissionOutcome, ResultStatus,
 };
 use crate::interception::policy::{self, Disposition, Rule};
 use crate::interception::{self, ApprovedCall, FinishedCall, Policy, Settled};
 use crate::presentation::describe_decider;
 use crate::rpc::Outgoing;
-use crate::tools::ToolContext;
+use crate::tools::{ClientLink, FileAccess, Shells, ToolContext, ToolEvent};
 
 /// What the session's calls go through: its policy, what the user has
 /// allowed for the rest of the session, and the way to ask the user.
@@ -45,6 +45,12 @@ pub(crate) struct Gate {
     pub(crate) policy: Policy,
     pub(crate) grants: Vec<Rule>,
     pub(crate) outgoing: Arc<Outgoing>,
+    /// Where file tools read and write (the editor's `fs/*`, or the disk).
+    pub(crate) files: FileAccess,
+    /// The editor, when it offers terminals.
+    pub(crate) terminal: Option<ClientLink>,
+    /// The session's background shells.
+    pub(crate) shells: Shells,
 }
 
 /// The model is told this when the user says no.
@@ -59,11 +65,33 @@ pub(crate) async fn run_call(
     input: &Value,
     control: &TurnControl,
 ) -> Result<(), TurnError> {
-    let settled = tokio::select! {
+    let mut settled = tokio::select! {
         s = interception::settle(id, name, input, &gate.policy, &gate.grants, &control.cwd) => s,
         _ = control.cancel.cancelled() => return finish(c, id, ResultStatus::Cancelled, "cancelled by the user before it ran"),
     };
-    let record = tool_call_record(&settled);
+    // A file tool shows the change it would make before anyone is asked;
+    // a change that cannot be made is refused here, without a prompt.
+    let mut preview = None;
+    if !matches!(settled.disposition(), Disposition::Deny { .. })
+        && let Some(tool) = settled.tool()
+        && let Some(result) = tool
+            .preview(settled.effective(), &gate.files, &control.cancel)
+            .await
+    {
+        match result {
+            Ok(diff) => preview = Some(bounded(diff)),
+            Err(_) if control.cancel.is_cancelled() => {
+                return finish(
+                    c,
+                    id,
+                    ResultStatus::Cancelled,
+                    "cancelled by the user before it ran",
+                );
+            }
+            Err(reason) => settled.refuse(interception::CANDOR, reason),
+        }
+    }
+    let record = tool_call_record(&settled, preview);
     match settled.disposition().clone() {
         Disposition::Deny { by, reason } => {
             c.commit(record)?;
@@ -73,7 +101,7 @@ pub(crate) async fn run_call(
         Disposition::Run { .. } => {
             c.commit_durable(record)?;
             match settled.approve() {
-                Some(call) => execute(c, &call, &gate.policy, control).await,
+                Some(call) => execute(c, &call, gate, control).await,
                 None => finish(
                     c,
                     id,
@@ -85,7 +113,7 @@ pub(crate) async fn run_call(
         Disposition::Ask { .. } => {
             c.commit_durable(record)?;
             match ask(c, gate, &settled, control).await? {
-                Answer::Allowed(call) => execute(c, &call, &gate.policy, control).await,
+                Answer::Allowed(call) => execute(c, &call, gate, control).await,
                 Answer::Refused(text) => finish(c, id, ResultStatus::Failed, &text),
                 Answer::Cancelled => finish(
                     c,
@@ -99,7 +127,23 @@ pub(crate) async fn run_call(
 }
 
 /// The `tool/call` record of a settled call.
-fn tool_call_record(s: &Settled) -> Event {
+/// A diff small enough to show (a huge file's texts are left out; the card
+/// then shows the path and line only).
+fn bounded(diff: FileDiff) -> FileDiff {
+    const MAX: usize = 512 * 1024;
+    let size = diff.new_text.len() + diff.old_text.as_ref().map_or(0, String::len);
+    if size <= MAX {
+        diff
+    } else {
+        FileDiff {
+            old_text: Some(String::new()),
+            new_text: format!("(the change is {size} bytes; too large to show)"),
+            ..diff
+        }
+    }
+}
+
+fn tool_call_record(s: &Settled, preview: Option<FileDiff>) -> Event {
     let decision = match s.disposition() {
         Disposition::Run { by } => Decision {
             outcome: Outcome::Allow,
@@ -126,6 +170,7 @@ fn tool_call_record(s: &Settled) -> Event {
         decision,
         hooks: s.hooks().to_vec(),
         rewritten_by: s.rewritten_by().to_vec(),
+        preview,
     }
 }
 
@@ -144,6 +189,7 @@ pub(crate) fn finish(
         exit_code: None,
         signal: None,
         hook_notes: Vec::new(),
+        diff: None,
     })?;
     Ok(())
 }
@@ -266,7 +312,7 @@ async fn ask(
 async fn execute(
     c: &mut Committer,
     call: &ApprovedCall,
-    policy: &Policy,
+    gate: &Gate,
     control: &TurnControl,
 ) -> Result<(), TurnError> {
     let id = call.id().to_owned();
@@ -279,23 +325,34 @@ async fn execute(
         cancel: control.cancel.clone(),
         hard_stop: control.hard_stop.clone(),
         kill_grace: KILL_GRACE,
-        output: tx,
+        events: tx,
+        files: gate.files.clone(),
+        terminal: gate.terminal.clone(),
+        shells: gate.shells.clone(),
     };
     let running = call.tool().run(call, cx);
     tokio::pin!(running);
+    let event = |id: &str, e: ToolEvent| match e {
+        ToolEvent::Output(text) => Event::ToolOutput {
+            tool_call_id: id.to_owned(),
+            text,
+        },
+        ToolEvent::Terminal(terminal_id) => Event::ToolTerminal {
+            tool_call_id: id.to_owned(),
+            terminal_id,
+        },
+    };
     let output = loop {
         tokio::select! {
             biased;
-            Some(text) = rx.recv() => c.commit(Event::ToolOutput { tool_call_id: id.clone(), text })?,
+            Some(e) = rx.recv() => c.commit(event(&id, e))?,
             output = &mut running => break output,
         }
     };
-    while let Ok(text) = rx.try_recv() {
-        c.commit(Event::ToolOutput {
-            tool_call_id: id.clone(),
-            text,
-        })?;
+    while let Ok(e) = rx.try_recv() {
+        c.commit(event(&id, e))?;
     }
+    let policy = &gate.policy;
     let finished = FinishedCall {
         id: &id,
         tool: call.tool().name(),
@@ -317,6 +374,7 @@ async fn execute(
         exit_code: output.exit_code,
         signal: output.signal,
         hook_notes,
+        diff: output.diff.map(bounded),
     })?;
     Ok(())
 }

@@ -26,6 +26,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::tools::Shells;
+
 /// The dispatcher's handle on a running session.
 #[derive(Debug, Clone)]
 pub(crate) struct SessionHandle {
@@ -33,6 +35,8 @@ pub(crate) struct SessionHandle {
     log_path: PathBuf,
     inbox: mpsc::Sender<actor::Command>,
     shared: Arc<Shared>,
+    /// The session's background shells: a cancel ends them too.
+    shells: Shells,
 }
 
 /// State the dispatcher and the actor share. Std mutexes: each is held for
@@ -55,11 +59,13 @@ impl SessionHandle {
         log_path: PathBuf,
         inbox: mpsc::Sender<actor::Command>,
         hard_stop: CancellationToken,
+        shells: Shells,
     ) -> Self {
         Self {
             id,
             log_path,
             inbox,
+            shells,
             shared: Arc::new(Shared {
                 hard_stop,
                 ..Shared::default()
@@ -105,8 +111,10 @@ impl SessionHandle {
         answer.await.unwrap_or_else(|_| Err(stopped(&self.id)))
     }
 
-    /// Cancels the running turn and any prompt read but not yet started.
+    /// Cancels the running turn, any prompt read but not yet started, and
+    /// the session's background commands.
     pub(crate) fn cancel(&self) {
+        self.shells.kill_all();
         for token in lock(&self.shared.armed).iter() {
             token.cancel();
         }

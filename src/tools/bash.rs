@@ -22,10 +22,13 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::time::Instant;
 
 use super::exec::{self, ProcessGroup};
-use super::{Presentation, Tool, ToolContext, ToolOutput, cap_for_model, parse_input};
+use super::{
+    ClientLink, Presentation, Tool, ToolContext, ToolEvent, ToolOutput, cap_for_model, parse_input,
+};
 use crate::conversation::ToolSpec;
 use crate::event_log::ResultStatus;
 use crate::interception::ApprovedCall;
+use tokio_util::sync::CancellationToken;
 
 /// Default `timeout`, in milliseconds.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -78,11 +81,6 @@ pub(crate) fn parse(input: &Value) -> Result<BashInput, String> {
         }
         _ => {}
     }
-    if parsed.run_in_background == Some(true) {
-        return Err(
-            "invalid Bash input: `run_in_background` is not supported by this version of candor; run the command in the foreground".into(),
-        );
-    }
     Ok(parsed)
 }
 
@@ -111,8 +109,9 @@ fn command_title(command: &str) -> String {
 }
 
 /// How the command's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ending {
-    Exited(ExitStatus),
+    Exited,
     TimedOut,
     Cancelled,
 }
@@ -122,6 +121,17 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
         Ok(input) => input,
         Err(e) => return ToolOutput::failed(e),
     };
+    if input.run_in_background == Some(true) {
+        return match cx.shells.start(&input.command, &cx.cwd, cx.kill_grace) {
+            Ok(id) => ToolOutput::completed(format!(
+                "Started in the background as {id}. Read its output with BashOutput {{\"bash_id\": \"{id}\"}}; stop it with KillShell {{\"shell_id\": \"{id}\"}}. It ends with the session."
+            )),
+            Err(e) => ToolOutput::failed(e),
+        };
+    }
+    if let Some(client) = cx.terminal.clone() {
+        return in_terminal(&input, &client, cx).await;
+    }
     let timeout_ms = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
     let spawned = exec::bash(&input.command, &cx.cwd)
         .and_then(|(cmd, output)| Ok((ProcessGroup::spawn(cmd)?, output)));
@@ -138,10 +148,8 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
     let mut exited: Option<(ExitStatus, Instant)> = None;
 
     let ending = loop {
-        if let Some((status, _)) = exited
-            && output.is_none()
-        {
-            break Ending::Exited(status);
+        if exited.is_some() && output.is_none() {
+            break Ending::Exited;
         }
         let drain_until = exited.map(|(_, at)| at + DRAIN_AFTER_EXIT);
         tokio::select! {
@@ -159,8 +167,8 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
                 flush_at = Instant::now() + FLUSH_EVERY;
             }
             _ = tokio::time::sleep_until(drain_until.unwrap_or(deadline)), if drain_until.is_some() => {
-                if let Some((status, _)) = exited {
-                    break Ending::Exited(status);
+                if exited.is_some() {
+                    break Ending::Exited;
                 }
             }
             _ = tokio::time::sleep_until(deadline), if exited.is_none() => break Ending::TimedOut,
@@ -168,9 +176,9 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
             _ = cx.hard_stop.cancelled() => break Ending::Cancelled,
         }
     };
-    let status = match ending {
-        Ending::Exited(status) => Ok(status),
-        Ending::TimedOut | Ending::Cancelled => group.terminate(cx.kill_grace, &cx.hard_stop).await,
+    let status = match (ending, exited) {
+        (Ending::Exited, Some((status, _))) => Ok(status),
+        _ => group.terminate(cx.kill_grace, &cx.hard_stop).await,
     };
     // Ends anything the command left behind in its group.
     drop(group);
@@ -189,9 +197,109 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
     }
     if !unsent.is_empty() {
         let rest = String::from_utf8_lossy(&unsent).into_owned();
-        let _ = cx.output.send(rest);
+        let _ = cx.events.send(ToolEvent::Output(rest));
     }
     finish(&all, ending, status, timeout_ms)
+}
+
+/// Most output an editor terminal keeps for candor (`outputByteLimit`).
+pub const TERMINAL_OUTPUT_LIMIT: u64 = 1024 * 1024;
+/// How long candor waits for the editor to kill, read or release a terminal.
+const TERMINAL_CLEANUP: Duration = Duration::from_secs(2);
+
+/// Runs the command in an editor terminal (`terminal/create` with
+/// `bash -c`): the card shows the terminal; the model gets its output.
+async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) -> ToolOutput {
+    let timeout_ms = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
+    let params = json!({
+        "command": "bash",
+        "args": ["-c", input.command],
+        "cwd": cx.cwd,
+        "outputByteLimit": TERMINAL_OUTPUT_LIMIT,
+    });
+    let created = client.request("terminal/create", params, &cx.cancel).await;
+    let id = match created.map(|v| {
+        v.get("terminalId")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }) {
+        Ok(Some(id)) => id,
+        Ok(None) => return ToolOutput::failed("the editor created a terminal without an id"),
+        Err(e) if cx.cancel.is_cancelled() => {
+            return ToolOutput::cancelled(format!("cancelled by the user ({e})"));
+        }
+        Err(e) => {
+            return ToolOutput::failed(format!("the editor could not create a terminal: {e}"));
+        }
+    };
+    let _ = cx.events.send(ToolEvent::Terminal(id.clone()));
+    let terminal = json!({"terminalId": id});
+    let waited = tokio::select! {
+        r = client.request("terminal/wait_for_exit", terminal.clone(), &cx.cancel) => Some(r),
+        _ = tokio::time::sleep(Duration::from_millis(timeout_ms)) => None,
+    };
+    let ending = match &waited {
+        Some(Ok(_)) => None,
+        Some(Err(_)) if cx.cancel.is_cancelled() => Some(Ending::Cancelled),
+        Some(Err(_)) => None,
+        None => Some(Ending::TimedOut),
+    };
+    // Cleanup requests must not be cut short by the turn's cancel, but must
+    // not wait forever on an editor that stopped answering either.
+    let cleanup = CancellationToken::new();
+    let ask = |method: &'static str| {
+        let (terminal, cleanup) = (terminal.clone(), cleanup.clone());
+        async move {
+            tokio::time::timeout(TERMINAL_CLEANUP, client.request(method, terminal, &cleanup))
+                .await
+                .unwrap_or_else(|_| Err(format!("{method} timed out")))
+        }
+    };
+    if ending.is_some() {
+        let _ = ask("terminal/kill").await;
+    }
+    let output = ask("terminal/output").await;
+    let _ = ask("terminal/release").await;
+    let (text, truncated, status) = match &output {
+        Ok(v) => (
+            v.get("output")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            v.get("truncated").and_then(Value::as_bool).unwrap_or(false),
+            v.get("exitStatus").cloned(),
+        ),
+        Err(e) => (
+            format!("(the editor could not give the output: {e})"),
+            false,
+            None,
+        ),
+    };
+    let status = status
+        .or_else(|| waited.and_then(Result::ok))
+        .unwrap_or(Value::Null);
+    let exit_code = status
+        .get("exitCode")
+        .and_then(Value::as_i64)
+        .and_then(|c| i32::try_from(c).ok());
+    let signal = status
+        .get("signal")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let mut out = finish_parts(
+        &text,
+        ending.unwrap_or(Ending::Exited),
+        exit_code,
+        signal,
+        timeout_ms,
+    );
+    if truncated {
+        out.text = format!(
+            "[earlier output was cut by the editor's terminal]\n{}",
+            out.text
+        );
+    }
+    out
 }
 
 fn finish(
@@ -200,12 +308,28 @@ fn finish(
     status: std::io::Result<ExitStatus>,
     timeout_ms: u64,
 ) -> ToolOutput {
-    let text = String::from_utf8_lossy(all);
-    let mut text = cap_for_model(&text);
     let (exit_code, signal) = match &status {
         Ok(status) => (status.code(), status.signal().map(exec::signal_name)),
         Err(_) => (None, None),
     };
+    finish_parts(
+        &String::from_utf8_lossy(all),
+        ending,
+        exit_code,
+        signal,
+        timeout_ms,
+    )
+}
+
+/// The model's text and the status, from the output and how it ended.
+fn finish_parts(
+    output: &str,
+    ending: Ending,
+    exit_code: Option<i32>,
+    signal: Option<String>,
+    timeout_ms: u64,
+) -> ToolOutput {
+    let mut text = cap_for_model(output);
     let outcome = match ending {
         Ending::Cancelled => {
             append_line(
@@ -221,7 +345,7 @@ fn finish(
             );
             ResultStatus::Failed
         }
-        Ending::Exited(_) => match (exit_code, &signal) {
+        Ending::Exited => match (exit_code, &signal) {
             (Some(0), _) => ResultStatus::Completed,
             (Some(code), _) => {
                 append_line(&mut text, &format!("[exit code: {code}]"));
@@ -242,6 +366,7 @@ fn finish(
         text,
         exit_code,
         signal,
+        diff: None,
     }
 }
 
@@ -292,7 +417,9 @@ fn send_complete_utf8(unsent: &mut Vec<u8>, cx: &ToolContext) {
         return;
     }
     let chunk: Vec<u8> = unsent.drain(..complete).collect();
-    let _ = cx.output.send(String::from_utf8_lossy(&chunk).into_owned());
+    let _ = cx.events.send(ToolEvent::Output(
+        String::from_utf8_lossy(&chunk).into_owned(),
+    ));
 }
 
 #[cfg(test)]

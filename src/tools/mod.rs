@@ -15,8 +15,14 @@
 //! the turn.
 
 pub mod bash;
+pub mod edit;
 pub mod exec;
+pub mod files;
 pub mod read;
+pub mod search;
+pub mod shells;
+pub mod todo;
+pub mod write;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -27,19 +33,38 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::ToolSpec;
-use crate::event_log::ResultStatus;
+use crate::event_log::{FileDiff, ResultStatus};
 use crate::interception::ApprovedCall;
+pub use files::{ClientLink, FileAccess};
+pub use shells::Shells;
 
 /// The closed set of tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Tool {
     Bash,
+    BashOutput,
+    KillShell,
     Read,
+    Write,
+    Edit,
+    Glob,
+    Grep,
+    TodoWrite,
 }
 
 impl Tool {
     /// Every tool, in the order offered to the model.
-    pub const ALL: [Tool; 2] = [Tool::Bash, Tool::Read];
+    pub const ALL: [Tool; 9] = [
+        Tool::Bash,
+        Tool::BashOutput,
+        Tool::KillShell,
+        Tool::Read,
+        Tool::Write,
+        Tool::Edit,
+        Tool::Glob,
+        Tool::Grep,
+        Tool::TodoWrite,
+    ];
 
     /// Looks a tool up by its wire name (exact, case-sensitive).
     pub fn from_name(name: &str) -> Option<Tool> {
@@ -49,31 +74,54 @@ impl Tool {
     pub fn name(self) -> &'static str {
         match self {
             Tool::Bash => "Bash",
+            Tool::BashOutput => "BashOutput",
+            Tool::KillShell => "KillShell",
             Tool::Read => "Read",
+            Tool::Write => "Write",
+            Tool::Edit => "Edit",
+            Tool::Glob => "Glob",
+            Tool::Grep => "Grep",
+            Tool::TodoWrite => "TodoWrite",
         }
     }
 
-    /// Whether the tool only looks (runs in plan mode; runs without asking
-    /// inside the project).
+    /// Whether the tool changes nothing outside candor (runs in plan mode;
+    /// runs without asking when its paths are inside the project).
     pub fn is_read_only(self) -> bool {
         match self {
-            Tool::Read => true,
-            Tool::Bash => false,
+            Tool::Bash | Tool::Write | Tool::Edit => false,
+            Tool::BashOutput
+            | Tool::KillShell
+            | Tool::Read
+            | Tool::Glob
+            | Tool::Grep
+            | Tool::TodoWrite => true,
         }
     }
 
     /// Whether the tool changes files (covered by `Edit(...)` rules and
     /// acceptEdits mode).
     pub fn edits_files(self) -> bool {
-        match self {
-            Tool::Read | Tool::Bash => false,
-        }
+        matches!(self, Tool::Write | Tool::Edit)
+    }
+
+    /// Whether a call gets a card. `TodoWrite` shows as the session's plan
+    /// instead (unless it is refused: then its card says why).
+    pub fn shows_card(self) -> bool {
+        !matches!(self, Tool::TodoWrite)
     }
 
     pub fn spec(self) -> ToolSpec {
         match self {
             Tool::Bash => bash::spec(),
+            Tool::BashOutput => shells::output_spec(),
+            Tool::KillShell => shells::kill_spec(),
             Tool::Read => read::spec(),
+            Tool::Write => write::spec(),
+            Tool::Edit => edit::spec(),
+            Tool::Glob => search::glob_spec(),
+            Tool::Grep => search::grep_spec(),
+            Tool::TodoWrite => todo::spec(),
         }
     }
 
@@ -81,15 +129,69 @@ impl Tool {
     pub fn validate(self, input: &Value) -> Result<(), String> {
         match self {
             Tool::Bash => bash::parse(input).map(drop),
+            Tool::BashOutput => shells::parse_output(input).map(drop),
+            Tool::KillShell => shells::parse_kill(input).map(drop),
             Tool::Read => read::parse(input).map(drop),
+            Tool::Write => write::parse(input).map(drop),
+            Tool::Edit => edit::parse(input).map(drop),
+            Tool::Glob => search::parse_glob(input).map(drop),
+            Tool::Grep => search::parse_grep(input).map(drop),
+            Tool::TodoWrite => todo::parse(input).map(drop),
         }
+    }
+
+    /// The input with its paths made absolute (against `cwd`): what hooks,
+    /// rules, the card and the log see. Other fields are untouched.
+    pub fn normalize(self, input: &Value, cwd: &Path) -> Value {
+        let key = match self {
+            Tool::Read | Tool::Write | Tool::Edit => "file_path",
+            Tool::Glob | Tool::Grep => "path",
+            Tool::Bash | Tool::BashOutput | Tool::KillShell | Tool::TodoWrite => {
+                return input.clone();
+            }
+        };
+        let mut out = input.clone();
+        if let Some(path) = input.get(key).and_then(Value::as_str) {
+            let absolute = resolve(cwd, path).display().to_string();
+            if let Some(obj) = out.as_object_mut() {
+                obj.insert(key.to_owned(), Value::String(absolute));
+            }
+        }
+        out
     }
 
     /// Card title, kind and locations for these arguments.
     pub fn present(self, input: &Value, cwd: &Path) -> Presentation {
         match self {
             Tool::Bash => bash::present(input, cwd),
+            Tool::BashOutput | Tool::KillShell => shells::present(self, input),
             Tool::Read => read::present(input, cwd),
+            Tool::Write => write::present(input, cwd),
+            Tool::Edit => edit::present(input, cwd),
+            Tool::Glob | Tool::Grep => search::present(self, input, cwd),
+            Tool::TodoWrite => todo::present(input),
+        }
+    }
+
+    /// For tools that change a file: the change they would make now, shown
+    /// on the card (and in a permission prompt) before they run. `Err` is a
+    /// reason the call cannot work (the text to find is not there, …).
+    pub async fn preview(
+        self,
+        input: &Value,
+        files: &FileAccess,
+        cancel: &CancellationToken,
+    ) -> Option<Result<FileDiff, String>> {
+        match self {
+            Tool::Write => Some(write::preview(input, files, cancel).await),
+            Tool::Edit => Some(edit::preview(input, files, cancel).await),
+            Tool::Bash
+            | Tool::BashOutput
+            | Tool::KillShell
+            | Tool::Read
+            | Tool::Glob
+            | Tool::Grep
+            | Tool::TodoWrite => None,
         }
     }
 
@@ -97,7 +199,14 @@ impl Tool {
     pub async fn run(self, call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
         match self {
             Tool::Bash => bash::run(call, cx).await,
+            Tool::BashOutput => shells::output(call, cx).await,
+            Tool::KillShell => shells::kill(call, cx).await,
             Tool::Read => read::run(call, cx).await,
+            Tool::Write => write::run(call, cx).await,
+            Tool::Edit => edit::run(call, cx).await,
+            Tool::Glob => search::glob(call, cx).await,
+            Tool::Grep => search::grep(call, cx).await,
+            Tool::TodoWrite => todo::run(call, cx).await,
         }
     }
 }
@@ -124,6 +233,15 @@ pub fn present_unknown(name: &str) -> Presentation {
     }
 }
 
+/// Something a running tool tells the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolEvent {
+    /// Output to show on the card (already throttled).
+    Output(String),
+    /// The command runs in this editor terminal: the card shows it.
+    Terminal(String),
+}
+
 /// What a tool gets besides its call.
 #[derive(Debug)]
 pub struct ToolContext {
@@ -135,8 +253,14 @@ pub struct ToolContext {
     pub hard_stop: CancellationToken,
     /// How long a cancelled process gets between SIGTERM and SIGKILL.
     pub kill_grace: Duration,
-    /// Output to show on the card while the tool runs (already throttled).
-    pub output: mpsc::UnboundedSender<String>,
+    /// What the tool tells the session while it runs.
+    pub events: mpsc::UnboundedSender<ToolEvent>,
+    /// Where file reads and writes go (the editor, or the disk).
+    pub files: FileAccess,
+    /// The editor, when it offers terminals (`terminal/*`).
+    pub terminal: Option<ClientLink>,
+    /// The session's background shells.
+    pub shells: Shells,
 }
 
 /// How a run ended.
@@ -147,6 +271,8 @@ pub struct ToolOutput {
     pub text: String,
     pub exit_code: Option<i32>,
     pub signal: Option<String>,
+    /// The change a file tool made.
+    pub diff: Option<FileDiff>,
 }
 
 impl ToolOutput {
@@ -157,6 +283,7 @@ impl ToolOutput {
             text: text.into(),
             exit_code: None,
             signal: None,
+            diff: None,
         }
     }
 
@@ -166,6 +293,14 @@ impl ToolOutput {
             text: text.into(),
             exit_code: None,
             signal: None,
+            diff: None,
+        }
+    }
+
+    pub fn cancelled(text: impl Into<String>) -> Self {
+        Self {
+            status: ResultStatus::Cancelled,
+            ..Self::failed(text)
         }
     }
 }

@@ -96,6 +96,19 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
         Err(e) => return ToolOutput::failed(e),
     };
     let path = resolve(&cx.cwd, &input.file_path);
+    if cx.files.reads_through_editor() {
+        // The editor's view of the file (unsaved changes included).
+        let shown = path.display().to_string();
+        return match cx.files.read(&path, &cx.cancel).await {
+            Ok(Some(text)) => match number(text.as_bytes(), &input, &shown) {
+                Ok(text) => ToolOutput::completed(cap_for_model(&text)),
+                Err(e) => ToolOutput::failed(e),
+            },
+            Ok(None) => ToolOutput::failed(format!("{shown} does not exist")),
+            Err(e) if cx.cancel.is_cancelled() => ToolOutput::cancelled(e),
+            Err(e) => ToolOutput::failed(e),
+        };
+    }
     let result = tokio::task::spawn_blocking(move || read_numbered(&path, &input)).await;
     match result {
         Ok(Ok(text)) => ToolOutput::completed(cap_for_model(&text)),
@@ -131,6 +144,11 @@ fn read_numbered(path: &Path, input: &ReadInput) -> Result<String, String> {
     std::fs::File::open(path)
         .and_then(|mut f| f.read_to_end(&mut bytes))
         .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    number(&bytes, input, &shown.to_string())
+}
+
+/// The numbered lines `input` asks for, from the whole text of a file.
+fn number(bytes: &[u8], input: &ReadInput, shown: &str) -> Result<String, String> {
     if bytes.iter().take(8192).any(|&b| b == 0) {
         return Err(format!("{shown} is a binary file; Read only returns text"));
     }

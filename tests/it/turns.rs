@@ -286,12 +286,9 @@ async fn failures_and_refusals_are_failed_cards_the_model_hears_about() {
     };
     assert_eq!(result("fails")["output"], "broken\n[exit code: 3]");
     assert_eq!(result("fails")["exitCode"], 3);
-    assert!(
-        result("unknown")["output"]
-            .as_str()
-            .unwrap()
-            .contains("the tools are Bash, Read")
-    );
+    assert!(result("unknown")["output"].as_str().unwrap().contains(
+        "the tools are Bash, BashOutput, KillShell, Read, Write, Edit, Glob, Grep, TodoWrite"
+    ));
     assert_eq!(result("bad")["status"], "failed");
     assert_eq!(result("missing")["status"], "failed");
     // Refused calls are never started.

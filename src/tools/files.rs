@@ -1,0 +1,225 @@
+//! Reading and writing text files: through the editor when it offers it
+//! (`fs/read_text_file`, `fs/write_text_file`, which see unsaved buffers
+//! and let the editor track the change), else the disk, with writes made
+//! atomic (a temporary file in the same directory, then a rename).
+
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::rpc::Outgoing;
+
+/// Largest text candor reads or writes in one go.
+pub const MAX_TEXT_BYTES: usize = 10 * 1024 * 1024;
+
+/// The editor, as a session's tools see it.
+#[derive(Debug, Clone)]
+pub struct ClientLink {
+    pub(crate) outgoing: Arc<Outgoing>,
+    pub session_id: String,
+    /// `fs.readTextFile` was advertised.
+    pub read: bool,
+    /// `fs.writeTextFile` was advertised.
+    pub write: bool,
+    /// `terminal` was advertised.
+    pub terminal: bool,
+}
+
+impl ClientLink {
+    /// An agent→client request that gives up (and withdraws it) on cancel.
+    pub async fn request(
+        &self,
+        method: &str,
+        mut params: Value,
+        cancel: &CancellationToken,
+    ) -> Result<Value, String> {
+        if let Some(obj) = params.as_object_mut() {
+            obj.insert("sessionId".into(), json!(self.session_id));
+        }
+        match self.outgoing.request_until(method, params, cancel).await {
+            None => Err("cancelled".into()),
+            Some(Ok(v)) => Ok(v),
+            Some(Err(e)) => Err(e
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| e.to_string())),
+        }
+    }
+}
+
+/// Where a tool's file reads and writes go.
+#[derive(Debug, Clone, Default)]
+pub struct FileAccess {
+    client: Option<ClientLink>,
+}
+
+impl FileAccess {
+    pub fn new(client: Option<ClientLink>) -> Self {
+        Self { client }
+    }
+
+    /// Whether reads go through the editor.
+    pub fn reads_through_editor(&self) -> bool {
+        self.client.as_ref().is_some_and(|c| c.read)
+    }
+
+    /// The file's text; `Ok(None)` if it does not exist.
+    pub async fn read(
+        &self,
+        path: &Path,
+        cancel: &CancellationToken,
+    ) -> Result<Option<String>, String> {
+        if let Some(client) = self.client.as_ref().filter(|c| c.read) {
+            let params = json!({"path": path});
+            return match client.request("fs/read_text_file", params, cancel).await {
+                Ok(v) => match v.get("content").and_then(Value::as_str) {
+                    Some(text) if text.len() > MAX_TEXT_BYTES => Err(too_big(path, text.len())),
+                    Some(text) => Ok(Some(text.to_owned())),
+                    None => Err(format!(
+                        "the editor's answer for {} has no content",
+                        path.display()
+                    )),
+                },
+                // Editors report a missing file each in their own words:
+                // believe the disk when it agrees the file is not there.
+                Err(_) if !path.exists() => Ok(None),
+                Err(e) => Err(format!("the editor could not read {}: {e}", path.display())),
+            };
+        }
+        let path = path.to_owned();
+        let read = tokio::task::spawn_blocking(move || read_disk(&path)).await;
+        read.map_err(|e| format!("reading failed: {e}"))?
+    }
+
+    /// Replaces the file's text (creating it and missing directories).
+    pub async fn write(
+        &self,
+        path: &Path,
+        text: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
+        if text.len() > MAX_TEXT_BYTES {
+            return Err(too_big(path, text.len()));
+        }
+        if let Some(client) = self.client.as_ref().filter(|c| c.write) {
+            let params = json!({"path": path, "content": text});
+            return client
+                .request("fs/write_text_file", params, cancel)
+                .await
+                .map(drop)
+                .map_err(|e| format!("the editor could not write {}: {e}", path.display()));
+        }
+        let (path, text) = (path.to_owned(), text.to_owned());
+        let written = tokio::task::spawn_blocking(move || write_atomic(&path, &text)).await;
+        written.map_err(|e| format!("writing failed: {e}"))?
+    }
+}
+
+fn too_big(path: &Path, len: usize) -> String {
+    format!(
+        "{} is {len} bytes; files over {MAX_TEXT_BYTES} bytes are not read or written whole",
+        path.display()
+    )
+}
+
+fn read_disk(path: &Path) -> Result<Option<String>, String> {
+    let shown = path.display();
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {shown}: {e}")),
+    };
+    if meta.is_dir() {
+        return Err(format!("{shown} is a directory, not a file"));
+    }
+    if meta.len() > MAX_TEXT_BYTES as u64 {
+        return Err(too_big(
+            path,
+            usize::try_from(meta.len()).unwrap_or(usize::MAX),
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if bytes.iter().take(8192).any(|&b| b == 0) {
+        return Err(format!("{shown} is a binary file"));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| format!("{shown} is not UTF-8 text"))
+}
+
+/// Writes through a temporary file in the same directory and a rename, so
+/// a reader never sees half a file; keeps an existing file's permissions.
+fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
+    let shown = path.display();
+    let dir = path
+        .parent()
+        .ok_or_else(|| format!("{shown} has no parent directory"))?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut temp = tempfile::Builder::new()
+        .prefix(".candor-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
+    temp.write_all(text.as_bytes())
+        .and_then(|()| temp.as_file().sync_data())
+        .map_err(|e| format!("cannot write {shown}: {e}"))?;
+    let mode = std::fs::metadata(path)
+        .map(|m| m.permissions().mode())
+        .unwrap_or(0o644);
+    let _ = temp
+        .as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode));
+    temp.persist(path)
+        .map(drop)
+        .map_err(|e| format!("cannot write {shown}: {}", e.error))
+}
+
+/// The first line (1-based) where `new` differs from `old`.
+pub fn first_changed_line(old: &str, new: &str) -> u32 {
+    let mut line = 1u32;
+    let mut old_lines = old.split_inclusive('\n');
+    for new_line in new.split_inclusive('\n') {
+        match old_lines.next() {
+            Some(o) if o == new_line => line = line.saturating_add(1),
+            _ => return line,
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn disk_writes_are_atomic_and_keep_permissions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/a.sh");
+        let files = FileAccess::default();
+        let cancel = CancellationToken::new();
+        assert_eq!(files.read(&path, &cancel).await, Ok(None));
+        files.write(&path, "one\n", &cancel).await.unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        files.write(&path, "two\n", &cancel).await.unwrap();
+        assert_eq!(files.read(&path, &cancel).await, Ok(Some("two\n".into())));
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+    }
+
+    #[test]
+    fn first_changed_lines() {
+        assert_eq!(first_changed_line("a\nb\nc\n", "a\nB\nc\n"), 2);
+        assert_eq!(first_changed_line("", "x\n"), 1);
+        assert_eq!(first_changed_line("a\n", "a\nb\n"), 2);
+        assert_eq!(first_changed_line("a\nb\n", "a\n"), 2);
+    }
+}

@@ -1,0 +1,491 @@
+//! `Glob {pattern, path?}` and `Grep {pattern, path?, glob?, output_mode?,
+//! -i?, -n?, -A?, -B?, -C?, type?, head_limit?, multiline?}`, built on
+//! ripgrep's crates: `ignore` walks the tree (respecting `.gitignore` and
+//! skipping hidden files, as `rg` does), `globset` matches paths, and
+//! `grep-regex` + `grep-searcher` search contents.
+//!
+//! Glob lists files whose path (relative to the search root) matches the
+//! pattern, most recently modified first, at most [`GLOB_LIMIT`]. Grep's
+//! modes are Claude Code's: `files_with_matches` (default, most recently
+//! modified first), `content` (`path:line:text`, context lines with `-`),
+//! and `count` (`path:count`).
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use agent_client_protocol_schema::v1::{ToolCallLocation, ToolKind};
+use globset::{GlobBuilder, GlobMatcher};
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use ignore::WalkBuilder;
+use ignore::types::TypesBuilder;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Presentation, Tool, ToolContext, ToolOutput, cap_for_model, parse_input, resolve};
+use crate::conversation::ToolSpec;
+use crate::interception::ApprovedCall;
+
+/// Most paths Glob returns.
+pub const GLOB_LIMIT: usize = 100;
+/// Most lines (or entries) Grep returns unless `head_limit` says otherwise.
+pub const GREP_LIMIT: usize = 500;
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct GlobInput {
+    pub pattern: String,
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct GrepInput {
+    pub pattern: String,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub glob: Option<String>,
+    #[serde(default)]
+    pub output_mode: Option<String>,
+    #[serde(default, rename = "-i")]
+    pub case_insensitive: Option<bool>,
+    #[serde(default, rename = "-n")]
+    pub line_numbers: Option<bool>,
+    #[serde(default, rename = "-A")]
+    pub after: Option<usize>,
+    #[serde(default, rename = "-B")]
+    pub before: Option<usize>,
+    #[serde(default, rename = "-C")]
+    pub context: Option<usize>,
+    #[serde(default, rename = "type")]
+    pub file_type: Option<String>,
+    #[serde(default)]
+    pub head_limit: Option<usize>,
+    #[serde(default)]
+    pub multiline: Option<bool>,
+}
+
+pub(crate) fn glob_spec() -> ToolSpec {
+    ToolSpec {
+        name: "Glob",
+        description: "Finds files by path pattern (e.g. \"**/*.rs\", \"src/**/*.ts\"), respecting .gitignore. Returns paths, most recently modified first.",
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Glob matched against paths relative to the search directory"},
+                "path": {"type": "string", "description": "Directory to search (default: the working directory)"}
+            },
+            "required": ["pattern"]
+        }),
+    }
+}
+
+pub(crate) fn grep_spec() -> ToolSpec {
+    ToolSpec {
+        name: "Grep",
+        description: "Searches file contents with a regular expression (ripgrep syntax), respecting .gitignore. output_mode: files_with_matches (default), content, or count.",
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Regular expression"},
+                "path": {"type": "string", "description": "File or directory to search (default: the working directory)"},
+                "glob": {"type": "string", "description": "Only files whose path matches this glob (e.g. \"*.rs\")"},
+                "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"]},
+                "-i": {"type": "boolean", "description": "Case-insensitive"},
+                "-n": {"type": "boolean", "description": "Line numbers in content mode (default true)"},
+                "-A": {"type": "integer", "minimum": 0, "description": "Lines of context after each match"},
+                "-B": {"type": "integer", "minimum": 0, "description": "Lines of context before each match"},
+                "-C": {"type": "integer", "minimum": 0, "description": "Lines of context around each match"},
+                "type": {"type": "string", "description": "File type, as ripgrep names them (rust, js, py, …)"},
+                "head_limit": {"type": "integer", "minimum": 1, "description": "Only the first N lines or entries"},
+                "multiline": {"type": "boolean", "description": "Let the pattern span lines (. matches newlines)"}
+            },
+            "required": ["pattern"]
+        }),
+    }
+}
+
+pub(crate) fn parse_glob(input: &Value) -> Result<GlobInput, String> {
+    let parsed: GlobInput = parse_input(Tool::Glob, input)?;
+    glob_matcher(&parsed.pattern)?;
+    Ok(parsed)
+}
+
+pub(crate) fn parse_grep(input: &Value) -> Result<GrepInput, String> {
+    let parsed: GrepInput = parse_input(Tool::Grep, input)?;
+    matcher(&parsed).map_err(|e| format!("invalid Grep input: {e}"))?;
+    if let Some(g) = &parsed.glob {
+        glob_matcher(g)?;
+    }
+    match parsed.output_mode.as_deref() {
+        None | Some("content" | "files_with_matches" | "count") => {}
+        Some(other) => {
+            return Err(format!(
+                "invalid Grep input: output_mode {other:?} is not content, files_with_matches or count"
+            ));
+        }
+    }
+    if let Some(t) = &parsed.file_type {
+        types(t).map_err(|e| format!("invalid Grep input: {e}"))?;
+    }
+    if parsed.head_limit == Some(0) {
+        return Err("invalid Grep input: head_limit must be at least 1".into());
+    }
+    Ok(parsed)
+}
+
+fn glob_matcher(pattern: &str) -> Result<GlobMatcher, String> {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| format!("invalid glob {pattern:?}: {e}"))
+}
+
+fn matcher(input: &GrepInput) -> Result<grep_regex::RegexMatcher, String> {
+    let multiline = input.multiline.unwrap_or(false);
+    RegexMatcherBuilder::new()
+        .case_insensitive(input.case_insensitive.unwrap_or(false))
+        .multi_line(multiline)
+        .dot_matches_new_line(multiline)
+        .build(&input.pattern)
+        .map_err(|e| format!("invalid pattern: {e}"))
+}
+
+fn types(name: &str) -> Result<ignore::types::Types, String> {
+    let mut builder = TypesBuilder::new();
+    builder.add_defaults();
+    builder.select(name);
+    builder
+        .build()
+        .map_err(|e| format!("unknown file type {name:?}: {e}"))
+}
+
+pub(crate) fn present(tool: Tool, input: &Value, cwd: &Path) -> Presentation {
+    let pattern = input.get("pattern").and_then(Value::as_str).unwrap_or("");
+    let root = input
+        .get("path")
+        .and_then(Value::as_str)
+        .map(|p| resolve(cwd, p))
+        .unwrap_or_else(|| cwd.to_owned());
+    let verb = if tool == Tool::Glob {
+        "Find"
+    } else {
+        "Search for"
+    };
+    Presentation {
+        title: format!("{verb} `{pattern}` in {}", root.display()),
+        kind: ToolKind::Search,
+        locations: vec![ToolCallLocation::new(root)],
+    }
+}
+
+/// Files under `root` (a file is its own list), walking as ripgrep does.
+fn walk(root: &Path, types: Option<ignore::types::Types>) -> Vec<(PathBuf, SystemTime)> {
+    if root.is_file() {
+        let mtime = std::fs::metadata(root)
+            .and_then(|m| m.modified())
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        return vec![(root.to_owned(), mtime)];
+    }
+    let mut builder = WalkBuilder::new(root);
+    builder.require_git(false);
+    if let Some(t) = types {
+        builder.types(t);
+    }
+    builder
+        .build()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .map(|e| {
+            let mtime = e
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            (e.into_path(), mtime)
+        })
+        .collect()
+}
+
+fn newest_first(files: &mut [(PathBuf, SystemTime)]) {
+    files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+}
+
+fn search_root(cx: &ToolContext, path: &Option<String>) -> Result<PathBuf, String> {
+    let root = path
+        .as_deref()
+        .map(|p| resolve(&cx.cwd, p))
+        .unwrap_or_else(|| cx.cwd.clone());
+    if root.exists() {
+        Ok(root)
+    } else {
+        Err(format!("{} does not exist", root.display()))
+    }
+}
+
+pub(crate) async fn glob(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
+    let input = match parse_glob(call.arguments()) {
+        Ok(i) => i,
+        Err(e) => return ToolOutput::failed(e),
+    };
+    let root = match search_root(&cx, &input.path) {
+        Ok(r) => r,
+        Err(e) => return ToolOutput::failed(e),
+    };
+    let work = tokio::task::spawn_blocking(move || {
+        let matcher = glob_matcher(&input.pattern)?;
+        let mut files: Vec<_> = walk(&root, None)
+            .into_iter()
+            .filter(|(p, _)| matcher.is_match(p.strip_prefix(&root).unwrap_or(p)))
+            .collect();
+        newest_first(&mut files);
+        let total = files.len();
+        let mut out: Vec<String> = files
+            .iter()
+            .take(GLOB_LIMIT)
+            .map(|(p, _)| p.display().to_string())
+            .collect();
+        if total == 0 {
+            return Ok("No files found".to_owned());
+        }
+        if total > GLOB_LIMIT {
+            out.push(format!("[{total} files match; showing the {GLOB_LIMIT} most recently modified. Narrow the pattern or the path for the rest]"));
+        }
+        Ok::<_, String>(out.join("\n"))
+    });
+    cancellable(&cx, work).await
+}
+
+pub(crate) async fn grep(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
+    let input = match parse_grep(call.arguments()) {
+        Ok(i) => i,
+        Err(e) => return ToolOutput::failed(e),
+    };
+    let root = match search_root(&cx, &input.path) {
+        Ok(r) => r,
+        Err(e) => return ToolOutput::failed(e),
+    };
+    let work = tokio::task::spawn_blocking(move || grep_blocking(&input, &root));
+    cancellable(&cx, work).await
+}
+
+/// Runs blocking search work, giving up on cancel (the walk finishes in the
+/// background; it only reads).
+async fn cancellable(
+    cx: &ToolContext,
+    work: tokio::task::JoinHandle<Result<String, String>>,
+) -> ToolOutput {
+    tokio::select! {
+        done = work => match done {
+            Ok(Ok(text)) => ToolOutput::completed(cap_for_model(&text)),
+            Ok(Err(e)) => ToolOutput::failed(e),
+            Err(e) => ToolOutput::failed(format!("the search failed: {e}")),
+        },
+        _ = cx.cancel.cancelled() => ToolOutput::cancelled("cancelled by the user"),
+    }
+}
+
+fn grep_blocking(input: &GrepInput, root: &Path) -> Result<String, String> {
+    let matcher = matcher(input)?;
+    let filter = input.glob.as_deref().map(glob_matcher).transpose()?;
+    let types = input.file_type.as_deref().map(types).transpose()?;
+    let mode = input.output_mode.as_deref().unwrap_or("files_with_matches");
+    let context = input.context.unwrap_or(0);
+    let mut searcher = SearcherBuilder::new()
+        .line_number(true)
+        .multi_line(input.multiline.unwrap_or(false))
+        .before_context(if mode == "content" {
+            input.before.unwrap_or(context)
+        } else {
+            0
+        })
+        .after_context(if mode == "content" {
+            input.after.unwrap_or(context)
+        } else {
+            0
+        })
+        .binary_detection(BinaryDetection::quit(0))
+        .build();
+    let mut files = walk(root, types);
+    newest_first(&mut files);
+    let numbers = input.line_numbers.unwrap_or(true);
+    let limit = input.head_limit.unwrap_or(GREP_LIMIT);
+    let mut out: Vec<String> = Vec::new();
+    let mut cut = false;
+    for (path, _) in files {
+        if let Some(f) = &filter {
+            let relative = path.strip_prefix(root).unwrap_or(&path);
+            let name = Path::new(path.file_name().unwrap_or_default());
+            if !f.is_match(relative) && !f.is_match(name) {
+                continue;
+            }
+        }
+        let mut sink = Collect::default();
+        if searcher.search_path(&matcher, &path, &mut sink).is_err() || sink.matches == 0 {
+            continue;
+        }
+        let shown = path.display();
+        match mode {
+            "count" => out.push(format!("{shown}:{}", sink.matches)),
+            "content" => {
+                let mut last: Option<u64> = None;
+                for (line, is_match, text) in sink.lines {
+                    if last.is_some_and(|l| line > l + 1) {
+                        out.push("--".into());
+                    }
+                    last = Some(line);
+                    let sep = if is_match { ':' } else { '-' };
+                    out.push(if numbers {
+                        format!("{shown}{sep}{line}{sep}{text}")
+                    } else {
+                        format!("{shown}{sep}{text}")
+                    });
+                }
+            }
+            _ => out.push(shown.to_string()),
+        }
+        if out.len() > limit {
+            cut = true;
+            out.truncate(limit);
+            break;
+        }
+    }
+    if out.is_empty() {
+        return Ok("No matches found".to_owned());
+    }
+    if cut {
+        out.push(format!(
+            "[output limited to {limit} lines; narrow the search or raise head_limit]"
+        ));
+    }
+    Ok(out.join("\n"))
+}
+
+/// Collects matching and context lines of one file.
+#[derive(Default)]
+struct Collect {
+    matches: u64,
+    lines: Vec<(u64, bool, String)>,
+}
+
+impl Sink for Collect {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _searcher: &Searcher, m: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        self.matches += 1;
+        let first = m.line_number().unwrap_or(0);
+        for (i, line) in m.lines().enumerate() {
+            let text = String::from_utf8_lossy(line)
+                .trim_end_matches(['\n', '\r'])
+                .to_owned();
+            self.lines.push((first + i as u64, true, text));
+        }
+        Ok(true)
+    }
+
+    fn context(&mut self, _searcher: &Searcher, c: &SinkContext<'_>) -> Result<bool, Self::Error> {
+        let text = String::from_utf8_lossy(c.bytes())
+            .trim_end_matches(['\n', '\r'])
+            .to_owned();
+        self.lines.push((c.line_number().unwrap_or(0), false, text));
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir_all(p.join("src/deep")).unwrap();
+        std::fs::write(
+            p.join("src/lib.rs"),
+            "fn alpha() {}\nfn beta() {}\n// TODO: gamma\n",
+        )
+        .unwrap();
+        std::fs::write(p.join("src/deep/mod.rs"), "fn delta() {}\n").unwrap();
+        std::fs::write(p.join("notes.md"), "alpha notes\n").unwrap();
+        std::fs::write(p.join(".gitignore"), "target/\n").unwrap();
+        std::fs::create_dir_all(p.join("target")).unwrap();
+        std::fs::write(p.join("target/gen.rs"), "fn alpha() {}\n").unwrap();
+        dir
+    }
+
+    fn grep_with(root: &Path, v: Value) -> String {
+        grep_blocking(&parse_grep(&v).unwrap(), root).unwrap()
+    }
+
+    #[test]
+    fn grep_modes_respect_gitignore() {
+        let dir = project();
+        let root = dir.path();
+        let files = grep_with(root, json!({"pattern": "alpha"}));
+        let mut lines: Vec<&str> = files.lines().collect();
+        lines.sort();
+        assert_eq!(
+            lines,
+            [
+                root.join("notes.md").to_str().unwrap(),
+                root.join("src/lib.rs").to_str().unwrap()
+            ]
+        );
+        let content = grep_with(
+            root,
+            json!({"pattern": "beta", "output_mode": "content", "-B": 1}),
+        );
+        let lib = root.join("src/lib.rs");
+        assert_eq!(
+            content,
+            format!("{0}-1-fn alpha() {{}}\n{0}:2:fn beta() {{}}", lib.display())
+        );
+        let count = grep_with(
+            root,
+            json!({"pattern": "fn", "output_mode": "count", "type": "rust", "glob": "lib.rs"}),
+        );
+        assert_eq!(count, format!("{}:2", lib.display()));
+        assert_eq!(
+            grep_with(
+                root,
+                json!({"pattern": "ALPHA", "-i": true, "glob": "*.md"})
+            ),
+            root.join("notes.md").display().to_string()
+        );
+        assert_eq!(
+            grep_with(root, json!({"pattern": "zzz"})),
+            "No matches found"
+        );
+        assert!(
+            parse_grep(&json!({"pattern": "("}))
+                .unwrap_err()
+                .contains("invalid pattern")
+        );
+        assert!(
+            parse_grep(&json!({"pattern": "a", "type": "nolang"}))
+                .unwrap_err()
+                .contains("unknown file type")
+        );
+    }
+
+    #[test]
+    fn glob_matches_relative_paths_newest_first() {
+        let dir = project();
+        let root = dir.path();
+        let all = walk(root, None);
+        assert!(all.iter().all(|(p, _)| !p.starts_with(root.join("target"))));
+        let m = glob_matcher("**/*.rs").unwrap();
+        let mut found: Vec<_> = all
+            .into_iter()
+            .filter(|(p, _)| m.is_match(p.strip_prefix(root).unwrap()))
+            .map(|(p, _)| p)
+            .collect();
+        found.sort();
+        assert_eq!(
+            found,
+            [root.join("src/deep/mod.rs"), root.join("src/lib.rs")]
+        );
+        assert!(!glob_matcher("*.rs").unwrap().is_match("src/lib.rs"));
+    }
+}

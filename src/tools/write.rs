@@ -1,0 +1,100 @@
+//! `Write {file_path, content}`: creates or replaces a text file, through the
+//! editor when it offers `fs/write_text_file`, else atomically on disk. The
+//! card shows the change as a diff and points the editor at its first line.
+
+use std::path::Path;
+
+use agent_client_protocol_schema::v1::{ToolCallLocation, ToolKind};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::files::{FileAccess, first_changed_line};
+use super::{Presentation, Tool, ToolContext, ToolOutput, parse_input, resolve};
+use crate::conversation::ToolSpec;
+use crate::event_log::FileDiff;
+use crate::interception::ApprovedCall;
+
+/// The input, as Claude Code defines it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct WriteInput {
+    pub file_path: String,
+    pub content: String,
+}
+
+pub(crate) fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "Write",
+        description: "Writes a text file, replacing it if it exists. Prefer Edit for changing part of an existing file.",
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "Absolute path of the file (relative paths resolve against the working directory)"},
+                "content": {"type": "string", "description": "The whole new content"}
+            },
+            "required": ["file_path", "content"]
+        }),
+    }
+}
+
+pub(crate) fn parse(input: &Value) -> Result<WriteInput, String> {
+    let parsed: WriteInput = parse_input(Tool::Write, input)?;
+    if parsed.file_path.is_empty() {
+        return Err("invalid Write input: `file_path` is empty".into());
+    }
+    Ok(parsed)
+}
+
+pub(crate) fn present(input: &Value, cwd: &Path) -> Presentation {
+    let path = input
+        .get("file_path")
+        .and_then(Value::as_str)
+        .map(|p| resolve(cwd, p));
+    Presentation {
+        title: match &path {
+            Some(p) => format!("Write {}", p.display()),
+            None => "Write".into(),
+        },
+        kind: ToolKind::Edit,
+        locations: path
+            .map(|p| vec![ToolCallLocation::new(p)])
+            .unwrap_or_default(),
+    }
+}
+
+/// The change writing this input would make now.
+pub(crate) async fn preview(
+    input: &Value,
+    files: &FileAccess,
+    cancel: &CancellationToken,
+) -> Result<FileDiff, String> {
+    let input = parse(input)?;
+    let path = Path::new(&input.file_path).to_owned();
+    let old = files.read(&path, cancel).await?;
+    let line = first_changed_line(old.as_deref().unwrap_or(""), &input.content);
+    Ok(FileDiff {
+        path,
+        old_text: old,
+        new_text: input.content,
+        line,
+    })
+}
+
+pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
+    let diff = match preview(call.arguments(), &cx.files, &cx.cancel).await {
+        Ok(d) => d,
+        Err(e) => return ToolOutput::failed(e),
+    };
+    if let Err(e) = cx.files.write(&diff.path, &diff.new_text, &cx.cancel).await {
+        return ToolOutput::failed(e);
+    }
+    let lines = diff.new_text.lines().count();
+    let text = match &diff.old_text {
+        None => format!("Created {} ({lines} lines).", diff.path.display()),
+        Some(_) => format!("Wrote {} ({lines} lines).", diff.path.display()),
+    };
+    ToolOutput {
+        diff: Some(diff),
+        ..ToolOutput::completed(text)
+    }
+}

@@ -91,9 +91,10 @@ pub enum ProviderError {
         detail: String,
     },
     /// The provider refused the request (another 4xx); not retried.
-    #[error("{provider} rejected the request (HTTP {status}): {detail}")]
+    #[error("{provider} rejected the request{}: {detail}", http_status(*status))]
     Rejected {
         provider: &'static str,
+        /// 0 for an error reported inside the stream.
         status: u16,
         detail: String,
     },
@@ -105,6 +106,13 @@ pub enum ProviderError {
         event: String,
         detail: String,
     },
+}
+
+fn http_status(status: u16) -> String {
+    match status {
+        0 => String::new(),
+        s => format!(" (HTTP {s})"),
+    }
 }
 
 impl ProviderError {

@@ -17,6 +17,7 @@ mod harness;
 mod interception;
 mod process;
 mod protocol;
+mod providers;
 mod schema_file;
 mod tidy;
 mod turns;

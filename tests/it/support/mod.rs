@@ -5,6 +5,9 @@
 
 #![allow(dead_code)] // each test module uses a different part
 
+pub(crate) mod mock_anthropic;
+pub(crate) mod mock_http;
+pub(crate) mod mock_openai;
 pub(crate) mod model;
 pub(crate) mod schema;
 

@@ -1,0 +1,208 @@
+//! A tiny HTTP/1.1 server on 127.0.0.1 for the provider mocks: one request
+//! per connection, answered by a handler with a status and a body, or with
+//! a server-sent event stream written frame by frame (chunked, each frame
+//! flushed, so a client sees it as a real API's stream). A stream can be cut
+//! (the connection closes without the final chunk, as a dropped connection
+//! looks) and paced; the time each frame's last byte was written is kept,
+//! for latency measurements.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A request as the mock received it.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    /// Names lower-cased.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the mock answers.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A status, extra headers and a body (JSON).
+    Status {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
+    /// `200 text/event-stream`: these SSE frames (each a complete
+    /// `event:…\ndata:…\n\n` text), `gap` apart; `cut` closes the connection
+    /// after them without ending the body.
+    Events {
+        frames: Vec<String>,
+        gap: Duration,
+        cut: bool,
+    },
+}
+
+impl Reply {
+    pub fn events(frames: Vec<String>) -> Reply {
+        Reply::Events {
+            frames,
+            gap: Duration::ZERO,
+            cut: false,
+        }
+    }
+
+    pub fn status(status: u16, body: impl Into<String>) -> Reply {
+        Reply::Status {
+            status,
+            headers: Vec::new(),
+            body: body.into(),
+        }
+    }
+}
+
+type Handler = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
+
+/// A running mock server; stops when dropped.
+pub struct MockServer {
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    /// When the last byte of each frame was written, in order.
+    pub written: Arc<Mutex<Vec<Instant>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl MockServer {
+    pub async fn start(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> MockServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let handler: Handler = Arc::new(handler);
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let log = written.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let handler = handler.clone();
+                let log = log.clone();
+                tokio::spawn(async move {
+                    let _ = serve(stream, handler, log).await;
+                });
+            }
+        });
+        MockServer { url, written, task }
+    }
+}
+
+async fn serve(
+    mut stream: TcpStream,
+    handler: Handler,
+    log: Arc<Mutex<Vec<Instant>>>,
+) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next().unwrap_or("").split(' ');
+    let method = first.next().unwrap_or("").to_owned();
+    let path = first.next().unwrap_or("").to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body =
+        String::from_utf8_lossy(&buf[head_end..(head_end + length).min(buf.len())]).into_owned();
+    let request = Request {
+        method,
+        path,
+        headers,
+        body,
+    };
+    match handler(&request) {
+        Reply::Status {
+            status,
+            headers,
+            body,
+        } => {
+            let mut head = format!(
+                "HTTP/1.1 {status} Mock\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+                body.len()
+            );
+            for (n, v) in headers {
+                head.push_str(&format!("{n}: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(body.as_bytes()).await?;
+        }
+        Reply::Events { frames, gap, cut } => {
+            stream
+                .write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+                )
+                .await?;
+            for (i, frame) in frames.iter().enumerate() {
+                if i > 0 && !gap.is_zero() {
+                    tokio::time::sleep(gap).await;
+                }
+                let chunk = format!("{:x}\r\n{frame}\r\n", frame.len());
+                stream.write_all(chunk.as_bytes()).await?;
+                stream.flush().await?;
+                log.lock().unwrap().push(Instant::now());
+            }
+            if !cut {
+                stream.write_all(b"0\r\n\r\n").await?;
+            }
+        }
+    }
+    stream.flush().await?;
+    stream.shutdown().await?;
+    Ok(())
+}
+
+/// One SSE frame with an event name.
+pub fn frame(event: &str, data: &serde_json::Value) -> String {
+    format!("event: {event}\ndata: {data}\n\n")
+}
+
+/// One SSE frame with data only.
+pub fn data_frame(data: &str) -> String {
+    format!("data: {data}\n\n")
+}

@@ -186,6 +186,8 @@ pub struct Conn {
     pub cards: Vec<Card>,
     /// Permission requests received (params), in order.
     pub permission_requests: Vec<Value>,
+    /// Every request the agent made of the client, `{method, params}`, in order.
+    pub client_requests: Vec<Value>,
     permission_answers: VecDeque<String>,
     running_prompts: HashMap<String, usize>,
     pub caps: Caps,
@@ -267,6 +269,7 @@ impl Conn {
             updates: Vec::new(),
             cards: Vec::new(),
             permission_requests: Vec::new(),
+            client_requests: Vec::new(),
             permission_answers: VecDeque::new(),
             running_prompts: HashMap::new(),
             caps: Caps::default(),
@@ -627,6 +630,8 @@ impl Conn {
 
     async fn on_request(&mut self, method: &str, id: Value, frame: &Value) {
         let params = frame.get("params").cloned().unwrap_or(Value::Null);
+        self.client_requests
+            .push(json!({"method": method, "params": params}));
         match self.schemas.side(method) {
             Some(Side::Client) => {
                 if let Err(e) = self.schemas.check_params(method, &params) {

@@ -393,7 +393,7 @@ fn agent_command(
                 .env_remove("CANDOR_SCRIPT");
             if let Some(model) = &s.model {
                 let script = dir.join("model.json");
-                std::fs::write(&script, model.to_string())
+                std::fs::write(&script, with_cwd(model, project).to_string())
                     .map_err(|e| format!("cannot write the model script: {e}"))?;
                 cmd.env("CANDOR_PROVIDER", "scripted")
                     .env("CANDOR_SCRIPT", script);
@@ -402,7 +402,7 @@ fn agent_command(
                 .env("CANDOR_CAPTURE", dir.join("requests.jsonl"));
             if let Some(policy) = &s.policy {
                 let file = dir.join("policy.json");
-                std::fs::write(&file, policy.to_string())
+                std::fs::write(&file, with_cwd(policy, project).to_string())
                     .map_err(|e| format!("cannot write the policy file: {e}"))?;
                 cmd.env("CANDOR_POLICY", file);
             }
@@ -473,6 +473,7 @@ impl Runner<'_> {
         let requests_from = read_lines(&self.requests).len();
         let cards_from = self.conn.cards.len();
         let permissions_from = self.conn.permission_requests.len();
+        let client_requests_from = self.conn.client_requests.len();
         if !step.permissions.is_empty() {
             self.conn.answer_permissions(&step.permissions);
         }
@@ -729,6 +730,14 @@ impl Runner<'_> {
             let frame = cards.last().cloned();
             self.record(format!("{name}: cards"), result, frame.as_ref());
         }
+        if let Some(want) = &expect.client_requests {
+            let got = self.conn.client_requests[client_requests_from..].to_vec();
+            self.record(
+                format!("{name}: requests to the client (in order)"),
+                matcher::subsequence(want, &got),
+                got.last(),
+            );
+        }
         if let Some(want) = &expect.model_requests {
             let requests = read_lines(&self.requests);
             let step_requests = requests.get(requests_from..).unwrap_or_default();
@@ -889,6 +898,20 @@ impl Runner<'_> {
                 serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
             })
             .collect()
+    }
+}
+
+/// `$cwd` in every string of a scenario's model script or policy.
+fn with_cwd(v: &Value, project: &Path) -> Value {
+    match v {
+        Value::String(s) => Value::String(s.replace("$cwd", &project.display().to_string())),
+        Value::Array(a) => Value::Array(a.iter().map(|x| with_cwd(x, project)).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| (k.clone(), with_cwd(x, project)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 

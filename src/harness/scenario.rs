@@ -156,6 +156,10 @@ pub struct Expect {
     /// `rawOutput`, `content`, `locations`, `text`, `_meta`). The count must match.
     #[serde(default)]
     pub cards: Option<Vec<Value>>,
+    /// The requests the agent made of the client during this step
+    /// (`{method, params}`), an ordered subsequence of matchers.
+    #[serde(default)]
+    pub client_requests: Option<Vec<Value>>,
     /// The permission requests of this step, in order (their params).
     #[serde(default)]
     pub permission_requests: Option<Vec<Value>>,

@@ -376,7 +376,9 @@ pub fn decide(
             by: format!("grant:{rule}"),
         };
     }
-    let inside = !parts.is_empty() && parts.iter().all(|p| Path::new(p).starts_with(root));
+    // Tools without paths (a plan, a background shell's output) are inside
+    // by definition.
+    let inside = parts.iter().all(|p| Path::new(p).starts_with(root));
     if read_only && inside {
         return Disposition::Run {
             by: "default".into(),

@@ -324,14 +324,23 @@ pub fn cap_for_model(text: &str) -> String {
     )
 }
 
-/// Resolves a path argument against the session's working directory.
+/// Resolves a path argument against the session's working directory and
+/// removes `.` and `..` components (lexically: symlinks are not followed),
+/// so that `/p/../etc/passwd` is shown, ruled on and logged as `/etc/passwd`.
 pub fn resolve(cwd: &Path, path: &str) -> PathBuf {
-    let p = Path::new(path);
-    if p.is_absolute() {
-        p.to_owned()
-    } else {
-        cwd.join(p)
+    use std::path::Component;
+    let joined = cwd.join(path);
+    let mut out = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
     }
+    out
 }
 
 /// Parses a tool input into its typed form with a readable error.
@@ -354,6 +363,20 @@ mod tests {
         assert!(capped.ends_with(&"b".repeat(15_000)));
         assert!(capped.contains("[… 10000 characters elided by candor …]"));
         assert_eq!(cap_for_model("short"), "short");
+    }
+
+    #[test]
+    fn paths_resolve_without_dots() {
+        assert_eq!(
+            resolve(Path::new("/p"), "src/a.rs"),
+            PathBuf::from("/p/src/a.rs")
+        );
+        assert_eq!(resolve(Path::new("/p"), "../x"), PathBuf::from("/x"));
+        assert_eq!(
+            resolve(Path::new("/p"), "/etc/./a/../passwd"),
+            PathBuf::from("/etc/passwd")
+        );
+        assert_eq!(resolve(Path::new("/p"), "/../.."), PathBuf::from("/"));
     }
 
     #[test]

@@ -228,7 +228,7 @@ pub(crate) async fn output(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
     let body = if new.is_empty() {
         "(no new output)".to_owned()
     } else {
-        cap_for_model(&new)
+        cap_for_model(new.trim_end_matches('\n'))
     };
     ToolOutput::completed(format!("{body}\n{status}"))
 }

@@ -20,4 +20,5 @@ mod protocol;
 mod providers;
 mod schema_file;
 mod tidy;
+mod tools;
 mod turns;

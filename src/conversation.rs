@@ -200,3 +200,36 @@ pub struct ModelRequest {
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_raw_block_is_kept_last_and_read_back_by_api() {
+        let turn: AssistantTurn = serde_json::from_value(json!({
+            "content": [
+                {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "ls"}},
+                {"type": "raw", "api": "openai-chat", "turn": {"role": "assistant"},
+                 "usage": {"inputTokens": 5, "outputTokens": 2, "cacheReadTokens": 1}}
+            ],
+            "stop": "tool_use"
+        }))
+        .unwrap();
+        assert_eq!(turn.tool_uses().count(), 1);
+        assert_eq!(
+            turn.raw(WireApi::OpenaiChat),
+            Some(&json!({"role": "assistant"}))
+        );
+        assert_eq!(turn.raw(WireApi::Anthropic), None);
+        let usage = turn.usage().unwrap();
+        assert_eq!((usage.context_tokens(), usage.cache_write_tokens), (7, 0));
+        let back = serde_json::to_value(&turn).unwrap();
+        assert_eq!(
+            back["content"][1],
+            json!({"type": "raw", "api": "openai-chat", "turn": {"role": "assistant"},
+                   "usage": {"inputTokens": 5, "outputTokens": 2, "cacheReadTokens": 1}})
+        );
+    }
+}

@@ -9,7 +9,12 @@
 //! model request per call, whose history is derived from the whole log).
 
 // A bench is a program whose output is its report.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -30,7 +35,9 @@ fn run(script: &Value, label: &str) -> (Duration, u64, usize) {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
-    let text: String = (1..=100).map(|i| format!("line {i} of the data file\n")).collect();
+    let text: String = (1..=100)
+        .map(|i| format!("line {i} of the data file\n"))
+        .collect();
     std::fs::write(project.join("data.txt"), text).unwrap();
     let script_path = dir.path().join("script.json");
     std::fs::write(&script_path, script.to_string()).unwrap();
@@ -62,15 +69,27 @@ fn run(script: &Value, label: &str) -> (Duration, u64, usize) {
             }
         }
     };
-    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}));
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+    );
     wait(0);
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": project, "mcpServers": []}}));
-    let session = wait(1).0["result"]["sessionId"].as_str().unwrap().to_owned();
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": project, "mcpServers": []}}),
+    );
+    let session = wait(1).0["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let started = Instant::now();
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "read"}]}}));
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "read"}]}}),
+    );
     let (response, frames) = wait(2);
     let took = started.elapsed();
-    assert_eq!(response["result"]["stopReason"], "end_turn", "{label}: {response}");
+    assert_eq!(
+        response["result"]["stopReason"], "end_turn",
+        "{label}: {response}"
+    );
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let hwm = status
         .lines()
@@ -78,7 +97,6 @@ fn run(script: &Value, label: &str) -> (Duration, u64, usize) {
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    drop(send);
     drop(stdin);
     let _ = child.wait();
     (took, hwm, frames)
@@ -88,7 +106,9 @@ fn run(script: &Value, label: &str) -> (Duration, u64, usize) {
 fn file_reads() -> Duration {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("data.txt");
-    let text: String = (1..=100).map(|i| format!("line {i} of the data file\n")).collect();
+    let text: String = (1..=100)
+        .map(|i| format!("line {i} of the data file\n"))
+        .collect();
     std::fs::write(&path, text).unwrap();
     let started = Instant::now();
     for _ in 0..CALLS {
@@ -105,11 +125,17 @@ fn main() {
     ]});
     // 99 model requests with a call each, then the answer: the turn-request
     // limit is 100 per prompt.
-    let mut responses: Vec<Value> = (0..99).map(|i| json!({"content": [read_call(i)]})).collect();
+    let mut responses: Vec<Value> = (0..99)
+        .map(|i| json!({"content": [read_call(i)]}))
+        .collect();
     responses.push(json!({"content": [{"type": "text", "text": "done"}]}));
     let many_responses = json!({"responses": responses});
     println!("tools: {CALLS} sequential Read calls in one prompt (release binary, real pipes)");
-    println!("  the {CALLS} file reads alone: {:.3} ms ({:.1} µs each)", ms(reads), us(reads) / CALLS as f64);
+    println!(
+        "  the {CALLS} file reads alone: {:.3} ms ({:.1} µs each)",
+        ms(reads),
+        us(reads) / CALLS as f64
+    );
     for (label, script, calls) in [
         ("one response, 1000 calls", &one_response, CALLS),
         ("99 responses, 1 call each", &many_responses, 99),

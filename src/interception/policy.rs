@@ -378,7 +378,8 @@ pub fn decide(
     }
     // Tools without paths (a plan, a background shell's output) are inside
     // by definition.
-    let inside = parts.iter().all(|p| Path::new(p).starts_with(root));
+    // (A command's parts are commands, not paths.)
+    let inside = tool == "Bash" || parts.iter().all(|p| Path::new(p).starts_with(root));
     if read_only && inside {
         return Disposition::Run {
             by: "default".into(),
@@ -389,11 +390,14 @@ pub fn decide(
             by: "mode:acceptEdits".into(),
         };
     }
-    let reason = if read_only && !inside {
-        Some("the path is outside the project".into())
+    let reason = if !inside {
+        "the path is outside the project"
+    } else if known.is_some_and(Tool::edits_files) {
+        "edits ask before they change a file (acceptEdits mode lets edits inside the project run)"
     } else {
-        None
+        "commands ask before they run (an allow rule, or a session grant from \"Always allow\", lets them run)"
     };
+    let reason = Some(reason.to_owned());
     Disposition::Ask {
         by: "default".into(),
         reason,

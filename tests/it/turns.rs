@@ -112,7 +112,8 @@ async fn a_turn_with_tools_shows_cards_derived_from_the_log() {
     assert_eq!(log[call]["arguments"], bash.raw_input);
     assert_eq!(
         log[call]["decision"],
-        json!({"outcome": "ask", "by": "default"})
+        json!({"outcome": "ask", "by": "default",
+               "reason": "commands ask before they run (an allow rule, or a session grant from \"Always allow\", lets them run)"})
     );
     assert_eq!(log[call + 2]["outcome"], "allowed_once");
     assert_eq!(log[call + 2]["digest"], log[call]["digest"]);

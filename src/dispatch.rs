@@ -22,10 +22,11 @@ use std::time::Duration;
 
 use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::v1::{
-    AgentCapabilities, CancelNotification, CancelRequestNotification, ClientCapabilities,
-    ContentBlock, EmbeddedResourceResource, Error as AcpError, Implementation, InitializeRequest,
+    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
+    CancelNotification, CancelRequestNotification, ClientCapabilities, ContentBlock,
+    EmbeddedResourceResource, Error as AcpError, Implementation, InitializeRequest,
     InitializeResponse, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, RequestId,
+    PromptResponse, RequestId, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
 };
 use bytes::Bytes;
 use jsonrpsee::RpcModule;
@@ -109,6 +110,7 @@ impl Agent {
                     .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
             )
             .agent_info(Implementation::new("candor", env!("CARGO_PKG_VERSION")).title("candor"))
+            .auth_methods(auth_methods())
     }
 
     fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse, AcpError> {
@@ -143,7 +145,51 @@ impl Agent {
         let id = started.handle.id().to_owned();
         lock(&self.sessions).insert(id.clone(), started.handle);
         lock(&self.actors).push(started.task);
-        Ok(NewSessionResponse::new(id))
+        let response = NewSessionResponse::new(id);
+        Ok(if started.config_options.is_empty() {
+            response
+        } else {
+            response.config_options(started.config_options)
+        })
+    }
+
+    async fn set_config_option(
+        &self,
+        request: SetSessionConfigOptionRequest,
+    ) -> Result<SetSessionConfigOptionResponse, AcpError> {
+        let session = self.session(&request.session_id.0)?;
+        if request.config_id.0.as_ref() != "model" {
+            return Err(AcpError::invalid_params().data(format!(
+                "unknown config option {:?}; candor has \"model\"",
+                request.config_id.0
+            )));
+        }
+        let Some(value) = request.value.as_value_id() else {
+            return Err(
+                AcpError::invalid_params().data("the model option takes a model id, not a boolean")
+            );
+        };
+        let options = session.set_model(value.0.to_string()).await?;
+        Ok(SetSessionConfigOptionResponse::new(options))
+    }
+
+    /// `authenticate`: keys come from the environment only, so this says
+    /// whether the method's key is set and, if not, which variable to set.
+    fn authenticate(&self, request: AuthenticateRequest) -> Result<AuthenticateResponse, AcpError> {
+        let method = request.method_id.0.as_ref();
+        let Some((_, variable, _)) = AUTH_METHODS.iter().find(|(id, _, _)| *id == method) else {
+            return Err(AcpError::invalid_params().data(format!("unknown auth method {method:?}")));
+        };
+        if std::env::var_os(variable).is_some_and(|v| !v.is_empty()) {
+            Ok(AuthenticateResponse::new())
+        } else {
+            Err(AcpError::new(
+                -32000,
+                format!(
+                    "{variable} is not set: set it in the environment your editor starts candor with, then restart candor"
+                ),
+            ))
+        }
     }
 
     async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, AcpError> {
@@ -190,6 +236,25 @@ impl Agent {
     }
 }
 
+/// How to authenticate: `(method id, environment variable, provider)`.
+const AUTH_METHODS: [(&str, &str, &str); 2] = [
+    ("anthropic-api-key", "ANTHROPIC_API_KEY", "Anthropic"),
+    ("openai-api-key", "OPENAI_API_KEY", "OpenAI"),
+];
+
+fn auth_methods() -> Vec<AuthMethod> {
+    AUTH_METHODS
+        .iter()
+        .map(|(id, variable, provider)| {
+            AuthMethod::Agent(
+                AuthMethodAgent::new(*id, format!("{provider} API key")).description(format!(
+                    "Set {variable} in the environment your editor starts candor with"
+                )),
+            )
+        })
+        .collect()
+}
+
 /// Refuses prompt content candor cannot give the model.
 fn check_prompt(blocks: &[ContentBlock]) -> Result<(), AcpError> {
     for block in blocks {
@@ -226,6 +291,18 @@ pub(crate) fn module(agent: Arc<Agent>) -> RpcModule<Arc<Agent>> {
             .register_method("session/new", |params, agent, _| {
                 let request: NewSessionRequest = decode(&params)?;
                 agent.new_session(request).map_err(to_rpc)
+            })
+            .map(drop),
+        module
+            .register_method("authenticate", |params, agent, _| {
+                let request: AuthenticateRequest = decode(&params)?;
+                agent.authenticate(request).map_err(to_rpc)
+            })
+            .map(drop),
+        module
+            .register_async_method("session/set_config_option", |params, agent, _| async move {
+                let request: SetSessionConfigOptionRequest = decode(&params)?;
+                agent.set_config_option(request).await.map_err(to_rpc)
             })
             .map(drop),
         module

@@ -179,6 +179,8 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
                 }
             }
             Event::SessionStarted { .. }
+            | Event::Notice { .. }
+            | Event::ConfigChanged { .. }
             | Event::AssistantDelta { .. }
             | Event::ToolCall { .. }
             | Event::PermissionRequested { .. }

@@ -20,12 +20,14 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, Diff, Plan, PlanEntry, SessionUpdate, Terminal, ToolCall,
-    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ContentBlock, ContentChunk, Diff, Notice, NoticeSeverity, Plan, PlanEntry, SessionUpdate,
+    Terminal, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, UsageUpdate,
 };
 use serde_json::{Value, json};
 
-use crate::event_log::{DeltaChannel, Event, FileDiff, Outcome, Record, ResultStatus};
+use crate::conversation::AssistantBlock;
+use crate::event_log::{DeltaChannel, Event, FileDiff, NoticeLevel, Outcome, Record, ResultStatus};
 use crate::tools::{self, Tool};
 
 /// Whether updates go to a live client or replay a stored session.
@@ -46,6 +48,10 @@ pub struct Presenter {
     cards: HashMap<String, Card>,
     /// `TodoWrite` calls waiting for their result: their plan.
     plans: HashMap<String, Vec<PlanEntry>>,
+    /// The client advertised `session.notices`.
+    notices: bool,
+    /// The model's context window (from `session/started`), for usage.
+    context_window: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -89,15 +95,52 @@ impl Presenter {
             mode,
             cards: HashMap::new(),
             plans: HashMap::new(),
+            notices: false,
+            context_window: None,
         }
+    }
+
+    /// Whether the client takes `notice` updates (`session.notices`); if
+    /// not, notices are shown as thoughts.
+    pub fn with_notices(mut self, notices: bool) -> Self {
+        self.notices = notices;
+        self
     }
 
     /// The updates one record means, in order.
     pub fn apply(&mut self, record: &Record) -> Vec<SessionUpdate> {
         match &record.event {
-            Event::SessionStarted { .. }
-            | Event::AssistantMessage { .. }
-            | Event::TurnEnded { .. } => Vec::new(),
+            Event::SessionStarted { context_window, .. } => {
+                self.context_window = *context_window;
+                Vec::new()
+            }
+            Event::AssistantMessage { content, .. } => {
+                let usage = content.iter().find_map(|b| match b {
+                    AssistantBlock::Raw { usage, .. } => *usage,
+                    _ => None,
+                });
+                match (usage, self.context_window) {
+                    (Some(u), Some(size)) => vec![SessionUpdate::UsageUpdate(UsageUpdate::new(
+                        u.context_tokens(),
+                        size,
+                    ))],
+                    _ => Vec::new(),
+                }
+            }
+            Event::TurnEnded { .. } | Event::ConfigChanged { .. } => Vec::new(),
+            Event::Notice { level, text } => {
+                if self.notices {
+                    let severity = match level {
+                        NoticeLevel::Info => NoticeSeverity::Info,
+                        NoticeLevel::Warning => NoticeSeverity::Warning,
+                        NoticeLevel::Error => NoticeSeverity::Error,
+                    };
+                    vec![SessionUpdate::Notice(Notice::new(severity, text.clone()))]
+                } else {
+                    let chunk = ContentChunk::new(ContentBlock::from(format!("[candor] {text}\n")));
+                    vec![SessionUpdate::AgentThoughtChunk(chunk)]
+                }
+            }
             Event::UserMessage { content } => match self.mode {
                 Mode::Live => Vec::new(),
                 Mode::Replay => content

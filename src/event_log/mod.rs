@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 pub use record::{
-    Decision, DeltaChannel, Event, FORMAT_VERSION, FileDiff, Outcome, PermissionChoice,
-    PermissionOutcome, Record, ResultStatus, TurnStop,
+    Decision, DeltaChannel, Event, FORMAT_VERSION, FileDiff, NoticeLevel, Outcome,
+    PermissionChoice, PermissionOutcome, Record, ResultStatus, TurnStop,
 };
 
 /// Why the log could not be written or read.

@@ -65,7 +65,20 @@ pub enum Event {
         candor_version: String,
         /// Which model provider the session was opened with.
         provider: String,
+        /// The model, when the provider has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        /// The model's context window in tokens, when known (for usage).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_window: Option<u64>,
     },
+    /// Something the user should know that is not part of the conversation
+    /// (a retried model request, a configuration problem).
+    #[serde(rename = "session/notice")]
+    Notice { level: NoticeLevel, text: String },
+    /// A session setting changed (`session/set_config_option`).
+    #[serde(rename = "config/changed")]
+    ConfigChanged { config_id: String, value: String },
     /// A prompt from the user, as the client sent it (ACP content blocks).
     /// It opens a turn.
     #[serde(rename = "user/message")]
@@ -174,6 +187,15 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+/// How much a notice matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeLevel {
+    Info,
+    Warning,
+    Error,
 }
 
 /// Which stream a delta belongs to.

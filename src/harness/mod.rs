@@ -389,6 +389,18 @@ fn agent_command(
         None => {
             let mut cmd = exec::agent(&opts.candor, &[]);
             cmd.env("CANDOR_HOME", home).env("RUST_LOG", "info");
+            // The scenario decides the model: a developer's keys or config
+            // must not turn a scenario into a network call.
+            for var in [
+                "ANTHROPIC_API_KEY",
+                "OPENAI_API_KEY",
+                "CANDOR_MODEL",
+                "ANTHROPIC_BASE_URL",
+                "OPENAI_BASE_URL",
+            ] {
+                cmd.env_remove(var);
+            }
+            cmd.env("XDG_CONFIG_HOME", dir.join("config"));
             cmd.env_remove("CANDOR_PROVIDER")
                 .env_remove("CANDOR_SCRIPT");
             if let Some(model) = &s.model {

@@ -5,14 +5,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{
-    ClientCapabilities, ContentBlock, Error as AcpError, SessionId, StopReason,
+    ClientCapabilities, ContentBlock, Error as AcpError, SessionConfigOption,
+    SessionConfigOptionCategory, SessionConfigSelectOption, SessionId, StopReason,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::call::Gate;
 use super::commit::Committer;
-use super::turn::{self, TurnControl};
+use super::turn::{self, TurnControl, TurnError};
 use super::{SessionHandle, Started};
 use crate::config::Config;
 use crate::event_log::{Event, EventLog, FORMAT_VERSION, LogError, TurnStop};
@@ -27,6 +28,11 @@ use crate::transport::Outbox;
 /// What the dispatcher asks of a session.
 #[derive(Debug)]
 pub(crate) enum Command {
+    /// Use another model from now on; answer with the session's options.
+    SetModel {
+        model: String,
+        reply: oneshot::Sender<Result<Vec<SessionConfigOption>, AcpError>>,
+    },
     /// Run a turn; answer with its stop reason.
     Prompt {
         content: Vec<ContentBlock>,
@@ -64,8 +70,9 @@ pub(crate) fn start(
     let id = uuid::Uuid::new_v4().to_string();
     let log = EventLog::create(&config.sessions_dir(), &id)?;
     let log_path = log.path().to_owned();
-    let provider = Provider::from_config(config);
-    let presenter = Presenter::new(cwd.clone(), Mode::Live);
+    let provider = Provider::for_session(config, &cwd);
+    let notices = client.session.as_ref().is_some_and(|s| s.notices.is_some());
+    let presenter = Presenter::new(cwd.clone(), Mode::Live).with_notices(notices);
     let mut committer = Committer::new(SessionId::new(id.clone()), log, presenter, outbox);
     committer.commit(Event::SessionStarted {
         session_id: id.clone(),
@@ -73,6 +80,8 @@ pub(crate) fn start(
         format: FORMAT_VERSION,
         candor_version: env!("CARGO_PKG_VERSION").to_owned(),
         provider: provider.name().to_owned(),
+        model: provider.model().map(str::to_owned),
+        context_window: provider.context_window(),
     })?;
     // Capacity: the handle lets one prompt through at a time; a few slots
     // are room for commands to come (mode changes, load) without waiting.
@@ -96,8 +105,13 @@ pub(crate) fn start(
     };
     let handle = SessionHandle::new(id.clone(), log_path, inbox, hard_stop.clone(), shells);
     tracing::info!(session = %id, provider = provider.name(), log = %handle.log_path().display(), "session started");
+    let options = config_options(&provider);
     let task = tokio::spawn(run(committer, provider, gate, cwd, commands, hard_stop));
-    Ok(Started { handle, task })
+    Ok(Started {
+        handle,
+        task,
+        config_options: options,
+    })
 }
 
 /// The actor loop: ends when every handle is gone.
@@ -126,6 +140,10 @@ async fn run(
                         .await
                     {
                         Ok(stop) => Ok(stop_reason(stop)),
+                        Err(TurnError::Provider(e)) if e.auth_variable().is_some() => {
+                            tracing::warn!(error = %e, "the model needs a key");
+                            Err(AcpError::new(-32000, e.to_string()))
+                        }
                         Err(e) => {
                             tracing::error!(error = %e, "turn failed");
                             Err(AcpError::new(-32603, format!("the turn failed: {e}")))
@@ -133,10 +151,48 @@ async fn run(
                     };
                 let _ = reply.send(answer);
             }
+            Command::SetModel { model, reply } => {
+                // With a configured list of models, the choice is one of
+                // them; without one, any model name the provider takes.
+                let choices = provider.model_choices();
+                let listed = choices.len() < 2 || choices.contains(&model);
+                let answer = if listed && provider.set_model(&model) {
+                    committer
+                        .commit(Event::ConfigChanged {
+                            config_id: "model".into(),
+                            value: model,
+                        })
+                        .map(|()| config_options(&provider))
+                        .map_err(|e| AcpError::new(-32603, e.to_string()))
+                } else {
+                    Err(AcpError::invalid_params().data(format!(
+                        "{model:?} is not a model this session can use; the choices are {}",
+                        provider.model_choices().join(", ")
+                    )))
+                };
+                let _ = reply.send(answer);
+            }
         }
     }
     // The session is over: nothing it started may outlive it.
     gate.shells.kill_all();
+}
+
+/// The session's config options: the model, when the provider has models.
+pub(crate) fn config_options(provider: &Provider) -> Vec<SessionConfigOption> {
+    let Some(current) = provider.model() else {
+        return Vec::new();
+    };
+    let choices: Vec<SessionConfigSelectOption> = provider
+        .model_choices()
+        .into_iter()
+        .map(|m| SessionConfigSelectOption::new(m.clone(), m))
+        .collect();
+    vec![
+        SessionConfigOption::select("model", "Model", current.to_owned(), choices)
+            .category(SessionConfigOptionCategory::Model)
+            .description("The model that answers in this session".to_owned()),
+    ]
 }
 
 /// The ACP stop reason of a turn that ended normally.

@@ -111,6 +111,24 @@ impl SessionHandle {
         answer.await.unwrap_or_else(|_| Err(stopped(&self.id)))
     }
 
+    /// Switches the session's model; answers with its config options. Takes
+    /// effect for the next model request (a running turn finishes first).
+    pub(crate) async fn set_model(
+        &self,
+        model: String,
+    ) -> Result<Vec<agent_client_protocol_schema::v1::SessionConfigOption>, AcpError> {
+        let (reply, answer) = oneshot::channel();
+        if self
+            .inbox
+            .send(actor::Command::SetModel { model, reply })
+            .await
+            .is_err()
+        {
+            return Err(stopped(&self.id));
+        }
+        answer.await.unwrap_or_else(|_| Err(stopped(&self.id)))
+    }
+
     /// Cancels the running turn, any prompt read but not yet started, and
     /// the session's background commands.
     pub(crate) fn cancel(&self) {
@@ -153,4 +171,6 @@ fn stopped(id: &str) -> AcpError {
 pub(crate) struct Started {
     pub(crate) handle: SessionHandle,
     pub(crate) task: JoinHandle<()>,
+    /// The session's config options (the model), for `session/new`.
+    pub(crate) config_options: Vec<agent_client_protocol_schema::v1::SessionConfigOption>,
 }

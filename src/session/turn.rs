@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use super::call::{Gate, finish, run_call};
 use super::commit::Committer;
 use crate::conversation::{AssistantBlock, ModelRequest, ModelStop};
-use crate::event_log::{DeltaChannel, Event, LogError, ResultStatus, TurnStop};
+use crate::event_log::{DeltaChannel, Event, LogError, NoticeLevel, ResultStatus, TurnStop};
 use crate::history::derive_messages;
 use crate::providers::{Provider, ProviderError, StreamDelta};
 use crate::tools;
@@ -92,7 +92,8 @@ async fn steps(
     control: &TurnControl,
 ) -> Result<TurnStop, TurnError> {
     c.commit(Event::UserMessage { content: prompt })?;
-    for _ in 0..MAX_MODEL_REQUESTS {
+    let limit = provider.max_turn_requests().unwrap_or(MAX_MODEL_REQUESTS);
+    for _ in 0..limit {
         if control.cancel.is_cancelled() {
             return Ok(TurnStop::Cancelled);
         }
@@ -153,6 +154,13 @@ async fn ask_model(
     cancel: &CancellationToken,
 ) -> Result<Option<crate::conversation::AssistantTurn>, TurnError> {
     let (tx, mut rx) = mpsc::unbounded_channel();
+    // Retries and other provider news reach the user as notices.
+    let (notice_tx, mut notices) = mpsc::unbounded_channel();
+    provider.set_notices(Some(notice_tx));
+    let notice = |text: String| Event::Notice {
+        level: NoticeLevel::Warning,
+        text,
+    };
     let mut streamed = String::new();
     let stream = provider.stream(request, tx);
     tokio::pin!(stream);
@@ -160,12 +168,16 @@ async fn ask_model(
         tokio::select! {
             biased;
             Some(delta) = rx.recv() => record_delta(c, delta, &mut streamed)?,
+            Some(text) = notices.recv() => c.commit(notice(text))?,
             result = &mut stream => break Some(result),
             _ = cancel.cancelled() => break None,
         }
     };
     while let Ok(delta) = rx.try_recv() {
         record_delta(c, delta, &mut streamed)?;
+    }
+    while let Ok(text) = notices.try_recv() {
+        c.commit(notice(text))?;
     }
     match result {
         Some(Ok(turn)) => Ok(Some(turn)),

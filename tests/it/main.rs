@@ -16,6 +16,7 @@ mod cancel;
 mod clients;
 mod harness;
 mod interception;
+mod models;
 mod process;
 mod protocol;
 mod providers;

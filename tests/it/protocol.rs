@@ -39,7 +39,15 @@ async fn initialize_answers_version_1_and_only_true_capabilities() {
         json!({"http": false, "sse": false})
     );
     assert_eq!(caps["sessionCapabilities"], json!({}));
-    assert_eq!(result["authMethods"], json!([]));
+    assert_eq!(
+        result["authMethods"],
+        json!([
+            {"id": "anthropic-api-key", "name": "Anthropic API key",
+             "description": "Set ANTHROPIC_API_KEY in the environment your editor starts candor with"},
+            {"id": "openai-api-key", "name": "OpenAI API key",
+             "description": "Set OPENAI_API_KEY in the environment your editor starts candor with"}
+        ])
+    );
 }
 
 #[tokio::test]

@@ -45,7 +45,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::oneshot;
 
 pub use config::{Config, ProviderSetting};
-pub use transport::MAX_LINE;
+pub use transport::{MAX_LINE, stdio};
 
 /// How long shutdown waits for sessions to write their last records.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(600);

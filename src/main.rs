@@ -71,14 +71,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         None => {
             let mut config = candor::Config::from_env();
             config.log_messages = cli.log_messages;
-            runtime.block_on(candor::serve(
-                tokio::io::stdin(),
-                tokio::io::stdout(),
-                config,
-                terminate_signal(),
-            ));
-            // Do not wait for the blocking stdin reader thread, which may sit
-            // in read(2) forever.
+            runtime.block_on(async {
+                let (input, output) = candor::stdio();
+                candor::serve(input, output, config, terminate_signal()).await;
+            });
+            // When stdin is not a pipe, do not wait for the blocking reader
+            // thread, which may sit in read(2) forever.
             runtime.shutdown_timeout(std::time::Duration::from_millis(50));
             Ok(ExitCode::SUCCESS)
         }

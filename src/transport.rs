@@ -20,6 +20,35 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder};
 
+/// The process's stdin and stdout as async streams.
+///
+/// A pipe (what an editor hands its agent) is put in non-blocking mode and
+/// driven by the runtime's reactor, so a frame goes from the writer task to
+/// `write(2)` with no hand-off; anything else (a file, a terminal) goes
+/// through tokio's adapters, which do each read and write on a blocking
+/// thread. Non-blocking mode is safe to set because no process candor starts
+/// inherits its stdin or stdout (`tools::exec`).
+pub fn stdio() -> (
+    Box<dyn AsyncRead + Unpin + Send>,
+    Box<dyn AsyncWrite + Unpin + Send>,
+) {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+    let as_file =
+        |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().map(std::fs::File::from);
+    let input: Box<dyn AsyncRead + Unpin + Send> =
+        match as_file(io::stdin().as_fd()).and_then(pipe::Receiver::from_file) {
+            Ok(pipe) => Box::new(pipe),
+            Err(_) => Box::new(tokio::io::stdin()),
+        };
+    let output: Box<dyn AsyncWrite + Unpin + Send> =
+        match as_file(io::stdout().as_fd()).and_then(pipe::Sender::from_file) {
+            Ok(pipe) => Box::new(pipe),
+            Err(_) => Box::new(tokio::io::stdout()),
+        };
+    (input, output)
+}
+
 /// The longest line candor accepts. A longer line is discarded (up to its
 /// newline) and answered with `-32600`; reading goes on.
 pub const MAX_LINE: usize = 64 * 1024 * 1024;

@@ -2,9 +2,10 @@
 //!
 //! [`EventLog`] is owned by exactly one session actor (one writer, no locks).
 //! Each [`append`](EventLog::append) serializes one [`Record`] to one line
-//! and hands it to the kernel with a single write; [`append_durable`]
-//! (EventLog::append_durable) also waits for the data to reach the disk and
-//! is used for `tool/call`, so that nothing executes without its record. The
+//! and hands it to the kernel with a single write; [`sync`](EventLog::sync)
+//! waits until everything appended has reached the disk, and is called after
+//! a `tool/call` record (and a permission answer) before the tool runs, so
+//! that nothing executes without its record on disk. The
 //! records are also kept in memory, in order, for the projections
 //! ([`crate::presentation`], [`crate::history`]).
 //!
@@ -106,24 +107,18 @@ impl EventLog {
         Ok(&self.records[self.records.len() - 1])
     }
 
-    /// Appends a record and waits until it is on disk (`fdatasync`).
+    /// Waits until every record appended so far is on disk (`fdatasync`).
     ///
-    /// This blocks the calling thread for the duration of the sync (about a
-    /// millisecond on an SSD); it is used once per tool call, right before
-    /// the tool runs, where waiting is the point.
-    pub fn append_durable(&mut self, event: Event) -> Result<&Record, LogError> {
-        let len = self.records.len();
-        self.append(event)?;
-        if let Err(source) = self.file.sync_data() {
-            // Not durable means not committed: forget it in memory too, so
-            // nothing is derived from it. The caller stops the turn.
-            self.records.truncate(len);
-            return Err(LogError::Write {
-                path: self.path.clone(),
-                source,
-            });
-        }
-        Ok(&self.records[len])
+    /// This blocks the calling thread for the duration of the sync (0.2–1 ms
+    /// on an SSD); it is used once per tool call, right before the tool
+    /// runs, where waiting is the point. A failed sync leaves the records in
+    /// memory (the kernel has them, as after any `append`); the caller must
+    /// not run the tool and stops the turn.
+    pub fn sync(&mut self) -> Result<(), LogError> {
+        self.file.sync_data().map_err(|source| LogError::Write {
+            path: self.path.clone(),
+            source,
+        })
     }
 
     /// Every record appended so far, in order.
@@ -171,10 +166,11 @@ mod tests {
         let sessions = dir.path().join("sessions");
         let mut log = EventLog::create(&sessions, "s1").unwrap();
         log.append(Event::UserMessage { content: vec![] }).unwrap();
-        log.append_durable(Event::ToolStarted {
+        log.append(Event::ToolStarted {
             tool_call_id: "t".into(),
         })
         .unwrap();
+        log.sync().unwrap();
         let text = std::fs::read_to_string(log.path()).unwrap();
         assert_eq!(text.lines().count(), 2);
         let back = read(log.path()).unwrap();

@@ -99,7 +99,7 @@ pub(crate) async fn run_call(
             finish(c, id, ResultStatus::Failed, &text)
         }
         Disposition::Run { .. } => {
-            c.commit_durable(record)?;
+            c.commit_durable(record).await?;
             match settled.approve() {
                 Some(call) => execute(c, &call, gate, control).await,
                 None => finish(
@@ -111,7 +111,7 @@ pub(crate) async fn run_call(
             }
         }
         Disposition::Ask { .. } => {
-            c.commit_durable(record)?;
+            c.commit_durable(record).await?;
             match ask(c, gate, &settled, control).await? {
                 Answer::Allowed(call) => execute(c, &call, gate, control).await,
                 Answer::Refused(text) => finish(c, id, ResultStatus::Failed, &text),
@@ -289,7 +289,8 @@ async fn ask(
         digest: digest.clone(),
         grant: granted.as_ref().map(|r| r.text().to_owned()),
         reason: reason.clone(),
-    })?;
+    })
+    .await?;
     if let Some(rule) = granted {
         gate.grants.push(rule);
     }

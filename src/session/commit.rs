@@ -42,12 +42,19 @@ impl Committer {
         Ok(())
     }
 
-    /// Like [`commit`](Self::commit), but the record is on disk before
-    /// anything else happens.
-    pub(crate) fn commit_durable(&mut self, event: Event) -> Result<(), LogError> {
-        let record = self.log.append_durable(event)?;
+    /// Like [`commit`](Self::commit), and the record is on disk when this
+    /// returns: what comes next (running a tool) may depend on it.
+    ///
+    /// The record's frames are queued between the write and the
+    /// `fdatasync`, and this task yields once so the writer can send them
+    /// first (the runtime would otherwise keep the just-woken writer for
+    /// this worker thread, which the sync blocks): the client sees the card
+    /// while the disk works; the tool still waits for the sync.
+    pub(crate) async fn commit_durable(&mut self, event: Event) -> Result<(), LogError> {
+        let record = self.log.append(event)?;
         publish(&mut self.presenter, &self.outbox, &self.session_id, record);
-        Ok(())
+        tokio::task::yield_now().await;
+        self.log.sync()
     }
 
     /// The records so far.

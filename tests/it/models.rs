@@ -243,6 +243,41 @@ async fn max_tokens_from_the_model_is_the_stop_reason() {
 }
 
 #[tokio::test]
+async fn the_projects_turn_request_limit_ends_a_prompt_that_keeps_calling_tools() {
+    let read = |n: usize| {
+        anthropic::message(
+            vec![anthropic::tool_use(
+                &format!("toolu_{n}"),
+                "Read",
+                r#"{"file_path": "notes.txt"}"#,
+            )],
+            "tool_use",
+        )
+    };
+    let mock = MockAnthropic::start(vec![read(1), read(2), read(3)]).await;
+    let env = TestEnv::new();
+    std::fs::write(env.project.join("notes.txt"), "a note\n").unwrap();
+    std::fs::create_dir_all(env.project.join(".candor")).unwrap();
+    std::fs::write(
+        env.project.join(".candor/config.toml"),
+        "max_turn_requests = 2\n",
+    )
+    .unwrap();
+    let mut conn = anthropic_session(env, &mock, anthropic::KEY);
+    let session = conn.ready().await;
+    let response = conn.prompt(&session, "read it forever").await;
+    assert_eq!(
+        response["result"]["stopReason"], "max_turn_requests",
+        "{response}"
+    );
+    // Two requests, both calls ran; the third response was never asked for.
+    assert_eq!(mock.requests().len(), 2);
+    let thread = conn.thread(&session);
+    assert_eq!(thread.card("toolu_1").status, "completed");
+    assert_eq!(thread.card("toolu_2").status, "completed");
+}
+
+#[tokio::test]
 async fn the_model_is_a_session_config_option_the_user_can_change() {
     let mock = MockAnthropic::start(vec![anthropic::message(
         vec![anthropic::text("ok")],

@@ -27,6 +27,7 @@ use agent_client_protocol_schema::v1::{
     EmbeddedResourceResource, Error as AcpError, Implementation, InitializeRequest,
     InitializeResponse, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
     PromptResponse, RequestId, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModeResponse,
 };
 use bytes::Bytes;
 use jsonrpsee::RpcModule;
@@ -37,7 +38,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::interception::policy::Mode;
 use crate::rpc::{self, InFlight, Message, Outgoing, Running};
+use crate::session::settings::Change;
 use crate::session::{SessionHandle, actor};
 use crate::transport::{Outbox, mirror_frame};
 
@@ -146,31 +149,39 @@ impl Agent {
         lock(&self.sessions).insert(id.clone(), started.handle);
         lock(&self.actors).push(started.task);
         let response = NewSessionResponse::new(id);
-        Ok(if started.config_options.is_empty() {
-            response
-        } else {
-            response.config_options(started.config_options)
-        })
+        Ok(response
+            .config_options(started.settings.config_options())
+            .modes(started.settings.modes()))
     }
 
-    async fn set_config_option(
+    fn set_config_option(
         &self,
         request: SetSessionConfigOptionRequest,
     ) -> Result<SetSessionConfigOptionResponse, AcpError> {
         let session = self.session(&request.session_id.0)?;
-        if request.config_id.0.as_ref() != "model" {
-            return Err(AcpError::invalid_params().data(format!(
-                "unknown config option {:?}; candor has \"model\"",
-                request.config_id.0
-            )));
-        }
+        let config = request.config_id.0.as_ref();
         let Some(value) = request.value.as_value_id() else {
-            return Err(
-                AcpError::invalid_params().data("the model option takes a model id, not a boolean")
-            );
+            return Err(AcpError::invalid_params().data(format!(
+                "the {config} option takes a value id, not a boolean"
+            )));
         };
-        let options = session.set_model(value.0.to_string()).await?;
-        Ok(SetSessionConfigOptionResponse::new(options))
+        let change = match config {
+            "model" => Change::Model(value.0.to_string()),
+            "mode" => Change::Mode(mode(&value.0)?),
+            other => {
+                return Err(AcpError::invalid_params().data(format!(
+                    "unknown config option {other:?}; candor has \"mode\" and \"model\""
+                )));
+            }
+        };
+        Ok(SetSessionConfigOptionResponse::new(session.change(change)?))
+    }
+
+    /// `session/set_mode`: the same change as the `mode` config option.
+    fn set_mode(&self, request: SetSessionModeRequest) -> Result<SetSessionModeResponse, AcpError> {
+        let session = self.session(&request.session_id.0)?;
+        session.change(Change::Mode(mode(&request.mode_id.0)?))?;
+        Ok(SetSessionModeResponse::new())
     }
 
     /// `authenticate`: keys come from the environment only, so this says
@@ -300,9 +311,15 @@ pub(crate) fn module(agent: Arc<Agent>) -> RpcModule<Arc<Agent>> {
             })
             .map(drop),
         module
-            .register_async_method("session/set_config_option", |params, agent, _| async move {
+            .register_method("session/set_config_option", |params, agent, _| {
                 let request: SetSessionConfigOptionRequest = decode(&params)?;
-                agent.set_config_option(request).await.map_err(to_rpc)
+                agent.set_config_option(request).map_err(to_rpc)
+            })
+            .map(drop),
+        module
+            .register_method("session/set_mode", |params, agent, _| {
+                let request: SetSessionModeRequest = decode(&params)?;
+                agent.set_mode(request).map_err(to_rpc)
             })
             .map(drop),
         module
@@ -455,4 +472,15 @@ fn on_notification(agent: &Agent, method: &str, params: Value) {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The mode with this id, or an error listing the modes.
+fn mode(id: &str) -> Result<Mode, AcpError> {
+    Mode::from_id(id).ok_or_else(|| {
+        let ids: Vec<&str> = Mode::ALL.iter().map(|m| m.id()).collect();
+        AcpError::invalid_params().data(format!(
+            "unknown mode {id:?}; the modes are {}",
+            ids.join(", ")
+        ))
+    })
 }

@@ -20,9 +20,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, Diff, Notice, NoticeSeverity, Plan, PlanEntry, SessionUpdate,
-    Terminal, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, UsageUpdate,
+    ContentBlock, ContentChunk, CurrentModeUpdate, Diff, Notice, NoticeSeverity, Plan, PlanEntry,
+    SessionUpdate, Terminal, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
 use serde_json::{Value, json};
 
@@ -126,6 +126,11 @@ impl Presenter {
                     ))],
                     _ => Vec::new(),
                 }
+            }
+            Event::ConfigChanged { config_id, value } if config_id == "mode" => {
+                vec![SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                    value.clone(),
+                ))]
             }
             Event::TurnEnded { .. } | Event::ConfigChanged { .. } => Vec::new(),
             Event::Notice { level, text } => {

@@ -45,6 +45,38 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode, in the order a client lists them.
+    pub const ALL: [Mode; 4] = [
+        Mode::Default,
+        Mode::AcceptEdits,
+        Mode::Plan,
+        Mode::BypassPermissions,
+    ];
+
+    /// The mode with this ACP id (Claude Code's `defaultMode` values).
+    pub fn from_id(id: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.id() == id)
+    }
+
+    /// What a client shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Default => "Ask before changes",
+            Mode::AcceptEdits => "Accept edits",
+            Mode::Plan => "Plan (read-only)",
+            Mode::BypassPermissions => "Bypass permissions",
+        }
+    }
+
+    pub fn description(self) -> &'static str {
+        match self {
+            Mode::Default => "Reads inside the project run; commands and edits ask first",
+            Mode::AcceptEdits => "Edits inside the project run without asking; commands still ask",
+            Mode::Plan => "Only tools that change nothing may run",
+            Mode::BypassPermissions => "Nothing asks; deny rules and denying hooks still refuse",
+        }
+    }
+
     pub fn id(self) -> &'static str {
         match self {
             Mode::Default => "default",

@@ -5,14 +5,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{
-    ClientCapabilities, ContentBlock, Error as AcpError, SessionConfigOption,
-    SessionConfigOptionCategory, SessionConfigSelectOption, SessionId, StopReason,
+    ClientCapabilities, ContentBlock, Error as AcpError, SessionId, StopReason,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::call::Gate;
 use super::commit::Committer;
+use super::settings::{self, Change};
 use super::turn::{self, TurnControl, TurnError};
 use super::{SessionHandle, Started};
 use crate::config::Config;
@@ -28,11 +28,6 @@ use crate::transport::Outbox;
 /// What the dispatcher asks of a session.
 #[derive(Debug)]
 pub(crate) enum Command {
-    /// Use another model from now on; answer with the session's options.
-    SetModel {
-        model: String,
-        reply: oneshot::Sender<Result<Vec<SessionConfigOption>, AcpError>>,
-    },
     /// Run a turn; answer with its stop reason.
     Prompt {
         content: Vec<ContentBlock>,
@@ -94,6 +89,12 @@ pub(crate) fn start(
         terminal: client.terminal,
     };
     let shells = Shells::default();
+    let view = settings::View {
+        model: provider.model().map(str::to_owned),
+        model_choices: provider.model_choices(),
+        mode: policy.mode,
+    };
+    let (changes, settings) = settings::Inbox::new();
     let gate = Gate {
         session_id: id.clone(),
         policy,
@@ -102,15 +103,23 @@ pub(crate) fn start(
         files: FileAccess::new((link.read || link.write).then(|| link.clone())),
         terminal: link.terminal.then(|| link.clone()),
         shells: shells.clone(),
+        settings,
     };
-    let handle = SessionHandle::new(id.clone(), log_path, inbox, hard_stop.clone(), shells);
+    let handle = SessionHandle::new(
+        id.clone(),
+        log_path,
+        inbox,
+        hard_stop.clone(),
+        shells,
+        view.clone(),
+        changes,
+    );
     tracing::info!(session = %id, provider = provider.name(), log = %handle.log_path().display(), "session started");
-    let options = config_options(&provider);
     let task = tokio::spawn(run(committer, provider, gate, cwd, commands, hard_stop));
     Ok(Started {
         handle,
         task,
-        config_options: options,
+        settings: view,
     })
 }
 
@@ -123,7 +132,19 @@ async fn run(
     mut commands: mpsc::Receiver<Command>,
     hard_stop: CancellationToken,
 ) {
-    while let Some(command) = commands.recv().await {
+    loop {
+        let command = tokio::select! {
+            command = commands.recv() => match command {
+                Some(command) => command,
+                None => break,
+            },
+            Some(change) = gate.settings.recv() => {
+                if let Err(e) = idle_change(&mut committer, &mut provider, &mut gate, change) {
+                    tracing::error!(error = %e, "could not record a settings change");
+                }
+                continue;
+            }
+        };
         match command {
             Command::Prompt {
                 content,
@@ -151,48 +172,31 @@ async fn run(
                     };
                 let _ = reply.send(answer);
             }
-            Command::SetModel { model, reply } => {
-                // With a configured list of models, the choice is one of
-                // them; without one, any model name the provider takes.
-                let choices = provider.model_choices();
-                let listed = choices.len() < 2 || choices.contains(&model);
-                let answer = if listed && provider.set_model(&model) {
-                    committer
-                        .commit(Event::ConfigChanged {
-                            config_id: "model".into(),
-                            value: model,
-                        })
-                        .map(|()| config_options(&provider))
-                        .map_err(|e| AcpError::new(-32603, e.to_string()))
-                } else {
-                    Err(AcpError::invalid_params().data(format!(
-                        "{model:?} is not a model this session can use; the choices are {}",
-                        provider.model_choices().join(", ")
-                    )))
-                };
-                let _ = reply.send(answer);
-            }
         }
     }
     // The session is over: nothing it started may outlive it.
     gate.shells.kill_all();
 }
 
-/// The session's config options: the model, when the provider has models.
-pub(crate) fn config_options(provider: &Provider) -> Vec<SessionConfigOption> {
-    let Some(current) = provider.model() else {
-        return Vec::new();
-    };
-    let choices: Vec<SessionConfigSelectOption> = provider
-        .model_choices()
-        .into_iter()
-        .map(|m| SessionConfigSelectOption::new(m.clone(), m))
-        .collect();
-    vec![
-        SessionConfigOption::select("model", "Model", current.to_owned(), choices)
-            .category(SessionConfigOptionCategory::Model)
-            .description("The model that answers in this session".to_owned()),
-    ]
+/// A change that arrived while no turn ran: recorded and applied at once.
+fn idle_change(
+    c: &mut Committer,
+    provider: &mut Provider,
+    gate: &mut Gate,
+    change: Change,
+) -> Result<(), LogError> {
+    gate.settings.record(change, c, &mut gate.policy.mode)?;
+    apply_model(&mut gate.settings, provider);
+    Ok(())
+}
+
+/// Switches the provider to the model the client chose, if it chose one.
+pub(crate) fn apply_model(settings: &mut settings::Inbox, provider: &mut Provider) {
+    if let Some(model) = settings.take_model()
+        && !provider.set_model(&model)
+    {
+        tracing::warn!(model, "the provider refused the model");
+    }
 }
 
 /// The ACP stop reason of a turn that ended normally.

@@ -51,6 +51,8 @@ pub(crate) struct Gate {
     pub(crate) terminal: Option<ClientLink>,
     /// The session's background shells.
     pub(crate) shells: Shells,
+    /// Mode and model changes from the client.
+    pub(crate) settings: super::settings::Inbox,
 }
 
 /// The model is told this when the user says no.
@@ -65,6 +67,8 @@ pub(crate) async fn run_call(
     input: &Value,
     control: &TurnControl,
 ) -> Result<(), TurnError> {
+    // A mode the client chose while this turn ran decides this call.
+    gate.settings.apply(c, &mut gate.policy.mode)?;
     let mut settled = tokio::select! {
         s = interception::settle(id, name, input, &gate.policy, &gate.grants, &control.cwd) => s,
         _ = control.cancel.cancelled() => return finish(c, id, ResultStatus::Cancelled, "cancelled by the user before it ran"),

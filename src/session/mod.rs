@@ -14,6 +14,7 @@
 pub(crate) mod actor;
 pub(crate) mod call;
 pub(crate) mod commit;
+pub(crate) mod settings;
 pub(crate) mod turn;
 
 use std::collections::VecDeque;
@@ -37,6 +38,8 @@ pub(crate) struct SessionHandle {
     shared: Arc<Shared>,
     /// The session's background shells: a cancel ends them too.
     shells: Shells,
+    /// Mode and model changes, to the actor.
+    changes: mpsc::UnboundedSender<settings::Change>,
 }
 
 /// State the dispatcher and the actor share. Std mutexes: each is held for
@@ -51,6 +54,8 @@ struct Shared {
     current: Mutex<Option<CancellationToken>>,
     /// Tripped at shutdown: tools stop without a grace period.
     hard_stop: CancellationToken,
+    /// The settings as the client last set them.
+    view: Mutex<settings::View>,
 }
 
 impl SessionHandle {
@@ -60,14 +65,18 @@ impl SessionHandle {
         inbox: mpsc::Sender<actor::Command>,
         hard_stop: CancellationToken,
         shells: Shells,
+        view: settings::View,
+        changes: mpsc::UnboundedSender<settings::Change>,
     ) -> Self {
         Self {
             id,
             log_path,
             inbox,
             shells,
+            changes,
             shared: Arc::new(Shared {
                 hard_stop,
+                view: Mutex::new(view),
                 ..Shared::default()
             }),
         }
@@ -111,22 +120,20 @@ impl SessionHandle {
         answer.await.unwrap_or_else(|_| Err(stopped(&self.id)))
     }
 
-    /// Switches the session's model; answers with its config options. Takes
-    /// effect for the next model request (a running turn finishes first).
-    pub(crate) async fn set_model(
+    /// Changes the mode or the model; answers at once with the session's
+    /// config options, even while a turn runs (see [`settings`] for when
+    /// the change takes effect).
+    pub(crate) fn change(
         &self,
-        model: String,
+        change: settings::Change,
     ) -> Result<Vec<agent_client_protocol_schema::v1::SessionConfigOption>, AcpError> {
-        let (reply, answer) = oneshot::channel();
-        if self
-            .inbox
-            .send(actor::Command::SetModel { model, reply })
-            .await
-            .is_err()
-        {
+        let mut view = lock(&self.shared.view);
+        view.set(&change)
+            .map_err(|reason| AcpError::invalid_params().data(reason))?;
+        if self.changes.send(change).is_err() {
             return Err(stopped(&self.id));
         }
-        answer.await.unwrap_or_else(|_| Err(stopped(&self.id)))
+        Ok(view.config_options())
     }
 
     /// Cancels the running turn, any prompt read but not yet started, and
@@ -171,6 +178,7 @@ fn stopped(id: &str) -> AcpError {
 pub(crate) struct Started {
     pub(crate) handle: SessionHandle,
     pub(crate) task: JoinHandle<()>,
-    /// The session's config options (the model), for `session/new`.
-    pub(crate) config_options: Vec<agent_client_protocol_schema::v1::SessionConfigOption>,
+    /// The session's settings, for `session/new`'s `configOptions` and
+    /// `modes`.
+    pub(crate) settings: settings::View,
 }

@@ -97,6 +97,8 @@ async fn steps(
         if control.cancel.is_cancelled() {
             return Ok(TurnStop::Cancelled);
         }
+        gate.settings.apply(c, &mut gate.policy.mode)?;
+        super::actor::apply_model(&mut gate.settings, provider);
         let request = ModelRequest {
             system: system_prompt(control),
             messages: derive_messages(c.records(), provider.rewrite_strategy()),

@@ -516,6 +516,103 @@ async fn plan_mode_refuses_what_would_change_things() {
 }
 
 #[tokio::test]
+async fn the_mode_is_offered_and_a_switch_mid_turn_decides_the_next_call() {
+    let env = scripted(vec![
+        bash_call("a", "printf a > a.txt"),
+        bash_call("b", "printf b > b.txt"),
+    ]);
+    let mut conn = Conn::in_process(env);
+    conn.initialize().await;
+    let cwd = conn.env.project.clone();
+    let created = conn
+        .call("session/new", json!({"cwd": cwd, "mcpServers": []}))
+        .await;
+    assert_eq!(created["modes"]["currentModeId"], "default");
+    let ids: Vec<&str> = created["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["default", "acceptEdits", "plan", "bypassPermissions"]);
+    let mode_option = created["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == "mode")
+        .unwrap();
+    assert_eq!(mode_option["category"], "mode");
+    assert_eq!(mode_option["currentValue"], "default");
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    conn.hold_permissions();
+    let prompt = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+        )
+        .await;
+    let asked = loop {
+        let frame = conn.recv().await;
+        if frame["method"] == "session/request_permission" {
+            break frame;
+        }
+    };
+    assert_eq!(asked["params"]["toolCall"]["toolCallId"], "a");
+    // The user switches mode while candor waits on them: answered at once.
+    let switched = conn
+        .request(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "bypassPermissions"}),
+        )
+        .await;
+    assert!(switched.get("error").is_none(), "{switched}");
+    let bad = conn
+        .request(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "yolo"}),
+        )
+        .await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    let allow = asked["params"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "allow_once")
+        .unwrap()["optionId"]
+        .clone();
+    conn.send_raw(
+        &json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected", "optionId": allow}}})
+            .to_string(),
+    )
+    .await;
+    let response = conn.response(&prompt).await;
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    // The second call ran without asking, under the new mode.
+    assert_eq!(conn.permission_requests.len(), 1);
+    assert!(conn.env.project.join("b.txt").exists());
+    assert_eq!(
+        record(&conn, &session, "tool/call", "b").unwrap()["decision"]["by"],
+        "mode:bypassPermissions"
+    );
+    // The change is in the log before the call it decided, and the client
+    // was told.
+    let log = conn.env.log(&session);
+    let changed = log
+        .iter()
+        .position(|r| r["type"] == "config/changed" && r["value"] == "bypassPermissions")
+        .expect("config/changed");
+    let call_b = log
+        .iter()
+        .position(|r| r["type"] == "tool/call" && r["toolCallId"] == "b")
+        .unwrap();
+    assert!(changed < call_b);
+    assert!(conn.notifications.iter().any(|n| {
+        n["params"]["update"]["sessionUpdate"] == "current_mode_update"
+            && n["params"]["update"]["currentModeId"] == "bypassPermissions"
+    }));
+}
+
+#[tokio::test]
 async fn a_broken_policy_file_fails_the_session_closed() {
     let env = TestEnv::new().with_policy(json!({"permissions": {"deny": ["Bash(rm"]}}));
     let mut conn = Conn::in_process(env);

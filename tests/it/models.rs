@@ -18,6 +18,14 @@ fn anthropic_session(env: TestEnv, mock: &MockAnthropic, key: &str) -> Conn {
     Conn::spawn_with(env, cmd)
 }
 
+/// The config option `id` of a response's `configOptions`.
+fn config_option<'a>(response: &'a Value, id: &str) -> &'a Value {
+    response["configOptions"]
+        .as_array()
+        .and_then(|options| options.iter().find(|o| o["id"] == id))
+        .unwrap_or(&Value::Null)
+}
+
 fn update_kinds(conn: &Conn) -> Vec<String> {
     conn.frames
         .iter()
@@ -298,7 +306,7 @@ async fn the_model_is_a_session_config_option_the_user_can_change() {
     let created = conn
         .call("session/new", json!({"cwd": cwd, "mcpServers": []}))
         .await;
-    let option = &created["configOptions"][0];
+    let option = config_option(&created, "model");
     assert_eq!(option["id"], "model");
     assert_eq!(option["category"], "model");
     assert_eq!(option["currentValue"], "claude-a");
@@ -309,7 +317,7 @@ async fn the_model_is_a_session_config_option_the_user_can_change() {
             json!({"sessionId": session, "configId": "model", "value": "claude-b"}),
         )
         .await;
-    assert_eq!(changed["configOptions"][0]["currentValue"], "claude-b");
+    assert_eq!(config_option(&changed, "model")["currentValue"], "claude-b");
     conn.prompt(&session, "hi").await;
     assert_eq!(mock.requests()[0]["model"], "claude-b");
     let bad = conn

@@ -158,7 +158,7 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
                     }
                     for n in hook_notes {
                         match n.decision.as_str() {
-                            "accept" => content.push_str(&format!(
+                            "accept" | "context" => content.push_str(&format!(
                                 "\n\n[candor] The hook {} adds: {}",
                                 n.hook, n.text
                             )),

@@ -104,11 +104,74 @@ pub struct ProposedCall<'a> {
     pub original: &'a Value,
     pub cwd: &'a Path,
     pub mode: Mode,
+    /// Where the hook says what is not a decision.
+    pub asides: &'a Asides,
+}
+
+/// Why a hook could not decide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookFailure {
+    pub message: String,
+    /// `false`: the call is denied (in-process hooks). `true`: the call goes
+    /// on as if the hook had said nothing, and the user is told (the Claude
+    /// Code and Codex contracts: a broken hook fails open).
+    pub fail_open: bool,
+}
+
+impl HookFailure {
+    pub fn closed(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            fail_open: false,
+        }
+    }
+
+    pub fn open(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            fail_open: true,
+        }
+    }
 }
 
 /// The future a hook returns: its decision, or why it could not decide.
 pub type HookFuture<'a> =
-    Pin<Box<dyn Future<Output = Result<PreToolDecision, String>> + Send + 'a>>;
+    Pin<Box<dyn Future<Output = Result<PreToolDecision, HookFailure>> + Send + 'a>>;
+
+/// What a hook said besides its decision: a message for the user, context
+/// for the model, or a request to end the turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Aside {
+    /// Shown to the user as a session notice.
+    Notice { hook: String, text: String },
+    /// Told to the model next to the call's result.
+    Context { hook: String, text: String },
+    /// The turn ends once this call is finished.
+    StopTurn { hook: String, reason: String },
+}
+
+/// Collects asides while hooks run (hooks run concurrently, hence the lock,
+/// held only to push or take).
+#[derive(Debug, Default)]
+pub struct Asides(std::sync::Mutex<Vec<Aside>>);
+
+impl Asides {
+    pub fn push(&self, aside: Aside) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(aside);
+    }
+
+    pub fn take(&self) -> Vec<Aside> {
+        std::mem::take(
+            &mut *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+}
 
 /// A pre-execute hook. candor's scripted hooks implement it; the Claude
 /// Code and Codex bridges plug in here too.
@@ -147,6 +210,8 @@ pub struct FinishedCall<'a> {
     pub status: crate::event_log::ResultStatus,
     pub cwd: &'a Path,
     pub mode: Mode,
+    /// Where the hook says what is not a decision (notices, stopping).
+    pub asides: &'a Asides,
 }
 
 /// The future a post-execute hook returns.
@@ -173,28 +238,34 @@ pub struct HookNote {
     pub text: String,
 }
 
-/// Runs the post-execute hooks in order; returns what they said.
+/// Runs the post-execute hooks that apply, all at once (nothing they say
+/// changes what the others are shown); returns what they said, in
+/// configured order.
 pub async fn after_execution(policy: &Policy, call: FinishedCall<'_>) -> Vec<HookNote> {
-    let mut notes = Vec::new();
-    for hook in &policy.post_hooks {
-        if !hook.applies_to(&call) {
-            continue;
-        }
-        let note = match hook.after(call).await {
-            Ok(PostToolDecision::Accept { context: None }) => continue,
-            Ok(PostToolDecision::Accept {
-                context: Some(text),
-            }) => ("accept", text),
-            Ok(PostToolDecision::Block { reason }) => ("block", reason),
-            Err(e) => ("error", format!("the hook {} failed: {e}", hook.id())),
-        };
-        notes.push(HookNote {
-            hook: hook.id().to_owned(),
-            decision: note.0.to_owned(),
-            text: note.1,
-        });
-    }
-    notes
+    let running = policy
+        .post_hooks
+        .iter()
+        .filter(|hook| hook.applies_to(&call))
+        .map(|hook| async move { (hook.id(), hook.after(call).await) });
+    futures_util::future::join_all(running)
+        .await
+        .into_iter()
+        .filter_map(|(id, answer)| {
+            let (decision, text) = match answer {
+                Ok(PostToolDecision::Accept { context: None }) => return None,
+                Ok(PostToolDecision::Accept {
+                    context: Some(text),
+                }) => ("accept", text),
+                Ok(PostToolDecision::Block { reason }) => ("block", reason),
+                Err(e) => ("error", format!("the hook {id} failed: {e}")),
+            };
+            Some(HookNote {
+                hook: id.to_owned(),
+                decision: decision.to_owned(),
+                text,
+            })
+        })
+        .collect()
 }
 
 /// Hooks, rules and mode: everything interception consults.
@@ -217,6 +288,9 @@ pub struct HookRecord {
     /// The hook's rewrite took effect.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rewrote: bool,
+    /// The hook failed and was passed over (a bridge hook fails open).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Who candor names as the decider for its own checks.
@@ -234,9 +308,15 @@ pub struct Settled {
     rewritten_by: Vec<String>,
     disposition: Disposition,
     digest: String,
+    asides: Vec<Aside>,
 }
 
 impl Settled {
+    /// What the hooks said besides their decisions, in the order they said it.
+    pub fn asides(&self) -> &[Aside] {
+        &self.asides
+    }
+
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -400,6 +480,7 @@ pub async fn settle(
         rewritten_by: Vec::new(),
         disposition: Disposition::Run { by: CANDOR.into() },
         digest: String::new(),
+        asides: Vec::new(),
     };
     let refusal = match settled.tool {
         None => {
@@ -425,7 +506,9 @@ pub async fn settle(
         settled.original = tool.normalize(arguments, cwd);
         settled.effective = settled.original.clone();
     }
-    let verdict = fold_hooks(&mut settled, policy, cwd).await;
+    let asides = Asides::default();
+    let verdict = fold_hooks(&mut settled, policy, cwd, &asides).await;
+    settled.asides = asides.take();
     settled.disposition = policy::decide(
         name,
         &settled.effective,
@@ -440,7 +523,12 @@ pub async fn settle(
 }
 
 /// Runs the hooks in order over the call; returns the strictest verdict.
-async fn fold_hooks(settled: &mut Settled, policy: &Policy, cwd: &Path) -> HookVerdict {
+async fn fold_hooks(
+    settled: &mut Settled,
+    policy: &Policy,
+    cwd: &Path,
+    asides: &Asides,
+) -> HookVerdict {
     let mut strictest = HookVerdict {
         verdict: Verdict::Pass,
         by: None,
@@ -454,14 +542,20 @@ async fn fold_hooks(settled: &mut Settled, policy: &Policy, cwd: &Path) -> HookV
             original: &settled.original,
             cwd,
             mode: policy.mode,
+            asides,
         };
         if !hook.applies_to(&call) {
             continue;
         }
+        let mut error = None;
         let decision = match hook.check(call).await {
             Ok(d) => d,
+            Err(e) if e.fail_open => {
+                error = Some(e.message);
+                PreToolDecision::Pass { rewrite: None }
+            }
             Err(e) => PreToolDecision::Deny {
-                reason: format!("the hook {} failed: {e}", hook.id()),
+                reason: format!("the hook {} failed: {}", hook.id(), e.message),
             },
         };
         let verdict = decision.verdict();
@@ -471,6 +565,7 @@ async fn fold_hooks(settled: &mut Settled, policy: &Policy, cwd: &Path) -> HookV
             decision: verdict,
             reason: reason.clone(),
             rewrote: false,
+            error,
         };
         let mut verdict = verdict;
         if let Some(rewrite) = rewrite.filter(|r| *r != settled.effective) {

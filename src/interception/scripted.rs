@@ -29,7 +29,7 @@ use serde_json::{Map, Value};
 
 use super::policy::{Mode, Rule, Rules};
 use super::{
-    FinishedCall, HookFuture, Policy, PostHookFuture, PostToolDecision, PostToolHook,
+    FinishedCall, HookFailure, HookFuture, Policy, PostHookFuture, PostToolDecision, PostToolHook,
     PreToolDecision, PreToolHook, ProposedCall,
 };
 use crate::matcher;
@@ -240,7 +240,9 @@ impl PreToolHook for ScriptedHook {
                     reason: reason.unwrap_or_else(|| format!("blocked by {}", self.id)),
                 },
                 ScriptedDecision::Error => {
-                    return Err(reason.unwrap_or_else(|| "scripted failure".into()));
+                    return Err(HookFailure::closed(
+                        reason.unwrap_or_else(|| "scripted failure".into()),
+                    ));
                 }
             })
         })
@@ -328,6 +330,7 @@ mod tests {
             original: input,
             cwd: Path::new("/p"),
             mode: Mode::Default,
+            asides: Box::leak(Box::default()),
         }
     }
 
@@ -356,7 +359,7 @@ mod tests {
     #[tokio::test]
     async fn errors_and_whole_replacements() {
         let h = hook(json!({"id": "e", "decision": "error", "reason": "boom"}));
-        assert_eq!(h.check(call("Bash", &json!({}))).await, Err("boom".into()));
+        assert_eq!(h.check(call("Bash", &json!({}))).await, Err(HookFailure::closed("boom")));
         let h =
             hook(json!({"id": "w", "decision": "pass", "rewrite": {"input": {"command": "true"}}}));
         assert_eq!(

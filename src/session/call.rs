@@ -29,10 +29,13 @@ use tokio::sync::mpsc;
 use super::commit::Committer;
 use super::turn::{KILL_GRACE, TurnControl, TurnError};
 use crate::event_log::{
-    Decision, Event, FileDiff, Outcome, PermissionChoice, PermissionOutcome, ResultStatus,
+    Decision, Event, FileDiff, NoticeLevel, Outcome, PermissionChoice, PermissionOutcome,
+    ResultStatus,
 };
 use crate::interception::policy::{self, Disposition, Rule};
-use crate::interception::{self, ApprovedCall, FinishedCall, Policy, Settled};
+use crate::interception::{
+    self, ApprovedCall, Aside, Asides, FinishedCall, HookNote, Policy, Settled,
+};
 use crate::presentation::describe_decider;
 use crate::rpc::Outgoing;
 use crate::tools::{ClientLink, FileAccess, Shells, ToolContext, ToolEvent};
@@ -58,6 +61,14 @@ pub(crate) struct Gate {
 /// The model is told this when the user says no.
 pub(crate) const REFUSED_BY_USER: &str = "The user refused to run this call.";
 
+/// What the turn does once a call is finished.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Next {
+    Continue,
+    /// A hook ended the turn (`continue: false`).
+    Stop { hook: String, reason: String },
+}
+
 /// Settles, presents, (asks,) runs and finishes one tool call.
 pub(crate) async fn run_call(
     c: &mut Committer,
@@ -66,12 +77,83 @@ pub(crate) async fn run_call(
     name: &str,
     input: &Value,
     control: &TurnControl,
-) -> Result<(), TurnError> {
+) -> Result<Next, TurnError> {
     // A mode the client chose while this turn ran decides this call.
     gate.settings.apply(c, &mut gate.policy.mode)?;
     let mut settled = tokio::select! {
         s = interception::settle(id, name, input, &gate.policy, &gate.grants, &control.cwd) => s,
-        _ = control.cancel.cancelled() => return finish(c, id, ResultStatus::Cancelled, "cancelled by the user before it ran"),
+        _ = control.cancel.cancelled() => {
+            finish(c, id, ResultStatus::Cancelled, "cancelled by the user before it ran")?;
+            return Ok(Next::Continue);
+        }
+    };
+    // What the hooks said besides deciding: failures and messages reach
+    // the user before the card; context goes with the result.
+    let mut notes = Vec::new();
+    let mut next = Next::Continue;
+    for hook in settled.hooks() {
+        if let Some(error) = &hook.error {
+            c.commit(Event::Notice {
+                level: NoticeLevel::Warning,
+                text: format!("The hook {} failed and was passed over: {error}", hook.hook),
+            })?;
+        }
+    }
+    say_asides(c, settled.asides().to_vec(), &mut notes, &mut next)?;
+    let outcome = settle_and_run(c, gate, &mut settled, control, notes).await?;
+    Ok(match outcome {
+        Next::Stop { .. } => outcome,
+        Next::Continue => next,
+    })
+}
+
+/// Commits what hooks said besides their decisions (see [`run_call`]).
+fn say_asides(
+    c: &mut Committer,
+    asides: Vec<Aside>,
+    notes: &mut Vec<HookNote>,
+    next: &mut Next,
+) -> Result<(), TurnError> {
+    for aside in asides {
+        match aside {
+            Aside::Notice { hook, text } => c.commit(Event::Notice {
+                level: NoticeLevel::Warning,
+                text: format!("{hook}: {text}"),
+            })?,
+            Aside::Context { hook, text } => notes.push(HookNote {
+                hook,
+                decision: "context".into(),
+                text,
+            }),
+            Aside::StopTurn { hook, reason } => {
+                if *next == Next::Continue {
+                    *next = Next::Stop { hook, reason };
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The rest of [`run_call`]: preview, record, ask, run, finish.
+async fn settle_and_run(
+    c: &mut Committer,
+    gate: &mut Gate,
+    settled: &mut Settled,
+    control: &TurnControl,
+    notes: Vec<HookNote>,
+) -> Result<Next, TurnError> {
+    let id = settled.id().to_owned();
+    let id = id.as_str();
+    let cancelled = |c: &mut Committer, notes: Vec<HookNote>| {
+        finish_with(
+            c,
+            id,
+            ResultStatus::Cancelled,
+            "cancelled by the user before it ran",
+            notes,
+        )
+        .map(|()| Next::Continue)
     };
     // A file tool shows the change it would make before anyone is asked;
     // a change that cannot be made is refused here, without a prompt.
@@ -84,47 +166,33 @@ pub(crate) async fn run_call(
     {
         match result {
             Ok(diff) => preview = Some(bounded(diff)),
-            Err(_) if control.cancel.is_cancelled() => {
-                return finish(
-                    c,
-                    id,
-                    ResultStatus::Cancelled,
-                    "cancelled by the user before it ran",
-                );
-            }
+            Err(_) if control.cancel.is_cancelled() => return cancelled(c, notes),
             Err(reason) => settled.refuse(interception::CANDOR, reason),
         }
     }
-    let record = tool_call_record(&settled, preview);
+    let record = tool_call_record(settled, preview);
+    let failed = |c: &mut Committer, text: &str, notes| {
+        finish_with(c, id, ResultStatus::Failed, text, notes).map(|()| Next::Continue)
+    };
     match settled.disposition().clone() {
         Disposition::Deny { by, reason } => {
             c.commit(record)?;
             let text = format!("Refused by {}: {reason}", describe_decider(&by));
-            finish(c, id, ResultStatus::Failed, &text)
+            failed(c, &text, notes)
         }
         Disposition::Run { .. } => {
             c.commit_durable(record).await?;
             match settled.approve() {
-                Some(call) => execute(c, &call, gate, control).await,
-                None => finish(
-                    c,
-                    id,
-                    ResultStatus::Failed,
-                    "candor could not approve this call",
-                ),
+                Some(call) => execute(c, &call, gate, control, notes).await,
+                None => failed(c, "candor could not approve this call", notes),
             }
         }
         Disposition::Ask { .. } => {
             c.commit_durable(record).await?;
-            match ask(c, gate, &settled, control).await? {
-                Answer::Allowed(call) => execute(c, &call, gate, control).await,
-                Answer::Refused(text) => finish(c, id, ResultStatus::Failed, &text),
-                Answer::Cancelled => finish(
-                    c,
-                    id,
-                    ResultStatus::Cancelled,
-                    "cancelled by the user before it ran",
-                ),
+            match ask(c, gate, settled, control).await? {
+                Answer::Allowed(call) => execute(c, &call, gate, control, notes).await,
+                Answer::Refused(text) => failed(c, &text, notes),
+                Answer::Cancelled => cancelled(c, notes),
             }
         }
     }
@@ -186,13 +254,24 @@ pub(crate) fn finish(
     status: ResultStatus,
     text: &str,
 ) -> Result<(), TurnError> {
+    finish_with(c, id, status, text, Vec::new())
+}
+
+/// [`finish`] with what hooks said about the call.
+fn finish_with(
+    c: &mut Committer,
+    id: &str,
+    status: ResultStatus,
+    text: &str,
+    hook_notes: Vec<HookNote>,
+) -> Result<(), TurnError> {
     c.commit(Event::ToolResult {
         tool_call_id: id.to_owned(),
         status,
         output: text.to_owned(),
         exit_code: None,
         signal: None,
-        hook_notes: Vec::new(),
+        hook_notes,
         diff: None,
     })?;
     Ok(())
@@ -319,7 +398,8 @@ async fn execute(
     call: &ApprovedCall,
     gate: &Gate,
     control: &TurnControl,
-) -> Result<(), TurnError> {
+    mut hook_notes: Vec<HookNote>,
+) -> Result<Next, TurnError> {
     let id = call.id().to_owned();
     c.commit(Event::ToolStarted {
         tool_call_id: id.clone(),
@@ -358,6 +438,7 @@ async fn execute(
         c.commit(event(&id, e))?;
     }
     let policy = &gate.policy;
+    let asides = Asides::default();
     let finished = FinishedCall {
         id: &id,
         tool: call.tool().name(),
@@ -366,12 +447,15 @@ async fn execute(
         status: output.status,
         cwd: &control.cwd,
         mode: policy.mode,
+        asides: &asides,
     };
     // A cancel does not wait for post-execute hooks.
-    let hook_notes = tokio::select! {
-        notes = interception::after_execution(policy, finished) => notes,
-        _ = control.cancel.cancelled() => Vec::new(),
+    tokio::select! {
+        notes = interception::after_execution(policy, finished) => hook_notes.extend(notes),
+        _ = control.cancel.cancelled() => {}
     };
+    let mut next = Next::Continue;
+    say_asides(c, asides.take(), &mut hook_notes, &mut next)?;
     c.commit(Event::ToolResult {
         tool_call_id: id,
         status: output.status,
@@ -381,5 +465,5 @@ async fn execute(
         hook_notes,
         diff: output.diff.map(bounded),
     })?;
-    Ok(())
+    Ok(next)
 }

@@ -25,7 +25,7 @@ use agent_client_protocol_schema::v1::ContentBlock;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::call::{Gate, finish, run_call};
+use super::call::{Gate, Next, finish, run_call};
 use super::commit::Committer;
 use crate::conversation::{AssistantBlock, ModelRequest, ModelStop};
 use crate::event_log::{DeltaChannel, Event, LogError, NoticeLevel, ResultStatus, TurnStop};
@@ -124,7 +124,13 @@ async fn steps(
                 ModelStop::Refusal => TurnStop::Refusal,
             });
         }
+        let mut stopped: Option<(String, String)> = None;
         for (id, name, input) in calls {
+            if let Some((hook, reason)) = &stopped {
+                let text = format!("not run: the hook {hook} ended the turn ({reason})");
+                finish(c, &id, ResultStatus::Cancelled, &text)?;
+                continue;
+            }
             if control.cancel.is_cancelled() {
                 finish(
                     c,
@@ -134,7 +140,18 @@ async fn steps(
                 )?;
                 continue;
             }
-            run_call(c, gate, &id, &name, &input, control).await?;
+            if let Next::Stop { hook, reason } =
+                run_call(c, gate, &id, &name, &input, control).await?
+            {
+                stopped = Some((hook, reason));
+            }
+        }
+        if let Some((hook, reason)) = stopped {
+            c.commit(Event::Notice {
+                level: NoticeLevel::Warning,
+                text: format!("The hook {hook} ended the turn: {reason}"),
+            })?;
+            return Ok(TurnStop::EndTurn);
         }
     }
     Ok(TurnStop::MaxTurnRequests)

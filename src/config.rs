@@ -10,6 +10,9 @@
 //! | `CANDOR_SCRIPT` | The script file of the scripted provider. |
 //! | `CANDOR_POLICY` | A policy file: pre-execute hooks, permission rules, the starting mode (`protocol/hooks.md`). |
 //! | `CANDOR_CAPTURE` | The scripted provider appends every model request it receives to this file (tests). |
+//! | `CANDOR_CLAUDE_HOOKS` | `0`, `false` or `off`: do not read Claude Code settings (hooks, permission rules). Default: read them. |
+//! | `CLAUDE_CONFIG_DIR` | Where the user's Claude Code `settings.json` is (default `~/.claude`), as Claude Code reads it. |
+//! | `CANDOR_CLAUDE_MANAGED_DIR` | Where Claude Code's managed settings are (default `/etc/claude-code`). |
 //! | `RUST_LOG` | Log filter for stderr (default `info`). |
 //!
 //! Config files hold the same model settings plus limits ([`Settings`]):
@@ -205,6 +208,18 @@ pub struct Config {
     pub anthropic_api_key: Option<ApiKey>,
     /// `OPENAI_API_KEY`.
     pub openai_api_key: Option<ApiKey>,
+    /// Where Claude Code's settings are read from; `None`: not read.
+    pub claude: Option<ClaudeLocations>,
+}
+
+/// The directories holding Claude Code's settings files (a session's
+/// project files are found from its `cwd`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClaudeLocations {
+    /// The user's settings directory (`~/.claude` or `$CLAUDE_CONFIG_DIR`).
+    pub user_dir: Option<PathBuf>,
+    /// The managed settings directory (`/etc/claude-code`).
+    pub managed_dir: Option<PathBuf>,
 }
 
 /// A project's config file, relative to the session's directory.
@@ -225,6 +240,7 @@ impl Config {
             user_settings: Ok(Settings::default()),
             anthropic_api_key: None,
             openai_api_key: None,
+            claude: Some(ClaudeLocations::default()),
         }
     }
 
@@ -280,6 +296,22 @@ impl Config {
         config.user_settings = user_settings;
         config.anthropic_api_key = anthropic_api_key;
         config.openai_api_key = openai_api_key;
+        let off = nonempty("CANDOR_CLAUDE_HOOKS").is_some_and(|v| {
+            matches!(
+                v.to_ascii_lowercase().as_str(),
+                "0" | "false" | "off" | "no"
+            )
+        });
+        config.claude = (!off).then(|| ClaudeLocations {
+            user_dir: nonempty("CLAUDE_CONFIG_DIR")
+                .map(PathBuf::from)
+                .or_else(|| config.user_home.as_ref().map(|h| h.join(".claude"))),
+            managed_dir: Some(
+                nonempty("CANDOR_CLAUDE_MANAGED_DIR")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| PathBuf::from("/etc/claude-code")),
+            ),
+        });
         config
     }
 

@@ -114,6 +114,18 @@ pub struct AssistantTurn {
 }
 
 impl AssistantTurn {
+    /// The turn's text blocks, joined (what it said to the user).
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                AssistantBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("")
+    }
+
     /// The tool calls of this turn, in order.
     pub fn tool_uses(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
         self.content.iter().filter_map(|b| match b {

@@ -57,6 +57,8 @@ pub(crate) struct Agent {
     // an `.await`.
     sessions: Mutex<HashMap<String, SessionHandle>>,
     actors: Mutex<Vec<JoinHandle<()>>>,
+    /// New sessions waiting for their `session/new` response to be queued.
+    openers: Mutex<HashMap<String, tokio::sync::oneshot::Sender<()>>>,
     hard_stop: CancellationToken,
 }
 
@@ -71,6 +73,7 @@ impl Agent {
             client: Mutex::new(None),
             sessions: Mutex::new(HashMap::new()),
             actors: Mutex::new(Vec::new()),
+            openers: Mutex::new(HashMap::new()),
             hard_stop: CancellationToken::new(),
         }
     }
@@ -148,6 +151,7 @@ impl Agent {
         let id = started.handle.id().to_owned();
         lock(&self.sessions).insert(id.clone(), started.handle);
         lock(&self.actors).push(started.task);
+        lock(&self.openers).insert(id.clone(), started.opened);
         let response = NewSessionResponse::new(id);
         Ok(response
             .config_options(started.settings.config_options())
@@ -410,6 +414,7 @@ fn on_request(
         // Armed now, in wire order, so a cancel right behind it is not lost.
         session.arm_prompt();
     }
+    let opens = method == "session/new";
     let cancel = CancellationToken::new();
     agent.in_flight.start(
         &id,
@@ -433,7 +438,17 @@ fn on_request(
             },
         };
         agent.in_flight.finish(&id);
+        let opened = opens
+            .then(|| serde_json::from_str::<Value>(&response).ok())
+            .flatten()
+            .and_then(|r| r["result"]["sessionId"].as_str().map(str::to_owned));
         agent.outbox.send_line(response);
+        // Only now may the new session speak (notices, hook output).
+        if let Some(sid) = opened
+            && let Some(opener) = lock(&agent.openers).remove(&sid)
+        {
+            let _ = opener.send(());
+        }
     });
 }
 

@@ -85,13 +85,44 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
     }
     let mut messages = Vec::new();
     let mut awaiting: Option<Awaiting> = None;
+    // Hook context with no user message to join yet (SessionStart): it
+    // opens the next one. `opened_with` is what opened the latest one, put
+    // back if that prompt is blocked.
+    let mut pending: Vec<String> = Vec::new();
+    let mut opened_with: Vec<String> = Vec::new();
     for record in records {
         match &record.event {
             Event::UserMessage { content } => {
                 flush(&mut awaiting, &mut messages);
-                messages.push(Message::User {
-                    text: flatten_prompt(content),
-                });
+                let mut text = flatten_prompt(content);
+                if !pending.is_empty() {
+                    text = format!("{}\n\n{text}", pending.join("\n\n"));
+                }
+                opened_with = std::mem::take(&mut pending);
+                messages.push(Message::User { text });
+            }
+            Event::HookContext { event, hook, text } => {
+                let note = context_note(event, hook, text);
+                if event == "Stop" {
+                    flush(&mut awaiting, &mut messages);
+                    messages.push(Message::User { text: note });
+                } else {
+                    match messages.last_mut() {
+                        Some(Message::User { text }) if awaiting.is_none() => {
+                            text.push_str("\n\n");
+                            text.push_str(&note);
+                        }
+                        _ => pending.push(note),
+                    }
+                }
+            }
+            Event::PromptBlocked { .. } => {
+                if matches!(messages.last(), Some(Message::User { .. })) {
+                    messages.pop();
+                    let mut restored = std::mem::take(&mut opened_with);
+                    restored.append(&mut pending);
+                    pending = restored;
+                }
             }
             Event::AssistantMessage {
                 content,
@@ -193,6 +224,15 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
     }
     flush(&mut awaiting, &mut messages);
     messages
+}
+
+/// How hook context reads in the model's history.
+fn context_note(event: &str, hook: &str, text: &str) -> String {
+    if event == "Stop" {
+        format!("[candor] The Stop hook {hook} did not let you end the turn yet: {text}")
+    } else {
+        format!("[candor] Context from the {event} hook {hook}:\n{text}")
+    }
 }
 
 /// Tool calls of the latest assistant turn still collecting results.

@@ -89,6 +89,22 @@ impl Card {
 }
 
 impl Presenter {
+    /// A notice: a `notice` update if the client takes them, else a thought
+    /// chunk, which every client shows.
+    fn notice(&self, level: NoticeLevel, text: String) -> Vec<SessionUpdate> {
+        if self.notices {
+            let severity = match level {
+                NoticeLevel::Info => NoticeSeverity::Info,
+                NoticeLevel::Warning => NoticeSeverity::Warning,
+                NoticeLevel::Error => NoticeSeverity::Error,
+            };
+            vec![SessionUpdate::Notice(Notice::new(severity, text))]
+        } else {
+            let chunk = ContentChunk::new(ContentBlock::from(format!("[candor] {text}\n")));
+            vec![SessionUpdate::AgentThoughtChunk(chunk)]
+        }
+    }
+
     pub fn new(cwd: PathBuf, mode: Mode) -> Self {
         Self {
             cwd,
@@ -133,19 +149,22 @@ impl Presenter {
                 ))]
             }
             Event::TurnEnded { .. } | Event::ConfigChanged { .. } => Vec::new(),
-            Event::Notice { level, text } => {
-                if self.notices {
-                    let severity = match level {
-                        NoticeLevel::Info => NoticeSeverity::Info,
-                        NoticeLevel::Warning => NoticeSeverity::Warning,
-                        NoticeLevel::Error => NoticeSeverity::Error,
-                    };
-                    vec![SessionUpdate::Notice(Notice::new(severity, text.clone()))]
+            Event::Notice { level, text } => self.notice(*level, text.clone()),
+            Event::HookContext { event, hook, text } => {
+                let text = if event == "Stop" {
+                    format!("The Stop hook {hook} did not let the turn end: {text}")
                 } else {
-                    let chunk = ContentChunk::new(ContentBlock::from(format!("[candor] {text}\n")));
-                    vec![SessionUpdate::AgentThoughtChunk(chunk)]
-                }
+                    format!(
+                        "The {event} hook {hook} added context for the model: {}",
+                        crate::bridges::runner::shorten(text, 300)
+                    )
+                };
+                self.notice(NoticeLevel::Info, text)
             }
+            Event::PromptBlocked { hook, reason } => self.notice(
+                NoticeLevel::Error,
+                format!("The hook {hook} blocked this prompt: {reason}"),
+            ),
             Event::UserMessage { content } => match self.mode {
                 Mode::Live => Vec::new(),
                 Mode::Replay => content

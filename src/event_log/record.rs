@@ -83,6 +83,20 @@ pub enum Event {
     /// It opens a turn.
     #[serde(rename = "user/message")]
     UserMessage { content: Vec<ContentBlock> },
+    /// A hook gave the model something to read: context from a
+    /// `SessionStart` or `UserPromptSubmit` hook, or a `Stop` hook's reason
+    /// for not letting the turn end (the turn goes on).
+    #[serde(rename = "hook/context")]
+    HookContext {
+        /// The hook event: `SessionStart`, `UserPromptSubmit` or `Stop`.
+        event: String,
+        hook: String,
+        text: String,
+    },
+    /// A `UserPromptSubmit` hook refused the prompt recorded just before:
+    /// the model never sees it, and the turn ends `refusal`.
+    #[serde(rename = "prompt/blocked")]
+    PromptBlocked { hook: String, reason: String },
     /// A piece of the model's output as it streamed in. Shown to the user;
     /// not part of the model's history (the `assistant/message` is).
     #[serde(rename = "assistant/delta")]

@@ -401,6 +401,11 @@ fn agent_command(
                 cmd.env_remove(var);
             }
             cmd.env("XDG_CONFIG_HOME", dir.join("config"));
+            // Nor may the developer's own Claude Code hooks join in: a
+            // scenario's hooks live in its project's `.claude/`.
+            cmd.env("CLAUDE_CONFIG_DIR", dir.join("claude-user"))
+                .env("CANDOR_CLAUDE_MANAGED_DIR", dir.join("claude-managed"))
+                .env_remove("CANDOR_CLAUDE_HOOKS");
             cmd.env_remove("CANDOR_PROVIDER")
                 .env_remove("CANDOR_SCRIPT");
             if let Some(model) = &s.model {

@@ -24,6 +24,7 @@
 //! tools accept nothing else. Both types keep their fields private: no
 //! listener, hook or test can change what runs after it was settled.
 
+pub mod events;
 pub mod policy;
 pub mod scripted;
 
@@ -273,6 +274,8 @@ pub async fn after_execution(policy: &Policy, call: FinishedCall<'_>) -> Vec<Hoo
 pub struct Policy {
     pub hooks: Vec<Arc<dyn PreToolHook>>,
     pub post_hooks: Vec<Arc<dyn PostToolHook>>,
+    /// Hooks on prompts, stops, and the session's start and end.
+    pub event_hooks: Vec<Arc<dyn events::EventHook>>,
     pub rules: Rules,
     pub mode: Mode,
 }

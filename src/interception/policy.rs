@@ -295,6 +295,15 @@ pub struct Rules {
     pub deny: Vec<Rule>,
 }
 
+impl Rule {
+    /// Whether this rule matches the call (as a deny or ask rule would: any
+    /// command of a compound Bash command is enough). Claude Code's `if`
+    /// filter on hooks uses this.
+    pub fn matches_call(&self, tool: &str, args: &Value, root: &Path) -> bool {
+        any_match(std::slice::from_ref(self), tool, &parts(tool, args, root)).is_some()
+    }
+}
+
 /// A rule of `rules` that matches any part of the call.
 fn any_match<'r>(rules: &'r [Rule], tool: &str, parts: &[String]) -> Option<&'r Rule> {
     rules

@@ -44,8 +44,10 @@ pub struct PolicyFile {
     pub post_hooks: Vec<ScriptedPostHook>,
     #[serde(default)]
     pub permissions: Permissions,
+    /// The starting mode (default: Claude Code's `defaultMode` if set,
+    /// else `default`).
     #[serde(default)]
-    pub mode: Mode,
+    pub mode: Option<Mode>,
 }
 
 /// Rule lists, in Claude Code's syntax.
@@ -101,7 +103,8 @@ impl PolicyFile {
                 ask: rules(&self.permissions.ask)?,
                 deny: rules(&self.permissions.deny)?,
             },
-            mode: self.mode,
+            mode: self.mode.unwrap_or_default(),
+            event_hooks: Vec::new(),
         })
     }
 }
@@ -359,7 +362,10 @@ mod tests {
     #[tokio::test]
     async fn errors_and_whole_replacements() {
         let h = hook(json!({"id": "e", "decision": "error", "reason": "boom"}));
-        assert_eq!(h.check(call("Bash", &json!({}))).await, Err(HookFailure::closed("boom")));
+        assert_eq!(
+            h.check(call("Bash", &json!({}))).await,
+            Err(HookFailure::closed("boom"))
+        );
         let h =
             hook(json!({"id": "w", "decision": "pass", "rewrite": {"input": {"command": "true"}}}));
         assert_eq!(

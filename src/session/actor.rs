@@ -12,11 +12,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::call::Gate;
 use super::commit::Committer;
+use super::events;
 use super::settings::{self, Change};
 use super::turn::{self, TurnControl, TurnError};
 use super::{SessionHandle, Started};
+use crate::bridges::{self, SessionContext};
 use crate::config::Config;
-use crate::event_log::{Event, EventLog, FORMAT_VERSION, LogError, TurnStop};
+use crate::event_log::{Event, EventLog, FORMAT_VERSION, LogError, NoticeLevel, TurnStop};
 use crate::interception::Policy;
 use crate::interception::scripted::PolicyFile;
 use crate::presentation::{Mode, Presenter};
@@ -56,15 +58,31 @@ pub(crate) fn start(
 ) -> Result<Started, StartError> {
     // A broken policy file fails the session: candor does not run tools
     // under a policy it could not read.
-    let policy = match &config.policy {
-        Some(path) => PolicyFile::load(path)
-            .and_then(|file| file.policy(&cwd, config.user_home.as_deref()))
-            .map_err(StartError::Policy)?,
-        None => Policy::default(),
+    let home = config.user_home.as_deref();
+    let (mut policy, mode_set) = match &config.policy {
+        Some(path) => {
+            let file = PolicyFile::load(path).map_err(StartError::Policy)?;
+            let policy = file.policy(&cwd, home).map_err(StartError::Policy)?;
+            (policy, file.mode.is_some())
+        }
+        None => (Policy::default(), false),
     };
     let id = uuid::Uuid::new_v4().to_string();
     let log = EventLog::create(&config.sessions_dir(), &id)?;
     let log_path = log.path().to_owned();
+    // The user's Claude Code hooks and rules join the policy; a broken
+    // settings file is a notice, never a failed session.
+    let mut start_notices = Vec::new();
+    if let Some(locations) = &config.claude {
+        let context = Arc::new(SessionContext {
+            session_id: id.clone(),
+            transcript_path: log_path.clone(),
+            project_dir: cwd.clone(),
+            home: config.user_home.clone(),
+        });
+        let loaded = bridges::claude::load(locations, &context);
+        start_notices.extend(loaded.merge_into(&mut policy, &cwd, home, mode_set));
+    }
     let provider = Provider::for_session(config, &cwd);
     let notices = client.session.as_ref().is_some_and(|s| s.notices.is_some());
     let presenter = Presenter::new(cwd.clone(), Mode::Live).with_notices(notices);
@@ -115,13 +133,35 @@ pub(crate) fn start(
         changes,
     );
     tracing::info!(session = %id, provider = provider.name(), log = %handle.log_path().display(), "session started");
-    let task = tokio::spawn(run(committer, provider, gate, cwd, commands, hard_stop));
+    let (opened, opened_rx) = oneshot::channel();
+    let opening = Opening {
+        opened: opened_rx,
+        notices: start_notices,
+    };
+    let task = tokio::spawn(run(
+        committer, provider, gate, cwd, commands, hard_stop, opening,
+    ));
     Ok(Started {
         handle,
         task,
         settings: view,
+        opened,
     })
 }
+
+/// What the actor does first, once the client has the session's id.
+#[derive(Debug)]
+struct Opening {
+    /// Fired once the `session/new` response is queued: nothing about the
+    /// session may reach the client before it.
+    opened: oneshot::Receiver<()>,
+    /// What loading the settings had to say.
+    notices: Vec<(NoticeLevel, String)>,
+}
+
+/// How long the actor waits for its `session/new` response to be queued
+/// before going on anyway (the request may have been cancelled).
+const OPEN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The actor loop: ends when every handle is gone.
 async fn run(
@@ -131,7 +171,26 @@ async fn run(
     cwd: PathBuf,
     mut commands: mpsc::Receiver<Command>,
     hard_stop: CancellationToken,
+    opening: Opening,
 ) {
+    let _ = tokio::time::timeout(OPEN_WAIT, opening.opened).await;
+    for (level, text) in opening.notices {
+        if let Err(e) = committer.commit(Event::Notice { level, text }) {
+            tracing::error!(error = %e, "could not record a notice");
+        }
+    }
+    if let Err(e) = events::session_start(
+        &mut committer,
+        &gate,
+        &cwd,
+        "startup",
+        provider.model(),
+        &hard_stop,
+    )
+    .await
+    {
+        tracing::error!(error = %e, "could not record what the SessionStart hooks said");
+    }
     loop {
         let command = tokio::select! {
             command = commands.recv() => match command {
@@ -174,6 +233,7 @@ async fn run(
             }
         }
     }
+    events::session_end(&mut committer, &gate, &cwd, "other").await;
     // The session is over: nothing it started may outlive it.
     gate.shells.kill_all();
 }

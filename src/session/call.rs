@@ -66,7 +66,10 @@ pub(crate) const REFUSED_BY_USER: &str = "The user refused to run this call.";
 pub(crate) enum Next {
     Continue,
     /// A hook ended the turn (`continue: false`).
-    Stop { hook: String, reason: String },
+    Stop {
+        hook: String,
+        reason: String,
+    },
 }
 
 /// Settles, presents, (asks,) runs and finishes one tool call.

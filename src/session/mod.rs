@@ -14,6 +14,7 @@
 pub(crate) mod actor;
 pub(crate) mod call;
 pub(crate) mod commit;
+pub(crate) mod events;
 pub(crate) mod settings;
 pub(crate) mod turn;
 
@@ -181,4 +182,7 @@ pub(crate) struct Started {
     /// The session's settings, for `session/new`'s `configOptions` and
     /// `modes`.
     pub(crate) settings: settings::View,
+    /// Fire once the `session/new` response is queued: the actor waits for
+    /// it before it says anything to the client.
+    pub(crate) opened: oneshot::Sender<()>,
 }

@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::call::{Gate, Next, finish, run_call};
 use super::commit::Committer;
+use super::events;
 use crate::conversation::{AssistantBlock, ModelRequest, ModelStop};
 use crate::event_log::{DeltaChannel, Event, LogError, NoticeLevel, ResultStatus, TurnStop};
 use crate::history::derive_messages;
@@ -91,8 +92,16 @@ async fn steps(
     prompt: Vec<ContentBlock>,
     control: &TurnControl,
 ) -> Result<TurnStop, TurnError> {
+    let prompt_text = crate::history::flatten_prompt(&prompt);
     c.commit(Event::UserMessage { content: prompt })?;
+    match events::prompt_submitted(c, gate, &control.cwd, &prompt_text, &control.cancel).await? {
+        None => return Ok(TurnStop::Cancelled),
+        Some(true) => return Ok(TurnStop::Refusal),
+        Some(false) => {}
+    }
     let limit = provider.max_turn_requests().unwrap_or(MAX_MODEL_REQUESTS);
+    // Stop hooks that sent the model back to work in this prompt.
+    let mut continued = 0;
     for _ in 0..limit {
         if control.cancel.is_cancelled() {
             return Ok(TurnStop::Cancelled);
@@ -112,17 +121,41 @@ async fn steps(
             .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
             .collect();
         let stop = turn.stop;
+        let said = turn.text();
         c.commit(Event::AssistantMessage {
             content: turn.content,
             stop,
             interrupted: false,
         })?;
         if calls.is_empty() {
-            return Ok(match stop {
+            let ended = match stop {
                 ModelStop::EndTurn | ModelStop::ToolUse => TurnStop::EndTurn,
                 ModelStop::MaxTokens => TurnStop::MaxTokens,
                 ModelStop::Refusal => TurnStop::Refusal,
-            });
+            };
+            if ended != TurnStop::EndTurn {
+                return Ok(ended);
+            }
+            if continued == events::MAX_STOP_CONTINUATIONS {
+                c.commit(Event::Notice {
+                    level: NoticeLevel::Warning,
+                    text: format!(
+                        "Stop hooks sent the model back to work {continued} times in this prompt; candor ended the turn"
+                    ),
+                })?;
+                return Ok(ended);
+            }
+            let active = continued > 0;
+            match events::stop_requested(c, gate, &control.cwd, active, &said, &control.cancel)
+                .await?
+            {
+                Some(_) => {
+                    continued += 1;
+                    continue;
+                }
+                None if control.cancel.is_cancelled() => return Ok(TurnStop::Cancelled),
+                None => return Ok(ended),
+            }
         }
         let mut stopped: Option<(String, String)> = None;
         for (id, name, input) in calls {

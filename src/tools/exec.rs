@@ -71,6 +71,39 @@ pub fn program(program: &str, args: &[String], cwd: &Path) -> Command {
     cmd
 }
 
+/// A hook command as Claude Code and Codex run one: `sh -c <command>`
+/// (shell form) or a program with arguments (exec form), in `cwd`, with
+/// `env` added, stdin piped (the event's JSON), stdout and stderr piped, in
+/// its own process group.
+pub fn hook(
+    command: &str,
+    args: Option<&[String]>,
+    cwd: &Path,
+    env: &[(String, String)],
+) -> Command {
+    #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
+    let mut cmd = match args {
+        Some(args) => {
+            let mut cmd = Command::new(command);
+            cmd.args(args);
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new("sh");
+            cmd.arg("-c").arg(command);
+            cmd
+        }
+    };
+    cmd.current_dir(cwd)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd
+}
+
 /// A child process and its process group.
 #[derive(Debug)]
 pub struct ProcessGroup {

@@ -166,6 +166,7 @@ pub fn candor_command(env: &TestEnv) -> tokio::process::Command {
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", env.dir.path())
         .env("CANDOR_HOME", &env.home)
+        .env("CANDOR_CLAUDE_MANAGED_DIR", env.dir.path().join("managed"))
         .env("RUST_LOG", "debug")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

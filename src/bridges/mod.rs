@@ -1,0 +1,180 @@
+//! Bridges: the user's existing Claude Code (and Codex) hooks and
+//! permission rules, running in candor through the interception seam.
+//!
+//! A bridge reads the other tool's settings files when a session starts and
+//! turns them into [`Loaded`]: pre-execute hooks (each a
+//! [`PreToolHook`](crate::interception::PreToolHook), so their rewrites go
+//! through the same consistency unit as every other), post-execute hooks,
+//! event hooks, permission rules and a starting mode, plus the problems it
+//! met (a broken file never stops a session: the problem is a notice and
+//! the other files still load). [`runner`] runs one command hook; the
+//! bridges differ in what its exit code and output mean.
+
+pub mod claude;
+pub mod runner;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use regex::Regex;
+
+use crate::event_log::NoticeLevel;
+use crate::interception::events::EventHook;
+use crate::interception::policy::{Mode, Rule};
+use crate::interception::{Policy, PostToolHook, PreToolHook};
+
+/// The session a bridge's hooks run for (what their input names).
+#[derive(Debug, Clone)]
+pub struct SessionContext {
+    pub session_id: String,
+    /// candor's event log of the session (a hook's `transcript_path`).
+    pub transcript_path: PathBuf,
+    /// The session's root (`CLAUDE_PROJECT_DIR`).
+    pub project_dir: PathBuf,
+    /// `~` in permission rules and `if` filters.
+    pub home: Option<PathBuf>,
+}
+
+/// What a bridge found in the settings it read.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub pre_hooks: Vec<Arc<dyn PreToolHook>>,
+    pub post_hooks: Vec<Arc<dyn PostToolHook>>,
+    pub event_hooks: Vec<Arc<dyn EventHook>>,
+    /// Permission rules, in Claude Code's syntax, with the file each came
+    /// from (for the notice when one cannot be parsed).
+    pub allow: Vec<(String, PathBuf)>,
+    pub ask: Vec<(String, PathBuf)>,
+    pub deny: Vec<(String, PathBuf)>,
+    /// The starting mode the settings ask for.
+    pub default_mode: Option<Mode>,
+    /// What was wrong, each naming the file (a notice in the session and a
+    /// warning on stderr).
+    pub problems: Vec<String>,
+    /// What was read, and what was left out, for the user (`info` notices).
+    pub remarks: Vec<String>,
+}
+
+impl Loaded {
+    /// Adds what was loaded to `policy`: hooks after the ones it has, rules
+    /// beside its rules, the starting mode unless `mode_set` (the policy
+    /// file chose one). Returns the notices for the session (problems as
+    /// warnings, also logged; remarks as information).
+    pub fn merge_into(
+        self,
+        policy: &mut Policy,
+        root: &Path,
+        home: Option<&Path>,
+        mode_set: bool,
+    ) -> Vec<(NoticeLevel, String)> {
+        let mut notices = Vec::new();
+        let mut problems = self.problems;
+        for (list, rules) in [
+            (self.allow, &mut policy.rules.allow),
+            (self.ask, &mut policy.rules.ask),
+            (self.deny, &mut policy.rules.deny),
+        ] {
+            for (text, file) in list {
+                match Rule::parse(&text, root, home) {
+                    Ok(rule) => rules.push(rule),
+                    Err(e) => problems.push(format!(
+                        "settings {}: the permission rule cannot be used ({e}); skipped",
+                        file.display()
+                    )),
+                }
+            }
+        }
+        policy.hooks.extend(self.pre_hooks);
+        policy.post_hooks.extend(self.post_hooks);
+        policy.event_hooks.extend(self.event_hooks);
+        if !mode_set && let Some(mode) = self.default_mode {
+            policy.mode = mode;
+        }
+        for problem in problems {
+            tracing::warn!("{problem}");
+            notices.push((NoticeLevel::Warning, problem));
+        }
+        for remark in self.remarks {
+            tracing::info!("{remark}");
+            notices.push((NoticeLevel::Info, remark));
+        }
+        notices
+    }
+}
+
+/// Which tool (or source, or reason) names a hook group applies to.
+#[derive(Debug, Clone)]
+pub enum Matcher {
+    /// `*`, empty, or absent.
+    All,
+    /// Exact names (`Bash`, `Edit|Write`, `Edit, Write`).
+    Names(Vec<String>),
+    /// Anything else: an unanchored regular expression.
+    Regex(Regex),
+}
+
+impl Matcher {
+    /// Parses a matcher; `exact` says which characters keep it a list of
+    /// names (the bridges differ). An invalid expression is an `Err`; the
+    /// hook then never matches, as upstream.
+    pub fn parse(text: Option<&str>, exact: fn(char) -> bool) -> Result<Matcher, String> {
+        let text = text.map(str::trim).unwrap_or("");
+        if text.is_empty() || text == "*" {
+            return Ok(Matcher::All);
+        }
+        if text.chars().all(exact) {
+            return Ok(Matcher::Names(
+                text.split(['|', ','])
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            ));
+        }
+        Regex::new(text)
+            .map(Matcher::Regex)
+            .map_err(|e| format!("the matcher {text:?} is not a valid regular expression: {e}"))
+    }
+
+    pub fn matches(&self, name: &str) -> bool {
+        match self {
+            Matcher::All => true,
+            Matcher::Names(names) => names.iter().any(|n| n == name),
+            Matcher::Regex(re) => re.is_match(name),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claude_exact(c: char) -> bool {
+        c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ' ' | ',' | '|')
+    }
+
+    #[test]
+    fn matchers_follow_claude_code() {
+        let m = |t: Option<&str>| Matcher::parse(t, claude_exact).unwrap();
+        assert!(
+            m(None).matches("Bash") && m(Some("")).matches("Read") && m(Some("*")).matches("x")
+        );
+        assert!(m(Some("Edit|Write")).matches("Write"));
+        assert!(m(Some("Edit, Write")).matches("Edit"));
+        assert!(
+            !m(Some("Edit|Write")).matches("MultiEdit"),
+            "names are exact"
+        );
+        assert!(
+            m(Some("Edit.*")).matches("NotebookEdit"),
+            "regexes are unanchored"
+        );
+        assert!(!m(Some("^Edit$")).matches("NotebookEdit"));
+        assert!(m(Some("mcp__memory__.*")).matches("mcp__memory__create"));
+        assert!(
+            !m(Some("mcp__memory")).matches("mcp__memory__create"),
+            "bare is exact"
+        );
+        assert!(Matcher::parse(Some("(unclosed"), claude_exact).is_err());
+    }
+}

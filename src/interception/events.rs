@@ -1,0 +1,120 @@
+//! Hooks on session events that are not about one call: a prompt arriving,
+//! the model wanting to stop, the session starting or ending.
+//!
+//! Every hook that applies to an event runs at once (what one says does not
+//! change what the others are shown); their answers are put together in
+//! configured order: the first block wins (its reason is the one used),
+//! every context and notice is kept.
+
+use std::fmt;
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+
+use serde_json::{Map, Value};
+
+use super::Policy;
+use super::policy::Mode;
+
+/// The events candor runs hooks on, by their Claude Code names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SessionEvent {
+    /// A prompt arrived, before the model sees it. A block refuses it.
+    UserPromptSubmit,
+    /// The model ended its turn. A block makes it go on, told the reason.
+    Stop,
+    /// The session opened (`source`: `startup` or `resume`).
+    SessionStart,
+    /// The session is closing (`reason`). Answers are not used.
+    SessionEnd,
+}
+
+impl SessionEvent {
+    pub fn name(self) -> &'static str {
+        match self {
+            SessionEvent::UserPromptSubmit => "UserPromptSubmit",
+            SessionEvent::Stop => "Stop",
+            SessionEvent::SessionStart => "SessionStart",
+            SessionEvent::SessionEnd => "SessionEnd",
+        }
+    }
+}
+
+/// What an event hook is shown.
+#[derive(Debug, Clone, Copy)]
+pub struct EventInput<'a> {
+    pub event: SessionEvent,
+    pub cwd: &'a Path,
+    pub mode: Mode,
+    /// What a matcher looks at: `source` (SessionStart), `reason`
+    /// (SessionEnd); none for the others.
+    pub subject: Option<&'a str>,
+    /// The event's own fields, as a hook's input carries them
+    /// (`prompt`; `stop_hook_active`, `last_assistant_message`; `source`;
+    /// `reason`).
+    pub fields: &'a Map<String, Value>,
+}
+
+/// One hook's answer to an event.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventAnswer {
+    /// Block the prompt (UserPromptSubmit) or the stop (Stop), with why.
+    pub block: Option<String>,
+    /// Context for the model.
+    pub context: Option<String>,
+    /// Messages for the user (including the hook's own failures).
+    pub notices: Vec<String>,
+}
+
+/// The future an event hook returns.
+pub type EventFuture<'a> = Pin<Box<dyn Future<Output = EventAnswer> + Send + 'a>>;
+
+/// A hook on session events. The Claude Code and Codex bridges implement it.
+pub trait EventHook: Send + Sync + fmt::Debug {
+    /// The name notices and records show.
+    fn id(&self) -> &str;
+    /// Whether it runs for this event (its event and matcher).
+    fn applies_to(&self, input: &EventInput<'_>) -> bool;
+    fn run<'a>(&'a self, input: EventInput<'a>) -> EventFuture<'a>;
+}
+
+/// What the hooks of one event said, together.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventOutcome {
+    /// The first hook (in configured order) that blocked, and why.
+    pub block: Option<(String, String)>,
+    /// Each hook's context, in configured order.
+    pub context: Vec<(String, String)>,
+    /// Each hook's notices, in configured order.
+    pub notices: Vec<(String, String)>,
+    /// How many hooks ran.
+    pub ran: usize,
+}
+
+/// Runs the hooks that apply to `input` and puts their answers together.
+pub async fn on_event(policy: &Policy, input: EventInput<'_>) -> EventOutcome {
+    let running = policy
+        .event_hooks
+        .iter()
+        .filter(|hook| hook.applies_to(&input))
+        .map(|hook| async move { (hook.id().to_owned(), hook.run(input).await) });
+    let answers = futures_util::future::join_all(running).await;
+    let mut outcome = EventOutcome {
+        ran: answers.len(),
+        ..EventOutcome::default()
+    };
+    for (id, answer) in answers {
+        if outcome.block.is_none()
+            && let Some(reason) = answer.block
+        {
+            outcome.block = Some((id.clone(), reason));
+        }
+        if let Some(text) = answer.context.filter(|t| !t.trim().is_empty()) {
+            outcome.context.push((id.clone(), text));
+        }
+        for notice in answer.notices {
+            outcome.notices.push((id.clone(), notice));
+        }
+    }
+    outcome
+}

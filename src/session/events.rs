@@ -1,0 +1,189 @@
+//! The session's hook events: where a turn and the actor give event hooks
+//! their say, and what they record of it.
+//!
+//! Every answer becomes records: notices (`session/notice`), context for
+//! the model (`hook/context`), a refused prompt (`prompt/blocked`). The
+//! model's history and the client's updates are projections of those, like
+//! everything else.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::call::Gate;
+use super::commit::Committer;
+use crate::event_log::{Event, LogError, NoticeLevel};
+use crate::interception::events::{EventInput, EventOutcome, SessionEvent, on_event};
+
+/// How many times Stop hooks may send the model back to work in one
+/// prompt (a guard against two hooks, or a hook and a model, that never
+/// agree).
+pub(crate) const MAX_STOP_CONTINUATIONS: usize = 5;
+
+/// How long SessionEnd hooks get, all together (Claude Code's default).
+pub(crate) const SESSION_END_BUDGET: Duration = Duration::from_millis(1500);
+
+/// Runs the hooks of `event`, unless cancelled first (`None`).
+async fn run(
+    gate: &Gate,
+    event: SessionEvent,
+    cwd: &Path,
+    subject: Option<&str>,
+    fields: Map<String, Value>,
+    cancel: &CancellationToken,
+) -> Option<EventOutcome> {
+    if gate.policy.event_hooks.is_empty() {
+        return Some(EventOutcome::default());
+    }
+    let input = EventInput {
+        event,
+        cwd,
+        mode: gate.policy.mode,
+        subject,
+        fields: &fields,
+    };
+    tokio::select! {
+        outcome = on_event(&gate.policy, input) => Some(outcome),
+        _ = cancel.cancelled() => None,
+    }
+}
+
+/// Records the notices and context of an outcome.
+fn record(c: &mut Committer, event: SessionEvent, outcome: &EventOutcome) -> Result<(), LogError> {
+    for (hook, text) in &outcome.notices {
+        c.commit(Event::Notice {
+            level: NoticeLevel::Warning,
+            text: format!("{hook}: {text}"),
+        })?;
+    }
+    for (hook, text) in &outcome.context {
+        c.commit(Event::HookContext {
+            event: event.name().to_owned(),
+            hook: hook.clone(),
+            text: text.clone(),
+        })?;
+    }
+    Ok(())
+}
+
+/// SessionStart (`source`: `startup`, or `resume` for a loaded session).
+pub(crate) async fn session_start(
+    c: &mut Committer,
+    gate: &Gate,
+    cwd: &Path,
+    source: &str,
+    model: Option<&str>,
+    cancel: &CancellationToken,
+) -> Result<(), LogError> {
+    let mut fields = Map::new();
+    fields.insert("source".into(), json!(source));
+    if let Some(model) = model {
+        fields.insert("model".into(), json!(model));
+    }
+    if let Some(outcome) = run(
+        gate,
+        SessionEvent::SessionStart,
+        cwd,
+        Some(source),
+        fields,
+        cancel,
+    )
+    .await
+    {
+        record(c, SessionEvent::SessionStart, &outcome)?;
+    }
+    Ok(())
+}
+
+/// UserPromptSubmit, right after the prompt's `user/message`. `true`: a
+/// hook refused the prompt (recorded as `prompt/blocked`).
+pub(crate) async fn prompt_submitted(
+    c: &mut Committer,
+    gate: &Gate,
+    cwd: &Path,
+    prompt: &str,
+    cancel: &CancellationToken,
+) -> Result<Option<bool>, LogError> {
+    let mut fields = Map::new();
+    fields.insert("prompt".into(), json!(prompt));
+    let Some(outcome) = run(
+        gate,
+        SessionEvent::UserPromptSubmit,
+        cwd,
+        None,
+        fields,
+        cancel,
+    )
+    .await
+    else {
+        return Ok(None);
+    };
+    record(c, SessionEvent::UserPromptSubmit, &outcome)?;
+    if let Some((hook, reason)) = outcome.block {
+        c.commit(Event::PromptBlocked { hook, reason })?;
+        return Ok(Some(true));
+    }
+    Ok(Some(false))
+}
+
+/// Stop, when the model ended its turn. `Some((hook, reason))`: a hook
+/// sends it back to work (recorded as `hook/context` for `Stop`).
+pub(crate) async fn stop_requested(
+    c: &mut Committer,
+    gate: &Gate,
+    cwd: &Path,
+    active: bool,
+    last_message: &str,
+    cancel: &CancellationToken,
+) -> Result<Option<(String, String)>, LogError> {
+    let mut fields = Map::new();
+    fields.insert("stop_hook_active".into(), json!(active));
+    fields.insert("last_assistant_message".into(), json!(last_message));
+    let Some(outcome) = run(gate, SessionEvent::Stop, cwd, None, fields, cancel).await else {
+        return Ok(None);
+    };
+    record(c, SessionEvent::Stop, &outcome)?;
+    if let Some((hook, reason)) = outcome.block {
+        c.commit(Event::HookContext {
+            event: SessionEvent::Stop.name().to_owned(),
+            hook: hook.clone(),
+            text: reason.clone(),
+        })?;
+        return Ok(Some((hook, reason)));
+    }
+    Ok(None)
+}
+
+/// SessionEnd, as the session closes; its hooks get
+/// [`SESSION_END_BUDGET`] together, then they are stopped.
+pub(crate) async fn session_end(c: &mut Committer, gate: &Gate, cwd: &Path, reason: &str) {
+    let mut fields = Map::new();
+    fields.insert("reason".into(), json!(reason));
+    let never = CancellationToken::new();
+    let ran = tokio::time::timeout(
+        SESSION_END_BUDGET,
+        run(
+            gate,
+            SessionEvent::SessionEnd,
+            cwd,
+            Some(reason),
+            fields,
+            &never,
+        ),
+    )
+    .await;
+    match ran {
+        Ok(Some(outcome)) => {
+            if let Err(e) = record(c, SessionEvent::SessionEnd, &outcome) {
+                tracing::warn!(error = %e, "could not record what the SessionEnd hooks said");
+            }
+        }
+        Ok(None) => {}
+        Err(_) => tracing::warn!(
+            "SessionEnd hooks did not finish within {:?} and were stopped",
+            SESSION_END_BUDGET
+        ),
+    }
+}

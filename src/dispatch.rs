@@ -37,7 +37,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
+use crate::config::{Config, ProviderSetting};
 use crate::interception::policy::Mode;
 use crate::rpc::{self, InFlight, Message, Outgoing, Running};
 use crate::session::settings::Change;
@@ -195,7 +195,10 @@ impl Agent {
         let Some((_, variable, _)) = AUTH_METHODS.iter().find(|(id, _, _)| *id == method) else {
             return Err(AcpError::invalid_params().data(format!("unknown auth method {method:?}")));
         };
-        if std::env::var_os(variable).is_some_and(|v| !v.is_empty()) {
+        // Nothing to do when the model candor is configured with can answer
+        // already, whichever method the client picked (clients often try the
+        // first one listed).
+        if self.model_ready() {
             Ok(AuthenticateResponse::new())
         } else {
             Err(AcpError::new(
@@ -204,6 +207,23 @@ impl Agent {
                     "{variable} is not set: set it in the environment your editor starts candor with, then restart candor"
                 ),
             ))
+        }
+    }
+
+    /// The configured model provider has what it needs to answer: a key,
+    /// or (OpenAI-compatible) an endpoint of its own, or it is scripted.
+    fn model_ready(&self) -> bool {
+        let Ok(model) = self.config.model_config(None) else {
+            return false;
+        };
+        match model.provider {
+            ProviderSetting::Scripted { .. } => true,
+            ProviderSetting::Anthropic => model.anthropic_api_key.is_some(),
+            ProviderSetting::OpenaiChat | ProviderSetting::OpenaiResponses => {
+                model.openai_api_key.is_some()
+                    || model.openai_base_url != crate::config::OPENAI_BASE_URL
+            }
+            ProviderSetting::None | ProviderSetting::Unknown(_) => false,
         }
     }
 

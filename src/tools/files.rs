@@ -43,12 +43,31 @@ impl ClientLink {
         match self.outgoing.request_until(method, params, cancel).await {
             None => Err("cancelled".into()),
             Some(Ok(v)) => Ok(v),
-            Some(Err(e)) => Err(e
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .unwrap_or_else(|| e.to_string())),
+            Some(Err(e)) => Err(client_error(&e)),
         }
+    }
+}
+
+/// A client's JSON-RPC error as a reason: its message, and its `data`
+/// when that says more (acpx puts the real reason in `data.details`).
+fn client_error(e: &Value) -> String {
+    let Some(message) = e.get("message").and_then(Value::as_str) else {
+        return e.to_string();
+    };
+    let detail = match e.get("data") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Object(o)) => o
+            .get("details")
+            .or_else(|| o.get("message"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| Some(Value::Object(o.clone()).to_string())),
+        Some(other) => Some(other.to_string()),
+    };
+    match detail {
+        Some(d) if !d.is_empty() && d != message => format!("{message} ({d})"),
+        _ => message.to_owned(),
     }
 }
 
@@ -195,6 +214,20 @@ pub fn first_changed_line(old: &str, new: &str) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clients_error_keeps_its_details() {
+        let e = json!({"code": -32603, "message": "Internal error", "data": {"details": "Permission denied for fs/read_text_file (--deny-all)"}});
+        assert_eq!(
+            client_error(&e),
+            "Internal error (Permission denied for fs/read_text_file (--deny-all))"
+        );
+        assert_eq!(client_error(&json!({"code": 1, "message": "gone"})), "gone");
+        assert_eq!(
+            client_error(&json!({"code": 1, "message": "bad", "data": "no such file"})),
+            "bad (no such file)"
+        );
+    }
 
     #[tokio::test]
     async fn disk_writes_are_atomic_and_keep_permissions() {

@@ -389,3 +389,35 @@ async fn chat_completions_may_see_a_rewrite_in_place() {
         "in place: no note"
     );
 }
+
+#[tokio::test]
+async fn authenticate_succeeds_when_the_configured_model_can_answer() {
+    // Scripted: nothing to authenticate, whichever method the client picks
+    // (clients often try the first one listed).
+    let mut conn = Conn::spawn(TestEnv::scripted(script(vec![])));
+    conn.initialize().await;
+    for method in ["anthropic-api-key", "openai-api-key"] {
+        let ok = conn
+            .request("authenticate", json!({"methodId": method}))
+            .await;
+        assert!(ok.get("error").is_none(), "{method}: {ok}");
+    }
+    let unknown = conn
+        .request("authenticate", json!({"methodId": "oauth"}))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // No model at all: the answer says which variable to set.
+    let mut bare = Conn::spawn(TestEnv::new());
+    bare.initialize().await;
+    let refused = bare
+        .request("authenticate", json!({"methodId": "openai-api-key"}))
+        .await;
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("OPENAI_API_KEY"),
+        "{refused}"
+    );
+}

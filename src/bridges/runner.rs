@@ -35,7 +35,8 @@ pub struct HookCommand {
 }
 
 impl HookCommand {
-    /// How the hook is named to the user: its command line, shortened.
+    /// How the hook is named to the user: its command line, its middle
+    /// elided past 80 characters (the script's name is at the end).
     pub fn label(&self) -> String {
         let mut text = self.command.clone();
         if let Some(args) = &self.args {
@@ -44,7 +45,13 @@ impl HookCommand {
                 text.push_str(a);
             }
         }
-        shorten(&text, 80)
+        let chars: Vec<char> = text.chars().collect();
+        if chars.len() <= 80 {
+            return text;
+        }
+        let head: String = chars[..24].iter().collect();
+        let tail: String = chars[chars.len() - 55..].iter().collect();
+        format!("{head}…{tail}")
     }
 }
 

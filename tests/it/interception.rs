@@ -11,60 +11,6 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-/// The session/update payloads for one tool call, in order.
-fn card_frames(conn: &Conn, session: &str, id: &str) -> Vec<Value> {
-    conn.frames
-        .iter()
-        .filter(|f| f["method"] == "session/update" && f["params"]["sessionId"] == session)
-        .map(|f| f["params"]["update"].clone())
-        .filter(|u| u["toolCallId"] == id)
-        .collect()
-}
-
-fn record(conn: &Conn, session: &str, kind: &str, id: &str) -> Option<Value> {
-    conn.env
-        .log(session)
-        .into_iter()
-        .find(|r| r["type"] == kind && r["toolCallId"] == id)
-}
-
-/// The first text block of a content list.
-fn first_text(content: &Value) -> String {
-    content[0]["content"]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
-/// The tool result the model was sent for `id` in the model request `n`.
-fn result_in_request(conn: &Conn, n: usize, id: &str) -> Value {
-    let requests = conn.env.model_requests();
-    let request = requests
-        .get(n)
-        .unwrap_or_else(|| panic!("no model request {n}: {requests:?}"));
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool_results")
-        .flat_map(|m| m["results"].as_array().unwrap().clone())
-        .find(|r| r["toolUseId"] == id)
-        .unwrap_or_else(|| panic!("no result for {id} in {request}"))
-}
-
-/// The model's own call `id`, as replayed in the model request `n`.
-fn call_in_request(conn: &Conn, n: usize, id: &str) -> Value {
-    let requests = conn.env.model_requests();
-    requests[n]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .flat_map(|m| m["content"].as_array().unwrap().clone())
-        .find(|b| b["type"] == "tool_use" && b["id"] == id)
-        .unwrap_or_else(|| panic!("no call {id} in request {n}"))
-}
-
 fn bash_call(id: &str, command: &str) -> Value {
     tool(
         id,

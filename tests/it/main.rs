@@ -13,6 +13,7 @@
 mod support;
 
 mod cancel;
+mod claude;
 mod clients;
 mod harness;
 mod interception;

@@ -46,9 +46,7 @@ fn policy_with(project: &Path, hooks: Vec<Value>) -> Policy {
 
 fn measure(rt: &tokio::runtime::Runtime, policy: &Policy, cwd: &Path) -> (Duration, Duration) {
     let args = json!({"command": "ls", "description": "list"});
-    let settle = || {
-        rt.block_on(interception::settle("t", "Bash", &args, policy, &[], cwd))
-    };
+    let settle = || rt.block_on(interception::settle("t", "Bash", &args, policy, &[], cwd));
     for _ in 0..20 {
         std::hint::black_box(settle());
     }
@@ -83,9 +81,15 @@ fn main() {
     let project = dir.path();
     let shell = |n: usize| json!({"type": "command", "command": format!("exit 0 #{n}")});
     let exec = |n: usize| json!({"type": "command", "command": "true", "args": [n.to_string()]});
-    println!("claude_hooks: settling one Bash call, {CALLS} calls after 20 warm-up (per call: median, p90)");
+    println!(
+        "claude_hooks: settling one Bash call, {CALLS} calls after 20 warm-up (per call: median, p90)"
+    );
     let (base, base90) = measure(&rt, &policy_with(project, vec![]), project);
-    println!("  no hooks                          {:8.3} ms  {:8.3} ms", ms(base), ms(base90));
+    println!(
+        "  no hooks                          {:8.3} ms  {:8.3} ms",
+        ms(base),
+        ms(base90)
+    );
     for (label, hooks) in [
         ("1 shell-form hook (sh -c)", vec![shell(0)]),
         ("1 exec-form hook (no shell)", vec![exec(0)]),

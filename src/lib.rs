@@ -48,8 +48,9 @@ use tokio::sync::oneshot;
 pub use config::{Config, ProviderSetting};
 pub use transport::{MAX_LINE, stdio};
 
-/// How long shutdown waits for sessions to write their last records.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(600);
+/// How long shutdown waits for sessions to write their last records and
+/// run their SessionEnd hooks (which get 1.5 s of it).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(2000);
 
 /// Serves one ACP connection until `input` ends or `shutdown` resolves.
 ///

@@ -253,11 +253,7 @@ async fn rm_rf_is_refused_even_in_bypass_mode_by_json_or_by_exit_2() {
         );
         std::fs::create_dir_all(env.project.join("build")).unwrap();
         let (conn, session) = run(env).await;
-        let id = hook_id(
-            &fixture("block-rm.py"),
-            Some(&args),
-            "project",
-        );
+        let id = hook_id(&fixture("block-rm.py"), Some(&args), "project");
         assert!(conn.env.project.join("build").is_dir(), "rm ran");
         let call = record(&conn, &session, "tool/call", "rm").unwrap();
         assert_eq!(call["decision"]["outcome"], "deny");
@@ -735,4 +731,25 @@ async fn broken_settings_are_notices_and_everything_else_still_loads() {
         told.contains("the permission rule cannot be used"),
         "{told}"
     );
+}
+
+#[tokio::test]
+async fn session_end_hooks_run_when_the_editor_goes_away() {
+    let env = TestEnv::scripted(script(vec![]));
+    let seen = env.dir.path().join("end.jsonl");
+    write_json(
+        &env.project.join(".claude/settings.json"),
+        &json!({"hooks": {"SessionEnd": [{"hooks": [command(&format!("{} record {}", fixture("events.py"), seen.display()))]}]}}),
+    );
+    let mut conn = spawn(env);
+    let session = conn.ready().await;
+    conn.close_input();
+    conn.drain().await;
+    let status = conn.child().wait().await.unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&seen).expect("the SessionEnd hook did not run");
+    let input: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "SessionEnd");
+    assert_eq!(input["reason"], "other");
+    assert_eq!(input["session_id"], session);
 }

@@ -31,12 +31,12 @@ fn policy_with(project: &Path, hooks: Vec<Value>) -> Policy {
     let settings = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": hooks}]}});
     std::fs::create_dir_all(project.join(".claude")).unwrap();
     std::fs::write(project.join(".claude/settings.json"), settings.to_string()).unwrap();
-    let context = Arc::new(SessionContext {
-        session_id: "bench".into(),
-        transcript_path: project.join("log.jsonl"),
-        project_dir: project.to_owned(),
-        home: None,
-    });
+    let context = Arc::new(SessionContext::new(
+        "bench".into(),
+        project.join("log.jsonl"),
+        project.to_owned(),
+        None,
+    ));
     let loaded = claude::load(&ClaudeLocations::default(), &context);
     assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
     let mut policy = Policy::default();

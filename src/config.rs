@@ -12,6 +12,8 @@
 //! | `CANDOR_CAPTURE` | The scripted provider appends every model request it receives to this file (tests). |
 //! | `CANDOR_CLAUDE_HOOKS` | `0`, `false` or `off`: do not read Claude Code settings (hooks, permission rules). Default: read them. |
 //! | `CLAUDE_CONFIG_DIR` | Where the user's Claude Code `settings.json` is (default `~/.claude`), as Claude Code reads it. |
+//! | `CANDOR_CODEX_HOOKS` | `0`, `false` or `off`: do not read Codex hooks. Default: read them. |
+//! | `CODEX_HOME` | Where the user's Codex settings are (default `~/.codex`), as Codex reads it. |
 //! | `CANDOR_CLAUDE_MANAGED_DIR` | Where Claude Code's managed settings are (default `/etc/claude-code`). |
 //! | `RUST_LOG` | Log filter for stderr (default `info`). |
 //!
@@ -210,6 +212,15 @@ pub struct Config {
     pub openai_api_key: Option<ApiKey>,
     /// Where Claude Code's settings are read from; `None`: not read.
     pub claude: Option<ClaudeLocations>,
+    /// Where Codex's hooks are read from; `None`: not read.
+    pub codex: Option<CodexLocations>,
+}
+
+/// Where Codex's user settings are (a project's are found from its `cwd`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CodexLocations {
+    /// `$CODEX_HOME`, default `~/.codex`.
+    pub home: Option<PathBuf>,
 }
 
 /// The directories holding Claude Code's settings files (a session's
@@ -241,6 +252,7 @@ impl Config {
             anthropic_api_key: None,
             openai_api_key: None,
             claude: Some(ClaudeLocations::default()),
+            codex: Some(CodexLocations::default()),
         }
     }
 
@@ -296,11 +308,19 @@ impl Config {
         config.user_settings = user_settings;
         config.anthropic_api_key = anthropic_api_key;
         config.openai_api_key = openai_api_key;
-        let off = nonempty("CANDOR_CLAUDE_HOOKS").is_some_and(|v| {
-            matches!(
-                v.to_ascii_lowercase().as_str(),
-                "0" | "false" | "off" | "no"
-            )
+        let switched_off = |name: &str| {
+            nonempty(name).is_some_and(|v| {
+                matches!(
+                    v.to_ascii_lowercase().as_str(),
+                    "0" | "false" | "off" | "no"
+                )
+            })
+        };
+        let off = switched_off("CANDOR_CLAUDE_HOOKS");
+        config.codex = (!switched_off("CANDOR_CODEX_HOOKS")).then(|| CodexLocations {
+            home: nonempty("CODEX_HOME")
+                .map(PathBuf::from)
+                .or_else(|| config.user_home.as_ref().map(|h| h.join(".codex"))),
         });
         config.claude = (!off).then(|| ClaudeLocations {
             user_dir: nonempty("CLAUDE_CONFIG_DIR")

@@ -18,26 +18,19 @@
 //! UserPromptSubmit, Stop, SessionStart and SessionEnd (as event hooks).
 //! Other events and other hook types are reported once, at session start.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::runner::{self, Exit, HookCommand, HookRun};
-use super::{Loaded, Matcher, SessionContext};
+use super::hook::{Flavor, Stdout, Table, read_stdout, specific, stderr_reason, string};
+use super::runner::{Exit, HookRun};
+use super::{Loaded, SessionContext};
 use crate::config::ClaudeLocations;
 use crate::event_log::ResultStatus;
-use crate::interception::events::{EventAnswer, EventFuture, EventHook, EventInput, SessionEvent};
-use crate::interception::policy::{Mode, Rule};
-use crate::interception::{
-    Aside, FinishedCall, HookFailure, HookFuture, PostHookFuture, PostToolDecision, PostToolHook,
-    PreToolDecision, PreToolHook, ProposedCall,
-};
-
-/// A command hook's timeout when none is configured (Claude Code ≥ 2.1.3).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+use crate::interception::events::{EventAnswer, SessionEvent};
+use crate::interception::policy::Mode;
+use crate::interception::{Aside, FinishedCall, HookFailure, PostToolDecision, PreToolDecision};
 
 /// Which settings file a hook or rule came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -80,65 +73,6 @@ pub fn files(locations: &ClaudeLocations, cwd: &Path) -> Vec<(Source, PathBuf)> 
         }
     }
     files
-}
-
-/// The Claude Code events candor runs hooks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookEvent {
-    PreToolUse,
-    PostToolUse,
-    Session(SessionEvent),
-}
-
-impl HookEvent {
-    fn parse(name: &str) -> Option<HookEvent> {
-        Some(match name {
-            "PreToolUse" => HookEvent::PreToolUse,
-            "PostToolUse" => HookEvent::PostToolUse,
-            "UserPromptSubmit" => HookEvent::Session(SessionEvent::UserPromptSubmit),
-            "Stop" => HookEvent::Session(SessionEvent::Stop),
-            "SessionStart" => HookEvent::Session(SessionEvent::SessionStart),
-            "SessionEnd" => HookEvent::Session(SessionEvent::SessionEnd),
-            _ => return None,
-        })
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            HookEvent::PreToolUse => "PreToolUse",
-            HookEvent::PostToolUse => "PostToolUse",
-            HookEvent::Session(e) => e.name(),
-        }
-    }
-
-    fn is_tool_event(self) -> bool {
-        matches!(self, HookEvent::PreToolUse | HookEvent::PostToolUse)
-    }
-}
-
-/// Characters that keep a Claude Code matcher a list of exact names.
-fn exact(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ' ' | ',' | '|')
-}
-
-/// When a configured hook runs: its group's matcher and its `if` filter.
-#[derive(Debug, Clone)]
-struct Condition {
-    matcher: Matcher,
-    /// The `if` permission rule (tool events only).
-    filter: Option<Rule>,
-    /// An `if` on an event that is not a tool event: never runs.
-    never: bool,
-}
-
-/// One command hook for one event, with every place it was configured.
-#[derive(Debug)]
-pub struct ClaudeHook {
-    id: String,
-    event: HookEvent,
-    command: HookCommand,
-    conditions: Vec<Condition>,
-    session: Arc<SessionContext>,
 }
 
 /// Reads every settings file and builds the session's Claude Code hooks
@@ -200,141 +134,17 @@ pub fn load(locations: &ClaudeLocations, session: &Arc<SessionContext>) -> Loade
             }
         ));
     }
-    let mut hooks: Vec<ClaudeHook> = Vec::new();
-    let mut unsupported_events = BTreeSet::new();
-    let mut unsupported_types = BTreeSet::new();
+    let mut table = Table::default();
     for (source, path, map) in &settings {
         read_permissions(&mut loaded, path, map);
-        if !runs(*source) {
-            continue;
-        }
-        let Some(events) = map.get("hooks") else {
-            continue;
-        };
-        let Some(events) = events.as_object() else {
-            loaded.problems.push(format!(
-                "Claude Code settings {}: `hooks` is not an object; its hooks were skipped",
-                path.display()
-            ));
-            continue;
-        };
-        for (event_name, groups) in events {
-            let Some(event) = HookEvent::parse(event_name) else {
-                unsupported_events.insert(event_name.clone());
-                continue;
-            };
-            let Some(groups) = groups.as_array() else {
-                loaded.problems.push(format!(
-                    "Claude Code settings {}: hooks.{event_name} is not a list; skipped",
-                    path.display()
-                ));
-                continue;
-            };
-            for (g, group) in groups.iter().enumerate() {
-                let at = format!("hooks.{event_name}[{g}]");
-                let bad = |what: &str| {
-                    format!(
-                        "Claude Code settings {}: {at}: {what}; skipped",
-                        path.display()
-                    )
-                };
-                let matcher_text = match group.get("matcher") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::String(s)) => Some(s.as_str()),
-                    Some(_) => {
-                        loaded.problems.push(bad("`matcher` is not a string"));
-                        continue;
-                    }
-                };
-                let matcher = match Matcher::parse(matcher_text, exact) {
-                    Ok(m) => m,
-                    Err(e) => {
-                        loaded.problems.push(bad(&e));
-                        continue;
-                    }
-                };
-                let Some(handlers) = group.get("hooks").and_then(Value::as_array) else {
-                    loaded.problems.push(bad("`hooks` is not a list"));
-                    continue;
-                };
-                for (h, handler) in handlers.iter().enumerate() {
-                    let at = format!("{at}.hooks[{h}]");
-                    let bad = |what: &str| {
-                        format!(
-                            "Claude Code settings {}: {at}: {what}; skipped",
-                            path.display()
-                        )
-                    };
-                    let kind = handler.get("type").and_then(Value::as_str).unwrap_or("");
-                    if kind != "command" {
-                        if kind.is_empty() {
-                            loaded.problems.push(bad("no `type`"));
-                        } else {
-                            unsupported_types.insert(kind.to_owned());
-                        }
-                        continue;
-                    }
-                    let command = match parse_command(handler, &session.project_dir) {
-                        Ok(c) => c,
-                        Err(e) => {
-                            loaded.problems.push(bad(&e));
-                            continue;
-                        }
-                    };
-                    let (filter, never) = match handler.get("if").and_then(Value::as_str) {
-                        None => (None, false),
-                        Some(_) if !event.is_tool_event() => (None, true),
-                        Some(rule) => {
-                            match Rule::parse(rule, &session.project_dir, session.home.as_deref()) {
-                                Ok(r) => (Some(r), false),
-                                Err(e) => {
-                                    // Run the hook when unsure, as Claude Code does.
-                                    loaded.remarks.push(format!(
-                                        "Claude Code settings {}: {at}: its `if` filter cannot be read ({e}); the hook runs for every match",
-                                        path.display()
-                                    ));
-                                    (None, false)
-                                }
-                            }
-                        }
-                    };
-                    let condition = Condition {
-                        matcher: matcher.clone(),
-                        filter,
-                        never,
-                    };
-                    match hooks.iter_mut().find(|k| {
-                        k.event == event
-                            && k.command.command == command.command
-                            && k.command.args == command.args
-                    }) {
-                        Some(existing) => existing.conditions.push(condition),
-                        None => hooks.push(ClaudeHook {
-                            id: format!("{} ({} settings)", command.label(), source.name()),
-                            event,
-                            command,
-                            conditions: vec![condition],
-                            session: session.clone(),
-                        }),
-                    }
-                }
-            }
+        if runs(*source)
+            && let Some(hooks) = map.get("hooks")
+        {
+            table.read(Flavor::Claude, hooks, path, source.name(), session);
         }
     }
-    if !unsupported_events.is_empty() {
-        let list: Vec<String> = unsupported_events.into_iter().collect();
-        loaded.remarks.push(format!(
-            "Claude Code hooks for {} are not run by candor (it runs PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart and SessionEnd)",
-            list.join(", ")
-        ));
-    }
-    if !unsupported_types.is_empty() {
-        let list: Vec<String> = unsupported_types.into_iter().collect();
-        loaded.problems.push(format!(
-            "Claude Code hooks of type {} are not supported by candor and were skipped (only `command` hooks run)",
-            list.join(", ")
-        ));
-    }
+    table.finish(Flavor::Claude);
+    loaded.add(table);
     if let Some((source, mode)) = scalar_mode(&settings) {
         match mode.as_str().and_then(Mode::from_id) {
             Some(m) => loaded.default_mode = Some(m),
@@ -342,14 +152,6 @@ pub fn load(locations: &ClaudeLocations, session: &Arc<SessionContext>) -> Loade
                 "Claude Code {} settings: permissions.defaultMode {mode} is not a mode candor has (default, acceptEdits, plan, bypassPermissions); ignored",
                 source.name()
             )),
-        }
-    }
-    for hook in hooks {
-        let hook = Arc::new(hook);
-        match hook.event {
-            HookEvent::PreToolUse => loaded.pre_hooks.push(hook),
-            HookEvent::PostToolUse => loaded.post_hooks.push(hook),
-            HookEvent::Session(_) => loaded.event_hooks.push(hook),
         }
     }
     loaded
@@ -394,156 +196,10 @@ fn read_permissions(loaded: &mut Loaded, path: &Path, map: &Map<String, Value>) 
     }
 }
 
-/// A handler's command, exec-form arguments and timeout, with
-/// `${CLAUDE_PROJECT_DIR}` put in.
-fn parse_command(handler: &Value, project: &Path) -> Result<HookCommand, String> {
-    let project = project.display().to_string();
-    let expand = |s: &str| s.replace("${CLAUDE_PROJECT_DIR}", &project);
-    let command = match handler.get("command") {
-        Some(Value::String(c)) if !c.trim().is_empty() => expand(c),
-        _ => return Err("a command hook needs a non-empty `command` string".into()),
-    };
-    let args = match handler.get("args") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(items)) => Some(
-            items
-                .iter()
-                .map(|a| a.as_str().map(expand))
-                .collect::<Option<Vec<String>>>()
-                .ok_or("`args` must be a list of strings")?,
-        ),
-        Some(_) => return Err("`args` must be a list of strings".into()),
-    };
-    let timeout = match handler.get("timeout") {
-        None | Some(Value::Null) => DEFAULT_TIMEOUT,
-        Some(v) => match v.as_f64() {
-            Some(s) if s > 0.0 && s.is_finite() => Duration::from_secs_f64(s.min(86_400.0)),
-            _ => return Err("`timeout` must be a positive number of seconds".into()),
-        },
-    };
-    Ok(HookCommand {
-        command,
-        args,
-        timeout,
-    })
-}
-
-impl ClaudeHook {
-    fn tool_applies(&self, tool: &str, input: &Value, root: &Path) -> bool {
-        self.conditions.iter().any(|c| {
-            !c.never
-                && c.matcher.matches(tool)
-                && c.filter
-                    .as_ref()
-                    .is_none_or(|rule| rule.matches_call(tool, input, root))
-        })
-    }
-
-    /// The fields every event's input has.
-    fn input(&self, cwd: &Path, mode: Mode) -> Map<String, Value> {
-        let mut input = Map::new();
-        input.insert("session_id".into(), json!(self.session.session_id));
-        input.insert(
-            "transcript_path".into(),
-            json!(self.session.transcript_path.display().to_string()),
-        );
-        input.insert("cwd".into(), json!(cwd.display().to_string()));
-        input.insert("permission_mode".into(), json!(mode.id()));
-        input.insert("hook_event_name".into(), json!(self.event.name()));
-        input
-    }
-
-    async fn run(&self, input: Map<String, Value>, cwd: &Path) -> HookRun {
-        let env = [(
-            "CLAUDE_PROJECT_DIR".to_owned(),
-            self.session.project_dir.display().to_string(),
-        )];
-        runner::run(&self.command, &Value::Object(input), cwd, &env).await
-    }
-}
-
-impl PreToolHook for ClaudeHook {
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    fn applies_to(&self, call: &ProposedCall<'_>) -> bool {
-        self.tool_applies(call.tool, call.input, call.cwd)
-    }
-
-    fn check<'a>(&'a self, call: ProposedCall<'a>) -> HookFuture<'a> {
-        Box::pin(async move {
-            let mut input = self.input(call.cwd, call.mode);
-            input.insert("tool_name".into(), json!(call.tool));
-            input.insert("tool_input".into(), call.input.clone());
-            input.insert("tool_use_id".into(), json!(call.id));
-            let run = self.run(input, call.cwd).await;
-            let (decision, asides) = pre_tool_use(&run, &self.id);
-            for aside in asides {
-                call.asides.push(aside);
-            }
-            decision
-        })
-    }
-}
-
-impl PostToolHook for ClaudeHook {
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    fn applies_to(&self, call: &FinishedCall<'_>) -> bool {
-        self.tool_applies(call.tool, call.input, call.cwd)
-    }
-
-    fn after<'a>(&'a self, call: FinishedCall<'a>) -> PostHookFuture<'a> {
-        Box::pin(async move {
-            let mut input = self.input(call.cwd, call.mode);
-            input.insert("tool_name".into(), json!(call.tool));
-            input.insert("tool_input".into(), call.input.clone());
-            input.insert("tool_response".into(), tool_response(&call));
-            input.insert("tool_use_id".into(), json!(call.id));
-            let run = self.run(input, call.cwd).await;
-            let (decision, asides) = post_tool_use(&run, &self.id);
-            for aside in asides {
-                call.asides.push(aside);
-            }
-            decision
-        })
-    }
-}
-
-impl EventHook for ClaudeHook {
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    fn applies_to(&self, input: &EventInput<'_>) -> bool {
-        self.event == HookEvent::Session(input.event)
-            && self.conditions.iter().any(|c| {
-                !c.never
-                    && match input.subject {
-                        // Events without a matcher ignore the one configured.
-                        None => true,
-                        Some(subject) => c.matcher.matches(subject),
-                    }
-            })
-    }
-
-    fn run<'a>(&'a self, event: EventInput<'a>) -> EventFuture<'a> {
-        Box::pin(async move {
-            let mut input = self.input(event.cwd, event.mode);
-            input.extend(event.fields.clone());
-            let run = ClaudeHook::run(self, input, event.cwd).await;
-            session_event(event.event, &run)
-        })
-    }
-}
-
 /// What a PostToolUse hook is told the tool returned, in Claude Code's
 /// shapes where candor has them (`Bash`: `stdout`, `stderr`, `interrupted`,
 /// `isImage`; file tools: `filePath`, `success`), else `{output}`.
-fn tool_response(call: &FinishedCall<'_>) -> Value {
+pub(crate) fn tool_response(call: &FinishedCall<'_>) -> Value {
     let interrupted = call.status == ResultStatus::Cancelled;
     match call.tool {
         // candor runs commands with stderr merged into stdout, in order.
@@ -556,64 +212,6 @@ fn tool_response(call: &FinishedCall<'_>) -> Value {
             "output": call.output,
         }),
         _ => json!({"output": call.output, "success": call.status == ResultStatus::Completed}),
-    }
-}
-
-/// How a run's stdout reads: a JSON object, plain text, or broken JSON.
-enum Stdout {
-    Json(Map<String, Value>),
-    Text(String),
-    Invalid(String),
-}
-
-fn read_stdout(run: &HookRun) -> Stdout {
-    let text = run.stdout.trim_start();
-    if !text.starts_with('{') {
-        return Stdout::Text(run.stdout.trim().to_owned());
-    }
-    let cut = if run.truncated {
-        " (its output was longer than 1 MiB and was cut)"
-    } else {
-        ""
-    };
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(map)) => Stdout::Json(map),
-        Ok(_) => Stdout::Invalid(format!("its output is not a JSON object{cut}")),
-        Err(e) => Stdout::Invalid(format!("its output is not valid JSON ({e}){cut}")),
-    }
-}
-
-/// `hookSpecificOutput`, checked to be for `event`.
-fn specific<'a>(
-    out: &'a Map<String, Value>,
-    event: &str,
-) -> Result<Option<&'a Map<String, Value>>, String> {
-    match out.get("hookSpecificOutput") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(s)) => match s.get("hookEventName").and_then(Value::as_str) {
-            Some(name) if name == event => Ok(Some(s)),
-            Some(name) => Err(format!("its hookSpecificOutput is for {name}, not {event}")),
-            None => Err("its hookSpecificOutput has no hookEventName".into()),
-        },
-        Some(_) => Err("its hookSpecificOutput is not an object".into()),
-    }
-}
-
-fn string(map: &Map<String, Value>, key: &str) -> Option<String> {
-    map.get(key)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-}
-
-/// The reason of an exit-2 block: stderr, or a default naming the hook.
-fn stderr_reason(run: &HookRun, default: &str) -> String {
-    let text = run.stderr.trim();
-    if text.is_empty() {
-        default.to_owned()
-    } else {
-        text.to_owned()
     }
 }
 
@@ -631,7 +229,7 @@ pub fn pre_tool_use(
         Exit::Code(2) => Ok(PreToolDecision::Deny {
             reason: stderr_reason(run, "blocked by the hook (exit status 2)"),
         }),
-        Exit::Code(0) => match read_stdout(run) {
+        Exit::Code(0) => match read_stdout(run, Flavor::Claude) {
             Stdout::Text(_) => Ok(PreToolDecision::Pass { rewrite: None }),
             Stdout::Invalid(e) => Err(HookFailure::open(e)),
             Stdout::Json(out) => {
@@ -731,7 +329,7 @@ pub fn post_tool_use(run: &HookRun, hook: &str) -> (Result<PostToolDecision, Str
         Exit::Code(2) => Ok(PostToolDecision::Block {
             reason: stderr_reason(run, "the hook objected to this result (exit status 2)"),
         }),
-        Exit::Code(0) => match read_stdout(run) {
+        Exit::Code(0) => match read_stdout(run, Flavor::Claude) {
             Stdout::Text(_) => Ok(PostToolDecision::Accept { context: None }),
             Stdout::Invalid(e) => Err(e),
             Stdout::Json(out) => {
@@ -786,7 +384,7 @@ pub fn session_event(event: SessionEvent, run: &HookRun) -> EventAnswer {
                 answer.notices.push(run.stderr.trim().to_owned());
             }
         }
-        Exit::Code(0) => match read_stdout(run) {
+        Exit::Code(0) => match read_stdout(run, Flavor::Claude) {
             Stdout::Text(text) => {
                 if text_is_context && !text.is_empty() {
                     answer.context = Some(text);
@@ -828,6 +426,7 @@ pub fn session_event(event: SessionEvent, run: &HookRun) -> EventAnswer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn run(code: i32, stdout: &str, stderr: &str) -> HookRun {
         HookRun {

@@ -11,6 +11,8 @@
 //! bridges differ in what its exit code and output mean.
 
 pub mod claude;
+pub mod codex;
+pub mod hook;
 pub mod runner;
 
 use std::path::{Path, PathBuf};
@@ -24,7 +26,7 @@ use crate::interception::policy::{Mode, Rule};
 use crate::interception::{Policy, PostToolHook, PreToolHook};
 
 /// The session a bridge's hooks run for (what their input names).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct SessionContext {
     pub session_id: String,
     /// candor's event log of the session (a hook's `transcript_path`).
@@ -33,6 +35,47 @@ pub struct SessionContext {
     pub project_dir: PathBuf,
     /// `~` in permission rules and `if` filters.
     pub home: Option<PathBuf>,
+    /// The running turn (Codex hooks are told its id and the model).
+    turn: std::sync::Mutex<TurnInfo>,
+}
+
+/// The turn a hook runs in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnInfo {
+    pub turn_id: String,
+    pub model: Option<String>,
+}
+
+impl SessionContext {
+    pub fn new(
+        session_id: String,
+        transcript_path: PathBuf,
+        project_dir: PathBuf,
+        home: Option<PathBuf>,
+    ) -> Self {
+        Self {
+            session_id,
+            transcript_path,
+            project_dir,
+            home,
+            turn: std::sync::Mutex::new(TurnInfo::default()),
+        }
+    }
+
+    pub fn turn(&self) -> TurnInfo {
+        self.turn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Called as each prompt turn starts.
+    pub fn set_turn(&self, turn: TurnInfo) {
+        *self
+            .turn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = turn;
+    }
 }
 
 /// What a bridge found in the settings it read.
@@ -56,6 +99,21 @@ pub struct Loaded {
 }
 
 impl Loaded {
+    /// Takes the hooks and messages of a read hook table.
+    pub fn add(&mut self, table: hook::Table) {
+        self.problems.extend(table.problems);
+        self.remarks.extend(table.remarks);
+        for hook in table.hooks {
+            let event = hook.event();
+            let hook = Arc::new(hook);
+            match event {
+                hook::HookEvent::PreToolUse => self.pre_hooks.push(hook),
+                hook::HookEvent::PostToolUse => self.post_hooks.push(hook),
+                hook::HookEvent::Session(_) => self.event_hooks.push(hook),
+            }
+        }
+    }
+
     /// Adds what was loaded to `policy`: hooks after the ones it has, rules
     /// beside its rules, the starting mode unless `mode_set` (the policy
     /// file chose one). Returns the notices for the session (problems as

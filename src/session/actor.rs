@@ -16,7 +16,7 @@ use super::events;
 use super::settings::{self, Change};
 use super::turn::{self, TurnControl, TurnError};
 use super::{SessionHandle, Started};
-use crate::bridges::{self, SessionContext};
+use crate::bridges::{self, SessionContext, TurnInfo};
 use crate::config::Config;
 use crate::event_log::{Event, EventLog, FORMAT_VERSION, LogError, NoticeLevel, TurnStop};
 use crate::interception::Policy;
@@ -70,17 +70,21 @@ pub(crate) fn start(
     let id = uuid::Uuid::new_v4().to_string();
     let log = EventLog::create(&config.sessions_dir(), &id)?;
     let log_path = log.path().to_owned();
-    // The user's Claude Code hooks and rules join the policy; a broken
-    // settings file is a notice, never a failed session.
+    // The user's Claude Code, then Codex, hooks and rules join the policy;
+    // a broken settings file is a notice, never a failed session.
+    let context = Arc::new(SessionContext::new(
+        id.clone(),
+        log_path.clone(),
+        cwd.clone(),
+        config.user_home.clone(),
+    ));
     let mut start_notices = Vec::new();
     if let Some(locations) = &config.claude {
-        let context = Arc::new(SessionContext {
-            session_id: id.clone(),
-            transcript_path: log_path.clone(),
-            project_dir: cwd.clone(),
-            home: config.user_home.clone(),
-        });
         let loaded = bridges::claude::load(locations, &context);
+        start_notices.extend(loaded.merge_into(&mut policy, &cwd, home, mode_set));
+    }
+    if let Some(locations) = &config.codex {
+        let loaded = bridges::codex::load(locations, &context);
         start_notices.extend(loaded.merge_into(&mut policy, &cwd, home, mode_set));
     }
     let provider = Provider::for_session(config, &cwd);
@@ -137,6 +141,7 @@ pub(crate) fn start(
     let opening = Opening {
         opened: opened_rx,
         notices: start_notices,
+        context,
     };
     let task = tokio::spawn(run(
         committer, provider, gate, cwd, commands, hard_stop, opening,
@@ -157,6 +162,8 @@ struct Opening {
     opened: oneshot::Receiver<()>,
     /// What loading the settings had to say.
     notices: Vec<(NoticeLevel, String)>,
+    /// What bridge hooks are told about the session and its turn.
+    context: Arc<SessionContext>,
 }
 
 /// How long the actor waits for its `session/new` response to be queued
@@ -171,10 +178,10 @@ async fn run(
     cwd: PathBuf,
     mut commands: mpsc::Receiver<Command>,
     hard_stop: CancellationToken,
-    opening: Opening,
+    mut opening: Opening,
 ) {
-    let _ = tokio::time::timeout(OPEN_WAIT, opening.opened).await;
-    for (level, text) in opening.notices {
+    let _ = tokio::time::timeout(OPEN_WAIT, &mut opening.opened).await;
+    for (level, text) in std::mem::take(&mut opening.notices) {
         if let Err(e) = committer.commit(Event::Notice { level, text }) {
             tracing::error!(error = %e, "could not record a notice");
         }
@@ -210,6 +217,10 @@ async fn run(
                 cancel,
                 reply,
             } => {
+                opening.context.set_turn(TurnInfo {
+                    turn_id: uuid::Uuid::new_v4().to_string(),
+                    model: provider.model().map(str::to_owned),
+                });
                 let control = TurnControl {
                     cwd: cwd.clone(),
                     cancel,

@@ -1,0 +1,562 @@
+//! What the bridges share: reading a hook table (`{"PreToolUse": [{"matcher",
+//! "hooks": [{"type": "command", …}]}]}`, the format Claude Code and Codex
+//! both use) into [`CommandHook`]s, and the hook itself, which plugs into
+//! the interception seam. What a hook is shown and what its answer means
+//! depend on its [`Flavor`]; those rules live in `claude.rs` and `codex.rs`.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::runner::{self, HookCommand, HookRun};
+use super::{Matcher, SessionContext, claude, codex};
+use crate::interception::events::{EventFuture, EventHook, EventInput, SessionEvent};
+use crate::interception::policy::{Mode, Rule};
+use crate::interception::{
+    FinishedCall, HookFuture, PostHookFuture, PostToolHook, PreToolHook, ProposedCall,
+};
+
+/// A command hook's timeout when none is configured (both upstreams).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Whose rules a hook follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Claude,
+    Codex,
+}
+
+impl Flavor {
+    /// How notices name the tool.
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavor::Claude => "Claude Code",
+            Flavor::Codex => "Codex",
+        }
+    }
+
+    /// Characters that keep a matcher a list of exact names.
+    fn exact(self) -> fn(char) -> bool {
+        match self {
+            Flavor::Claude => {
+                |c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ' ' | ',' | '|')
+            }
+            Flavor::Codex => |c| c.is_ascii_alphanumeric() || matches!(c, '_' | '|'),
+        }
+    }
+}
+
+/// The hook events candor runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    PreToolUse,
+    PostToolUse,
+    Session(SessionEvent),
+}
+
+impl HookEvent {
+    pub fn parse(name: &str) -> Option<HookEvent> {
+        Some(match name {
+            "PreToolUse" => HookEvent::PreToolUse,
+            "PostToolUse" => HookEvent::PostToolUse,
+            "UserPromptSubmit" => HookEvent::Session(SessionEvent::UserPromptSubmit),
+            "Stop" => HookEvent::Session(SessionEvent::Stop),
+            "SessionStart" => HookEvent::Session(SessionEvent::SessionStart),
+            "SessionEnd" => HookEvent::Session(SessionEvent::SessionEnd),
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::Session(e) => e.name(),
+        }
+    }
+
+    fn is_tool_event(self) -> bool {
+        matches!(self, HookEvent::PreToolUse | HookEvent::PostToolUse)
+    }
+}
+
+/// When a configured hook runs: its group's matcher and its `if` filter.
+#[derive(Debug, Clone)]
+struct Condition {
+    matcher: Matcher,
+    /// The `if` permission rule (Claude Code, tool events only).
+    filter: Option<Rule>,
+    /// An `if` on an event that is not a tool event: never runs.
+    never: bool,
+}
+
+/// One command hook for one event, with every place it was configured.
+#[derive(Debug)]
+pub struct CommandHook {
+    id: String,
+    flavor: Flavor,
+    event: HookEvent,
+    command: HookCommand,
+    conditions: Vec<Condition>,
+    session: Arc<SessionContext>,
+}
+
+/// What reading hook tables found, across a bridge's files.
+#[derive(Debug, Default)]
+pub struct Table {
+    pub hooks: Vec<CommandHook>,
+    pub problems: Vec<String>,
+    pub remarks: Vec<String>,
+    unsupported_events: BTreeSet<String>,
+    unsupported_types: BTreeSet<String>,
+}
+
+impl Table {
+    /// Reads one file's hook table (`hooks`, already parsed) into hooks;
+    /// `source` names the file in hook ids (`user`, `project`, …).
+    pub fn read(
+        &mut self,
+        flavor: Flavor,
+        hooks: &Value,
+        file: &Path,
+        source: &str,
+        session: &Arc<SessionContext>,
+    ) {
+        let tool = flavor.name();
+        let Some(events) = hooks.as_object() else {
+            self.problems.push(format!(
+                "{tool} settings {}: `hooks` is not a table; its hooks were skipped",
+                file.display()
+            ));
+            return;
+        };
+        for (event_name, groups) in events {
+            let Some(event) = HookEvent::parse(event_name) else {
+                self.unsupported_events.insert(event_name.clone());
+                continue;
+            };
+            let Some(groups) = groups.as_array() else {
+                self.problems.push(format!(
+                    "{tool} settings {}: hooks.{event_name} is not a list; skipped",
+                    file.display()
+                ));
+                continue;
+            };
+            for (g, group) in groups.iter().enumerate() {
+                let at = format!("hooks.{event_name}[{g}]");
+                if let Err(problem) =
+                    self.read_group(flavor, event, group, &at, file, source, session)
+                {
+                    self.problems.push(format!(
+                        "{tool} settings {}: {at}{problem}; skipped",
+                        file.display()
+                    ));
+                }
+            }
+        }
+    }
+
+    /// One matcher group. Problems with single handlers are pushed as they
+    /// are met (the others still load); an `Err` skips the whole group.
+    #[allow(clippy::too_many_arguments)]
+    fn read_group(
+        &mut self,
+        flavor: Flavor,
+        event: HookEvent,
+        group: &Value,
+        at: &str,
+        file: &Path,
+        source: &str,
+        session: &Arc<SessionContext>,
+    ) -> Result<(), String> {
+        let matcher_text = match group.get("matcher") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.as_str()),
+            Some(_) => return Err(": `matcher` is not a string".into()),
+        };
+        let matcher = Matcher::parse(matcher_text, flavor.exact()).map_err(|e| format!(": {e}"))?;
+        let handlers = group
+            .get("hooks")
+            .and_then(Value::as_array)
+            .ok_or(": `hooks` is not a list")?;
+        for (h, handler) in handlers.iter().enumerate() {
+            let at = format!("{at}.hooks[{h}]");
+            let located = format!("{} settings {}: {at}", flavor.name(), file.display());
+            if let Err(problem) =
+                self.read_handler(flavor, event, handler, &matcher, &located, source, session)
+            {
+                self.problems.push(format!("{located}: {problem}; skipped"));
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn read_handler(
+        &mut self,
+        flavor: Flavor,
+        event: HookEvent,
+        handler: &Value,
+        matcher: &Matcher,
+        at: &str,
+        source: &str,
+        session: &Arc<SessionContext>,
+    ) -> Result<(), String> {
+        let kind = handler.get("type").and_then(Value::as_str).unwrap_or("");
+        if kind != "command" {
+            if kind.is_empty() {
+                return Err("no `type`".into());
+            }
+            self.unsupported_types.insert(kind.to_owned());
+            return Ok(());
+        }
+        if handler.get("enabled") == Some(&Value::Bool(false)) {
+            return Ok(());
+        }
+        let command = parse_command(flavor, handler, &session.project_dir)?;
+        let (filter, never) = match (flavor, handler.get("if").and_then(Value::as_str)) {
+            (Flavor::Codex, _) | (_, None) => (None, false),
+            (Flavor::Claude, Some(_)) if !event.is_tool_event() => (None, true),
+            (Flavor::Claude, Some(rule)) => {
+                match Rule::parse(rule, &session.project_dir, session.home.as_deref()) {
+                    Ok(r) => (Some(r), false),
+                    Err(e) => {
+                        // Run the hook when unsure, as Claude Code does.
+                        self.remarks.push(format!(
+                            "{at}: its `if` filter cannot be read ({e}); the hook runs for every match"
+                        ));
+                        (None, false)
+                    }
+                }
+            }
+        };
+        let condition = Condition {
+            matcher: matcher.clone(),
+            filter,
+            never,
+        };
+        match self.hooks.iter_mut().find(|k| {
+            k.flavor == flavor
+                && k.event == event
+                && k.command.command == command.command
+                && k.command.args == command.args
+        }) {
+            Some(existing) => existing.conditions.push(condition),
+            None => self.hooks.push(CommandHook {
+                id: format!("{} ({source} settings)", command.label()),
+                flavor,
+                event,
+                command,
+                conditions: vec![condition],
+                session: session.clone(),
+            }),
+        }
+        Ok(())
+    }
+
+    /// The notices for what was skipped, once per session.
+    pub fn finish(&mut self, flavor: Flavor) {
+        if !self.unsupported_events.is_empty() {
+            let list: Vec<String> = std::mem::take(&mut self.unsupported_events)
+                .into_iter()
+                .collect();
+            self.remarks.push(format!(
+                "{} hooks for {} are not run by candor (it runs PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart and SessionEnd)",
+                flavor.name(),
+                list.join(", ")
+            ));
+        }
+        if !self.unsupported_types.is_empty() {
+            let list: Vec<String> = std::mem::take(&mut self.unsupported_types)
+                .into_iter()
+                .collect();
+            self.problems.push(format!(
+                "{} hooks of type {} are not supported by candor and were skipped (only `command` hooks run)",
+                flavor.name(),
+                list.join(", ")
+            ));
+        }
+    }
+}
+
+/// A handler's command, exec-form arguments (Claude Code only) and
+/// timeout; Claude Code's `${CLAUDE_PROJECT_DIR}` is put in.
+fn parse_command(flavor: Flavor, handler: &Value, project: &Path) -> Result<HookCommand, String> {
+    let project = project.display().to_string();
+    let expand = |s: &str| match flavor {
+        Flavor::Claude => s.replace("${CLAUDE_PROJECT_DIR}", &project),
+        Flavor::Codex => s.to_owned(),
+    };
+    let command = match handler.get("command") {
+        Some(Value::String(c)) if !c.trim().is_empty() => expand(c),
+        _ => return Err("a command hook needs a non-empty `command` string".into()),
+    };
+    let args = match (flavor, handler.get("args")) {
+        (Flavor::Codex, _) | (_, None | Some(Value::Null)) => None,
+        (Flavor::Claude, Some(Value::Array(items))) => Some(
+            items
+                .iter()
+                .map(|a| a.as_str().map(expand))
+                .collect::<Option<Vec<String>>>()
+                .ok_or("`args` must be a list of strings")?,
+        ),
+        (Flavor::Claude, Some(_)) => return Err("`args` must be a list of strings".into()),
+    };
+    let configured = match flavor {
+        Flavor::Claude => handler.get("timeout"),
+        Flavor::Codex => handler.get("timeout").or_else(|| handler.get("timeoutSec")),
+    };
+    let timeout = match configured {
+        None | Some(Value::Null) => DEFAULT_TIMEOUT,
+        Some(v) => match v.as_f64() {
+            Some(s) if s > 0.0 && s.is_finite() => {
+                let s = match flavor {
+                    Flavor::Codex => s.max(1.0),
+                    Flavor::Claude => s,
+                };
+                Duration::from_secs_f64(s.min(86_400.0))
+            }
+            _ => return Err("`timeout` must be a positive number of seconds".into()),
+        },
+    };
+    Ok(HookCommand {
+        command,
+        args,
+        timeout,
+    })
+}
+
+impl CommandHook {
+    pub fn event(&self) -> HookEvent {
+        self.event
+    }
+
+    /// The tool name the hook's matcher sees, and whether it sees the tool
+    /// at all (Codex presents only shell calls and file edits).
+    fn presented_name(&self, tool: &str) -> Option<&'static str> {
+        match self.flavor {
+            Flavor::Claude => None,
+            Flavor::Codex => codex::presented_name(tool),
+        }
+    }
+
+    fn tool_applies(&self, tool: &str, input: &Value, root: &Path) -> bool {
+        let names: Vec<&str> = match self.flavor {
+            Flavor::Claude => vec![tool],
+            Flavor::Codex => match self.presented_name(tool) {
+                // apply_patch is matched by Edit and Write matchers too.
+                Some("apply_patch") => vec!["apply_patch", "Edit", "Write"],
+                Some(name) => vec![name],
+                None => return false,
+            },
+        };
+        self.conditions.iter().any(|c| {
+            !c.never
+                && names.iter().any(|n| c.matcher.matches(n))
+                && c.filter
+                    .as_ref()
+                    .is_none_or(|rule| rule.matches_call(tool, input, root))
+        })
+    }
+
+    /// The fields every event's input has.
+    fn input(&self, cwd: &Path, mode: Mode) -> Map<String, Value> {
+        let mut input = Map::new();
+        input.insert("session_id".into(), json!(self.session.session_id));
+        if self.flavor == Flavor::Codex {
+            let turn = self.session.turn();
+            input.insert("turn_id".into(), json!(turn.turn_id));
+            input.insert("model".into(), json!(turn.model));
+        }
+        input.insert(
+            "transcript_path".into(),
+            json!(self.session.transcript_path.display().to_string()),
+        );
+        input.insert("cwd".into(), json!(cwd.display().to_string()));
+        input.insert("permission_mode".into(), json!(mode.id()));
+        input.insert("hook_event_name".into(), json!(self.event.name()));
+        input
+    }
+
+    async fn run(&self, input: Map<String, Value>, cwd: &Path) -> HookRun {
+        let env = match self.flavor {
+            Flavor::Claude => vec![(
+                "CLAUDE_PROJECT_DIR".to_owned(),
+                self.session.project_dir.display().to_string(),
+            )],
+            Flavor::Codex => Vec::new(),
+        };
+        runner::run(&self.command, &Value::Object(input), cwd, &env).await
+    }
+}
+
+impl PreToolHook for CommandHook {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn applies_to(&self, call: &ProposedCall<'_>) -> bool {
+        self.tool_applies(call.tool, call.input, call.cwd)
+    }
+
+    fn check<'a>(&'a self, call: ProposedCall<'a>) -> HookFuture<'a> {
+        Box::pin(async move {
+            let mut input = self.input(call.cwd, call.mode);
+            let (decision, asides) = match self.flavor {
+                Flavor::Claude => {
+                    input.insert("tool_name".into(), json!(call.tool));
+                    input.insert("tool_input".into(), call.input.clone());
+                    input.insert("tool_use_id".into(), json!(call.id));
+                    let run = self.run(input, call.cwd).await;
+                    claude::pre_tool_use(&run, &self.id)
+                }
+                Flavor::Codex => {
+                    let presented = codex::present(call.tool, call.input).await;
+                    input.insert("tool_name".into(), json!(presented.name));
+                    input.insert("tool_input".into(), presented.input.clone());
+                    input.insert("tool_use_id".into(), json!(call.id));
+                    let run = self.run(input, call.cwd).await;
+                    codex::pre_tool_use(&run, &self.id, call.tool, call.input, &presented)
+                }
+            };
+            for aside in asides {
+                call.asides.push(aside);
+            }
+            decision
+        })
+    }
+}
+
+impl PostToolHook for CommandHook {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn applies_to(&self, call: &FinishedCall<'_>) -> bool {
+        self.tool_applies(call.tool, call.input, call.cwd)
+    }
+
+    fn after<'a>(&'a self, call: FinishedCall<'a>) -> PostHookFuture<'a> {
+        Box::pin(async move {
+            let mut input = self.input(call.cwd, call.mode);
+            let (decision, asides) = match self.flavor {
+                Flavor::Claude => {
+                    input.insert("tool_name".into(), json!(call.tool));
+                    input.insert("tool_input".into(), call.input.clone());
+                    input.insert("tool_response".into(), claude::tool_response(&call));
+                    input.insert("tool_use_id".into(), json!(call.id));
+                    let run = self.run(input, call.cwd).await;
+                    claude::post_tool_use(&run, &self.id)
+                }
+                Flavor::Codex => {
+                    let presented = codex::present(call.tool, call.input).await;
+                    input.insert("tool_name".into(), json!(presented.name));
+                    input.insert("tool_input".into(), presented.input);
+                    input.insert("tool_response".into(), json!(call.output));
+                    input.insert("tool_use_id".into(), json!(call.id));
+                    let run = self.run(input, call.cwd).await;
+                    codex::post_tool_use(&run, &self.id)
+                }
+            };
+            for aside in asides {
+                call.asides.push(aside);
+            }
+            decision
+        })
+    }
+}
+
+impl EventHook for CommandHook {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn applies_to(&self, input: &EventInput<'_>) -> bool {
+        self.event == HookEvent::Session(input.event)
+            && self.conditions.iter().any(|c| {
+                !c.never
+                    && match input.subject {
+                        // Events without a matcher ignore the one configured.
+                        None => true,
+                        Some(subject) => c.matcher.matches(subject),
+                    }
+            })
+    }
+
+    fn run<'a>(&'a self, event: EventInput<'a>) -> EventFuture<'a> {
+        Box::pin(async move {
+            let mut input = self.input(event.cwd, event.mode);
+            input.extend(event.fields.clone());
+            let run = CommandHook::run(self, input, event.cwd).await;
+            match self.flavor {
+                Flavor::Claude => claude::session_event(event.event, &run),
+                Flavor::Codex => codex::session_event(event.event, &run),
+            }
+        })
+    }
+}
+
+/// How a run's stdout reads: a JSON object, plain text, or broken JSON.
+pub(crate) enum Stdout {
+    Json(Map<String, Value>),
+    Text(String),
+    Invalid(String),
+}
+
+/// Reads stdout as both upstreams do: JSON when it starts with `{` (Codex:
+/// or `[`), else text.
+pub(crate) fn read_stdout(run: &HookRun, flavor: Flavor) -> Stdout {
+    let text = run.stdout.trim_start();
+    let json_like = text.starts_with('{') || (flavor == Flavor::Codex && text.starts_with('['));
+    if !json_like {
+        return Stdout::Text(run.stdout.trim().to_owned());
+    }
+    let cut = if run.truncated {
+        " (its output was longer than 1 MiB and was cut)"
+    } else {
+        ""
+    };
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Stdout::Json(map),
+        Ok(_) => Stdout::Invalid(format!("its output is not a JSON object{cut}")),
+        Err(e) => Stdout::Invalid(format!("its output is not valid JSON ({e}){cut}")),
+    }
+}
+
+/// `hookSpecificOutput`, checked to be for `event`.
+pub(crate) fn specific<'a>(
+    out: &'a Map<String, Value>,
+    event: &str,
+) -> Result<Option<&'a Map<String, Value>>, String> {
+    match out.get("hookSpecificOutput") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(s)) => match s.get("hookEventName").and_then(Value::as_str) {
+            Some(name) if name == event => Ok(Some(s)),
+            Some(name) => Err(format!("its hookSpecificOutput is for {name}, not {event}")),
+            None => Err("its hookSpecificOutput has no hookEventName".into()),
+        },
+        Some(_) => Err("its hookSpecificOutput is not an object".into()),
+    }
+}
+
+/// A non-empty string field.
+pub(crate) fn string(map: &Map<String, Value>, key: &str) -> Option<String> {
+    map.get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// The reason of an exit-2 block: stderr, or `default`.
+pub(crate) fn stderr_reason(run: &HookRun, default: &str) -> String {
+    let text = run.stderr.trim();
+    if text.is_empty() {
+        default.to_owned()
+    } else {
+        text.to_owned()
+    }
+}

@@ -267,7 +267,14 @@ pub async fn run_scenario(
     };
     let project = dir.path().join("project");
     let home = dir.path().join("home");
-    if let Err(e) = write_files(&project, &s.files) {
+    let user_files: std::collections::BTreeMap<String, String> = s
+        .user_files
+        .iter()
+        .map(|(k, v)| (k.clone(), v.replace("$cwd", &project.display().to_string())))
+        .collect();
+    if let Err(e) = write_files(&project, &s.files)
+        .and_then(|()| write_files(&dir.path().join("user"), &user_files))
+    {
         fail(
             &mut report,
             "set-up",
@@ -401,9 +408,11 @@ fn agent_command(
                 cmd.env_remove(var);
             }
             cmd.env("XDG_CONFIG_HOME", dir.join("config"));
-            // Nor may the developer's own Claude Code hooks join in: a
-            // scenario's hooks live in its project's `.claude/`.
-            cmd.env("CLAUDE_CONFIG_DIR", dir.join("claude-user"))
+            // Nor may the developer's own Claude Code or Codex hooks join
+            // in: a scenario's hooks live in its files and `userFiles`.
+            cmd.env("CLAUDE_CONFIG_DIR", dir.join("user/.claude"))
+                .env("CODEX_HOME", dir.join("user/.codex"))
+                .env_remove("CANDOR_CODEX_HOOKS")
                 .env("CANDOR_CLAUDE_MANAGED_DIR", dir.join("claude-managed"))
                 .env_remove("CANDOR_CLAUDE_HOOKS");
             cmd.env_remove("CANDOR_PROVIDER")

@@ -27,6 +27,11 @@ pub struct Scenario {
     /// directory) before the agent starts.
     #[serde(default)]
     pub files: BTreeMap<String, String>,
+    /// Files created in the user's home directory as candor sees it (the
+    /// user's `.claude/settings.json`, `.codex/hooks.json`,
+    /// `.codex/config.toml`); `$cwd` in them is the working directory.
+    #[serde(default)]
+    pub user_files: BTreeMap<String, String>,
     /// Open editor buffers with unsaved changes, by relative path: the
     /// harness's `fs/read_text_file` returns these instead of the disk.
     #[serde(default)]

@@ -15,6 +15,7 @@ mod support;
 mod cancel;
 mod claude;
 mod clients;
+mod codex;
 mod harness;
 mod interception;
 mod models;

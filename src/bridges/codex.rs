@@ -801,6 +801,38 @@ mod tests {
     }
 
     #[test]
+    fn session_events_and_post_tool_use_follow_codex() {
+        let quiet = session_event(SessionEvent::UserPromptSubmit, &run(2, "", ""));
+        assert_eq!(quiet.block, None, "a quiet exit 2 does not block in Codex");
+        assert_eq!(quiet.notices.len(), 1);
+        let loud = session_event(SessionEvent::UserPromptSubmit, &run(2, "", "no secrets\n"));
+        assert_eq!(loud.block.as_deref(), Some("no secrets"));
+        let text = session_event(SessionEvent::SessionStart, &run(0, "branch main", ""));
+        assert_eq!(text, EventAnswer::default(), "Codex ignores plain text");
+        let stop = session_event(
+            SessionEvent::Stop,
+            &run(0, r#"{"decision":"block","reason":"tests"}"#, ""),
+        );
+        assert_eq!(stop.block.as_deref(), Some("tests"));
+        let (block, _) = post_tool_use(&run(0, r#"{"decision":"block"}"#, ""), "h");
+        assert!(block.is_err(), "block without a reason is rejected");
+        let (context, _) = post_tool_use(
+            &run(
+                0,
+                r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"ok"}}"#,
+                "",
+            ),
+            "h",
+        );
+        assert_eq!(
+            context,
+            Ok(PostToolDecision::Accept {
+                context: Some("ok".into())
+            })
+        );
+    }
+
+    #[test]
     fn trust_is_the_nearest_project_entry() {
         let config: Map<String, Value> = serde_json::from_value(json!({"projects": {
             "/work": {"trust_level": "trusted"},

@@ -92,7 +92,10 @@ async fn a_patch_rewrite_of_an_edit_is_the_edit_that_runs_and_the_diff_shown() {
     )]);
     env.file("a.rs", "fn main() {\n    let x = 1;\n}\n");
     // The matcher names Edit: Codex matches apply_patch by Edit and Write.
-    write(&codex_home(&env).join("hooks.json"), &pre("Edit", &hook_py("patch-x3")).to_string());
+    write(
+        &codex_home(&env).join("hooks.json"),
+        &pre("Edit", &hook_py("patch-x3")).to_string(),
+    );
     let (conn, session) = run(env).await;
     let file = conn.env.project.join("a.rs");
     assert_eq!(
@@ -113,16 +116,31 @@ async fn a_patch_rewrite_of_an_edit_is_the_edit_that_runs_and_the_diff_shown() {
         .iter()
         .find(|c| c["type"] == "diff")
         .unwrap();
-    assert!(diff["newText"].as_str().unwrap().contains("let x = 3; // checked"));
+    assert!(
+        diff["newText"]
+            .as_str()
+            .unwrap()
+            .contains("let x = 3; // checked")
+    );
     assert!(conn.permission_requests.is_empty(), "the hook allowed it");
-    let told = result_in_request(&conn, 1, "e")["content"].as_str().unwrap().to_owned();
-    assert!(told.starts_with(&format!("[candor] A hook ({id}) rewrote this call")), "{told}");
+    let told = result_in_request(&conn, 1, "e")["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        told.starts_with(&format!("[candor] A hook ({id}) rewrote this call")),
+        "{told}"
+    );
 }
 
 #[tokio::test]
 async fn codex_hooks_see_bash_as_a_bare_command_with_the_turn_and_model() {
     let env = scripted(vec![
-        tool("b", "Bash", json!({"command": "echo hi", "description": "greet", "timeout": 5000})),
+        tool(
+            "b",
+            "Bash",
+            json!({"command": "echo hi", "description": "greet", "timeout": 5000}),
+        ),
         tool("r", "Read", json!({"file_path": "notes.txt"})),
     ]);
     env.file("notes.txt", "n\n");
@@ -142,7 +160,11 @@ async fn codex_hooks_see_bash_as_a_bare_command_with_the_turn_and_model() {
     assert_eq!(input["tool_name"], "Bash");
     assert_eq!(input["tool_input"], json!({"command": "echo hi"}));
     assert_eq!(input["session_id"], session);
-    assert_eq!(input["model"], Value::Null, "the scripted provider has no model name");
+    assert_eq!(
+        input["model"],
+        Value::Null,
+        "the scripted provider has no model name"
+    );
     assert!(!input["turn_id"].as_str().unwrap().is_empty());
     assert_eq!(input["hook_event_name"], "PreToolUse");
     assert_eq!(input["permission_mode"], "default");
@@ -154,10 +176,20 @@ async fn codex_hooks_see_bash_as_a_bare_command_with_the_turn_and_model() {
 async fn codex_rejects_ask_and_a_quiet_exit_2_and_the_call_goes_on() {
     for (kind, why) in [
         ("ask", "Codex rejects `permissionDecision: \"ask\"`"),
-        ("exit2-quiet", "exited with status 2 but wrote nothing on stderr"),
+        (
+            "exit2-quiet",
+            "exited with status 2 but wrote nothing on stderr",
+        ),
     ] {
-        let env = scripted(vec![tool("t", "Bash", json!({"command": "echo went ahead"}))]);
-        write(&codex_home(&env).join("hooks.json"), &pre("Bash", &hook_py(kind)).to_string());
+        let env = scripted(vec![tool(
+            "t",
+            "Bash",
+            json!({"command": "echo went ahead"}),
+        )]);
+        write(
+            &codex_home(&env).join("hooks.json"),
+            &pre("Bash", &hook_py(kind)).to_string(),
+        );
         let (conn, session) = run(env).await;
         let call = record(&conn, &session, "tool/call", "t").unwrap();
         assert!(
@@ -169,7 +201,10 @@ async fn codex_rejects_ask_and_a_quiet_exit_2_and_the_call_goes_on() {
     }
     // With something on stderr, exit 2 blocks.
     let env = scripted(vec![tool("t", "Bash", json!({"command": "echo never"}))]);
-    write(&codex_home(&env).join("hooks.json"), &pre("Bash", &hook_py("exit2-loud")).to_string());
+    write(
+        &codex_home(&env).join("hooks.json"),
+        &pre("Bash", &hook_py("exit2-loud")).to_string(),
+    );
     let (conn, session) = run(env).await;
     let call = record(&conn, &session, "tool/call", "t").unwrap();
     assert_eq!(call["decision"]["outcome"], "deny");
@@ -193,7 +228,10 @@ async fn project_hooks_run_only_in_a_trusted_project() {
     let (conn, session) = run(setup(false)).await;
     assert_eq!(printed(&conn, &session, "t"), "ran");
     let told = notices(&conn);
-    assert!(told.contains("this project is not trusted in Codex's config"), "{told}");
+    assert!(
+        told.contains("this project is not trusted in Codex's config"),
+        "{told}"
+    );
     assert!(told.contains("trust_level = \"trusted\""), "{told}");
     let (conn, session) = run(setup(true)).await;
     let call = record(&conn, &session, "tool/call", "t").unwrap();
@@ -229,8 +267,15 @@ async fn toml_hooks_the_feature_switch_and_the_order_with_claude_code() {
 
     let env = scripted(vec![tool("t", "Bash", json!({"command": "echo start"}))]);
     trust(&env, "\n[features]\nhooks = false\n");
-    write(&codex_home(&env).join("hooks.json"), &pre("Bash", &hook_py("deny")).to_string());
+    write(
+        &codex_home(&env).join("hooks.json"),
+        &pre("Bash", &hook_py("deny")).to_string(),
+    );
     let (conn, session) = run(env).await;
-    assert_eq!(printed(&conn, &session, "t"), "start", "hooks = false was ignored");
+    assert_eq!(
+        printed(&conn, &session, "t"),
+        "start",
+        "hooks = false was ignored"
+    );
     assert!(notices(&conn).contains("Codex hooks are off here"));
 }

@@ -59,6 +59,23 @@ pub struct EventLog {
     path: PathBuf,
     file: File,
     records: Vec<Record>,
+    /// Tests only: appends fail once the log holds this many records (a
+    /// full disk, without filling one).
+    fail_at: Option<usize>,
+}
+
+/// A log read back from disk, as far as it could be read.
+#[derive(Debug)]
+pub struct ReadLog {
+    pub records: Vec<Record>,
+    /// Bytes of the file that hold `records` (whole lines).
+    pub valid_len: u64,
+    /// The final line was cut short (a write interrupted by a crash): it
+    /// was never a record; how long it was.
+    pub torn: Option<usize>,
+    /// A line that is not a record, with complete lines after or with its
+    /// newline: reading stopped there and nothing after it is used.
+    pub corrupt: Option<LogError>,
 }
 
 impl EventLog {
@@ -85,7 +102,40 @@ impl EventLog {
             path,
             file,
             records: Vec::new(),
+            fail_at: None,
         })
+    }
+
+    /// Opens an existing log to go on appending after `read`'s records. A
+    /// torn final line is cut off first (it was never a record); a log
+    /// whose reading stopped at a corrupt line cannot be appended to (what
+    /// follows would sit after lines no reader gets past).
+    pub fn open(path: &Path, read: ReadLog) -> Result<Self, LogError> {
+        let fail = |source| LogError::Write {
+            path: path.to_owned(),
+            source,
+        };
+        if let Some(corrupt) = read.corrupt {
+            return Err(corrupt);
+        }
+        let file = OpenOptions::new().append(true).open(path).map_err(fail)?;
+        let len = file.metadata().map_err(fail)?.len();
+        if len > read.valid_len {
+            file.set_len(read.valid_len).map_err(fail)?;
+            file.sync_data().map_err(fail)?;
+        }
+        Ok(Self {
+            path: path.to_owned(),
+            file,
+            records: read.records,
+            fail_at: None,
+        })
+    }
+
+    /// Tests only: makes appends fail from the `n`th record on.
+    #[doc(hidden)]
+    pub fn fail_at(&mut self, n: Option<usize>) {
+        self.fail_at = n;
     }
 
     /// Appends a record: one line, one write.
@@ -97,6 +147,12 @@ impl EventLog {
         };
         let mut line = serde_json::to_vec(&record)?;
         line.push(b'\n');
+        if self.fail_at.is_some_and(|n| self.records.len() >= n) {
+            return Err(LogError::Write {
+                path: self.path.clone(),
+                source: std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left on device (simulated)"),
+            });
+        }
         self.file
             .write_all(&line)
             .map_err(|source| LogError::Write {
@@ -133,26 +189,68 @@ impl EventLog {
 }
 
 /// Reads a whole log back. Stops at the first line that is not a valid
-/// record and reports it with its line number.
+/// record and reports it with its line number (a torn final line too: use
+/// [`read_tolerant`] to load past a crash).
 pub fn read(path: &Path) -> Result<Vec<Record>, LogError> {
-    let file = File::open(path).map_err(|source| LogError::Read {
+    let read = read_tolerant(path)?;
+    if let Some(corrupt) = read.corrupt {
+        return Err(corrupt);
+    }
+    if let Some(len) = read.torn {
+        return Err(LogError::Corrupt {
+            path: path.to_owned(),
+            line: read.records.len() + 1,
+            reason: format!("the last line was cut short ({len} bytes, no newline)"),
+        });
+    }
+    Ok(read.records)
+}
+
+/// Reads a log as far as it holds records, line by line (memory grows with
+/// the records, not with a copy of the file). A final line without its
+/// newline is a write that never finished: it is left out and reported as
+/// `torn`. Any other line that is not a record stops the reading there:
+/// reported as `corrupt` with its line number; nothing after it is used.
+pub fn read_tolerant(path: &Path) -> Result<ReadLog, LogError> {
+    let read_error = |source| LogError::Read {
         path: path.to_owned(),
         source,
-    })?;
-    let mut records = Vec::new();
-    for (index, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|source| LogError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        let record: Record = serde_json::from_str(&line).map_err(|e| LogError::Corrupt {
-            path: path.to_owned(),
-            line: index + 1,
-            reason: e.to_string(),
-        })?;
-        records.push(record);
+    };
+    let file = File::open(path).map_err(read_error)?;
+    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    let mut log = ReadLog {
+        records: Vec::new(),
+        valid_len: 0,
+        torn: None,
+        corrupt: None,
+    };
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line).map_err(read_error)?;
+        if n == 0 {
+            break;
+        }
+        if line.last() != Some(&b'\n') {
+            log.torn = Some(n);
+            break;
+        }
+        match serde_json::from_slice::<Record>(&line) {
+            Ok(record) => {
+                log.records.push(record);
+                log.valid_len += n as u64;
+            }
+            Err(e) => {
+                log.corrupt = Some(LogError::Corrupt {
+                    path: path.to_owned(),
+                    line: log.records.len() + 1,
+                    reason: e.to_string(),
+                });
+                break;
+            }
+        }
     }
-    Ok(records)
+    Ok(log)
 }
 
 #[cfg(test)]
@@ -179,6 +277,50 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&sessions), 0o700);
         assert_eq!(mode(log.path()), 0o600);
+    }
+
+    fn three_records(dir: &Path) -> PathBuf {
+        let mut log = EventLog::create(dir, "s").unwrap();
+        for _ in 0..3 {
+            log.append(Event::UserMessage { content: vec![] }).unwrap();
+        }
+        log.path().to_owned()
+    }
+
+    #[test]
+    fn a_torn_last_line_is_cut_and_appending_goes_on_after_the_last_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = three_records(dir.path());
+        let whole = std::fs::read(&path).unwrap();
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(br#"{"seq":3,"at":"2026-11-30T10:00:00.000Z","type":"user/mes"#).unwrap();
+        let read = read_tolerant(&path).unwrap();
+        assert_eq!(read.records.len(), 3);
+        assert_eq!(read.torn, Some(57));
+        assert!(read.corrupt.is_none());
+        assert!(super::read(&path).is_err(), "the strict reader reports it");
+        let mut log = EventLog::open(&path, read).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), whole, "the torn line is gone");
+        let record = log.append(Event::UserMessage { content: vec![] }).unwrap();
+        assert_eq!(record.seq, 3);
+        assert_eq!(super::read(&path).unwrap().len(), 4);
+    }
+
+    #[test]
+    fn a_corrupt_middle_line_stops_reading_there_and_forbids_appending() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = three_records(dir.path());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[1] = "{\"seq\": garbage";
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let read = read_tolerant(&path).unwrap();
+        assert_eq!(read.records.len(), 1);
+        let Some(LogError::Corrupt { line, .. }) = &read.corrupt else {
+            panic!("{read:?}")
+        };
+        assert_eq!(*line, 2);
+        assert!(matches!(EventLog::open(&path, read), Err(LogError::Corrupt { line: 2, .. })));
     }
 
     #[test]

@@ -23,10 +23,14 @@ use std::time::Duration;
 use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::v1::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
-    CancelNotification, CancelRequestNotification, ClientCapabilities, ContentBlock,
+    CancelNotification, CancelRequestNotification, ClientCapabilities, CloseSessionRequest,
+    CloseSessionResponse, ContentBlock, DeleteSessionRequest, DeleteSessionResponse,
     EmbeddedResourceResource, Error as AcpError, Implementation, InitializeRequest,
-    InitializeResponse, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, RequestId, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    PromptResponse, RequestId, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
+    SessionCloseCapabilities, SessionDeleteCapabilities, SessionInfo, SessionListCapabilities,
+    SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
     SetSessionModeRequest, SetSessionModeResponse,
 };
 use bytes::Bytes;
@@ -40,9 +44,12 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{Config, ProviderSetting};
 use crate::interception::policy::Mode;
 use crate::rpc::{self, InFlight, Message, Outgoing, Running};
+use crate::session::actor::Origin;
+use crate::session::restore;
 use crate::session::settings::Change;
 use crate::session::{SessionHandle, actor};
 use crate::transport::{Outbox, mirror_frame};
+use std::path::PathBuf;
 
 /// Connection-wide state: what the client told us, and the sessions.
 #[derive(Debug)]
@@ -112,7 +119,14 @@ impl Agent {
         InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(
                 AgentCapabilities::new()
-                    .load_session(false)
+                    .load_session(true)
+                    .session_capabilities(
+                        SessionCapabilities::new()
+                            .list(SessionListCapabilities::new())
+                            .resume(SessionResumeCapabilities::new())
+                            .close(SessionCloseCapabilities::new())
+                            .delete(SessionDeleteCapabilities::new()),
+                    )
                     .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
             )
             .agent_info(Implementation::new("candor", env!("CARGO_PKG_VERSION")).title("candor"))
@@ -120,7 +134,128 @@ impl Agent {
     }
 
     fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse, AcpError> {
-        let cwd = request.cwd;
+        let (id, settings) =
+            self.open_session(request.cwd, request.mcp_servers.len(), Origin::New)?;
+        Ok(NewSessionResponse::new(id)
+            .config_options(settings.config_options())
+            .modes(settings.modes()))
+    }
+
+    /// `session/load` (`replay`) and `session/resume`: a stored session,
+    /// open again; with `replay`, the conversation is sent before the
+    /// response.
+    fn reopen_session(
+        &self,
+        id: &str,
+        cwd: PathBuf,
+        mcp_servers: usize,
+        replay: bool,
+    ) -> Result<crate::session::settings::View, AcpError> {
+        if lock(&self.sessions).contains_key(id) {
+            return Err(AcpError::invalid_request().data(format!(
+                "session {id} is already open; send prompts to it, or close it first"
+            )));
+        }
+        let read = restore::read(&self.config.sessions_dir(), id).map_err(load_error)?;
+        let origin = Origin::Stored {
+            id: id.to_owned(),
+            read,
+            replay,
+        };
+        self.open_session(cwd, mcp_servers, origin)
+            .map(|(_, settings)| settings)
+    }
+
+    fn load_session(&self, request: LoadSessionRequest) -> Result<LoadSessionResponse, AcpError> {
+        let settings = self.reopen_session(
+            &request.session_id.0,
+            request.cwd,
+            request.mcp_servers.len(),
+            true,
+        )?;
+        Ok(LoadSessionResponse::new()
+            .config_options(settings.config_options())
+            .modes(settings.modes()))
+    }
+
+    fn resume_session(
+        &self,
+        request: ResumeSessionRequest,
+    ) -> Result<ResumeSessionResponse, AcpError> {
+        let settings = self.reopen_session(
+            &request.session_id.0,
+            request.cwd,
+            request.mcp_servers.len(),
+            false,
+        )?;
+        Ok(ResumeSessionResponse::new()
+            .config_options(settings.config_options())
+            .modes(settings.modes()))
+    }
+
+    /// `session/list`: stored sessions, most recent first, 50 a page (the
+    /// cursor is the offset of the next page).
+    fn list_sessions(
+        &self,
+        request: ListSessionsRequest,
+    ) -> Result<ListSessionsResponse, AcpError> {
+        const PAGE: usize = 50;
+        let offset = match &request.cursor {
+            None => 0,
+            Some(c) => c
+                .parse::<usize>()
+                .map_err(|_| AcpError::invalid_params().data(format!("unknown cursor {c:?}")))?,
+        };
+        let all = restore::list(&self.config.sessions_dir(), request.cwd.as_deref());
+        let next = (all.len() > offset + PAGE).then(|| (offset + PAGE).to_string());
+        let sessions = all
+            .into_iter()
+            .skip(offset)
+            .take(PAGE)
+            .map(|s| {
+                SessionInfo::new(s.id, s.cwd)
+                    .title(s.title)
+                    .updated_at(s.updated_at)
+            })
+            .collect();
+        Ok(ListSessionsResponse::new(sessions).next_cursor(next))
+    }
+
+    /// `session/close`: ends the session's running turn and its actor
+    /// (SessionEnd hooks run); the log stays, for `session/load`.
+    fn close_session(
+        &self,
+        request: CloseSessionRequest,
+    ) -> Result<CloseSessionResponse, AcpError> {
+        let id = request.session_id.0.to_string();
+        let Some(session) = lock(&self.sessions).remove(&id) else {
+            return Err(AcpError::new(-32002, format!("session {id} is not open")));
+        };
+        session.cancel();
+        Ok(CloseSessionResponse::new())
+    }
+
+    /// `session/delete`: closes it if open and moves its log out of the
+    /// list (`sessions/deleted/`; an audit trail is not erased).
+    fn delete_session(
+        &self,
+        request: DeleteSessionRequest,
+    ) -> Result<DeleteSessionResponse, AcpError> {
+        let id = request.session_id.0.to_string();
+        if let Some(session) = lock(&self.sessions).remove(&id) {
+            session.cancel();
+        }
+        restore::delete(&self.config.sessions_dir(), &id).map_err(load_error)?;
+        Ok(DeleteSessionResponse::new())
+    }
+
+    /// Starts a session's actor and registers it.
+    fn open_session(
+        &self,
+        cwd: PathBuf,
+        mcp_servers: usize,
+        origin: Origin,
+    ) -> Result<(String, crate::session::settings::View), AcpError> {
         if !cwd.is_absolute() {
             return Err(AcpError::invalid_params().data(format!(
                 "cwd must be an absolute path, got {:?}",
@@ -133,15 +268,16 @@ impl Agent {
                 cwd.display()
             )));
         }
-        if !request.mcp_servers.is_empty() {
+        if mcp_servers > 0 {
             tracing::info!(
-                count = request.mcp_servers.len(),
+                count = mcp_servers,
                 "MCP servers were offered; this version of candor does not use them yet"
             );
         }
         let started = actor::start(
             &self.config,
             cwd,
+            origin,
             self.outbox.clone(),
             self.outgoing.clone(),
             &lock(&self.client).clone().unwrap_or_default(),
@@ -152,10 +288,7 @@ impl Agent {
         lock(&self.sessions).insert(id.clone(), started.handle);
         lock(&self.actors).push(started.task);
         lock(&self.openers).insert(id.clone(), started.opened);
-        let response = NewSessionResponse::new(id);
-        Ok(response
-            .config_options(started.settings.config_options())
-            .modes(started.settings.modes()))
+        Ok((id, started.settings))
     }
 
     fn set_config_option(
@@ -341,6 +474,36 @@ pub(crate) fn module(agent: Arc<Agent>) -> RpcModule<Arc<Agent>> {
             })
             .map(drop),
         module
+            .register_method("session/load", |params, agent, _| {
+                let request: LoadSessionRequest = decode(&params)?;
+                agent.load_session(request).map_err(to_rpc)
+            })
+            .map(drop),
+        module
+            .register_method("session/resume", |params, agent, _| {
+                let request: ResumeSessionRequest = decode(&params)?;
+                agent.resume_session(request).map_err(to_rpc)
+            })
+            .map(drop),
+        module
+            .register_method("session/list", |params, agent, _| {
+                let request: ListSessionsRequest = decode(&params)?;
+                agent.list_sessions(request).map_err(to_rpc)
+            })
+            .map(drop),
+        module
+            .register_method("session/close", |params, agent, _| {
+                let request: CloseSessionRequest = decode(&params)?;
+                agent.close_session(request).map_err(to_rpc)
+            })
+            .map(drop),
+        module
+            .register_method("session/delete", |params, agent, _| {
+                let request: DeleteSessionRequest = decode(&params)?;
+                agent.delete_session(request).map_err(to_rpc)
+            })
+            .map(drop),
+        module
             .register_method("session/set_mode", |params, agent, _| {
                 let request: SetSessionModeRequest = decode(&params)?;
                 agent.set_mode(request).map_err(to_rpc)
@@ -434,7 +597,17 @@ fn on_request(
         // Armed now, in wire order, so a cancel right behind it is not lost.
         session.arm_prompt();
     }
-    let opens = method == "session/new";
+    // A session opened by this request may speak once its response is out.
+    let opens = match method.as_str() {
+        "session/new" => Some(None),
+        "session/load" | "session/resume" => Some(
+            params
+                .get("sessionId")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        ),
+        _ => None,
+    };
     let cancel = CancellationToken::new();
     agent.in_flight.start(
         &id,
@@ -458,10 +631,13 @@ fn on_request(
             },
         };
         agent.in_flight.finish(&id);
-        let opened = opens
-            .then(|| serde_json::from_str::<Value>(&response).ok())
-            .flatten()
-            .and_then(|r| r["result"]["sessionId"].as_str().map(str::to_owned));
+        let opened = match opens {
+            Some(Some(sid)) => Some(sid),
+            Some(None) => serde_json::from_str::<Value>(&response)
+                .ok()
+                .and_then(|r| r["result"]["sessionId"].as_str().map(str::to_owned)),
+            None => None,
+        };
         agent.outbox.send_line(response);
         // Only now may the new session speak (notices, hook output).
         if let Some(sid) = opened
@@ -518,4 +694,14 @@ fn mode(id: &str) -> Result<Mode, AcpError> {
             ids.join(", ")
         ))
     })
+}
+
+/// A stored session that cannot be opened, as an ACP error.
+fn load_error(e: restore::LoadError) -> AcpError {
+    match e {
+        restore::LoadError::NotFound(id) => {
+            AcpError::new(-32002, format!("session {id} not found"))
+        }
+        restore::LoadError::Log(e) => AcpError::new(-32603, e.to_string()),
+    }
 }

@@ -116,7 +116,8 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
                     }
                 }
             }
-            Event::PromptBlocked { .. } => {
+            // A command candor answered itself is not the model's business.
+            Event::PromptBlocked { .. } | Event::CommandRan { .. } => {
                 if matches!(messages.last(), Some(Message::User { .. })) {
                     messages.pop();
                     let mut restored = std::mem::take(&mut opened_with);
@@ -210,6 +211,7 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
                 }
             }
             Event::SessionStarted { .. }
+            | Event::CommandsOffered { .. }
             | Event::Notice { .. }
             | Event::ConfigChanged { .. }
             | Event::AssistantDelta { .. }

@@ -21,6 +21,7 @@
 //! `ARCHITECTURE.md` states the invariants; `protocol/` documents the wire
 //! contract and the event-log format.
 
+pub mod audit;
 pub mod bridges;
 pub mod config;
 pub mod conversation;

@@ -20,9 +20,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, CurrentModeUpdate, Diff, Notice, NoticeSeverity, Plan, PlanEntry,
-    SessionUpdate, Terminal, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
+    AvailableCommand, AvailableCommandsUpdate, ContentBlock, ContentChunk, CurrentModeUpdate, Diff,
+    Notice, NoticeSeverity, Plan, PlanEntry, SessionUpdate, Terminal, ToolCall, ToolCallContent,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
 use serde_json::{Value, json};
 
@@ -118,6 +118,12 @@ impl Presenter {
 
     /// Whether the client takes `notice` updates (`session.notices`); if
     /// not, notices are shown as thoughts.
+    /// From now on, present as `mode` (a loaded session goes live once its
+    /// records are replayed).
+    pub fn set_mode(&mut self, mode: Mode) {
+        self.mode = mode;
+    }
+
     pub fn with_notices(mut self, notices: bool) -> Self {
         self.notices = notices;
         self
@@ -161,6 +167,21 @@ impl Presenter {
                 };
                 self.notice(NoticeLevel::Info, text)
             }
+            Event::CommandsOffered { commands } => match self.mode {
+                // A loaded session offers them afresh after its response.
+                Mode::Replay => Vec::new(),
+                Mode::Live => vec![SessionUpdate::AvailableCommandsUpdate(
+                    AvailableCommandsUpdate::new(
+                        commands
+                            .iter()
+                            .map(|c| AvailableCommand::new(c.name.clone(), c.description.clone()))
+                            .collect(),
+                    ),
+                )],
+            },
+            Event::CommandRan { output, .. } => vec![SessionUpdate::AgentMessageChunk(
+                ContentChunk::new(ContentBlock::from(output.clone())),
+            )],
             Event::PromptBlocked { hook, reason } => self.notice(
                 NoticeLevel::Error,
                 format!("The hook {hook} blocked this prompt: {reason}"),

@@ -474,6 +474,14 @@ impl EventHook for CommandHook {
         &self.id
     }
 
+    fn event(&self) -> SessionEvent {
+        match self.event {
+            HookEvent::Session(event) => event,
+            // Tool events are never event hooks (`Loaded::add`).
+            HookEvent::PreToolUse | HookEvent::PostToolUse => SessionEvent::SessionStart,
+        }
+    }
+
     fn applies_to(&self, input: &EventInput<'_>) -> bool {
         self.event == HookEvent::Session(input.event)
             && self.conditions.iter().any(|c| {

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 pub use record::{
-    Decision, DeltaChannel, Event, FORMAT_VERSION, FileDiff, NoticeLevel, Outcome,
+    Decision, DeltaChannel, Event, FORMAT_VERSION, FileDiff, NoticeLevel, OfferedCommand, Outcome,
     PermissionChoice, PermissionOutcome, Record, ResultStatus, TurnStop,
 };
 
@@ -45,6 +45,10 @@ pub enum LogError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "the session log {path} is damaged ({reason}); candor does not append after damage: start a new session"
+    )]
+    Damaged { path: PathBuf, reason: String },
     #[error("{path}:{line}: not a valid record: {reason}")]
     Corrupt {
         path: PathBuf,
@@ -62,6 +66,8 @@ pub struct EventLog {
     /// Tests only: appends fail once the log holds this many records (a
     /// full disk, without filling one).
     fail_at: Option<usize>,
+    /// Why nothing may be appended (a log damaged in the middle), if so.
+    damaged: Option<String>,
 }
 
 /// A log read back from disk, as far as it could be read.
@@ -103,6 +109,23 @@ impl EventLog {
             file,
             records: Vec::new(),
             fail_at: None,
+            damaged: None,
+        })
+    }
+
+    /// A log that can be read but not appended to: its records up to the
+    /// damage; every append fails with `LogError::Damaged`.
+    pub fn damaged(path: &Path, records: Vec<Record>, reason: String) -> Result<Self, LogError> {
+        let file = File::open(path).map_err(|source| LogError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Ok(Self {
+            path: path.to_owned(),
+            file,
+            records,
+            fail_at: None,
+            damaged: Some(reason),
         })
     }
 
@@ -129,6 +152,7 @@ impl EventLog {
             file,
             records: read.records,
             fail_at: None,
+            damaged: None,
         })
     }
 
@@ -147,10 +171,19 @@ impl EventLog {
         };
         let mut line = serde_json::to_vec(&record)?;
         line.push(b'\n');
+        if let Some(reason) = &self.damaged {
+            return Err(LogError::Damaged {
+                path: self.path.clone(),
+                reason: reason.clone(),
+            });
+        }
         if self.fail_at.is_some_and(|n| self.records.len() >= n) {
             return Err(LogError::Write {
                 path: self.path.clone(),
-                source: std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left on device (simulated)"),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::StorageFull,
+                    "no space left on device (simulated)",
+                ),
             });
         }
         self.file
@@ -293,14 +326,19 @@ mod tests {
         let path = three_records(dir.path());
         let whole = std::fs::read(&path).unwrap();
         let mut file = OpenOptions::new().append(true).open(&path).unwrap();
-        file.write_all(br#"{"seq":3,"at":"2026-11-30T10:00:00.000Z","type":"user/mes"#).unwrap();
+        file.write_all(br#"{"seq":3,"at":"2026-11-30T10:00:00.000Z","type":"user/mes"#)
+            .unwrap();
         let read = read_tolerant(&path).unwrap();
         assert_eq!(read.records.len(), 3);
         assert_eq!(read.torn, Some(57));
         assert!(read.corrupt.is_none());
         assert!(super::read(&path).is_err(), "the strict reader reports it");
         let mut log = EventLog::open(&path, read).unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), whole, "the torn line is gone");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            whole,
+            "the torn line is gone"
+        );
         let record = log.append(Event::UserMessage { content: vec![] }).unwrap();
         assert_eq!(record.seq, 3);
         assert_eq!(super::read(&path).unwrap().len(), 4);
@@ -320,7 +358,10 @@ mod tests {
             panic!("{read:?}")
         };
         assert_eq!(*line, 2);
-        assert!(matches!(EventLog::open(&path, read), Err(LogError::Corrupt { line: 2, .. })));
+        assert!(matches!(
+            EventLog::open(&path, read),
+            Err(LogError::Corrupt { line: 2, .. })
+        ));
     }
 
     #[test]

@@ -97,6 +97,16 @@ pub enum Event {
     /// the model never sees it, and the turn ends `refusal`.
     #[serde(rename = "prompt/blocked")]
     PromptBlocked { hook: String, reason: String },
+    /// candor offered the client these slash commands (sent as
+    /// `available_commands_update` right after the `session/new` or
+    /// `session/load` response).
+    #[serde(rename = "commands/offered")]
+    CommandsOffered { commands: Vec<OfferedCommand> },
+    /// The prompt recorded just before was one of candor's own commands
+    /// (`/hooks`, `/audit`): candor answered it without the model, which
+    /// never sees the prompt or the answer.
+    #[serde(rename = "command/ran")]
+    CommandRan { command: String, output: String },
     /// A piece of the model's output as it streamed in. Shown to the user;
     /// not part of the model's history (the `assistant/message` is).
     #[serde(rename = "assistant/delta")]
@@ -201,6 +211,14 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+/// A slash command candor offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OfferedCommand {
+    pub name: String,
+    pub description: String,
 }
 
 /// How much a notice matters.

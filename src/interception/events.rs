@@ -73,6 +73,8 @@ pub type EventFuture<'a> = Pin<Box<dyn Future<Output = EventAnswer> + Send + 'a>
 pub trait EventHook: Send + Sync + fmt::Debug {
     /// The name notices and records show.
     fn id(&self) -> &str;
+    /// The event it is for.
+    fn event(&self) -> SessionEvent;
     /// Whether it runs for this event (its event and matcher).
     fn applies_to(&self, input: &EventInput<'_>) -> bool;
     fn run<'a>(&'a self, input: EventInput<'a>) -> EventFuture<'a>;

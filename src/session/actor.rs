@@ -12,13 +12,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::call::Gate;
 use super::commit::Committer;
-use super::events;
 use super::settings::{self, Change};
 use super::turn::{self, TurnControl, TurnError};
 use super::{SessionHandle, Started};
+use super::{events, restore};
 use crate::bridges::{self, SessionContext, TurnInfo};
 use crate::config::Config;
-use crate::event_log::{Event, EventLog, FORMAT_VERSION, LogError, NoticeLevel, TurnStop};
+use crate::event_log::{Event, EventLog, FORMAT_VERSION, LogError, NoticeLevel, ReadLog, TurnStop};
 use crate::interception::Policy;
 use crate::interception::scripted::PolicyFile;
 use crate::presentation::{Mode, Presenter};
@@ -47,10 +47,26 @@ pub(crate) enum StartError {
     Policy(String),
 }
 
-/// Creates a session's log, writes `session/started` and starts its actor.
+/// Where a session comes from.
+#[derive(Debug)]
+pub(crate) enum Origin {
+    /// `session/new`: a new log.
+    New,
+    /// `session/load` (`replay`: the client is sent the conversation) or
+    /// `session/resume`: the stored log of session `id`.
+    Stored {
+        id: String,
+        read: ReadLog,
+        replay: bool,
+    },
+}
+
+/// Opens a session (a new log with its `session/started`, or a stored one
+/// replayed and recovered) and starts its actor.
 pub(crate) fn start(
     config: &Config,
     cwd: PathBuf,
+    origin: Origin,
     outbox: Outbox,
     outgoing: Arc<Outgoing>,
     client: &ClientCapabilities,
@@ -67,8 +83,34 @@ pub(crate) fn start(
         }
         None => (Policy::default(), false),
     };
-    let id = uuid::Uuid::new_v4().to_string();
-    let log = EventLog::create(&config.sessions_dir(), &id)?;
+    let mut start_notices = Vec::new();
+    let (id, log, stored) = match origin {
+        Origin::New => {
+            let id = uuid::Uuid::new_v4().to_string();
+            let log = EventLog::create(&config.sessions_dir(), &id)?;
+            (id, log, None)
+        }
+        Origin::Stored { id, read, replay } => {
+            let path = config.sessions_dir().join(format!("{id}.jsonl"));
+            if let Some(len) = read.torn {
+                start_notices.push((
+                    NoticeLevel::Warning,
+                    format!(
+                        "The session log's last line was cut short ({len} bytes, a write interrupted by a crash); it never was a record and was removed. Everything before it loaded."
+                    ),
+                ));
+            }
+            let log = match read.corrupt {
+                None => EventLog::open(&path, read)?,
+                Some(damage) => {
+                    tracing::warn!(error = %damage, "loading a damaged session log read-only");
+                    let reason = damage.to_string();
+                    EventLog::damaged(&path, read.records, reason)?
+                }
+            };
+            (id, log, Some(replay))
+        }
+    };
     let log_path = log.path().to_owned();
     // The user's Claude Code, then Codex, hooks and rules join the policy;
     // a broken settings file is a notice, never a failed session.
@@ -78,7 +120,6 @@ pub(crate) fn start(
         cwd.clone(),
         config.user_home.clone(),
     ));
-    let mut start_notices = Vec::new();
     if let Some(locations) = &config.claude {
         let loaded = bridges::claude::load(locations, &context);
         start_notices.extend(loaded.merge_into(&mut policy, &cwd, home, mode_set));
@@ -87,19 +128,51 @@ pub(crate) fn start(
         let loaded = bridges::codex::load(locations, &context);
         start_notices.extend(loaded.merge_into(&mut policy, &cwd, home, mode_set));
     }
-    let provider = Provider::for_session(config, &cwd);
+    let mut provider = Provider::for_session(config, &cwd);
     let notices = client.session.as_ref().is_some_and(|s| s.notices.is_some());
-    let presenter = Presenter::new(cwd.clone(), Mode::Live).with_notices(notices);
+    let presenter_mode = if stored.is_some() {
+        Mode::Replay
+    } else {
+        Mode::Live
+    };
+    let presenter = Presenter::new(cwd.clone(), presenter_mode).with_notices(notices);
     let mut committer = Committer::new(SessionId::new(id.clone()), log, presenter, outbox);
-    committer.commit(Event::SessionStarted {
-        session_id: id.clone(),
-        cwd: cwd.clone(),
-        format: FORMAT_VERSION,
-        candor_version: env!("CARGO_PKG_VERSION").to_owned(),
-        provider: provider.name().to_owned(),
-        model: provider.model().map(str::to_owned),
-        context_window: provider.context_window(),
-    })?;
+    let mut grants = Vec::new();
+    let mut damaged = None;
+    match stored {
+        None => committer.commit(Event::SessionStarted {
+            session_id: id.clone(),
+            cwd: cwd.clone(),
+            format: FORMAT_VERSION,
+            candor_version: env!("CARGO_PKG_VERSION").to_owned(),
+            provider: provider.name().to_owned(),
+            model: provider.model().map(str::to_owned),
+            context_window: provider.context_window(),
+        })?,
+        Some(replay) => {
+            // The conversation as the client saw it, then what a crash left
+            // open, closed; both before the response.
+            let restored = restore::settings(committer.records());
+            if let Some(mode) = restored.mode {
+                policy.mode = mode;
+            }
+            if let Some(model) = &restored.model
+                && provider.model().is_some_and(|m| m != model)
+            {
+                provider.set_model(model);
+            }
+            grants = restore::grants(&restored.grants, &cwd, home);
+            committer.replay(replay);
+            match restore::recover(&mut committer) {
+                Ok(0) => {}
+                Ok(n) => {
+                    tracing::info!(session = %id, records = n, "closed what a crash left open")
+                }
+                Err(e @ LogError::Damaged { .. }) => damaged = Some(e.to_string()),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
     // Capacity: the handle lets one prompt through at a time; a few slots
     // are room for commands to come (mode changes, load) without waiting.
     let (inbox, commands) = mpsc::channel(8);
@@ -120,7 +193,7 @@ pub(crate) fn start(
     let gate = Gate {
         session_id: id.clone(),
         policy,
-        grants: Vec::new(),
+        grants,
         outgoing,
         files: FileAccess::new((link.read || link.write).then(|| link.clone())),
         terminal: link.terminal.then(|| link.clone()),
@@ -142,6 +215,12 @@ pub(crate) fn start(
         opened: opened_rx,
         notices: start_notices,
         context,
+        damaged,
+        source: if stored.is_some() {
+            "resume"
+        } else {
+            "startup"
+        },
     };
     let task = tokio::spawn(run(
         committer, provider, gate, cwd, commands, hard_stop, opening,
@@ -164,6 +243,10 @@ struct Opening {
     notices: Vec<(NoticeLevel, String)>,
     /// What bridge hooks are told about the session and its turn.
     context: Arc<SessionContext>,
+    /// The log cannot take records (damaged): why, for the user.
+    damaged: Option<String>,
+    /// SessionStart's `source`: `startup`, or `resume` for a stored session.
+    source: &'static str,
 }
 
 /// How long the actor waits for its `session/new` response to be queued
@@ -181,6 +264,17 @@ async fn run(
     mut opening: Opening,
 ) {
     let _ = tokio::time::timeout(OPEN_WAIT, &mut opening.opened).await;
+    if let Some(damage) = &opening.damaged {
+        committer.notify_unrecorded(
+            NoticeLevel::Error,
+            format!("This session was loaded read-only: {damage}"),
+        );
+    }
+    if let Err(e) = committer.commit(Event::CommandsOffered {
+        commands: super::commands::offered(),
+    }) {
+        tracing::warn!(error = %e, "could not offer the session's commands");
+    }
     for (level, text) in std::mem::take(&mut opening.notices) {
         if let Err(e) = committer.commit(Event::Notice { level, text }) {
             tracing::error!(error = %e, "could not record a notice");
@@ -190,7 +284,7 @@ async fn run(
         &mut committer,
         &gate,
         &cwd,
-        "startup",
+        opening.source,
         provider.model(),
         &hard_stop,
     )

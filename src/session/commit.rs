@@ -72,6 +72,39 @@ impl Committer {
     }
 
     /// After a log failure: fail every open card so none spins forever.
+    /// Runs the presenter over the records already in the log (a loaded
+    /// session); with `send`, the client gets the updates (`session/load`),
+    /// else they only rebuild the presenter's state (`session/resume`).
+    /// The presenter goes live afterwards.
+    pub(crate) fn replay(&mut self, send: bool) {
+        for record in self.log.records() {
+            let updates = self.presenter.apply(record);
+            if send {
+                for update in updates {
+                    self.send(update);
+                }
+            }
+        }
+        self.presenter.set_mode(crate::presentation::Mode::Live);
+    }
+
+    /// A notice that cannot be recorded (the log is damaged and takes no
+    /// more records): the one other update not derived from a record.
+    pub(crate) fn notify_unrecorded(&mut self, level: crate::event_log::NoticeLevel, text: String) {
+        let record = Record {
+            seq: self.log.records().len() as u64,
+            at: String::new(),
+            event: Event::Notice { level, text },
+        };
+        for update in self.presenter.apply(&record) {
+            self.send(update);
+        }
+    }
+
+    fn send(&self, update: SessionUpdate) {
+        send(&self.outbox, &self.session_id, update);
+    }
+
     pub(crate) fn abandon_open_cards(&mut self, reason: &str) {
         for update in self.presenter.abandon(reason) {
             send(&self.outbox, &self.session_id, update);

@@ -13,8 +13,10 @@
 
 pub(crate) mod actor;
 pub(crate) mod call;
+pub(crate) mod commands;
 pub(crate) mod commit;
 pub(crate) mod events;
+pub(crate) mod restore;
 pub(crate) mod settings;
 pub(crate) mod turn;
 

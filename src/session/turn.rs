@@ -94,6 +94,14 @@ async fn steps(
 ) -> Result<TurnStop, TurnError> {
     let prompt_text = crate::history::flatten_prompt(&prompt);
     c.commit(Event::UserMessage { content: prompt })?;
+    if let Some(command) = super::commands::parse(&prompt_text) {
+        let output = super::commands::run(command, gate, c.records());
+        c.commit(Event::CommandRan {
+            command: command.to_owned(),
+            output,
+        })?;
+        return Ok(TurnStop::EndTurn);
+    }
     match events::prompt_submitted(c, gate, &control.cwd, &prompt_text, &control.cancel).await? {
         None => return Ok(TurnStop::Cancelled),
         Some(true) => return Ok(TurnStop::Refusal),

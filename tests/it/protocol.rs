@@ -29,7 +29,11 @@ async fn initialize_answers_version_1_and_only_true_capabilities() {
     assert_eq!(result["agentInfo"]["name"], "candor");
     assert_eq!(result["agentInfo"]["version"], env!("CARGO_PKG_VERSION"));
     let caps = &result["agentCapabilities"];
-    assert_eq!(caps["loadSession"], false);
+    assert_eq!(caps["loadSession"], true);
+    assert_eq!(
+        caps["sessionCapabilities"],
+        json!({"list": {}, "delete": {}, "resume": {}, "close": {}})
+    );
     assert_eq!(
         caps["promptCapabilities"],
         json!({"image": false, "audio": false, "embeddedContext": true})
@@ -38,7 +42,6 @@ async fn initialize_answers_version_1_and_only_true_capabilities() {
         caps["mcpCapabilities"],
         json!({"http": false, "sse": false})
     );
-    assert_eq!(caps["sessionCapabilities"], json!({}));
     assert_eq!(
         result["authMethods"],
         json!([
@@ -322,8 +325,12 @@ async fn sessions_get_distinct_ids_and_their_own_logs() {
     assert_ne!(a, b);
     for id in [&a, &b] {
         let log = conn.env.log(id);
-        assert_eq!(log.len(), 1);
         assert_eq!(log[0]["type"], "session/started");
+        // Then the commands it offered, once the client had its id.
+        assert!(
+            log[1..].iter().all(|r| r["type"] == "commands/offered"),
+            "{log:?}"
+        );
         assert_eq!(log[0]["sessionId"], json!(id));
         assert_eq!(log[0]["seq"], 0);
         assert_eq!(log[0]["cwd"], json!(conn.env.project));

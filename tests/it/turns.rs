@@ -485,7 +485,8 @@ async fn resource_links_and_text_resources_reach_the_model() {
     );
     // The log keeps the blocks as the client sent them.
     let log = conn.env.log(&session);
-    assert_eq!(log[1]["content"][1]["type"], "resource_link");
+    let prompt = log.iter().find(|r| r["type"] == "user/message").unwrap();
+    assert_eq!(prompt["content"][1]["type"], "resource_link");
 }
 
 #[tokio::test]

@@ -283,7 +283,9 @@ impl Conn {
         let id = json!(self.next_id);
         self.next_id += 1;
         let session = params["sessionId"].as_str().map(str::to_owned);
-        if method == "session/prompt"
+        // A load replays a conversation: like a prompt, its updates come
+        // before its response, and its cards are all terminal by then.
+        if matches!(method, "session/prompt" | "session/load")
             && let Some(s) = &session
         {
             self.model.prompt_sent(s);
@@ -432,7 +434,7 @@ impl Conn {
                         .check_response(&method, frame)
                         .unwrap_or_else(|e| panic!("{e}: {frame}"));
                 }
-                if method == "session/prompt"
+                if matches!(method.as_str(), "session/prompt" | "session/load")
                     && let Some(s) = session
                 {
                     self.model.prompt_answered(&s);

@@ -119,8 +119,25 @@ impl Model {
 
     pub fn apply(&mut self, session: &str, update: &Value) {
         let thread = self.threads.entry(session.to_owned()).or_default();
+        // Outside a prompt turn an agent may still say what the session
+        // offers and what it noticed (ACP lets updates come any time), but
+        // no part of a turn: no message, thought or card.
+        let kind = update["sessionUpdate"].as_str().unwrap_or("");
+        let candor_notice = kind == "agent_thought_chunk"
+            && update["content"]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("[candor] "));
+        let any_time = candor_notice
+            || matches!(
+                kind,
+                "available_commands_update"
+                    | "current_mode_update"
+                    | "config_option_update"
+                    | "session_info_update"
+                    | "notice"
+            );
         assert!(
-            thread.open_prompts > 0,
+            thread.open_prompts > 0 || any_time,
             "session/update for {session} while no prompt is running: {update}"
         );
         thread.updates.push(update.clone());

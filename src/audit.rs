@@ -1,0 +1,489 @@
+//! The audit trail: a session's log as a readable timeline (`candor audit`,
+//! and the `/audit` command inside a session).
+//!
+//! [`timeline`] folds the records into [`Entry`]s: prompts, each tool call
+//! with its decision, who decided, every hook's say, the original and
+//! effective arguments, the permission answer, how it ended and how long it
+//! ran; turn ends, notices, setting changes. [`render`] prints them for
+//! people (a diff where a hook rewrote a call); `--json` prints the entries
+//! as they are, one JSON array.
+
+use std::fmt::Write as _;
+use std::time::SystemTime;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::event_log::{
+    Decision, Event, NoticeLevel, PermissionOutcome, Record, ResultStatus, TurnStop,
+};
+use crate::history::flatten_prompt;
+use crate::interception::HookRecord;
+
+/// One line (or block) of the timeline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Entry {
+    Session {
+        at: String,
+        session_id: String,
+        cwd: String,
+        provider: String,
+        model: Option<String>,
+    },
+    Prompt {
+        at: String,
+        text: String,
+        /// Refused by a UserPromptSubmit hook: `(hook, reason)`.
+        blocked: Option<(String, String)>,
+    },
+    Call(Box<Call>),
+    Notice {
+        at: String,
+        level: NoticeLevel,
+        text: String,
+    },
+    Setting {
+        at: String,
+        setting: String,
+        value: String,
+    },
+    TurnEnded {
+        at: String,
+        stop_reason: TurnStop,
+        error: Option<String>,
+    },
+}
+
+/// A tool call, from its decision to its end.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Call {
+    pub at: String,
+    pub id: String,
+    pub tool: String,
+    pub decision: Decision,
+    pub hooks: Vec<HookRecord>,
+    /// What ran (or would have).
+    pub arguments: Value,
+    /// What the model asked for, when a hook rewrote it.
+    pub original_arguments: Option<Value>,
+    pub rewritten_by: Vec<String>,
+    /// The user's answer, when asked.
+    pub permission: Option<PermissionOutcome>,
+    pub grant: Option<String>,
+    /// How it ended (none: no result recorded).
+    pub status: Option<ResultStatus>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    /// From `tool/started` to `tool/result`.
+    pub duration_ms: Option<u64>,
+}
+
+fn time(at: &str) -> Option<SystemTime> {
+    humantime::parse_rfc3339(at).ok()
+}
+
+/// The timeline of a session's records.
+pub fn timeline(records: &[Record]) -> Vec<Entry> {
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut started: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    let call = |entries: &mut Vec<Entry>, id: &str| -> Option<usize> {
+        entries
+            .iter()
+            .rposition(|e| matches!(e, Entry::Call(c) if c.id == id))
+    };
+    for record in records {
+        let at = record.at.clone();
+        match &record.event {
+            Event::SessionStarted {
+                session_id,
+                cwd,
+                provider,
+                model,
+                ..
+            } => entries.push(Entry::Session {
+                at,
+                session_id: session_id.clone(),
+                cwd: cwd.display().to_string(),
+                provider: provider.clone(),
+                model: model.clone(),
+            }),
+            Event::UserMessage { content } => entries.push(Entry::Prompt {
+                at,
+                text: flatten_prompt(content),
+                blocked: None,
+            }),
+            Event::PromptBlocked { hook, reason } => {
+                if let Some(Entry::Prompt { blocked, .. }) = entries
+                    .iter_mut()
+                    .rev()
+                    .find(|e| matches!(e, Entry::Prompt { .. }))
+                {
+                    *blocked = Some((hook.clone(), reason.clone()));
+                }
+            }
+            Event::ToolCall {
+                tool_call_id,
+                tool,
+                arguments,
+                original_arguments,
+                decision,
+                hooks,
+                rewritten_by,
+                ..
+            } => entries.push(Entry::Call(Box::new(Call {
+                at,
+                id: tool_call_id.clone(),
+                tool: tool.clone(),
+                decision: decision.clone(),
+                hooks: hooks.clone(),
+                arguments: arguments.clone(),
+                original_arguments: original_arguments.clone(),
+                rewritten_by: rewritten_by.clone(),
+                permission: None,
+                grant: None,
+                status: None,
+                exit_code: None,
+                signal: None,
+                duration_ms: None,
+            }))),
+            Event::PermissionResolved {
+                tool_call_id,
+                outcome,
+                grant,
+                ..
+            } => {
+                if let Some(i) = call(&mut entries, tool_call_id)
+                    && let Entry::Call(c) = &mut entries[i]
+                {
+                    c.permission = Some(*outcome);
+                    c.grant.clone_from(grant);
+                }
+            }
+            Event::ToolStarted { tool_call_id } => {
+                started.insert(tool_call_id, &record.at);
+            }
+            Event::ToolResult {
+                tool_call_id,
+                status,
+                exit_code,
+                signal,
+                ..
+            } => {
+                if let Some(i) = call(&mut entries, tool_call_id)
+                    && let Entry::Call(c) = &mut entries[i]
+                {
+                    c.status = Some(*status);
+                    c.exit_code = *exit_code;
+                    c.signal.clone_from(signal);
+                    c.duration_ms = started
+                        .get(tool_call_id.as_str())
+                        .and_then(|s| time(s))
+                        .zip(time(&record.at))
+                        .and_then(|(from, to)| to.duration_since(from).ok())
+                        .map(|d| d.as_millis() as u64);
+                }
+            }
+            Event::Notice { level, text } => entries.push(Entry::Notice {
+                at,
+                level: *level,
+                text: text.clone(),
+            }),
+            Event::ConfigChanged { config_id, value } => entries.push(Entry::Setting {
+                at,
+                setting: config_id.clone(),
+                value: value.clone(),
+            }),
+            Event::TurnEnded { stop_reason, error } => entries.push(Entry::TurnEnded {
+                at,
+                stop_reason: *stop_reason,
+                error: error.clone(),
+            }),
+            Event::HookContext { .. }
+            | Event::CommandsOffered { .. }
+            | Event::CommandRan { .. }
+            | Event::AssistantDelta { .. }
+            | Event::AssistantMessage { .. }
+            | Event::PermissionRequested { .. }
+            | Event::ToolTerminal { .. }
+            | Event::ToolOutput { .. } => {}
+        }
+    }
+    entries
+}
+
+/// The clock time of a record (`10:00:01.021`), or its whole stamp.
+fn clock(at: &str) -> &str {
+    at.split_once('T')
+        .map(|(_, t)| t.trim_end_matches('Z'))
+        .unwrap_or(at)
+}
+
+fn compact(v: &Value) -> String {
+    match v.get("command").and_then(Value::as_str) {
+        Some(command) if v.as_object().is_some_and(|o| o.len() <= 2) => command.to_owned(),
+        _ => v.to_string(),
+    }
+}
+
+/// The timeline for people.
+pub fn render(entries: &[Entry]) -> String {
+    let mut out = String::new();
+    for entry in entries {
+        match entry {
+            Entry::Session {
+                at,
+                session_id,
+                cwd,
+                provider,
+                model,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "session {session_id}\n  started {at} in {cwd}, model {provider}{}\n",
+                    model
+                        .as_deref()
+                        .map(|m| format!(" ({m})"))
+                        .unwrap_or_default()
+                );
+            }
+            Entry::Prompt { at, text, blocked } => {
+                let first = text.lines().next().unwrap_or("");
+                let more = if text.lines().count() > 1 { " …" } else { "" };
+                let _ = writeln!(out, "{}  prompt: {first}{more}", clock(at));
+                if let Some((hook, reason)) = blocked {
+                    let _ = writeln!(out, "            blocked by hook {hook}: {reason}");
+                }
+            }
+            Entry::Call(c) => render_call(&mut out, c),
+            Entry::Notice { at, level, text } => {
+                let level = match level {
+                    NoticeLevel::Info => "note",
+                    NoticeLevel::Warning => "warning",
+                    NoticeLevel::Error => "error",
+                };
+                let _ = writeln!(out, "{}  {level}: {text}", clock(at));
+            }
+            Entry::Setting { at, setting, value } => {
+                let _ = writeln!(out, "{}  {setting} set to {value}", clock(at));
+            }
+            Entry::TurnEnded {
+                at,
+                stop_reason,
+                error,
+            } => {
+                let stop = serde_json::to_value(stop_reason)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                let error = error
+                    .as_deref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default();
+                let _ = writeln!(out, "{}  turn ended: {stop}{error}\n", clock(at));
+            }
+        }
+    }
+    out
+}
+
+fn render_call(out: &mut String, c: &Call) {
+    let outcome = serde_json::to_value(c.decision.outcome)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let by = c
+        .decision
+        .by
+        .as_deref()
+        .map(|b| format!(" by {b}"))
+        .unwrap_or_default();
+    let reason = c
+        .decision
+        .reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "{}  {} {}  {}\n            decision: {outcome}{by}{reason}",
+        clock(&c.at),
+        c.tool,
+        c.id,
+        compact(&c.arguments)
+    );
+    for hook in &c.hooks {
+        let verdict = serde_json::to_value(hook.decision)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let mut line = format!("            hook {}: {verdict}", hook.hook);
+        if hook.rewrote {
+            line.push_str(", rewrote the call");
+        }
+        if let Some(reason) = &hook.reason {
+            line.push_str(&format!(" ({reason})"));
+        }
+        if let Some(error) = &hook.error {
+            line.push_str(&format!(" — failed, passed over: {error}"));
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    if let Some(original) = &c.original_arguments {
+        let _ = writeln!(
+            out,
+            "            rewritten by {}:",
+            c.rewritten_by.join(", ")
+        );
+        let before = serde_json::to_string_pretty(original).unwrap_or_default();
+        let after = serde_json::to_string_pretty(&c.arguments).unwrap_or_default();
+        let diff = similar::TextDiff::from_lines(&before, &after);
+        for change in diff.iter_all_changes() {
+            let sign = match change.tag() {
+                similar::ChangeTag::Delete => "-",
+                similar::ChangeTag::Insert => "+",
+                similar::ChangeTag::Equal => " ",
+            };
+            let _ = write!(out, "              {sign} {change}");
+            if change.missing_newline() {
+                out.push('\n');
+            }
+        }
+    }
+    if let Some(answer) = c.permission {
+        let answer = serde_json::to_value(answer)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let grant = c
+            .grant
+            .as_deref()
+            .map(|g| format!(" (grant {g})"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "            asked: {answer}{grant}");
+    }
+    let ended = match c.status {
+        None => "no result recorded".to_owned(),
+        Some(status) => {
+            let status = serde_json::to_value(status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let mut s = status;
+            if let Some(code) = c.exit_code {
+                s.push_str(&format!(", exit {code}"));
+            }
+            if let Some(signal) = &c.signal {
+                s.push_str(&format!(", {signal}"));
+            }
+            if let Some(ms) = c.duration_ms {
+                s.push_str(&format!(", ran {ms} ms"));
+            }
+            s
+        }
+    };
+    let _ = writeln!(out, "            ended: {ended}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event_log::Outcome;
+    use serde_json::json;
+
+    fn rec(seq: u64, at: &str, event: Event) -> Record {
+        Record {
+            seq,
+            at: at.into(),
+            event,
+        }
+    }
+
+    #[test]
+    fn a_rewritten_call_reads_as_a_diff_with_its_decision_and_duration() {
+        let records = vec![
+            rec(
+                0,
+                "2026-11-30T10:00:00.000Z",
+                Event::UserMessage { content: vec![] },
+            ),
+            rec(
+                1,
+                "2026-11-30T10:00:01.000Z",
+                Event::ToolCall {
+                    tool_call_id: "t".into(),
+                    tool: "Bash".into(),
+                    arguments: json!({"command": "rtk git status"}),
+                    original_arguments: Some(json!({"command": "git status"})),
+                    digest: String::new(),
+                    decision: Decision {
+                        outcome: Outcome::Allow,
+                        reason: None,
+                        by: Some("hook:rtk".into()),
+                    },
+                    hooks: vec![HookRecord {
+                        hook: "rtk".into(),
+                        decision: crate::interception::Verdict::Allow,
+                        reason: Some("RTK auto-rewrite".into()),
+                        rewrote: true,
+                        error: None,
+                    }],
+                    rewritten_by: vec!["rtk".into()],
+                    preview: None,
+                },
+            ),
+            rec(
+                2,
+                "2026-11-30T10:00:01.010Z",
+                Event::ToolStarted {
+                    tool_call_id: "t".into(),
+                },
+            ),
+            rec(
+                3,
+                "2026-11-30T10:00:01.250Z",
+                Event::ToolResult {
+                    tool_call_id: "t".into(),
+                    status: ResultStatus::Completed,
+                    output: "clean".into(),
+                    exit_code: Some(0),
+                    signal: None,
+                    hook_notes: vec![],
+                    diff: None,
+                },
+            ),
+        ];
+        let entries = timeline(&records);
+        let Entry::Call(call) = &entries[1] else {
+            panic!("{entries:?}")
+        };
+        assert_eq!(call.duration_ms, Some(240));
+        let text = render(&entries);
+        assert!(text.contains("Bash t  rtk git status"), "{text}");
+        assert!(text.contains("decision: allow by hook:rtk"), "{text}");
+        assert!(
+            text.contains("hook rtk: allow, rewrote the call (RTK auto-rewrite)"),
+            "{text}"
+        );
+        assert!(text.contains("-   \"command\": \"git status\""), "{text}");
+        assert!(
+            text.contains("+   \"command\": \"rtk git status\""),
+            "{text}"
+        );
+        assert!(
+            text.contains("ended: completed, exit 0, ran 240 ms"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&entries).unwrap();
+        assert_eq!(json[1]["kind"], "call");
+        assert_eq!(
+            json[1]["originalArguments"],
+            json!({"command": "git status"})
+        );
+    }
+}

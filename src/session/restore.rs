@@ -1,0 +1,387 @@
+//! Bringing a stored session back (`session/load`, `session/resume`): what
+//! its log says about its settings, and closing what a crash left open.
+//!
+//! Recovery only appends. A crash can leave, at the end of a log: text the
+//! model streamed without its `assistant/message`; tool calls without a
+//! `tool/result`; a prompt without its `turn/ended`. Each gets the record
+//! a clean stop would have written (an interrupted `assistant/message`, a
+//! failed `tool/result` saying `interrupted: candor stopped before this
+//! finished`, a `turn/ended` with the error), so every card is terminal,
+//! the model's history is well-formed for every provider, and a second
+//! load finds nothing to recover.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use super::commit::Committer;
+use crate::conversation::{AssistantBlock, ModelStop};
+use crate::event_log::{DeltaChannel, Event, LogError, ReadLog, Record, ResultStatus, TurnStop};
+use crate::history::INTERRUPTED;
+use crate::interception::policy::{Mode, Rule};
+
+/// Why a stored session cannot be opened.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LoadError {
+    #[error("session {0} not found")]
+    NotFound(String),
+    #[error(transparent)]
+    Log(#[from] LogError),
+}
+
+/// Finds and reads the log of session `id` under `dir`.
+pub(crate) fn read(dir: &Path, id: &str) -> Result<ReadLog, LoadError> {
+    let path = read_path(dir, id)?;
+    Ok(crate::event_log::read_tolerant(&path)?)
+}
+
+/// A stored session, as `session/list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Listed {
+    pub(crate) id: String,
+    pub(crate) cwd: std::path::PathBuf,
+    /// Its first prompt's first line, shortened.
+    pub(crate) title: Option<String>,
+    /// When its log last changed (RFC 3339), and the time itself.
+    pub(crate) updated_at: String,
+    modified: std::time::SystemTime,
+}
+
+/// Every stored session under `dir` (in `cwd` only, when given), most
+/// recently changed first. Each log is read only as far as its first
+/// prompt (or 64 KiB).
+pub(crate) fn list(dir: &Path, cwd: Option<&Path>) -> Vec<Listed> {
+    use std::io::{BufRead, BufReader, Read};
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut sessions = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let Ok(file) = std::fs::File::open(&path) else {
+            continue;
+        };
+        let modified = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .unwrap_or(std::time::UNIX_EPOCH);
+        let mut found: Option<(String, std::path::PathBuf)> = None;
+        let mut title = None;
+        for line in BufReader::new(file.take(64 * 1024)).lines() {
+            let Ok(line) = line else { break };
+            let Ok(record) = serde_json::from_str::<Record>(&line) else {
+                break;
+            };
+            match record.event {
+                Event::SessionStarted {
+                    session_id, cwd, ..
+                } => found = Some((session_id, cwd)),
+                Event::UserMessage { content } => {
+                    let text = crate::history::flatten_prompt(&content);
+                    let first = text
+                        .lines()
+                        .find(|l| !l.trim().is_empty())
+                        .unwrap_or("")
+                        .trim();
+                    title = Some(crate::bridges::runner::shorten(first, 80));
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let Some((id, session_cwd)) = found else {
+            continue;
+        };
+        if cwd.is_some_and(|c| c != session_cwd) {
+            continue;
+        }
+        sessions.push(Listed {
+            id,
+            cwd: session_cwd,
+            title,
+            updated_at: humantime::format_rfc3339_millis(modified).to_string(),
+            modified,
+        });
+    }
+    sessions.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.id.cmp(&b.id)));
+    sessions
+}
+
+/// Moves session `id`'s log to `<dir>/deleted/` (out of `session/list`,
+/// never destroyed: an audit trail is not candor's to erase).
+pub(crate) fn delete(dir: &Path, id: &str) -> Result<(), LoadError> {
+    read_path(dir, id)?;
+    let deleted = dir.join("deleted");
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(&deleted)
+        .and_then(|()| {
+            std::fs::rename(
+                dir.join(format!("{id}.jsonl")),
+                deleted.join(format!("{id}.jsonl")),
+            )
+        })
+        .map_err(|source| {
+            LoadError::Log(LogError::Write {
+                path: deleted.clone(),
+                source,
+            })
+        })
+}
+
+/// The log file of session `id` under `dir`, if there is one.
+fn read_path(dir: &Path, id: &str) -> Result<std::path::PathBuf, LoadError> {
+    // A session id names a file: nothing that could step outside `dir`.
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        return Err(LoadError::NotFound(id.to_owned()));
+    }
+    let path = dir.join(format!("{id}.jsonl"));
+    if !path.is_file() {
+        return Err(LoadError::NotFound(id.to_owned()));
+    }
+    Ok(path)
+}
+
+/// The settings a stored session had when it stopped.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Restored {
+    pub(crate) mode: Option<Mode>,
+    pub(crate) model: Option<String>,
+    /// "Allow always" grants, as rule texts.
+    pub(crate) grants: Vec<String>,
+}
+
+pub(crate) fn settings(records: &[Record]) -> Restored {
+    let mut restored = Restored::default();
+    for record in records {
+        match &record.event {
+            Event::SessionStarted { model, .. } => restored.model.clone_from(model),
+            Event::ConfigChanged { config_id, value } if config_id == "mode" => {
+                restored.mode = Mode::from_id(value).or(restored.mode);
+            }
+            Event::ConfigChanged { config_id, value } if config_id == "model" => {
+                restored.model = Some(value.clone());
+            }
+            Event::PermissionResolved {
+                grant: Some(grant), ..
+            } => restored.grants.push(grant.clone()),
+            _ => {}
+        }
+    }
+    restored
+}
+
+/// The grants as rules (a grant that no longer parses is dropped).
+pub(crate) fn grants(texts: &[String], root: &Path, home: Option<&Path>) -> Vec<Rule> {
+    texts
+        .iter()
+        .filter_map(|t| Rule::parse(t, root, home).ok())
+        .collect()
+}
+
+/// Appends what a clean stop would have written; returns how many records.
+pub(crate) fn recover(c: &mut Committer) -> Result<usize, LogError> {
+    let plan = plan(c.records());
+    let count = plan.len();
+    for event in plan {
+        c.commit(event)?;
+    }
+    Ok(count)
+}
+
+/// The records [`recover`] appends (see the module docs).
+fn plan(records: &[Record]) -> Vec<Event> {
+    let mut events = Vec::new();
+    // Calls the model made that have no result.
+    let mut answered = HashSet::new();
+    for record in records {
+        if let Event::ToolResult { tool_call_id, .. } = &record.event {
+            answered.insert(tool_call_id.as_str());
+        }
+    }
+    // Text streamed after the last whole model turn, in an unfinished turn.
+    let last_turn_start = records
+        .iter()
+        .rposition(|r| matches!(r.event, Event::UserMessage { .. }));
+    let last_turn_end = records
+        .iter()
+        .rposition(|r| matches!(r.event, Event::TurnEnded { .. }));
+    let unfinished = match (last_turn_start, last_turn_end) {
+        (Some(start), Some(end)) => start > end,
+        (Some(_), None) => true,
+        _ => false,
+    };
+    if unfinished {
+        let last_message = records
+            .iter()
+            .rposition(|r| {
+                matches!(
+                    r.event,
+                    Event::AssistantMessage { .. } | Event::UserMessage { .. }
+                )
+            })
+            .unwrap_or(0);
+        let streamed: String = records[last_message..]
+            .iter()
+            .filter_map(|r| match &r.event {
+                Event::AssistantDelta {
+                    channel: DeltaChannel::Text,
+                    text,
+                } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !streamed.is_empty() {
+            events.push(Event::AssistantMessage {
+                content: vec![AssistantBlock::Text { text: streamed }],
+                stop: ModelStop::EndTurn,
+                interrupted: true,
+            });
+        }
+    }
+    for record in records {
+        if let Event::AssistantMessage { content, .. } = &record.event {
+            for block in content {
+                if let AssistantBlock::ToolUse { id, .. } = block
+                    && !answered.contains(id.as_str())
+                {
+                    events.push(Event::ToolResult {
+                        tool_call_id: id.clone(),
+                        status: ResultStatus::Failed,
+                        output: INTERRUPTED.to_owned(),
+                        exit_code: None,
+                        signal: None,
+                        hook_notes: Vec::new(),
+                        diff: None,
+                    });
+                }
+            }
+        }
+    }
+    if unfinished {
+        events.push(Event::TurnEnded {
+            stop_reason: TurnStop::Error,
+            error: Some("candor stopped before this turn finished".into()),
+        });
+    }
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn recs(events: Vec<Event>) -> Vec<Record> {
+        events
+            .into_iter()
+            .enumerate()
+            .map(|(i, event)| Record {
+                seq: i as u64,
+                at: String::new(),
+                event,
+            })
+            .collect()
+    }
+
+    fn tool_use(id: &str) -> AssistantBlock {
+        AssistantBlock::ToolUse {
+            id: id.into(),
+            name: "Bash".into(),
+            input: json!({"command": "ls"}),
+        }
+    }
+
+    #[test]
+    fn a_crash_mid_call_is_closed_as_interrupted_and_the_turn_ended() {
+        let records = recs(vec![
+            Event::UserMessage { content: vec![] },
+            Event::AssistantMessage {
+                content: vec![tool_use("a"), tool_use("b")],
+                stop: ModelStop::ToolUse,
+                interrupted: false,
+            },
+            Event::ToolResult {
+                tool_call_id: "a".into(),
+                status: ResultStatus::Completed,
+                output: "ok".into(),
+                exit_code: Some(0),
+                signal: None,
+                hook_notes: vec![],
+                diff: None,
+            },
+            Event::ToolStarted {
+                tool_call_id: "b".into(),
+            },
+        ]);
+        let plan = plan(&records);
+        assert_eq!(plan.len(), 2, "{plan:?}");
+        assert!(
+            matches!(&plan[0], Event::ToolResult { tool_call_id, status: ResultStatus::Failed, output, .. } if tool_call_id == "b" && output == INTERRUPTED)
+        );
+        assert!(matches!(
+            &plan[1],
+            Event::TurnEnded {
+                stop_reason: TurnStop::Error,
+                ..
+            }
+        ));
+        let mut done = records.clone();
+        done.extend(recs(plan));
+        assert!(
+            super::plan(&done).is_empty(),
+            "a second load recovers nothing"
+        );
+    }
+
+    #[test]
+    fn streamed_text_of_a_cut_turn_becomes_an_interrupted_message() {
+        let records = recs(vec![
+            Event::UserMessage { content: vec![] },
+            Event::AssistantDelta {
+                channel: DeltaChannel::Text,
+                text: "Let me ".into(),
+            },
+            Event::AssistantDelta {
+                channel: DeltaChannel::Text,
+                text: "look".into(),
+            },
+        ]);
+        let plan = plan(&records);
+        assert!(
+            matches!(&plan[0], Event::AssistantMessage { interrupted: true, content, .. }
+            if content == &vec![AssistantBlock::Text { text: "Let me look".into() }])
+        );
+        assert!(matches!(&plan[1], Event::TurnEnded { .. }));
+    }
+
+    #[test]
+    fn settings_come_back_from_the_records() {
+        let records = recs(vec![
+            Event::ConfigChanged {
+                config_id: "mode".into(),
+                value: "acceptEdits".into(),
+            },
+            Event::ConfigChanged {
+                config_id: "model".into(),
+                value: "claude-b".into(),
+            },
+            Event::PermissionResolved {
+                tool_call_id: "t".into(),
+                outcome: crate::event_log::PermissionOutcome::AllowedAlways,
+                digest: String::new(),
+                grant: Some("Bash(npm test)".into()),
+                reason: None,
+            },
+        ]);
+        assert_eq!(
+            settings(&records),
+            Restored {
+                mode: Some(Mode::AcceptEdits),
+                model: Some("claude-b".into()),
+                grants: vec!["Bash(npm test)".into()],
+            }
+        );
+    }
+}

@@ -84,6 +84,60 @@ pub struct Call {
     pub duration_ms: Option<u64>,
 }
 
+/// `candor audit <sessionId|path> [--json]`: finds the log (a path, or a
+/// session id under `sessions_dir`, also among deleted sessions), reads it
+/// as far as it holds records and writes the timeline to `out`. Problems
+/// with the log (a torn last line, damage) are reported on stderr through
+/// the returned warnings; a log that cannot be found or read is an `Err`.
+pub fn run(
+    sessions_dir: &std::path::Path,
+    session: &str,
+    json: bool,
+    out: &mut impl std::io::Write,
+) -> Result<Vec<String>, String> {
+    let given = std::path::Path::new(session);
+    let candidates = [
+        given.to_owned(),
+        sessions_dir.join(format!("{session}.jsonl")),
+        sessions_dir
+            .join("deleted")
+            .join(format!("{session}.jsonl")),
+    ];
+    let path = if session.ends_with(".jsonl") || session.contains('/') {
+        given.to_owned()
+    } else {
+        candidates[1..]
+            .iter()
+            .find(|p| p.is_file())
+            .cloned()
+            .ok_or_else(|| {
+                format!(
+                    "no session {session} in {} (give a session id or the path of a log)",
+                    sessions_dir.display()
+                )
+            })?
+    };
+    let read = crate::event_log::read_tolerant(&path).map_err(|e| e.to_string())?;
+    let mut warnings = Vec::new();
+    if let Some(len) = read.torn {
+        warnings.push(format!(
+            "{}: the last line was cut short ({len} bytes, a write interrupted by a crash); left out",
+            path.display()
+        ));
+    }
+    if let Some(damage) = &read.corrupt {
+        warnings.push(format!("{damage}; the timeline stops there"));
+    }
+    let entries = timeline(&read.records);
+    let text = if json {
+        serde_json::to_string_pretty(&entries).map_err(|e| e.to_string())? + "\n"
+    } else {
+        render(&entries)
+    };
+    out.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
+    Ok(warnings)
+}
+
 fn time(at: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339(at).ok()
 }

@@ -214,6 +214,10 @@ pub struct Config {
     pub claude: Option<ClaudeLocations>,
     /// Where Codex's hooks are read from; `None`: not read.
     pub codex: Option<CodexLocations>,
+    /// Tests only (set in process, never from the environment): session
+    /// logs refuse appends from this many records on, as a full disk would.
+    #[doc(hidden)]
+    pub log_fails_at: Option<usize>,
 }
 
 /// Where Codex's user settings are (a project's are found from its `cwd`).
@@ -253,6 +257,7 @@ impl Config {
             openai_api_key: None,
             claude: Some(ClaudeLocations::default()),
             codex: Some(CodexLocations::default()),
+            log_fails_at: None,
         }
     }
 

@@ -22,6 +22,16 @@ struct Cli {
 enum Command {
     /// Run a whole scripted session end to end and print it as an editor would show it.
     Demo,
+    /// Print a session's audit trail: prompts, each tool call with its decision, the deciding
+    /// hooks, original and effective arguments (a diff when rewritten), how it ended and how
+    /// long it ran.
+    Audit {
+        /// A session id (looked up in candor's session logs) or the path of a log.
+        session: String,
+        /// Print the timeline as JSON (one array of entries).
+        #[arg(long)]
+        json: bool,
+    },
     /// Run protocol conformance scenarios against candor or another ACP agent.
     Harness {
         /// Run the scenarios against this agent command (run by `bash -c`) instead of candor;
@@ -78,6 +88,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // When stdin is not a pipe, do not wait for the blocking reader
             // thread, which may sit in read(2) forever.
             runtime.shutdown_timeout(std::time::Duration::from_millis(50));
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Audit { session, json }) => {
+            let config = candor::Config::from_env();
+            let warnings = candor::audit::run(
+                &config.sessions_dir(),
+                &session,
+                json,
+                &mut std::io::stdout(),
+            )
+            .map_err(|e| anyhow::anyhow!(e))?;
+            for warning in warnings {
+                tracing::warn!("{warning}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Demo) => Ok(runtime.block_on(candor::demo::run(&mut std::io::stdout()))?),

@@ -300,6 +300,28 @@ impl Provider {
 
     /// How this provider is told about a hook's rewrite (see
     /// [`RewriteStrategy`]).
+    /// A stored session's model goes on where it stopped: the scripted
+    /// model skips the responses its `assistant/message`s already played
+    /// (real models need nothing: the history is sent each time).
+    pub fn resume(&mut self, records: &[crate::event_log::Record]) {
+        if let Provider::Scripted(p) = self {
+            let mut requests = 0;
+            let mut calls = 0;
+            for record in records {
+                if let crate::event_log::Event::AssistantMessage { content, .. } = &record.event {
+                    requests += 1;
+                    calls += content
+                        .iter()
+                        .filter(|b| {
+                            matches!(b, crate::conversation::AssistantBlock::ToolUse { .. })
+                        })
+                        .count() as u64;
+                }
+            }
+            p.resume_at(requests, calls);
+        }
+    }
+
     pub fn rewrite_strategy(&self) -> RewriteStrategy {
         match self {
             Provider::Scripted(p) => p.rewrite_strategy(),

@@ -111,6 +111,13 @@ impl ScriptedProvider {
         self.script.rewrite_strategy
     }
 
+    /// Goes on where a stored session stopped: `requests` responses were
+    /// played, `calls` tool calls were numbered.
+    pub fn resume_at(&mut self, requests: usize, calls: u64) {
+        self.next = requests;
+        self.calls = calls;
+    }
+
     /// Reads and parses a script file; the error names the file and the
     /// problem.
     pub fn load(path: &Path) -> Result<Self, String> {

@@ -84,6 +84,7 @@ pub(crate) fn start(
         None => (Policy::default(), false),
     };
     let mut start_notices = Vec::new();
+    let mut damaged = None;
     let (id, log, stored) = match origin {
         Origin::New => {
             let id = uuid::Uuid::new_v4().to_string();
@@ -105,12 +106,17 @@ pub(crate) fn start(
                 Some(damage) => {
                     tracing::warn!(error = %damage, "loading a damaged session log read-only");
                     let reason = damage.to_string();
+                    damaged = Some(format!(
+                        "{reason}. candor does not append after damage: start a new session to go on"
+                    ));
                     EventLog::damaged(&path, read.records, reason)?
                 }
             };
             (id, log, Some(replay))
         }
     };
+    let mut log = log;
+    log.fail_at(config.log_fails_at);
     let log_path = log.path().to_owned();
     // The user's Claude Code, then Codex, hooks and rules join the policy;
     // a broken settings file is a notice, never a failed session.
@@ -138,7 +144,6 @@ pub(crate) fn start(
     let presenter = Presenter::new(cwd.clone(), presenter_mode).with_notices(notices);
     let mut committer = Committer::new(SessionId::new(id.clone()), log, presenter, outbox);
     let mut grants = Vec::new();
-    let mut damaged = None;
     match stored {
         None => committer.commit(Event::SessionStarted {
             session_id: id.clone(),
@@ -162,13 +167,15 @@ pub(crate) fn start(
                 provider.set_model(model);
             }
             grants = restore::grants(&restored.grants, &cwd, home);
+            provider.resume(committer.records());
             committer.replay(replay);
             match restore::recover(&mut committer) {
                 Ok(0) => {}
                 Ok(n) => {
                     tracing::info!(session = %id, records = n, "closed what a crash left open")
                 }
-                Err(e @ LogError::Damaged { .. }) => damaged = Some(e.to_string()),
+                // A damaged log takes no records; the notice says why.
+                Err(LogError::Damaged { .. }) => {}
                 Err(e) => return Err(e.into()),
             }
         }

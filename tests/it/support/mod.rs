@@ -186,11 +186,16 @@ pub fn candor_command(env: &TestEnv) -> tokio::process::Command {
 impl Conn {
     /// candor served in this process over in-memory pipes.
     pub fn in_process(env: TestEnv) -> Self {
+        let config = env.config();
+        Self::in_process_with(env, config)
+    }
+
+    /// Like [`in_process`](Self::in_process), with this configuration.
+    pub fn in_process_with(env: TestEnv, config: candor::Config) -> Self {
         let (client_side, server_side) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server_side);
         let (client_read, client_write) = tokio::io::split(client_side);
         let (stop, stopped) = oneshot::channel::<()>();
-        let config = env.config();
         let task = tokio::spawn(candor::serve(
             server_read,
             server_write,
@@ -517,6 +522,23 @@ impl Conn {
             rest.push(frame);
         }
         rest
+    }
+
+    /// Ends the connection as an editor closing would (end of input, then
+    /// the agent's exit) and gives back its environment, for another
+    /// connection to the same state.
+    pub async fn end(mut self) -> TestEnv {
+        self.close_input();
+        self.drain().await;
+        match &mut self.agent {
+            Agent::Process(child) => {
+                let _ = tokio::time::timeout(FRAME_TIMEOUT, child.wait()).await;
+            }
+            Agent::InProcess { task, .. } => {
+                let _ = tokio::time::timeout(FRAME_TIMEOUT, task).await;
+            }
+        }
+        self.env
     }
 
     /// The child process (process connections only).

@@ -311,7 +311,15 @@ impl Conn {
         let id = json!(self.next_id);
         self.next_id += 1;
         let session = params["sessionId"].as_str().map(str::to_owned);
-        if method == "session/prompt"
+        // A load replays a conversation before it answers: like a prompt,
+        // its updates come before its response and its cards end by then.
+        // The client starts the session's view afresh.
+        if method == "session/load"
+            && let Some(s) = &session
+        {
+            self.cards.retain(|c| &c.session != s);
+        }
+        if matches!(method, "session/prompt" | "session/load")
             && let Some(s) = &session
         {
             *self.running_prompts.entry(s.clone()).or_default() += 1;
@@ -492,7 +500,7 @@ impl Conn {
         if let Err(e) = check {
             self.violate("schema", e, Some(frame));
         }
-        if pending.method == "session/prompt"
+        if matches!(pending.method.as_str(), "session/prompt" | "session/load")
             && let Some(session) = &pending.session
         {
             let running = self.running_prompts.entry(session.clone()).or_default();

@@ -46,6 +46,8 @@ pub struct Presenter {
     cwd: PathBuf,
     mode: Mode,
     cards: HashMap<String, Card>,
+    /// Ids of cards that ended (their state is no longer needed).
+    ended: std::collections::HashSet<String>,
     /// `TodoWrite` calls waiting for their result: their plan.
     plans: HashMap<String, Vec<PlanEntry>>,
     /// The client advertised `session.notices`.
@@ -110,6 +112,7 @@ impl Presenter {
             cwd,
             mode,
             cards: HashMap::new(),
+            ended: std::collections::HashSet::new(),
             plans: HashMap::new(),
             notices: false,
             context_window: None,
@@ -211,7 +214,7 @@ impl Presenter {
                 rewritten_by,
                 preview,
             } => {
-                if self.cards.contains_key(tool_call_id) {
+                if self.cards.contains_key(tool_call_id) || self.ended.contains(tool_call_id) {
                     return Vec::new();
                 }
                 let known = Tool::from_name(tool);
@@ -273,6 +276,10 @@ impl Presenter {
                     })),
                     Outcome::Allow | Outcome::Deny => None,
                 };
+                if matches!(status, ToolCallStatus::Completed | ToolCallStatus::Failed) {
+                    self.ended.insert(tool_call_id.clone());
+                    return vec![SessionUpdate::ToolCall(call)];
+                }
                 self.cards.insert(
                     tool_call_id.clone(),
                     Card {
@@ -458,6 +465,12 @@ impl Presenter {
         };
         let fields = make(card);
         card.status = to;
+        if card.terminal() {
+            // A card that ended changes no more: only its id is kept (a long
+            // session's memory grows with its open cards, not its history).
+            self.cards.remove(id);
+            self.ended.insert(id.to_owned());
+        }
         vec![update(id, fields)]
     }
 }

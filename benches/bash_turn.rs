@@ -31,6 +31,8 @@
     unreachable_pub
 )]
 
+mod common;
+
 #[path = "../tests/it/support/mock_http.rs"]
 #[allow(dead_code)]
 mod mock_http;
@@ -40,7 +42,7 @@ mod mock_http;
 mod mock_anthropic;
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -77,15 +79,6 @@ struct Run {
     bodies: Vec<String>,
 }
 
-fn status_kib(pid: u32, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-}
-
 /// Every descendant of `pid` alive now.
 fn descendants(pid: u32, out: &mut Vec<u32>) {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
@@ -114,7 +107,10 @@ fn sample(pid: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
             descendants(pid, &mut pids);
             pids.retain(|p| std::fs::read_link(format!("/proc/{p}/exe")).ok() != exe);
             pids.push(pid);
-            let sum: u64 = pids.iter().filter_map(|p| status_kib(*p, "VmRSS:")).sum();
+            let sum: u64 = pids
+                .iter()
+                .filter_map(|p| common::status_kib(*p, "VmRSS:"))
+                .sum();
             peak = peak.max(sum);
             std::thread::sleep(Duration::from_micros(500));
         }
@@ -122,7 +118,6 @@ fn sample(pid: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
     })
 }
 
-#[allow(clippy::disallowed_methods)] // the bench starts the binary under test
 fn run(rt: &tokio::runtime::Runtime, sampled: bool) -> Run {
     let mock = rt.block_on(MockAnthropic::start(steps()));
     let dir = tempfile::tempdir().unwrap();
@@ -134,22 +129,18 @@ fn run(rt: &tokio::runtime::Runtime, sampled: bool) -> Run {
         json!({"permissions": {"allow": ["Bash(echo:*)"]}}).to_string(),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_candor"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", dir.path())
-        .env("CANDOR_HOME", dir.path().join("home"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .env("CANDOR_PROVIDER", "anthropic")
-        .env("ANTHROPIC_BASE_URL", mock.url())
-        .env("ANTHROPIC_API_KEY", KEY)
-        .env("CANDOR_POLICY", &policy)
-        .env("RUST_LOG", "off")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let home = dir.path().join("home");
+    let config = dir.path().join("config");
+    let url = mock.url();
+    let mut child = common::candor(&[
+        ("HOME", dir.path().as_os_str()),
+        ("CANDOR_HOME", home.as_os_str()),
+        ("XDG_CONFIG_HOME", config.as_os_str()),
+        ("CANDOR_PROVIDER", "anthropic".as_ref()),
+        ("ANTHROPIC_BASE_URL", url.as_ref()),
+        ("ANTHROPIC_API_KEY", KEY.as_ref()),
+        ("CANDOR_POLICY", policy.as_os_str()),
+    ]);
     let pid = child.id();
     let mut stdin = child.stdin.take().unwrap();
     // A reader thread timestamps every frame as it arrives.
@@ -206,7 +197,7 @@ fn run(rt: &tokio::runtime::Runtime, sampled: bool) -> Run {
     let sampled_kib = sampler.map_or(0, |s| s.join().unwrap());
     assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
     assert_eq!(cards.len(), CALLS, "one tool_call frame per call");
-    let hwm_kib = status_kib(pid, "VmHWM:").unwrap_or(0);
+    let hwm_kib = common::status_kib(pid, "VmHWM:").unwrap_or(0);
     let written: Vec<Instant> = mock.server.written.lock().unwrap().clone();
     let to_card = cards
         .iter()

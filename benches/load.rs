@@ -16,14 +16,14 @@
     clippy::print_stderr
 )]
 
-use std::io::{BufRead, BufReader, Write};
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use candor::conversation::{AssistantBlock, ModelStop};
 use candor::event_log::{DeltaChannel, Event, EventLog, ResultStatus, TurnStop};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const RECORDS: usize = 10_000;
 const RUNS: usize = 10;
@@ -139,63 +139,31 @@ fn write_session(dir: &Path, cwd: &Path) -> String {
     id
 }
 
-fn kib(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 /// Opens `method` in a fresh candor; returns (time to the response, frames
 /// read before it, peak RSS in KiB).
-#[allow(clippy::disallowed_methods)] // the bench starts the binary under test
 fn open(home: &Path, cwd: &Path, method: &str, session: &str) -> (Duration, usize, u64) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_candor"))
-        .env("CANDOR_HOME", home)
-        .env("CANDOR_PROVIDER", "scripted")
-        .env("CANDOR_CLAUDE_HOOKS", "0")
-        .env("CANDOR_CODEX_HOOKS", "0")
-        .env("RUST_LOG", "off")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = common::candor(&[
+        ("CANDOR_HOME", home.as_os_str()),
+        ("CANDOR_PROVIDER", "scripted".as_ref()),
+        ("CANDOR_CLAUDE_HOOKS", "0".as_ref()),
+        ("CANDOR_CODEX_HOOKS", "0".as_ref()),
+    ]);
     let pid = child.id();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut send = |v: Value| {
-        writeln!(stdin, "{v}").unwrap();
-        stdin.flush().unwrap();
-    };
-    let mut wait = |id: u64| -> usize {
-        let mut frames = 0;
-        loop {
-            let v: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
-            if v.get("method").is_none() && v["id"] == id {
-                assert!(v.get("error").is_none(), "{v}");
-                return frames;
-            }
-            frames += 1;
-        }
-    };
-    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}));
-    wait(0);
+    let mut client = common::Client::new(&mut child);
+    client.send(0, "initialize", json!({"protocolVersion": 1}));
+    client.wait(0);
     let params = if method == "session/new" {
         json!({"cwd": cwd, "mcpServers": []})
     } else {
         json!({"sessionId": session, "cwd": cwd, "mcpServers": []})
     };
     let started = Instant::now();
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
-    let frames = wait(1);
+    client.send(1, method, params);
+    let (response, frames) = client.wait(1);
     let took = started.elapsed();
-    let peak = kib(pid, "VmHWM:");
-    drop(send);
-    drop(stdin);
+    assert!(response.get("error").is_none(), "{response}");
+    let peak = common::status_kib(pid, "VmHWM:").unwrap_or(0);
+    client.close();
     let _ = child.wait();
     (took, frames, peak)
 }
@@ -221,7 +189,10 @@ fn main() {
         .collect();
     resumes.sort_by_key(|r| r.0);
     let resume_peak = resumes.iter().map(|r| r.2).max().unwrap_or(0);
-    println!("load: session/load of a {records}-record session ({:.1} MiB), release binary, real pipes", size as f64 / 1048576.0);
+    println!(
+        "load: session/load of a {records}-record session ({:.1} MiB), release binary, real pipes",
+        size as f64 / 1048576.0
+    );
     println!(
         "  request → response   median {:.1} ms   min {:.1} ms   max {:.1} ms   ({frames} frames replayed, {RUNS} runs)",
         runs[RUNS / 2].0.as_secs_f64() * 1e3,

@@ -16,8 +16,8 @@
     clippy::print_stderr
 )]
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+mod common;
+
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -30,7 +30,6 @@ fn read_call(i: usize) -> Value {
 
 /// Runs one prompt against a fresh candor; returns (wall time of the
 /// prompt, peak RSS in KiB, frames received).
-#[allow(clippy::disallowed_methods)] // the bench starts the binary under test
 fn run(script: &Value, label: &str) -> (Duration, u64, usize) {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("project");
@@ -41,63 +40,36 @@ fn run(script: &Value, label: &str) -> (Duration, u64, usize) {
     std::fs::write(project.join("data.txt"), text).unwrap();
     let script_path = dir.path().join("script.json");
     std::fs::write(&script_path, script.to_string()).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_candor"))
-        .env("CANDOR_HOME", dir.path().join("home"))
-        .env("CANDOR_PROVIDER", "scripted")
-        .env("CANDOR_SCRIPT", &script_path)
-        .env("RUST_LOG", "off")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let home = dir.path().join("home");
+    let mut child = common::candor(&[
+        ("CANDOR_HOME", home.as_os_str()),
+        ("CANDOR_PROVIDER", "scripted".as_ref()),
+        ("CANDOR_SCRIPT", script_path.as_os_str()),
+    ]);
     let pid = child.id();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut send = |v: Value| {
-        writeln!(stdin, "{v}").unwrap();
-        stdin.flush().unwrap();
-    };
-    let mut wait = |id: u64| -> (Value, usize) {
-        let mut frames = 0;
-        loop {
-            let line = lines.next().unwrap().unwrap();
-            frames += 1;
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v.get("method").is_none() && v["id"] == id {
-                return (v, frames);
-            }
-        }
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
-    );
-    wait(0);
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": project, "mcpServers": []}}),
-    );
-    let session = wait(1).0["result"]["sessionId"]
+    let mut client = common::Client::new(&mut child);
+    client.send(0, "initialize", json!({"protocolVersion": 1}));
+    client.wait(0);
+    client.send(1, "session/new", json!({"cwd": project, "mcpServers": []}));
+    let session = client.wait(1).0["result"]["sessionId"]
         .as_str()
         .unwrap()
         .to_owned();
     let started = Instant::now();
-    send(
-        json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "read"}]}}),
+    client.send(
+        2,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "read"}]}),
     );
-    let (response, frames) = wait(2);
+    let (response, frames) = client.wait(2);
+    let frames = frames + 1;
     let took = started.elapsed();
     assert_eq!(
         response["result"]["stopReason"], "end_turn",
         "{label}: {response}"
     );
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let hwm = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    drop(stdin);
+    let hwm = common::status_kib(pid, "VmHWM:").unwrap_or(0);
+    client.close();
     let _ = child.wait();
     (took, hwm, frames)
 }

@@ -23,7 +23,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::hook::{Flavor, Stdout, Table, read_stdout, specific, stderr_reason, string};
+use super::hook::{
+    Flavor, Stdout, Table, common_asides, read_stdout, specific, stderr_reason, string,
+};
 use super::runner::{Exit, HookRun};
 use super::{Loaded, SessionContext};
 use crate::config::ClaudeLocations;
@@ -333,19 +335,7 @@ pub fn post_tool_use(run: &HookRun, hook: &str) -> (Result<PostToolDecision, Str
             Stdout::Text(_) => Ok(PostToolDecision::Accept { context: None }),
             Stdout::Invalid(e) => Err(e),
             Stdout::Json(out) => {
-                if let Some(text) = string(&out, "systemMessage") {
-                    asides.push(Aside::Notice {
-                        hook: hook.to_owned(),
-                        text,
-                    });
-                }
-                if out.get("continue") == Some(&Value::Bool(false)) {
-                    asides.push(Aside::StopTurn {
-                        hook: hook.to_owned(),
-                        reason: string(&out, "stopReason")
-                            .unwrap_or_else(|| "the hook stopped the turn".into()),
-                    });
-                }
+                asides.extend(common_asides(&out, hook));
                 match specific(&out, "PostToolUse") {
                     Err(e) => Err(e),
                     Ok(s) => {
@@ -426,17 +416,8 @@ pub fn session_event(event: SessionEvent, run: &HookRun) -> EventAnswer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
-    fn run(code: i32, stdout: &str, stderr: &str) -> HookRun {
-        HookRun {
-            exit: Exit::Code(code),
-            stdout: stdout.into(),
-            stderr: stderr.into(),
-            truncated: false,
-            duration: Duration::ZERO,
-        }
-    }
+    use crate::bridges::runner::exited as run;
 
     fn pre(
         code: i32,

@@ -16,7 +16,7 @@ use super::{Matcher, SessionContext, claude, codex};
 use crate::interception::events::{EventFuture, EventHook, EventInput, SessionEvent};
 use crate::interception::policy::{Mode, Rule};
 use crate::interception::{
-    FinishedCall, HookFuture, PostHookFuture, PostToolHook, PreToolHook, ProposedCall,
+    Aside, FinishedCall, HookFuture, PostHookFuture, PostToolHook, PreToolHook, ProposedCall,
 };
 
 /// A command hook's timeout when none is configured (both upstreams).
@@ -407,17 +407,13 @@ impl PreToolHook for CommandHook {
             let mut input = self.input(call.cwd, call.mode);
             let (decision, asides) = match self.flavor {
                 Flavor::Claude => {
-                    input.insert("tool_name".into(), json!(call.tool));
-                    input.insert("tool_input".into(), call.input.clone());
-                    input.insert("tool_use_id".into(), json!(call.id));
+                    tool_fields(&mut input, call.tool, call.input.clone(), call.id);
                     let run = self.run(input, call.cwd).await;
                     claude::pre_tool_use(&run, &self.id)
                 }
                 Flavor::Codex => {
                     let presented = codex::present(call.tool, call.input).await;
-                    input.insert("tool_name".into(), json!(presented.name));
-                    input.insert("tool_input".into(), presented.input.clone());
-                    input.insert("tool_use_id".into(), json!(call.id));
+                    tool_fields(&mut input, presented.name, presented.input.clone(), call.id);
                     let run = self.run(input, call.cwd).await;
                     codex::pre_tool_use(&run, &self.id, call.tool, call.input, &presented)
                 }
@@ -444,19 +440,15 @@ impl PostToolHook for CommandHook {
             let mut input = self.input(call.cwd, call.mode);
             let (decision, asides) = match self.flavor {
                 Flavor::Claude => {
-                    input.insert("tool_name".into(), json!(call.tool));
-                    input.insert("tool_input".into(), call.input.clone());
+                    tool_fields(&mut input, call.tool, call.input.clone(), call.id);
                     input.insert("tool_response".into(), claude::tool_response(&call));
-                    input.insert("tool_use_id".into(), json!(call.id));
                     let run = self.run(input, call.cwd).await;
                     claude::post_tool_use(&run, &self.id)
                 }
                 Flavor::Codex => {
                     let presented = codex::present(call.tool, call.input).await;
-                    input.insert("tool_name".into(), json!(presented.name));
-                    input.insert("tool_input".into(), presented.input);
+                    tool_fields(&mut input, presented.name, presented.input, call.id);
                     input.insert("tool_response".into(), json!(call.output));
-                    input.insert("tool_use_id".into(), json!(call.id));
                     let run = self.run(input, call.cwd).await;
                     codex::post_tool_use(&run, &self.id)
                 }
@@ -548,6 +540,33 @@ pub(crate) fn specific<'a>(
         },
         Some(_) => Err("its hookSpecificOutput is not an object".into()),
     }
+}
+
+/// What both upstreams read beside a decision in a JSON answer:
+/// `systemMessage` (a notice for the user) and `continue: false` with
+/// `stopReason` (the turn ends).
+pub(crate) fn common_asides(out: &Map<String, Value>, hook: &str) -> Vec<Aside> {
+    let mut asides = Vec::new();
+    if let Some(text) = string(out, "systemMessage") {
+        asides.push(Aside::Notice {
+            hook: hook.to_owned(),
+            text,
+        });
+    }
+    if out.get("continue") == Some(&Value::Bool(false)) {
+        asides.push(Aside::StopTurn {
+            hook: hook.to_owned(),
+            reason: string(out, "stopReason").unwrap_or_else(|| "the hook stopped the turn".into()),
+        });
+    }
+    asides
+}
+
+/// The tool fields of a tool event's input.
+fn tool_fields(input: &mut Map<String, Value>, name: &str, tool_input: Value, id: &str) {
+    input.insert("tool_name".into(), json!(name));
+    input.insert("tool_input".into(), tool_input);
+    input.insert("tool_use_id".into(), json!(id));
 }
 
 /// A non-empty string field.

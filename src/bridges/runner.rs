@@ -191,6 +191,18 @@ async fn read_capped(mut stream: impl AsyncRead + Unpin) -> (String, bool) {
     (String::from_utf8_lossy(&kept).into_owned(), cut)
 }
 
+/// A run that exited with `code` (tests of what answers mean).
+#[cfg(test)]
+pub(crate) fn exited(code: i32, stdout: &str, stderr: &str) -> HookRun {
+    HookRun {
+        exit: Exit::Code(code),
+        stdout: stdout.into(),
+        stderr: stderr.into(),
+        truncated: false,
+        duration: Duration::ZERO,
+    }
+}
+
 /// `text` cut to `max` characters with an ellipsis.
 pub fn shorten(text: &str, max: usize) -> String {
     if text.chars().count() <= max {

@@ -221,6 +221,20 @@ impl EventLog {
     }
 }
 
+/// Records numbered from 0 (tests of the projections).
+#[cfg(test)]
+pub(crate) fn numbered(events: Vec<Event>) -> Vec<Record> {
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(i, event)| Record {
+            seq: i as u64,
+            at: "2026-11-30T10:00:00.000Z".into(),
+            event,
+        })
+        .collect()
+}
+
 /// Reads a whole log back. Stops at the first line that is not a valid
 /// record and reports it with its line number (a torn final line too: use
 /// [`read_tolerant`] to load past a crash).

@@ -273,17 +273,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn recs(events: Vec<Event>) -> Vec<Record> {
-        events
-            .into_iter()
-            .enumerate()
-            .map(|(i, event)| Record {
-                seq: i as u64,
-                at: String::new(),
-                event,
-            })
-            .collect()
-    }
+    use crate::event_log::numbered as recs;
 
     fn tool_use(id: &str) -> AssistantBlock {
         AssistantBlock::ToolUse {

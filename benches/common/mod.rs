@@ -1,0 +1,73 @@
+#![allow(unreachable_pub, dead_code)]
+//! What the benches that drive the release binary share: starting it with
+//! piped stdio, speaking JSON-RPC lines to it, and reading its memory.
+
+use std::io::{BufRead, BufReader, Lines, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// The release binary with `env` added, stdin/stdout piped, stderr
+/// dropped, logs off.
+#[allow(clippy::disallowed_methods)] // the benches start the binary under test
+pub fn candor(env: &[(&str, &std::ffi::OsStr)]) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_candor"));
+    cmd.env("RUST_LOG", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.spawn().unwrap()
+}
+
+/// A field of `/proc/<pid>/status` in KiB (`VmHWM:`, `VmRSS:`).
+pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// A client on a child's pipes: requests out, frames in.
+pub struct Client {
+    stdin: Option<ChildStdin>,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl Client {
+    pub fn new(child: &mut Child) -> Self {
+        Self {
+            stdin: child.stdin.take(),
+            lines: BufReader::new(child.stdout.take().unwrap()).lines(),
+        }
+    }
+
+    pub fn send(&mut self, id: u64, method: &str, params: Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Reads frames until the response to `id`; returns it and how many
+    /// other frames came first.
+    pub fn wait(&mut self, id: u64) -> (Value, usize) {
+        let mut frames = 0;
+        loop {
+            let v: Value = serde_json::from_str(&self.lines.next().unwrap().unwrap()).unwrap();
+            if v.get("method").is_none() && v["id"] == id {
+                return (v, frames);
+            }
+            frames += 1;
+        }
+    }
+
+    /// Ends the agent's input.
+    pub fn close(&mut self) {
+        self.stdin = None;
+    }
+}

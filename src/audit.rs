@@ -278,9 +278,17 @@ fn clock(at: &str) -> &str {
         .unwrap_or(at)
 }
 
+/// A call's arguments in a line: a command, a path (with a pattern), or
+/// the JSON.
 fn compact(v: &Value) -> String {
-    match v.get("command").and_then(Value::as_str) {
-        Some(command) if v.as_object().is_some_and(|o| o.len() <= 2) => command.to_owned(),
+    let text = |k: &str| v.get(k).and_then(Value::as_str);
+    match (text("command"), text("file_path"), text("pattern")) {
+        (Some(command), _, _) => command.to_owned(),
+        (None, Some(path), _) => path.to_owned(),
+        (None, None, Some(pattern)) => match text("path") {
+            Some(path) => format!("{pattern} in {path}"),
+            None => pattern.to_owned(),
+        },
         _ => v.to_string(),
     }
 }

@@ -49,6 +49,10 @@ pub enum LogError {
         "the session log {path} is damaged ({reason}); candor does not append after damage: start a new session"
     )]
     Damaged { path: PathBuf, reason: String },
+    #[error(
+        "the session log {path} is open in another candor process; close the session there first"
+    )]
+    InUse { path: PathBuf },
     #[error("{path}:{line}: not a valid record: {reason}")]
     Corrupt {
         path: PathBuf,
@@ -104,6 +108,7 @@ impl EventLog {
             .mode(0o600)
             .open(&path)
             .map_err(create)?;
+        lock(&file, &path)?;
         Ok(Self {
             path,
             file,
@@ -142,6 +147,7 @@ impl EventLog {
             return Err(corrupt);
         }
         let file = OpenOptions::new().append(true).open(path).map_err(fail)?;
+        lock(&file, path)?;
         let len = file.metadata().map_err(fail)?.len();
         if len > read.valid_len {
             file.set_len(read.valid_len).map_err(fail)?;
@@ -218,6 +224,21 @@ impl EventLog {
     /// Where the log lives.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// Takes the log for this process: one writer per log, also across
+/// processes (an advisory lock, released when the file is closed).
+fn lock(file: &File, path: &Path) -> Result<(), LogError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(LogError::InUse {
+            path: path.to_owned(),
+        }),
+        Err(std::fs::TryLockError::Error(source)) => Err(LogError::Write {
+            path: path.to_owned(),
+            source,
+        }),
     }
 }
 

@@ -158,6 +158,19 @@ pub(crate) fn start(
             // The conversation as the client saw it, then what a crash left
             // open, closed; both before the response.
             let restored = restore::settings(committer.records());
+            if let Some(Event::SessionStarted { cwd: first, .. }) =
+                committer.records().first().map(|r| &r.event)
+                && *first != cwd
+            {
+                start_notices.push((
+                    NoticeLevel::Info,
+                    format!(
+                        "This session was started in {}; it now works in {} (session/list still files it under the first).",
+                        first.display(),
+                        cwd.display()
+                    ),
+                ));
+            }
             if let Some(mode) = restored.mode {
                 policy.mode = mode;
             }

@@ -80,6 +80,10 @@ pub(crate) fn list(dir: &Path, cwd: Option<&Path>) -> Vec<Listed> {
                 } => found = Some((session_id, cwd)),
                 Event::UserMessage { content } => {
                     let text = crate::history::flatten_prompt(&content);
+                    // candor's own commands do not name a conversation.
+                    if super::commands::parse(&text).is_some() {
+                        continue;
+                    }
                     let first = text
                         .lines()
                         .find(|l| !l.trim().is_empty())
@@ -97,16 +101,45 @@ pub(crate) fn list(dir: &Path, cwd: Option<&Path>) -> Vec<Listed> {
         if cwd.is_some_and(|c| c != session_cwd) {
             continue;
         }
+        // Opening a session writes a record too; what dates it is the last
+        // thing that happened in it.
+        let (updated_at, modified) = last_activity(&path)
+            .and_then(|at| humantime::parse_rfc3339(&at).ok().map(|t| (at, t)))
+            .unwrap_or_else(|| {
+                (
+                    humantime::format_rfc3339_millis(modified).to_string(),
+                    modified,
+                )
+            });
         sessions.push(Listed {
             id,
             cwd: session_cwd,
             title,
-            updated_at: humantime::format_rfc3339_millis(modified).to_string(),
+            updated_at,
             modified,
         });
     }
     sessions.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.id.cmp(&b.id)));
     sessions
+}
+
+/// The `at` of the last record of a log that is about the conversation or
+/// its settings (not the commands offered on each opening), read from the
+/// log's last 64 KiB.
+fn last_activity(path: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(64 * 1024)))
+        .ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    String::from_utf8_lossy(&tail)
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<Record>(l).ok())
+        .find(|r| !matches!(r.event, Event::CommandsOffered { .. }))
+        .map(|r| r.at)
 }
 
 /// Moves session `id`'s log to `<dir>/deleted/` (out of `session/list`,

@@ -445,3 +445,38 @@ async fn hooks_and_audit_commands_answer_without_the_model() {
     assert_eq!(call["arguments"]["command"], "echo rtk git status");
     assert_eq!(call["hooks"][0]["hook"], "rtk");
 }
+
+#[tokio::test]
+async fn a_session_open_in_another_process_is_not_loaded_twice() {
+    let env = TestEnv::scripted(script(vec![respond(json!([text("one")]))]));
+    let mut first = Conn::spawn(env);
+    let session = first.ready().await;
+    first.prompt(&session, "hello").await;
+    // A second candor on the same state, while the first holds the session.
+    let mut cmd = candor_command(&first.env);
+    cmd.env("CANDOR_HOME", &first.env.home);
+    let second_env = TestEnv::new();
+    let mut second = Conn::spawn_with(second_env, cmd);
+    second.initialize().await;
+    let cwd = first.env.project.clone();
+    let refused = second
+        .request(
+            "session/load",
+            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
+        )
+        .await;
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("open in another candor process"),
+        "{refused}"
+    );
+    // Once the first lets go, the second may.
+    let env = first.end().await;
+    let loaded = second
+        .request(
+            "session/load",
+            json!({"sessionId": session, "cwd": env.project, "mcpServers": []}),
+        )
+        .await;
+    assert!(loaded.get("error").is_none(), "{loaded}");
+}

@@ -12,7 +12,10 @@ use serde_json::{Value, json};
 #[allow(clippy::disallowed_methods)] // the benches start the binary under test
 pub fn candor(env: &[(&str, &std::ffi::OsStr)]) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_candor"));
-    cmd.env("RUST_LOG", "off")
+    // Only what the bench gives: a developer's settings must not take part.
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("RUST_LOG", "off")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());

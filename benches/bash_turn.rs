@@ -248,7 +248,10 @@ fn floor(rt: &tokio::runtime::Runtime, bodies: &[String]) -> Duration {
         });
         if i < CALLS {
             #[allow(clippy::disallowed_methods)]
+            // The same environment candor's commands get (`common::candor`).
             let out = Command::new("bash")
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
                 .arg("-c")
                 .arg(format!("echo step {}", i + 1))
                 .output()

@@ -19,7 +19,7 @@
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use super::http::{Failure, Http, header, url};
+use super::http::{Assemble, Failure, Http, header, url};
 use super::{ProviderError, ProviderSettings, StreamDelta};
 use crate::conversation::{
     AssistantBlock, AssistantTurn, Message, ModelRequest, ModelStop, ToolOutcome, Usage, WireApi,
@@ -104,38 +104,9 @@ impl AnthropicProvider {
         header(&mut headers, "anthropic-version", API_VERSION);
         let body = self.request_body(request);
         let url = url(&self.settings.base_url, "/v1/messages");
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let result = self.attempt(&url, headers.clone(), &body, deltas).await;
-            match result {
-                Ok(turn) => return Ok(turn),
-                Err(failure) => {
-                    let wait = self.http.after_failure(attempt, failure)?;
-                    tokio::time::sleep(wait).await;
-                }
-            }
-        }
-    }
-
-    async fn attempt(
-        &self,
-        url: &str,
-        headers: reqwest::header::HeaderMap,
-        body: &Value,
-        deltas: &mpsc::UnboundedSender<StreamDelta>,
-    ) -> Result<AssistantTurn, Failure> {
-        use futures_util::StreamExt;
-        let response = self.http.post(url, headers, body).await?;
-        let mut events = self.http.events(response);
-        let mut turn = Assembler::default();
-        while let Some(event) = events.next().await {
-            let event = event?;
-            if turn.on_event(&self.http, &event.event, &event.data, deltas)? {
-                break;
-            }
-        }
-        turn.finish(&self.http)
+        self.http
+            .stream_turn::<Assembler>(&url, headers, &body, deltas)
+            .await
     }
 }
 
@@ -505,6 +476,22 @@ fn append(block: &mut Map<String, Value>, field: &str, text: &str) {
         _ => {
             block.insert(field.to_owned(), json!(text));
         }
+    }
+}
+
+impl Assemble for Assembler {
+    fn apply(
+        &mut self,
+        http: &Http,
+        event: &str,
+        data: &str,
+        deltas: &mpsc::UnboundedSender<StreamDelta>,
+    ) -> Result<bool, Failure> {
+        self.on_event(http, event, data, deltas)
+    }
+
+    fn finish(self, http: &Http) -> Result<AssistantTurn, Failure> {
+        Assembler::finish(self, http)
     }
 }
 

@@ -18,8 +18,25 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::ProviderError;
+use super::{ProviderError, StreamDelta};
 use crate::config::ApiKey;
+use crate::conversation::AssistantTurn;
+
+/// Builds one streamed answer into a turn, event by event (one per API).
+pub(super) trait Assemble: Default {
+    /// Applies one server-sent event (its name and data); `true` when the
+    /// answer is complete.
+    fn apply(
+        &mut self,
+        http: &Http,
+        event: &str,
+        data: &str,
+        deltas: &mpsc::UnboundedSender<StreamDelta>,
+    ) -> Result<bool, Failure>;
+
+    /// The whole turn, once the stream has ended.
+    fn finish(self, http: &Http) -> Result<AssistantTurn, Failure>;
+}
 
 /// A response body as server-sent events.
 pub(super) type EventStream =
@@ -356,6 +373,64 @@ impl Http {
             self.retry.attempts
         ));
         Ok(wait)
+    }
+
+    /// Posts `body` to `url` and assembles the streamed answer with `A`,
+    /// retrying transient failures (each retry a notice; a cut stream
+    /// starts the whole answer again), until the retry policy gives up.
+    pub(super) async fn stream_turn<A: Assemble>(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        body: &Value,
+        deltas: &mpsc::UnboundedSender<StreamDelta>,
+    ) -> Result<AssistantTurn, ProviderError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.attempt::<A>(url, headers.clone(), body, deltas).await {
+                Ok(turn) => return Ok(turn),
+                Err(failure) => {
+                    let wait = self.after_failure(attempt, failure)?;
+                    tokio::time::sleep(wait).await;
+                }
+            }
+        }
+    }
+
+    async fn attempt<A: Assemble>(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        body: &Value,
+        deltas: &mpsc::UnboundedSender<StreamDelta>,
+    ) -> Result<AssistantTurn, Failure> {
+        let response = self.post(url, headers, body).await?;
+        let mut events = self.events(response);
+        let mut turn = A::default();
+        while let Some(event) = events.next().await {
+            let event = event?;
+            if turn.apply(self, &event.event, &event.data, deltas)? {
+                break;
+            }
+        }
+        turn.finish(self)
+    }
+
+    /// The `authorization: Bearer <key>` header of the OpenAI APIs. OpenAI
+    /// itself needs the key; a compatible server elsewhere may need none.
+    pub(super) fn bearer(&self, base_url: &str) -> Result<HeaderMap, ProviderError> {
+        let mut headers = HeaderMap::new();
+        match self.key_header("Bearer ")? {
+            Some(key) => {
+                headers.insert("authorization", key);
+            }
+            None if base_url.trim_end_matches('/') == crate::config::OPENAI_BASE_URL => {
+                return Err(self.missing_key());
+            }
+            None => {}
+        }
+        Ok(headers)
     }
 
     /// The response body as a stream of server-sent events; a transport

@@ -24,7 +24,7 @@
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use super::http::{Failure, Http, url};
+use super::http::{Assemble, Failure, Http, url};
 use super::{ProviderError, ProviderSettings, StreamDelta};
 use crate::conversation::{
     AssistantBlock, AssistantTurn, Message, ModelRequest, ModelStop, Usage, WireApi,
@@ -89,53 +89,12 @@ impl ChatProvider {
         request: &ModelRequest,
         deltas: &mpsc::UnboundedSender<StreamDelta>,
     ) -> Result<AssistantTurn, ProviderError> {
-        let mut headers = reqwest::header::HeaderMap::new();
-        match self.http.key_header("Bearer ")? {
-            Some(key) => {
-                headers.insert("authorization", key);
-            }
-            // A compatible server elsewhere may need no key; OpenAI does.
-            None if self.settings.base_url.trim_end_matches('/')
-                == crate::config::OPENAI_BASE_URL =>
-            {
-                return Err(self.http.missing_key());
-            }
-            None => {}
-        }
+        let headers = self.http.bearer(&self.settings.base_url)?;
         let body = self.request_body(request);
         let url = url(&self.settings.base_url, "/chat/completions");
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let result = self.attempt(&url, headers.clone(), &body, deltas).await;
-            match result {
-                Ok(turn) => return Ok(turn),
-                Err(failure) => {
-                    let wait = self.http.after_failure(attempt, failure)?;
-                    tokio::time::sleep(wait).await;
-                }
-            }
-        }
-    }
-
-    async fn attempt(
-        &self,
-        url: &str,
-        headers: reqwest::header::HeaderMap,
-        body: &Value,
-        deltas: &mpsc::UnboundedSender<StreamDelta>,
-    ) -> Result<AssistantTurn, Failure> {
-        use futures_util::StreamExt;
-        let response = self.http.post(url, headers, body).await?;
-        let mut events = self.http.events(response);
-        let mut turn = Assembler::default();
-        while let Some(event) = events.next().await {
-            let event = event?;
-            if turn.on_data(&self.http, &event.data, deltas)? {
-                break;
-            }
-        }
-        turn.finish(&self.http)
+        self.http
+            .stream_turn::<Assembler>(&url, headers, &body, deltas)
+            .await
     }
 }
 
@@ -481,6 +440,22 @@ fn merge(into: &mut Map<String, Value>, key: &str, value: &Value) {
         _ => {
             into.insert(key.to_owned(), value.clone());
         }
+    }
+}
+
+impl Assemble for Assembler {
+    fn apply(
+        &mut self,
+        http: &Http,
+        _event: &str,
+        data: &str,
+        deltas: &mpsc::UnboundedSender<StreamDelta>,
+    ) -> Result<bool, Failure> {
+        self.on_data(http, data, deltas)
+    }
+
+    fn finish(self, http: &Http) -> Result<AssistantTurn, Failure> {
+        Assembler::finish(self, http)
     }
 }
 

@@ -16,7 +16,7 @@
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use super::http::{Failure, Http, url};
+use super::http::{Assemble, Failure, Http, url};
 use super::openai_chat::parse_arguments;
 use super::{ProviderError, ProviderSettings, StreamDelta};
 use crate::conversation::{
@@ -88,52 +88,12 @@ impl ResponsesProvider {
         request: &ModelRequest,
         deltas: &mpsc::UnboundedSender<StreamDelta>,
     ) -> Result<AssistantTurn, ProviderError> {
-        let mut headers = reqwest::header::HeaderMap::new();
-        match self.http.key_header("Bearer ")? {
-            Some(key) => {
-                headers.insert("authorization", key);
-            }
-            None if self.settings.base_url.trim_end_matches('/')
-                == crate::config::OPENAI_BASE_URL =>
-            {
-                return Err(self.http.missing_key());
-            }
-            None => {}
-        }
+        let headers = self.http.bearer(&self.settings.base_url)?;
         let body = self.request_body(request);
         let url = url(&self.settings.base_url, "/responses");
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let result = self.attempt(&url, headers.clone(), &body, deltas).await;
-            match result {
-                Ok(turn) => return Ok(turn),
-                Err(failure) => {
-                    let wait = self.http.after_failure(attempt, failure)?;
-                    tokio::time::sleep(wait).await;
-                }
-            }
-        }
-    }
-
-    async fn attempt(
-        &self,
-        url: &str,
-        headers: reqwest::header::HeaderMap,
-        body: &Value,
-        deltas: &mpsc::UnboundedSender<StreamDelta>,
-    ) -> Result<AssistantTurn, Failure> {
-        use futures_util::StreamExt;
-        let response = self.http.post(url, headers, body).await?;
-        let mut events = self.http.events(response);
-        let mut turn = Assembler::default();
-        while let Some(event) = events.next().await {
-            let event = event?;
-            if turn.on_event(&self.http, &event.event, &event.data, deltas)? {
-                break;
-            }
-        }
-        turn.finish(&self.http)
+        self.http
+            .stream_turn::<Assembler>(&url, headers, &body, deltas)
+            .await
     }
 }
 
@@ -368,6 +328,22 @@ impl Assembler {
             usage,
         });
         Ok(AssistantTurn { content, stop })
+    }
+}
+
+impl Assemble for Assembler {
+    fn apply(
+        &mut self,
+        http: &Http,
+        event: &str,
+        data: &str,
+        deltas: &mpsc::UnboundedSender<StreamDelta>,
+    ) -> Result<bool, Failure> {
+        self.on_event(http, event, data, deltas)
+    }
+
+    fn finish(self, http: &Http) -> Result<AssistantTurn, Failure> {
+        Assembler::finish(self, http)
     }
 }
 

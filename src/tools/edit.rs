@@ -6,13 +6,12 @@
 
 use std::path::Path;
 
-use agent_client_protocol_schema::v1::{ToolCallLocation, ToolKind};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::files::{FileAccess, first_changed_line};
-use super::{Presentation, Tool, ToolContext, ToolOutput, parse_input, resolve};
+use super::{Tool, ToolContext, ToolOutput, parse_input};
 use crate::conversation::ToolSpec;
 use crate::event_log::FileDiff;
 use crate::interception::ApprovedCall;
@@ -53,23 +52,6 @@ pub(crate) fn parse(input: &Value) -> Result<EditInput, String> {
         return Err("invalid Edit input: `old_string` and `new_string` are the same; there is nothing to change".into());
     }
     Ok(parsed)
-}
-
-pub(crate) fn present(input: &Value, cwd: &Path) -> Presentation {
-    let path = input
-        .get("file_path")
-        .and_then(Value::as_str)
-        .map(|p| resolve(cwd, p));
-    Presentation {
-        title: match &path {
-            Some(p) => format!("Edit {}", p.display()),
-            None => "Edit".into(),
-        },
-        kind: ToolKind::Edit,
-        locations: path
-            .map(|p| vec![ToolCallLocation::new(p)])
-            .unwrap_or_default(),
-    }
 }
 
 /// The change this edit would make to the file as it is now.

@@ -166,8 +166,7 @@ impl Tool {
             Tool::Bash => bash::present(input, cwd),
             Tool::BashOutput | Tool::KillShell => shells::present(self, input),
             Tool::Read => read::present(input, cwd),
-            Tool::Write => write::present(input, cwd),
-            Tool::Edit => edit::present(input, cwd),
+            Tool::Write | Tool::Edit => write::present(self, input, cwd),
             Tool::Glob | Tool::Grep => search::present(self, input, cwd),
             Tool::TodoWrite => todo::present(input),
         }

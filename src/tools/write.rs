@@ -45,15 +45,17 @@ pub(crate) fn parse(input: &Value) -> Result<WriteInput, String> {
     Ok(parsed)
 }
 
-pub(crate) fn present(input: &Value, cwd: &Path) -> Presentation {
+/// The card of a call that changes a file (`Write`, `Edit`): `<tool>
+/// <path>`, kind edit, located at the file.
+pub(crate) fn present(tool: Tool, input: &Value, cwd: &Path) -> Presentation {
     let path = input
         .get("file_path")
         .and_then(Value::as_str)
         .map(|p| resolve(cwd, p));
     Presentation {
         title: match &path {
-            Some(p) => format!("Write {}", p.display()),
-            None => "Write".into(),
+            Some(p) => format!("{} {}", tool.name(), p.display()),
+            None => tool.name().into(),
         },
         kind: ToolKind::Edit,
         locations: path

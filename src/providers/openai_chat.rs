@@ -48,11 +48,6 @@ impl ChatProvider {
         Ok(Self { settings, http })
     }
 
-    /// Reports retries to `sink` (see [`super::Provider::set_notices`]).
-    pub fn set_notices(&mut self, sink: Option<mpsc::UnboundedSender<String>>) {
-        self.http.set_notices(sink);
-    }
-
     /// The JSON body of a request.
     pub fn request_body(&self, request: &ModelRequest) -> Value {
         let s = &self.settings;

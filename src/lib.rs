@@ -34,6 +34,7 @@ pub mod interception;
 pub mod matcher;
 pub mod presentation;
 pub mod providers;
+pub mod shell;
 pub(crate) mod rpc;
 pub(crate) mod session;
 pub mod tools;

@@ -34,9 +34,9 @@ pub mod interception;
 pub mod matcher;
 pub mod presentation;
 pub mod providers;
-pub mod shell;
 pub(crate) mod rpc;
 pub(crate) mod session;
+pub mod shell;
 pub mod tools;
 pub(crate) mod transport;
 

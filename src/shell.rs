@@ -140,6 +140,8 @@ pub struct Command {
     /// A wrapper whose options candor could not follow: every suffix of
     /// its words may be the command it runs.
     pub loose: bool,
+    /// It runs inside a command or process substitution.
+    pub substituted: bool,
 }
 
 impl Command {
@@ -185,7 +187,11 @@ fn quoted_display(w: &Word) -> String {
 pub fn needs_quotes(t: &str) -> bool {
     t.is_empty()
         || t.chars().any(|c| {
-            c.is_whitespace() || matches!(c, '\'' | '"' | '\\' | '$' | '`' | '|' | '&' | ';' | '<' | '>' | '(' | ')')
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    '\'' | '"' | '\\' | '$' | '`' | '|' | '&' | ';' | '<' | '>' | '(' | ')'
+                )
         })
 }
 
@@ -219,6 +225,9 @@ pub struct Script {
     pub opaque: Vec<Opaque>,
     /// The parser could not read the line (or part of it): the reason.
     pub unreadable: Option<String>,
+    /// The line itself, kept when it could not be read (deny rules then
+    /// look for their command names in it).
+    pub raw: Option<String>,
 }
 
 impl Script {
@@ -284,6 +293,15 @@ impl Script {
         out
     }
 
+    /// The text of every part that could not be read.
+    pub fn all_unreadable(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self.raw.as_deref().into_iter().collect();
+        for s in self.nested() {
+            out.extend(s.all_unreadable());
+        }
+        out
+    }
+
     fn nested(&self) -> Vec<&Script> {
         self.commands
             .iter()
@@ -313,10 +331,12 @@ fn parse_nested(command: &str, nesting: usize) -> Script {
             "the command is longer than {} KiB, more than candor reads",
             MAX_COMMAND / 1024
         ));
+        script.raw = Some(command.to_owned());
         return script;
     }
     if nesting > MAX_NESTING {
         script.unreadable = Some("shell code nested too deeply for candor to read".into());
+        script.raw = Some(command.to_owned());
         return script;
     }
     let tree = PARSER.with(|cell| {
@@ -335,20 +355,28 @@ fn parse_nested(command: &str, nesting: usize) -> Script {
     });
     let Some(tree) = tree else {
         script.unreadable = Some("the shell parser could not read the command".into());
+        script.raw = Some(command.to_owned());
         return script;
     };
     let mut walker = Walker {
         src: command,
         nesting,
+        substitution: 0,
         out: script,
     };
     walker.visit(tree.root_node(), 0);
-    walker.out
+    let mut script = walker.out;
+    if script.unreadable.is_some() {
+        script.raw = Some(command.to_owned());
+    }
+    script
 }
 
 struct Walker<'s> {
     src: &'s str,
     nesting: usize,
+    /// How many substitutions the walk is inside.
+    substitution: usize,
     out: Script,
 }
 
@@ -421,6 +449,11 @@ impl<'s> Walker<'s> {
                 self.redirect(n);
                 self.children(n, depth);
             }
+            "command_substitution" | "process_substitution" => {
+                self.substitution += 1;
+                self.children(n, depth);
+                self.substitution -= 1;
+            }
             "arithmetic_expansion" => {
                 self.arithmetic(n);
                 self.children(n, depth);
@@ -436,7 +469,10 @@ impl<'s> Walker<'s> {
             "expansion" => {
                 let mut cursor = n.walk();
                 let kids: Vec<&str> = n.children(&mut cursor).map(|c| c.kind()).collect();
-                if kids.windows(2).any(|w| w[0] == "@" && matches!(w[1], "P" | "A" | "a" | "K")) {
+                if kids
+                    .windows(2)
+                    .any(|w| w[0] == "@" && matches!(w[1], "P" | "A" | "a" | "K"))
+                {
                     self.opaque(format!(
                         "`{}` expands a prompt string, which can run commands",
                         self.text(n)
@@ -457,7 +493,15 @@ impl<'s> Walker<'s> {
     }
 
     fn arithmetic(&mut self, n: Node<'_>) {
-        if has_kind(n, &["variable_name", "simple_expansion", "expansion", "subscript"]) {
+        if has_kind(
+            n,
+            &[
+                "variable_name",
+                "simple_expansion",
+                "expansion",
+                "subscript",
+            ],
+        ) {
             self.opaque(format!(
                 "`{}` evaluates variables arithmetically, which can run commands",
                 self.text(n).chars().take(40).collect::<String>()
@@ -567,6 +611,7 @@ impl<'s> Walker<'s> {
             runs: Runs::Itself,
             wrapper: None,
             loose: false,
+            substituted: self.substitution > 0,
         };
         let Some(name) = command.basename() else {
             return command;
@@ -1205,7 +1250,8 @@ fn flock_inner(args: &[Word]) -> Inner {
 fn watch_inner(args: &[Word]) -> Inner {
     match options(args, "nqd", &[], None) {
         Inner::Command { at, .. } => {
-            let rest: Option<Vec<String>> = args[at.min(args.len())..].iter().map(Word::text).collect();
+            let rest: Option<Vec<String>> =
+                args[at.min(args.len())..].iter().map(Word::text).collect();
             Inner::Code(rest.map(|r| r.join(" ")))
         }
         other => other,
@@ -1234,7 +1280,11 @@ fn shell_inner(args: &[Word]) -> Inner {
             break;
         }
         if t.starts_with("--") {
-            i += if matches!(t.as_str(), "--rcfile" | "--init-file") { 2 } else { 1 };
+            i += if matches!(t.as_str(), "--rcfile" | "--init-file") {
+                2
+            } else {
+                1
+            };
             continue;
         }
         if (t.starts_with('-') || t.starts_with('+')) && t.len() > 1 {
@@ -1243,7 +1293,11 @@ fn shell_inner(args: &[Word]) -> Inner {
                 command_mode = true;
             }
             // -o OPTION and -O OPTION take an argument.
-            i += if letters.ends_with('o') || letters.ends_with('O') { 2 } else { 1 };
+            i += if letters.ends_with('o') || letters.ends_with('O') {
+                2
+            } else {
+                1
+            };
             continue;
         }
         break;
@@ -1286,7 +1340,10 @@ mod tests {
         assert_eq!(names("{ rm -rf v; }"), ["rm -rf v"]);
         assert_eq!(names("if true; then rm -rf v; fi"), ["true", "rm -rf v"]);
         assert_eq!(names("command rm -rf v"), ["command rm -rf v", "rm -rf v"]);
-        assert_eq!(names("bash -c 'rm -rf v'"), ["bash -c 'rm -rf v'", "rm -rf v"]);
+        assert_eq!(
+            names("bash -c 'rm -rf v'"),
+            ["bash -c 'rm -rf v'", "rm -rf v"]
+        );
         assert_eq!(
             names("sudo -u root env A=1 timeout -s KILL 5 nice -n 3 rm x"),
             [
@@ -1297,7 +1354,10 @@ mod tests {
                 "rm x"
             ]
         );
-        assert_eq!(names("find . -exec rm {} \\;"), ["find . -exec rm {} ';'", "rm …"]);
+        assert_eq!(
+            names("find . -exec rm {} \\;"),
+            ["find . -exec rm {} ';'", "rm …"]
+        );
         assert_eq!(names("ls | xargs rm -f"), ["ls", "xargs rm -f", "rm -f …"]);
         assert_eq!(names("f() { rm x; }; f"), ["rm x", "f"]);
         assert_eq!(names("r\"m\" x"), ["rm x"]);

@@ -22,7 +22,7 @@ use regex::Regex;
 
 use crate::event_log::NoticeLevel;
 use crate::interception::events::EventHook;
-use crate::interception::policy::{Mode, Rule};
+use crate::interception::policy::{Anchors, Mode, Rule};
 use crate::interception::{Policy, PostToolHook, PreToolHook};
 
 /// The session a bridge's hooks run for (what their input names).
@@ -127,20 +127,46 @@ impl Loaded {
     ) -> Vec<(NoticeLevel, String)> {
         let mut notices = Vec::new();
         let mut problems = self.problems;
-        for (list, rules) in [
-            (self.allow, &mut policy.rules.allow),
-            (self.ask, &mut policy.rules.ask),
-            (self.deny, &mut policy.rules.deny),
+        let mut broken = Vec::new();
+        for (list, rules, denies) in [
+            (self.allow, &mut policy.rules.allow, false),
+            (self.ask, &mut policy.rules.ask, false),
+            (self.deny, &mut policy.rules.deny, true),
         ] {
             for (text, file) in list {
-                match Rule::parse(&text, root, home) {
+                // `/p` in a rule is relative to the project of the settings
+                // file: the folder holding its `.claude` (or `.codex`).
+                let project = file
+                    .parent()
+                    .filter(|d| {
+                        d.file_name()
+                            .is_some_and(|n| n == ".claude" || n == ".codex")
+                    })
+                    .and_then(Path::parent)
+                    .unwrap_or(root);
+                let anchors = Anchors {
+                    cwd: root,
+                    project,
+                    home,
+                };
+                match Rule::parse_in(&text, anchors) {
                     Ok(rule) => rules.push(rule),
+                    Err(e) if denies => {
+                        broken.push(text.clone());
+                        problems.push(format!(
+                            "settings {}: the deny rule cannot be read ({e}); until it is fixed, candor asks before every call of the tool it names",
+                            file.display()
+                        ));
+                    }
                     Err(e) => problems.push(format!(
                         "settings {}: the permission rule cannot be used ({e}); skipped",
                         file.display()
                     )),
                 }
             }
+        }
+        for text in broken {
+            policy.rules.deny_unreadable(&text);
         }
         policy.hooks.extend(self.pre_hooks);
         policy.post_hooks.extend(self.post_hooks);

@@ -505,16 +505,23 @@ pub async fn settle(
     }
     // Paths are made absolute before anyone looks: hooks, rules, the card
     // and the log all see the file the call is about.
+    // Symlinks are followed too; the path as written is kept for the rules
+    // (a rule is checked on both, the stricter answer wins).
+    let mut spelled = Vec::new();
     if let Some(tool) = settled.tool {
         settled.original = tool.normalize(arguments, cwd);
         settled.effective = settled.original.clone();
+        spelled.extend(tool.spelled_path(arguments, cwd));
     }
     let asides = Asides::default();
-    let verdict = fold_hooks(&mut settled, policy, cwd, &asides).await;
+    let verdict = fold_hooks(&mut settled, policy, cwd, &asides, &mut spelled).await;
     settled.asides = asides.take();
     settled.disposition = policy::decide(
-        name,
-        &settled.effective,
+        policy::Subject {
+            tool: name,
+            args: &settled.effective,
+            spelled: &spelled,
+        },
         &verdict,
         policy.mode,
         &policy.rules,
@@ -531,6 +538,7 @@ async fn fold_hooks(
     policy: &Policy,
     cwd: &Path,
     asides: &Asides,
+    spelled: &mut Vec<std::path::PathBuf>,
 ) -> HookVerdict {
     let mut strictest = HookVerdict {
         verdict: Verdict::Pass,
@@ -584,7 +592,11 @@ async fn fold_hooks(
                 }
                 _ => {
                     settled.effective = match settled.tool {
-                        Some(tool) => tool.normalize(&rewrite, cwd),
+                        Some(tool) => {
+                            spelled.clear();
+                            spelled.extend(tool.spelled_path(&rewrite, cwd));
+                            tool.normalize(&rewrite, cwd)
+                        }
                         None => rewrite,
                     };
                     settled.rewritten_by.push(hook.id().to_owned());

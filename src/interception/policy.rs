@@ -1,18 +1,28 @@
 //! Permission rules and session modes, evaluated on the effective arguments.
 //!
 //! Rules use Claude Code's syntax: a bare tool name (`Bash`, `Read`) matches
-//! every call of the tool; `Tool(pattern)` narrows it:
+//! every call of the tool; `Tool(pattern)` narrows it. The full decision
+//! procedure, with a conformance table run by a test, is
+//! `protocol/permissions.md`; in short:
 //!
-//! * `Bash(…)` matches the command: `npm run test:*` (legacy prefix form:
-//!   starts with `npm run test`), `git *` (a glob, `*` matches anything), or
-//!   an exact command. A compound command (`a && b; c | d`) is split into
-//!   its commands (leading `VAR=value` assignments dropped): a deny or ask
-//!   rule matches if it matches any of them; an allow rule (or a grant) must
-//!   cover every one of them.
-//! * `Read(…)`, `Edit(…)` match the file path as a glob (`*` stays within a
-//!   directory, `**` crosses them): `./src/**` or `src/**` relative to the
-//!   session root, `/abs/**` absolute, `~/x` in the home directory. `Edit`
-//!   rules cover every tool that edits files.
+//! * `Bash(…)` rules are matched against each simple command the line can
+//!   run, as [`crate::shell`] reads it (pipelines, lists, subshells,
+//!   substitutions, `bash -c` strings, commands behind wrappers; names by
+//!   basename too, quotes removed). `npm run test:*` is the legacy prefix
+//!   form, `git *` a glob (`*` matches anything), anything else exact. A
+//!   deny or ask rule matches if it could match any of those commands,
+//!   including what candor cannot see (a dynamic name, `eval "$X"`, a
+//!   line it cannot parse); an allow rule runs a line only if it covers
+//!   every command and nothing in the line is opaque, assigns `PATH`-like
+//!   variables or writes a file no Write/Edit allow rule allows.
+//! * Path rules (`Read(…)`, `Edit(…)`, `Write(…)`, `Glob(…)`, `Grep(…)`)
+//!   are globs (`*` within a directory, `**` across): `//abs` is absolute,
+//!   `/p` is relative to the settings' project, `~/p` to the home
+//!   directory, `p` or `./p` to the working directory; a pattern with no
+//!   `/` matches at any depth (gitignore's rule). `Edit` rules cover every
+//!   tool that edits files; `Read` rules also govern Glob and Grep. A path
+//!   is judged as written and as it resolves (symlinks followed): the
+//!   stricter answer wins.
 //!
 //! [`decide`] puts hooks, rules and the mode together in a fixed order
 //! (documented in `protocol/hooks.md`): a rewrite can never take a call
@@ -22,11 +32,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
-use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Verdict;
+use crate::shell::{self, Command, Piece, Runs, Script, WrapperKind};
 use crate::tools::Tool;
 
 /// The session's permission mode (ACP session modes use these ids).
@@ -97,8 +107,22 @@ pub struct Rule {
 
 #[derive(Clone)]
 enum Pattern {
-    Command(Regex),
-    Path(GlobMatcher),
+    /// A Bash rule: star patterns, any of which may match a command.
+    Command(Vec<Vec<Tok>>),
+    /// A path rule: the glob anchored at each spelling of its base.
+    Path(Vec<GlobMatcher>),
+    /// A grant: exactly this command line.
+    ExactCommand(String),
+    /// A grant: exactly this path.
+    ExactPath(PathBuf),
+}
+
+/// A character of a rendered command or command pattern; `Star` is `*` in
+/// a pattern and a part known only at run time in a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tok {
+    Ch(char),
+    Star,
 }
 
 impl fmt::Debug for Rule {
@@ -119,35 +143,60 @@ impl fmt::Display for Rule {
     }
 }
 
+/// Where a rule's relative paths are anchored.
+#[derive(Debug, Clone, Copy)]
+pub struct Anchors<'a> {
+    /// The working directory (`p`, `./p`).
+    pub cwd: &'a Path,
+    /// What `/p` is relative to: the project of the settings file.
+    pub project: &'a Path,
+    /// `~/p`.
+    pub home: Option<&'a Path>,
+}
+
+/// Tools whose calls name one path (`file_path` or `path`).
+const PATH_TOOLS: [&str; 5] = ["Read", "Write", "Edit", "Glob", "Grep"];
+
 impl Rule {
-    /// Parses `Tool` or `Tool(pattern)`; `root` and `home` anchor path patterns.
+    /// Parses `Tool` or `Tool(pattern)` with `/p` relative to `root` (the
+    /// form of candor's policy file and a project's settings).
     pub fn parse(text: &str, root: &Path, home: Option<&Path>) -> Result<Rule, String> {
+        Rule::parse_in(
+            text,
+            Anchors {
+                cwd: root,
+                project: root,
+                home,
+            },
+        )
+    }
+
+    /// The tool a rule's text names, when it can be told (for a rule that
+    /// cannot be read: a deny rule fails closed for that tool).
+    pub fn tool_of(text: &str) -> Option<&str> {
+        let tool = text.trim().split('(').next()?.trim();
+        (!tool.is_empty() && tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .then_some(tool)
+    }
+
+    /// Parses `Tool` or `Tool(pattern)`.
+    pub fn parse_in(text: &str, anchors: Anchors<'_>) -> Result<Rule, String> {
         let text = text.trim();
-        let (tool, pattern) = match text.find('(') {
-            None => (text, None),
-            Some(open) => {
-                let Some(inner) = text[open + 1..].strip_suffix(')') else {
-                    return Err(format!("rule {text:?}: missing the closing parenthesis"));
-                };
-                (&text[..open], Some(inner))
-            }
-        };
-        if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(format!("rule {text:?}: {tool:?} is not a tool name"));
-        }
+        let (tool, pattern) = split_rule(text)?;
         let pattern = match pattern {
             None | Some("") | Some("*") => None,
-            Some(p) if tool == "Bash" => Some(Pattern::Command(
-                command_pattern(p).map_err(|e| format!("rule {text:?}: {e}"))?,
-            )),
+            Some(p) if tool == "Bash" => Some(Pattern::Command(command_pattern(p))),
             Some(p) => {
-                let absolute = anchor(p, root, home);
-                let glob = GlobBuilder::new(&absolute.to_string_lossy())
-                    .literal_separator(true)
-                    .build()
-                    .map_err(|e| format!("rule {text:?}: {e}"))?
-                    .compile_matcher();
-                Some(Pattern::Path(glob))
+                let mut globs = Vec::new();
+                for absolute in anchor(p, anchors) {
+                    let glob = GlobBuilder::new(&absolute.to_string_lossy())
+                        .literal_separator(true)
+                        .build()
+                        .map_err(|e| format!("rule {text:?}: {e}"))?
+                        .compile_matcher();
+                    globs.push(glob);
+                }
+                Some(Pattern::Path(globs))
             }
         };
         Ok(Rule {
@@ -157,134 +206,666 @@ impl Rule {
         })
     }
 
+    /// Reads back a session grant ("allow always"): `Bash(<exact line>)` or
+    /// `Tool(<exact absolute path>)`, never a pattern.
+    pub fn grant(text: &str) -> Result<Rule, String> {
+        let text = text.trim();
+        let (tool, inner) = split_rule(text)?;
+        let inner = inner.ok_or_else(|| format!("grant {text:?} names nothing"))?;
+        let pattern = if tool == "Bash" {
+            Pattern::ExactCommand(inner.trim().to_owned())
+        } else {
+            Pattern::ExactPath(PathBuf::from(inner))
+        };
+        Ok(Rule {
+            text: text.to_owned(),
+            tool: tool.to_owned(),
+            pattern: Some(pattern),
+        })
+    }
+
     /// The rule as written.
     pub fn text(&self) -> &str {
         &self.text
     }
 
-    /// Whether the rule names this tool (`Edit` names every editing tool).
+    /// Whether the rule names this tool (`Edit` names every editing tool;
+    /// `Read` names the search tools too).
     fn names(&self, tool: &str) -> bool {
         self.tool == tool
             || (self.tool == "Edit" && Tool::from_name(tool).is_some_and(Tool::edits_files))
+            || (self.tool == "Read" && matches!(tool, "Glob" | "Grep"))
     }
 
-    /// Whether the rule matches `part` of a call (one command of a compound
-    /// Bash command, or one file path).
-    fn matches_part(&self, part: &str) -> bool {
+    /// Whether a path rule (or path grant) matches a path.
+    fn matches_path(&self, path: &Path) -> bool {
         match &self.pattern {
             None => true,
-            Some(Pattern::Command(re)) => re.is_match(part),
-            Some(Pattern::Path(glob)) => glob.is_match(part),
+            Some(Pattern::Path(globs)) => globs.iter().any(|g| g.is_match(path)),
+            Some(Pattern::ExactPath(p)) => p == path,
+            Some(Pattern::Command(_) | Pattern::ExactCommand(_)) => false,
+        }
+    }
+
+    /// Whether this rule matches the call as a deny or ask rule would (any
+    /// command of a Bash line could match; a path as written or resolved).
+    /// Claude Code's `if` filter on hooks uses this; a line the parser
+    /// cannot read matches (the hook runs, as Claude Code fails open).
+    pub fn matches_call(&self, tool: &str, args: &Value, root: &Path) -> bool {
+        if !self.names(tool) {
+            return false;
+        }
+        if self.pattern.is_none() {
+            return true;
+        }
+        match view(tool, args, &[], root) {
+            View::Bash { script, .. } => {
+                !script.all_unreadable().is_empty() || bash_hit(self, &script)
+            }
+            View::Paths { all, .. } => all.iter().any(|p| self.matches_path(p)),
+            View::Other => false,
         }
     }
 }
 
-/// The glob of a path rule made absolute.
-fn anchor(pattern: &str, root: &Path, home: Option<&Path>) -> PathBuf {
-    if let Some(rest) = pattern.strip_prefix("~/") {
-        return home
-            .map(|h| h.join(rest))
-            .unwrap_or_else(|| PathBuf::from(pattern));
-    }
-    let p = Path::new(pattern);
-    if p.is_absolute() {
-        p.to_owned()
-    } else {
-        root.join(pattern.strip_prefix("./").unwrap_or(pattern))
-    }
-}
-
-/// `prefix:*`, a glob with `*`, or an exact command, as an anchored regex.
-fn command_pattern(p: &str) -> Result<Regex, regex::Error> {
-    let re = if let Some(prefix) = p.strip_suffix(":*") {
-        format!("^{}(\\s.*)?$", regex::escape(prefix.trim_end()))
-    } else {
-        let parts: Vec<String> = p.split('*').map(regex::escape).collect();
-        format!("(?s)^{}$", parts.join(".*"))
+fn split_rule(text: &str) -> Result<(&str, Option<&str>), String> {
+    let (tool, pattern) = match text.find('(') {
+        None => (text, None),
+        Some(open) => {
+            let Some(inner) = text[open + 1..].strip_suffix(')') else {
+                return Err(format!("rule {text:?}: missing the closing parenthesis"));
+            };
+            (&text[..open], Some(inner))
+        }
     };
-    Regex::new(&re)
-}
-
-/// The parts of a call that rules look at: each command of a Bash command
-/// line, or the file path of a file tool. Empty when there is nothing to
-/// narrow on (the rule's tool name decides alone).
-pub fn parts(tool: &str, args: &Value, root: &Path) -> Vec<String> {
-    match tool {
-        "Bash" => args
-            .get("command")
-            .and_then(Value::as_str)
-            .map(split_commands)
-            .unwrap_or_default(),
-        _ => args
-            .get("file_path")
-            .or_else(|| args.get("path"))
-            .and_then(Value::as_str)
-            .map(|p| vec![crate::tools::resolve(root, p).display().to_string()])
-            .unwrap_or_default(),
+    if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(format!("rule {text:?}: {tool:?} is not a tool name"));
     }
+    Ok((tool, pattern))
 }
 
-/// Splits a command line into its commands at `;`, `&&`, `||`, `|`, `&`
-/// and newlines outside quotes, dropping leading `NAME=value` assignments.
-pub fn split_commands(line: &str) -> Vec<String> {
-    let mut commands = Vec::new();
-    let mut current = String::new();
-    let mut quote: Option<char> = None;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some(q), c) if c == q => {
-                quote = None;
-                current.push(c);
-            }
-            (Some(_), '\\') => {
-                current.push(c);
-                if let Some(n) = chars.next() {
-                    current.push(n);
-                }
-            }
-            (Some(_), c) => current.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                current.push(c);
-            }
-            (None, '\\') => {
-                current.push(c);
-                if let Some(n) = chars.next() {
-                    current.push(n);
-                }
-            }
-            (None, ';' | '\n' | '|' | '&') => {
-                if matches!(chars.peek(), Some('&' | '|')) {
-                    chars.next();
-                }
-                commands.push(std::mem::take(&mut current));
-            }
-            (None, c) => current.push(c),
+/// The globs of a path rule made absolute, in Claude Code's forms, once for
+/// the base as given and once for it with symlinks resolved.
+fn anchor(pattern: &str, a: Anchors<'_>) -> Vec<PathBuf> {
+    let (base, rest): (Option<&Path>, &str) = if let Some(rest) = pattern.strip_prefix("//") {
+        (Some(Path::new("/")), rest)
+    } else if let Some(rest) = pattern.strip_prefix("~/") {
+        match a.home {
+            Some(h) => (Some(h), rest),
+            None => (None, pattern),
         }
+    } else if let Some(rest) = pattern.strip_prefix('/') {
+        (Some(a.project), rest)
+    } else {
+        (Some(a.cwd), pattern.strip_prefix("./").unwrap_or(pattern))
+    };
+    let Some(base) = base else {
+        return vec![PathBuf::from(pattern)];
+    };
+    // gitignore's rule: a pattern without a slash matches at any depth.
+    let rest = if !pattern.contains('/') && !rest.starts_with("**") {
+        format!("**/{rest}")
+    } else {
+        rest.to_owned()
+    };
+    let mut out = vec![base.join(&rest)];
+    let real = crate::tools::resolve_links(base);
+    if real != base {
+        out.push(real.join(&rest));
     }
-    commands.push(current);
-    commands
+    out
+}
+
+/// A Bash rule's pattern: `prefix:*` (the prefix alone or followed by a
+/// space and anything), or a glob. The pattern is read as shell words, so
+/// its quoting does not matter (`-m "x"` is `-m x`), and `*` stays a
+/// wildcard wherever it is.
+fn command_pattern(p: &str) -> Vec<Vec<Tok>> {
+    if let Some(prefix) = p.strip_suffix(":*") {
+        let base = glob_tokens(prefix.trim_end());
+        let mut with = base.clone();
+        with.extend([Tok::Ch(' '), Tok::Star]);
+        vec![base, with]
+    } else {
+        vec![glob_tokens(p)]
+    }
+}
+
+/// Stands for `*` while a pattern is read as shell words.
+const STAR: char = '\u{E000}';
+
+fn glob_tokens(p: &str) -> Vec<Tok> {
+    let marked = p.replace('*', &STAR.to_string());
+    let script = shell::parse(&marked);
+    let words = match script.commands.as_slice() {
+        [only]
+            if script.unreadable.is_none()
+                && script.redirects.is_empty()
+                && only.words.iter().all(|w| w.text().is_some()) =>
+        {
+            Some(&only.words)
+        }
+        _ => None,
+    };
+    let tokens = match words {
+        Some(words) => render(words, false, true),
+        None => p
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .chars()
+            .map(Tok::Ch)
+            .collect(),
+    };
+    tokens
         .into_iter()
-        .map(|c| strip_assignments(c.trim()))
-        .filter(|c| !c.is_empty())
+        .map(|t| if t == Tok::Ch(STAR) { Tok::Star } else { t })
         .collect()
 }
 
-fn strip_assignments(command: &str) -> String {
-    let mut rest = command;
-    loop {
-        let word_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-        let word = &rest[..word_end];
-        let is_assignment = word.split_once('=').is_some_and(|(name, _)| {
-            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        });
-        if is_assignment && word_end < rest.len() {
-            rest = rest[word_end..].trim_start();
-        } else {
-            return rest.to_owned();
+/// A command's words as one line: joined by single spaces, the name's
+/// basename if `basename`, and words that need them in single quotes if
+/// `quoted` (so argument boundaries show). Parts known only at run time
+/// are [`Tok::Star`].
+fn render(words: &[shell::Word], basename: bool, quoted: bool) -> Vec<Tok> {
+    let mut out = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            out.push(Tok::Ch(' '));
+        }
+        match w.text() {
+            Some(t) => {
+                let t = if i == 0 && basename {
+                    t.rsplit('/').next().unwrap_or(&t).to_owned()
+                } else {
+                    t
+                };
+                if quoted && shell::needs_quotes(&t) {
+                    out.push(Tok::Ch('\''));
+                    for c in t.chars() {
+                        if c == '\'' {
+                            out.extend("'\\''".chars().map(Tok::Ch));
+                        } else {
+                            out.push(Tok::Ch(c));
+                        }
+                    }
+                    out.push(Tok::Ch('\''));
+                } else {
+                    out.extend(t.chars().map(Tok::Ch));
+                }
+            }
+            None => {
+                for p in &w.0 {
+                    match p {
+                        Piece::Lit(s) => out.extend(s.chars().map(Tok::Ch)),
+                        Piece::Any => out.push(Tok::Star),
+                    }
+                }
+            }
         }
     }
+    out
+}
+
+/// Whether pattern `p` matches every value `t` can take (a `Star` in `t`
+/// is matched only by a `Star` in `p`).
+fn covers(p: &[Tok], t: &[Tok]) -> bool {
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        match p.get(pi) {
+            Some(Tok::Star) => {
+                star = Some((pi, ti));
+                pi += 1;
+            }
+            Some(Tok::Ch(c)) if t[ti] == Tok::Ch(*c) => {
+                pi += 1;
+                ti += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    pi = sp + 1;
+                    ti = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi.min(p.len())..].iter().all(|t| *t == Tok::Star)
+}
+
+/// Whether some line is matched both by pattern `p` and by `t` (whose
+/// `Star`s are unknown parts).
+fn overlaps(p: &[Tok], t: &[Tok]) -> bool {
+    if !t.contains(&Tok::Star) {
+        return covers(p, t);
+    }
+    let (m, n) = (p.len(), t.len());
+    let mut reach = vec![false; (m + 1) * (n + 1)];
+    let at = |i: usize, j: usize| i * (n + 1) + j;
+    reach[0] = true;
+    for i in 0..=m {
+        for j in 0..=n {
+            if !reach[at(i, j)] {
+                continue;
+            }
+            let ps = p.get(i) == Some(&Tok::Star);
+            let ts = t.get(j) == Some(&Tok::Star);
+            if ps {
+                reach[at(i + 1, j)] = true;
+                if j < n {
+                    reach[at(i, j + 1)] = true;
+                }
+            }
+            if ts {
+                reach[at(i, j + 1)] = true;
+                if i < m {
+                    reach[at(i + 1, j)] = true;
+                }
+            }
+            if let (Some(Tok::Ch(a)), Some(Tok::Ch(b))) = (p.get(i), t.get(j))
+                && a == b
+            {
+                reach[at(i + 1, j + 1)] = true;
+            }
+        }
+    }
+    reach[at(m, n)]
+}
+
+/// Whether a Bash deny/ask rule could match some command of the line.
+fn bash_hit(rule: &Rule, script: &Script) -> bool {
+    let alts = match &rule.pattern {
+        None => return true,
+        Some(Pattern::Command(alts)) => alts,
+        Some(Pattern::ExactCommand(_) | Pattern::Path(_) | Pattern::ExactPath(_)) => return false,
+    };
+    for c in script.all_commands() {
+        let mut lines = vec![
+            render(&c.words, false, false),
+            render(&c.words, false, true),
+            render(&c.words, true, false),
+        ];
+        if c.loose {
+            for i in 1..c.words.len() {
+                lines.push(render(&c.words[i..], true, false));
+            }
+        }
+        if lines.iter().any(|l| alts.iter().any(|a| overlaps(a, l))) {
+            return true;
+        }
+        if matches!(c.runs, Runs::Unknown { anything: true, .. }) {
+            return true;
+        }
+    }
+    script
+        .all_unreadable()
+        .iter()
+        .any(|raw| unreadable_hit(alts, raw))
+}
+
+/// For a line the parser could not read: whether a rule's command name
+/// appears in it as a word (quotes and backslashes ignored), or the rule
+/// starts with `*`.
+fn unreadable_hit(alts: &[Vec<Tok>], raw: &str) -> bool {
+    let cleaned: String = raw
+        .chars()
+        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+        .collect();
+    let words: Vec<&str> = cleaned
+        .split(|c: char| !(c.is_alphanumeric() || "_-./+:@%".contains(c)))
+        .filter(|w| !w.is_empty())
+        .map(|w| w.rsplit('/').next().unwrap_or(w))
+        .collect();
+    alts.iter().any(|a| {
+        let first: String = a
+            .iter()
+            .map_while(|t| match t {
+                Tok::Ch(' ') | Tok::Star => None,
+                Tok::Ch(c) => Some(*c),
+            })
+            .collect();
+        let first = first.rsplit('/').next().unwrap_or(&first).to_owned();
+        first.is_empty() || words.contains(&first.as_str())
+    })
+}
+
+/// Variables whose value changes what a command runs or loads.
+const RISKY_VARIABLES: [&str; 24] = [
+    "PATH",
+    "IFS",
+    "ENV",
+    "BASH_ENV",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "CDPATH",
+    "PAGER",
+    "MANPAGER",
+    "EDITOR",
+    "VISUAL",
+    "BROWSER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "NODE_OPTIONS",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PERL5OPT",
+    "PERL5LIB",
+    "RUBYOPT",
+    "RUSTC_WRAPPER",
+    "JAVA_TOOL_OPTIONS",
+];
+const RISKY_PREFIXES: [&str; 6] = [
+    "LD_",
+    "DYLD_",
+    "GIT_",
+    "npm_config_",
+    "NPM_CONFIG_",
+    "CARGO_",
+];
+
+/// Whether assigning this variable can change what runs.
+pub fn risky_variable(name: &str) -> bool {
+    RISKY_VARIABLES.contains(&name) || RISKY_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// Builtins that run nothing and change nothing outside the shell: a line
+/// of allowed commands may contain them.
+const INERT: [&str; 10] = [
+    "true", "false", ":", "test", "[", "cd", "pushd", "popd", "echo", "pwd",
+];
+
+/// What the policy needs to know about the session to judge paths.
+struct Scope<'a> {
+    root: &'a Path,
+    real_root: PathBuf,
+    home: Option<&'a Path>,
+}
+
+impl Scope<'_> {
+    fn inside(&self, p: &Path) -> bool {
+        p.starts_with(self.root) || p.starts_with(&self.real_root)
+    }
+
+    /// A path a command names, as written and as it resolves.
+    fn command_paths(&self, word: &str, dirs: &[PathBuf]) -> Vec<PathBuf> {
+        let expanded = match (word.strip_prefix("~/"), self.home) {
+            (Some(rest), Some(h)) => h.join(rest),
+            _ if word == "~" => self.home.map(Path::to_owned).unwrap_or_else(|| word.into()),
+            _ => PathBuf::from(word),
+        };
+        let mut out = Vec::new();
+        let bases: Vec<&Path> = if expanded.is_absolute() {
+            vec![Path::new("/")]
+        } else {
+            std::iter::once(self.root)
+                .chain(dirs.iter().map(PathBuf::as_path))
+                .collect()
+        };
+        for base in bases {
+            let lexical = crate::tools::resolve(base, &expanded.to_string_lossy());
+            let real = crate::tools::resolve_links(&lexical);
+            if real != lexical {
+                out.push(real);
+            }
+            out.push(lexical);
+        }
+        out
+    }
+}
+
+/// What rules look at in a call.
+enum View {
+    /// A Bash line, read.
+    Bash { script: Box<Script>, line: String },
+    /// A file tool's path: `targets` as it resolves (what the tool will
+    /// open), `all` with the spellings it was given as well.
+    Paths {
+        targets: Vec<PathBuf>,
+        all: Vec<PathBuf>,
+    },
+    /// A tool without a command or path.
+    Other,
+}
+
+fn view(tool: &str, args: &Value, spelled: &[PathBuf], root: &Path) -> View {
+    match tool {
+        "Bash" => {
+            let line = args.get("command").and_then(Value::as_str).unwrap_or("");
+            View::Bash {
+                script: Box::new(shell::parse(line)),
+                line: line.trim().to_owned(),
+            }
+        }
+        t if PATH_TOOLS.contains(&t) => {
+            let key = if matches!(t, "Glob" | "Grep") {
+                "path"
+            } else {
+                "file_path"
+            };
+            let targets = match args.get(key).and_then(Value::as_str) {
+                Some(p) => vec![crate::tools::resolve_links(&crate::tools::resolve(root, p))],
+                None if matches!(t, "Glob" | "Grep") => vec![root.to_owned()],
+                None => Vec::new(),
+            };
+            let mut all = targets.clone();
+            all.extend(spelled.iter().filter(|s| !targets.contains(s)).cloned());
+            View::Paths { targets, all }
+        }
+        _ => View::Other,
+    }
+}
+
+/// A deny or ask rule of `rules` that matches the call.
+fn any_match<'r>(rules: &'r [Rule], tool: &str, view: &View) -> Option<&'r Rule> {
+    rules.iter().find(|r| {
+        r.names(tool)
+            && match view {
+                _ if r.pattern.is_none() => true,
+                View::Bash { script, .. } => bash_hit(r, script),
+                View::Paths { all, .. } => all.iter().any(|p| r.matches_path(p)),
+                View::Other => false,
+            }
+    })
+}
+
+/// How far allow rules cover a Bash line: the first rule used, and what
+/// is not covered.
+#[derive(Default)]
+struct Coverage<'r> {
+    by: Option<&'r Rule>,
+    gaps: Vec<String>,
+}
+
+impl Coverage<'_> {
+    fn gap(&mut self, text: String) {
+        if !self.gaps.contains(&text) {
+            self.gaps.push(text);
+        }
+    }
+}
+
+fn bash_cover<'r>(rules: &'r [Rule], script: &Script, scope: &Scope<'_>) -> Coverage<'r> {
+    let mut cov = Coverage::default();
+    script_cover(rules, script, &mut cov);
+    for name in script.all_assigned() {
+        if risky_variable(name) {
+            cov.gap(format!("sets {name}, which changes what runs"));
+        }
+    }
+    let dirs = script.all_dirs();
+    for r in script.all_redirects().into_iter().filter(|r| r.writes) {
+        let Some(target) = r.target.text() else {
+            cov.gap(format!(
+                "writes to a file named only when it runs (`{}`)",
+                r.target.display()
+            ));
+            continue;
+        };
+        let relative_after_cd =
+            !target.starts_with('/') && !target.starts_with('~') && !dirs.is_empty();
+        let paths = scope.command_paths(&target, &[]);
+        let allowed = !relative_after_cd
+            && !paths.is_empty()
+            && paths.iter().all(|p| {
+                protected(p, scope.home).is_none()
+                    && rules.iter().any(|rule| {
+                        (rule.names("Write") || rule.names("Edit"))
+                            && matches!(rule.pattern, Some(Pattern::Path(_)))
+                            && rule.matches_path(p)
+                    })
+            });
+        if !allowed {
+            cov.gap(format!("writes to `{target}`"));
+        }
+    }
+    cov
+}
+
+fn script_cover<'r>(rules: &'r [Rule], script: &Script, cov: &mut Coverage<'r>) -> bool {
+    let mut all = true;
+    if let Some(why) = &script.unreadable {
+        cov.gap(format!("candor cannot read all of it ({why})"));
+        all = false;
+    }
+    for o in &script.opaque {
+        cov.gap(o.reason.clone());
+        all = false;
+    }
+    for c in &script.commands {
+        all &= command_cover(rules, c, cov);
+    }
+    all
+}
+
+fn command_cover<'r>(rules: &'r [Rule], c: &Command, cov: &mut Coverage<'r>) -> bool {
+    let Some(name) = c.basename() else {
+        cov.gap(format!(
+            "runs a command whose name is only known when it runs (`{}`)",
+            c.display()
+        ));
+        return false;
+    };
+    if INERT.contains(&name.as_str()) && c.wrapper.is_none() && !c.loose {
+        return true;
+    }
+    let direct = rules
+        .iter()
+        .find(|r| r.tool == "Bash" && direct_cover(r, c));
+    let ok = match (&c.runs, c.wrapper) {
+        (Runs::Unknown { reason, .. }, _) => {
+            cov.gap(reason.clone());
+            return false;
+        }
+        _ if c.loose => direct.is_some(),
+        (Runs::Itself, _) => direct.is_some(),
+        (Runs::Command(inner), Some(WrapperKind::Driver)) => {
+            let inner_ok = command_cover(rules, inner, cov);
+            direct.is_some() && inner_ok
+        }
+        (Runs::Command(_), Some(WrapperKind::Elevating)) => direct.is_some(),
+        (Runs::Command(inner), _) => direct.is_some() || command_cover(rules, inner, cov),
+        (Runs::Script(s), _) => direct.is_some() || script_cover(rules, s, cov),
+    };
+    if let Some(r) = direct {
+        cov.by.get_or_insert(r);
+    }
+    if !ok && direct.is_none() {
+        let shown = shorten(&c.display(), 80);
+        cov.gap(if c.substituted {
+            format!("runs a command substitution: `{shown}`")
+        } else {
+            format!("runs `{shown}`, which no allow rule covers")
+        });
+    }
+    ok
+}
+
+/// Whether an allow rule covers a command exactly as it will run: the name
+/// as written (or its basename when it is a system directory's program).
+fn direct_cover(rule: &Rule, c: &Command) -> bool {
+    let alts = match &rule.pattern {
+        None => return true,
+        Some(Pattern::Command(alts)) => alts,
+        _ => return false,
+    };
+    let name = c.name().unwrap_or_default();
+    let system = [
+        "/bin/",
+        "/usr/bin/",
+        "/usr/local/bin/",
+        "/sbin/",
+        "/usr/sbin/",
+    ]
+    .iter()
+    .any(|d| name.strip_prefix(d).is_some_and(|rest| !rest.contains('/')));
+    let mut lines = vec![render(&c.words, false, true)];
+    if system {
+        lines.push(render(&c.words, true, true));
+    }
+    lines.iter().any(|l| alts.iter().any(|a| covers(a, l)))
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        format!("{}…", s.chars().take(max).collect::<String>())
+    }
+}
+
+/// Why a path is protected: candor always asks before anything writes
+/// there (in every mode), because what is written there runs code or
+/// changes what candor and the user's tools allow.
+pub fn protected(path: &Path, home: Option<&Path>) -> Option<&'static str> {
+    use std::path::Component;
+    const DIRS: [(&str, &str); 8] = [
+        (".git", "the repository's own files (hooks, config)"),
+        (".claude", "Claude Code's settings and hooks"),
+        (".codex", "Codex's settings and hooks"),
+        (".candor", "candor's own settings"),
+        (".vscode", "editor settings and tasks"),
+        (".idea", "editor settings"),
+        (".husky", "git hooks"),
+        (".ssh", "SSH keys and configuration"),
+    ];
+    const FILES: [(&str, &str); 2] = [
+        (".envrc", "direnv runs it on entering the directory"),
+        (".mcp.json", "MCP servers it lists are started as commands"),
+    ];
+    const HOME_FILES: [&str; 10] = [
+        ".bashrc",
+        ".bash_profile",
+        ".bash_login",
+        ".profile",
+        ".zshrc",
+        ".zprofile",
+        ".zshenv",
+        ".zlogin",
+        ".gitconfig",
+        ".npmrc",
+    ];
+    for c in path.components() {
+        if let Component::Normal(name) = c
+            && let Some((_, why)) = DIRS.iter().find(|(d, _)| name == *d)
+        {
+            return Some(why);
+        }
+    }
+    let name = path.file_name()?.to_str()?;
+    if let Some((_, why)) = FILES.iter().find(|(f, _)| *f == name) {
+        return Some(why);
+    }
+    if let Some(h) = home
+        && path.parent() == Some(h)
+        && HOME_FILES.contains(&name)
+    {
+        return Some("a shell or tool start-up file in the home directory");
+    }
+    None
 }
 
 /// The configured rules.
@@ -293,40 +874,19 @@ pub struct Rules {
     pub allow: Vec<Rule>,
     pub ask: Vec<Rule>,
     pub deny: Vec<Rule>,
+    /// Deny rules that could not be read, by the tool they name (`*` when
+    /// even that is unclear): calls of that tool always ask.
+    pub broken_deny: Vec<(String, String)>,
+    /// The user's home directory (protected start-up files, `~` in paths).
+    pub home: Option<PathBuf>,
 }
 
-impl Rule {
-    /// Whether this rule matches the call (as a deny or ask rule would: any
-    /// command of a compound Bash command is enough). Claude Code's `if`
-    /// filter on hooks uses this.
-    pub fn matches_call(&self, tool: &str, args: &Value, root: &Path) -> bool {
-        any_match(std::slice::from_ref(self), tool, &parts(tool, args, root)).is_some()
+impl Rules {
+    /// Records a deny rule that cannot be read: it fails closed.
+    pub fn deny_unreadable(&mut self, text: &str) {
+        let tool = Rule::tool_of(text).unwrap_or("*").to_owned();
+        self.broken_deny.push((tool, text.to_owned()));
     }
-}
-
-/// A rule of `rules` that matches any part of the call.
-fn any_match<'r>(rules: &'r [Rule], tool: &str, parts: &[String]) -> Option<&'r Rule> {
-    rules
-        .iter()
-        .find(|r| r.names(tool) && (r.pattern.is_none() || parts.iter().any(|p| r.matches_part(p))))
-}
-
-/// A rule that covers every part of the call (an allow needs all).
-fn cover<'r>(rules: &'r [Rule], tool: &str, parts: &[String]) -> Option<&'r Rule> {
-    if let Some(r) = rules.iter().find(|r| r.names(tool) && r.pattern.is_none()) {
-        return Some(r);
-    }
-    if parts.is_empty() {
-        return None;
-    }
-    let mut first = None;
-    for part in parts {
-        let rule = rules
-            .iter()
-            .find(|r| r.names(tool) && r.matches_part(part))?;
-        first.get_or_insert(rule);
-    }
-    first
 }
 
 /// What happens to a call after hooks, rules and mode.
@@ -348,21 +908,38 @@ pub struct HookVerdict {
     pub reason: Option<String>,
 }
 
+/// The call a decision is about.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    pub tool: &'a str,
+    /// The effective arguments (paths absolute and resolved).
+    pub args: &'a Value,
+    /// The paths as they were written (made absolute, not resolved), when
+    /// they differ from the arguments'.
+    pub spelled: &'a [PathBuf],
+}
+
 /// Decides a call, in this order: a denying hook; a deny rule; plan mode
-/// for a tool that changes things; an ask rule; an asking hook;
-/// bypassPermissions; an allowing hook; an allow rule or a session grant;
-/// then the tool's default (reads inside the project run, edits inside the
-/// project run in acceptEdits, everything else asks).
+/// for a tool that changes things; a protected path; a Bash line naming a
+/// path a deny rule forbids; an ask rule; an asking hook; a deny rule that
+/// cannot be read; bypassPermissions; an allowing hook; an allow rule or a
+/// session grant; then the tool's default (reads inside the project run,
+/// edits inside the project run in acceptEdits, everything else asks).
 pub fn decide(
-    tool: &str,
-    args: &Value,
+    call: Subject<'_>,
     hooks: &HookVerdict,
     mode: Mode,
     rules: &Rules,
     grants: &[Rule],
     root: &Path,
 ) -> Disposition {
-    let parts = parts(tool, args, root);
+    let tool = call.tool;
+    let view = view(tool, call.args, call.spelled, root);
+    let scope = Scope {
+        root,
+        real_root: crate::tools::resolve_links(root),
+        home: rules.home.as_deref(),
+    };
     let hook = || format!("hook:{}", hooks.by.clone().unwrap_or_default());
     if hooks.verdict == Verdict::Deny {
         return Disposition::Deny {
@@ -373,10 +950,19 @@ pub fn decide(
                 .unwrap_or_else(|| "a hook blocked this call".into()),
         };
     }
-    if let Some(rule) = any_match(&rules.deny, tool, &parts) {
+    if let Some(rule) = any_match(&rules.deny, tool, &view) {
+        let why = match &view {
+            View::Bash { script, .. } if !script.all_unreadable().is_empty() => {
+                " (candor cannot read the whole command, and the rule's command may be in it)"
+            }
+            View::Bash { script, .. } if !script.all_opaque().is_empty() => {
+                " (part of the command is only known when it runs, and could be what the rule denies)"
+            }
+            _ => "",
+        };
         return Disposition::Deny {
             by: format!("rule:{rule}"),
-            reason: format!("the permission rule {rule} denies this call"),
+            reason: format!("the permission rule {rule} denies this call{why}"),
         };
     }
     let known = Tool::from_name(tool);
@@ -387,7 +973,23 @@ pub fn decide(
             reason: "plan mode allows only tools that change nothing".into(),
         };
     }
-    if let Some(rule) = any_match(&rules.ask, tool, &parts) {
+    if let Some(reason) = protected_write(tool, &view, &scope) {
+        return Disposition::Ask {
+            by: "protected".into(),
+            reason: Some(reason),
+        };
+    }
+    if let View::Bash { script, .. } = &view
+        && let Some((word, rule)) = names_denied_path(script, &rules.deny, &scope)
+    {
+        return Disposition::Ask {
+            by: format!("rule:{rule}"),
+            reason: Some(format!(
+                "the command names `{word}`, which the permission rule {rule} denies"
+            )),
+        };
+    }
+    if let Some(rule) = any_match(&rules.ask, tool, &view) {
         return Disposition::Ask {
             by: format!("rule:{rule}"),
             reason: Some(format!("the permission rule {rule} asks for this call")),
@@ -399,6 +1001,16 @@ pub fn decide(
             reason: hooks.reason.clone(),
         };
     }
+    if let Some((_, text)) = rules.broken_deny.iter().find(|(t, _)| {
+        t == "*" || t == tool || (t == "Edit" && known.is_some_and(Tool::edits_files))
+    }) {
+        return Disposition::Ask {
+            by: format!("rule:{text}"),
+            reason: Some(format!(
+                "the deny rule {text} cannot be read, so candor asks before every call it might have denied"
+            )),
+        };
+    }
     if mode == Mode::BypassPermissions {
         return Disposition::Run {
             by: "mode:bypassPermissions".into(),
@@ -407,20 +1019,77 @@ pub fn decide(
     if hooks.verdict == Verdict::Allow {
         return Disposition::Run { by: hook() };
     }
-    if let Some(rule) = cover(&rules.allow, tool, &parts) {
-        return Disposition::Run {
-            by: format!("rule:{rule}"),
-        };
-    }
-    if let Some(rule) = cover(grants, tool, &parts) {
-        return Disposition::Run {
-            by: format!("grant:{rule}"),
-        };
+    let mut partial = None;
+    match &view {
+        View::Bash { script, line } => {
+            let cov = bash_cover(&rules.allow, script, &scope);
+            if cov.gaps.is_empty()
+                && let Some(rule) = cov.by
+            {
+                return Disposition::Run {
+                    by: format!("rule:{rule}"),
+                };
+            }
+            if let Some(g) = grants.iter().find(|g| {
+                g.tool == "Bash"
+                    && matches!(&g.pattern, Some(Pattern::ExactCommand(c)) if c == line)
+            }) && script.all_opaque().is_empty()
+                && !script.all_assigned().iter().any(|n| risky_variable(n))
+            {
+                return Disposition::Run {
+                    by: format!("grant:{g}"),
+                };
+            }
+            if let Some(rule) = cov.by {
+                partial = Some(format!(
+                    "the permission rule {rule} covers part of this command, but it also {}",
+                    cov.gaps.join("; it also ")
+                ));
+            } else if let Some(gap) = cov
+                .gaps
+                .iter()
+                .find(|g| g.starts_with("candor cannot read"))
+            {
+                partial = Some(format!("commands ask before they run, and {gap}"));
+            }
+        }
+        View::Paths { targets, .. } => {
+            let covers = |r: &&Rule| {
+                r.names(tool) && !targets.is_empty() && targets.iter().all(|p| r.matches_path(p))
+            };
+            if let Some(rule) = rules.allow.iter().find(covers) {
+                return Disposition::Run {
+                    by: format!("rule:{rule}"),
+                };
+            }
+            if let Some(rule) = grants.iter().find(covers) {
+                return Disposition::Run {
+                    by: format!("grant:{rule}"),
+                };
+            }
+        }
+        View::Other => {
+            if let Some(rule) = rules
+                .allow
+                .iter()
+                .find(|r| r.names(tool) && r.pattern.is_none())
+            {
+                return Disposition::Run {
+                    by: format!("rule:{rule}"),
+                };
+            }
+        }
     }
     // Tools without paths (a plan, a background shell's output) are inside
-    // by definition.
-    // (A command's parts are commands, not paths.)
-    let inside = tool == "Bash" || parts.iter().all(|p| Path::new(p).starts_with(root));
+    // by definition; a path is inside only if it is as written and as it
+    // resolves.
+    let (inside, escapes) = match &view {
+        View::Paths { all, targets } => (
+            all.iter().all(|p| scope.inside(p)),
+            targets.iter().any(|p| !scope.inside(p)) && all.iter().any(|p| scope.inside(p)),
+        ),
+        _ => (true, false),
+    };
     if read_only && inside {
         return Disposition::Run {
             by: "default".into(),
@@ -431,41 +1100,154 @@ pub fn decide(
             by: "mode:acceptEdits".into(),
         };
     }
-    let reason = if !inside {
-        "the path is outside the project"
+    let reason = if let Some(p) = partial {
+        p
+    } else if escapes {
+        "the path leads outside the project through a symbolic link".to_owned()
+    } else if !inside {
+        "the path is outside the project".to_owned()
     } else if known.is_some_and(Tool::edits_files) {
         "edits ask before they change a file (acceptEdits mode lets edits inside the project run)"
+            .to_owned()
     } else {
         "commands ask before they run (an allow rule, or a session grant from \"Always allow\", lets them run)"
+            .to_owned()
     };
-    let reason = Some(reason.to_owned());
     Disposition::Ask {
         by: "default".into(),
-        reason,
+        reason: Some(reason),
     }
 }
 
+/// Why a call that writes is about a protected path.
+fn protected_write(tool: &str, view: &View, scope: &Scope<'_>) -> Option<String> {
+    match view {
+        View::Paths { all, .. } if Tool::from_name(tool).is_some_and(Tool::edits_files) => {
+            all.iter().find_map(|p| {
+                protected(p, scope.home).map(|why| {
+                    format!(
+                        "{} is a protected path ({why}); candor always asks before changing it",
+                        p.display()
+                    )
+                })
+            })
+        }
+        View::Bash { script, .. } => {
+            let dirs = script_dirs(script, scope);
+            script
+                .all_redirects()
+                .into_iter()
+                .filter(|r| r.writes)
+                .find_map(|r| {
+                    let t = r.target.text()?;
+                    scope.command_paths(&t, &dirs).into_iter().find_map(|p| {
+                        protected(&p, scope.home).map(|why| {
+                            format!(
+                                "the command writes to `{t}`, a protected path ({why}); candor always asks before changing it"
+                            )
+                        })
+                    })
+                })
+        }
+        _ => None,
+    }
+}
+
+/// The static directories a line changes to, resolved.
+fn script_dirs(script: &Script, scope: &Scope<'_>) -> Vec<PathBuf> {
+    script
+        .all_dirs()
+        .into_iter()
+        .filter_map(|w| w.text())
+        .flat_map(|d| scope.command_paths(&d, &[]))
+        .collect()
+}
+
+/// A word of the line (an argument, an option's value or a redirection)
+/// that names a path a path deny rule forbids.
+fn names_denied_path<'r>(
+    script: &Script,
+    deny: &'r [Rule],
+    scope: &Scope<'_>,
+) -> Option<(String, &'r Rule)> {
+    let path_rules: Vec<&Rule> = deny
+        .iter()
+        .filter(|r| {
+            PATH_TOOLS.contains(&r.tool.as_str()) && matches!(r.pattern, Some(Pattern::Path(_)))
+        })
+        .collect();
+    if path_rules.is_empty() {
+        return None;
+    }
+    let dirs = script_dirs(script, scope);
+    let mut words: Vec<String> = Vec::new();
+    for c in script.all_commands() {
+        for w in c.words.iter().skip(1).filter_map(shell::Word::text) {
+            if let Some((_, value)) = w.split_once('=').filter(|_| w.starts_with('-')) {
+                words.push(value.to_owned());
+            } else if !w.starts_with('-') {
+                words.push(w);
+            }
+        }
+    }
+    words.extend(
+        script
+            .all_redirects()
+            .iter()
+            .filter_map(|r| r.target.text()),
+    );
+    for w in words.iter().filter(|w| !w.is_empty()) {
+        for p in scope.command_paths(w, &dirs) {
+            if let Some(rule) = path_rules.iter().find(|r| r.matches_path(&p)) {
+                return Some((w.clone(), rule));
+            }
+        }
+    }
+    None
+}
+
 /// The session grant an "allow always" answer creates: this tool with
-/// exactly these arguments' command or path (never "anything").
-pub fn grant_for(tool: &str, args: &Value, root: &Path) -> Option<Rule> {
-    let text = match tool {
-        "Bash" => {
-            let command = args.get("command")?.as_str()?.trim();
-            // Glob metacharacters in the command must match themselves.
-            if command.contains('*') || command.contains('(') || command.contains(')') {
-                return None;
-            }
-            format!("Bash({command})")
-        }
-        _ => {
-            let path = parts(tool, args, root).into_iter().next()?;
-            if path.contains(['*', '?', '[', '{', '(', ')']) {
-                return None;
-            }
-            format!("{tool}({path})")
-        }
+/// exactly this command line or path (never a pattern). None when the
+/// call cannot be granted: a line with parts candor cannot see, or a
+/// protected path.
+pub fn grant_for(tool: &str, args: &Value, root: &Path, home: Option<&Path>) -> Option<Rule> {
+    let scope = Scope {
+        root,
+        real_root: crate::tools::resolve_links(root),
+        home,
     };
-    Rule::parse(&text, root, None).ok()
+    match view(tool, args, &[], root) {
+        View::Bash { script, line } => {
+            if line.is_empty()
+                || !script.all_opaque().is_empty()
+                || script.all_assigned().iter().any(|n| risky_variable(n))
+                || protected_write(
+                    tool,
+                    &View::Bash {
+                        script,
+                        line: line.clone(),
+                    },
+                    &scope,
+                )
+                .is_some()
+            {
+                return None;
+            }
+            Rule::grant(&format!("Bash({line})")).ok()
+        }
+        View::Paths { targets, .. } => {
+            let [path] = targets.as_slice() else {
+                return None;
+            };
+            if Tool::from_name(tool).is_some_and(Tool::edits_files)
+                && protected(path, home).is_some()
+            {
+                return None;
+            }
+            Rule::grant(&format!("{tool}({})", path.display())).ok()
+        }
+        View::Other => None,
+    }
 }
 
 #[cfg(test)]
@@ -485,74 +1267,254 @@ mod tests {
         }
     }
 
+    fn rules(allow: &[&str], ask: &[&str], deny: &[&str]) -> Rules {
+        Rules {
+            allow: allow.iter().map(|r| rule(r)).collect(),
+            ask: ask.iter().map(|r| rule(r)).collect(),
+            deny: deny.iter().map(|r| rule(r)).collect(),
+            home: Some("/home/u".into()),
+            ..Rules::default()
+        }
+    }
+
     fn decide_with(tool: &str, args: Value, rules: &Rules, mode: Mode) -> Disposition {
-        decide(tool, &args, &no_hooks(), mode, rules, &[], Path::new("/p"))
+        let call = Subject {
+            tool,
+            args: &args,
+            spelled: &[],
+        };
+        decide(call, &no_hooks(), mode, rules, &[], Path::new("/p"))
+    }
+
+    fn bash(command: &str, rules: &Rules, mode: Mode) -> Disposition {
+        decide_with("Bash", json!({ "command": command }), rules, mode)
+    }
+
+    fn runs(d: &Disposition) -> bool {
+        matches!(d, Disposition::Run { .. })
+    }
+
+    fn denied(d: &Disposition) -> bool {
+        matches!(d, Disposition::Deny { .. })
     }
 
     #[test]
-    fn command_rules() {
-        let parts = |c: &str| split_commands(c);
-        assert_eq!(
-            parts("FOO=1 BAR=2 npm test && git status; ls | wc -l"),
-            ["npm test", "git status", "ls", "wc -l"]
-        );
-        assert_eq!(parts("echo 'a; b' && x"), ["echo 'a; b'", "x"]);
-        assert!(rule("Bash(npm run test:*)").matches_part("npm run test --watch"));
-        assert!(rule("Bash(npm run test:*)").matches_part("npm run test"));
-        assert!(!rule("Bash(npm run test:*)").matches_part("npm run testing"));
-        assert!(rule("Bash(git *)").matches_part("git push origin main"));
-        assert!(!rule("Bash(git *)").matches_part("gitk"));
-        assert!(rule("Bash(ls)").matches_part("ls"));
-        assert!(!rule("Bash(ls)").matches_part("ls -la"));
+    fn patterns_are_read_as_shell_words() {
+        let m = |r: &str, c: &str| {
+            let script = shell::parse(c);
+            let cmd = &script.commands[0];
+            direct_cover(&rule(r), cmd)
+        };
+        assert!(m("Bash(npm run test:*)", "npm run test --watch"));
+        assert!(m("Bash(npm run test:*)", "npm run test"));
+        assert!(!m("Bash(npm run test:*)", "npm run testing"));
+        assert!(m("Bash(git *)", "git push origin main"));
+        assert!(!m("Bash(git *)", "gitk"));
+        assert!(m("Bash(ls)", "ls"));
+        assert!(!m("Bash(ls)", "ls -la"));
+        assert!(m("Bash(git commit -m \"wip\")", "git commit -m wip"));
+        assert!(m(
+            "Bash(git commit -m 'wip *')",
+            "git commit -m \"wip on x\""
+        ));
+        assert!(!m("Bash(echo hello world)", "'echo hello' world"));
     }
 
     #[test]
-    fn path_rules() {
-        assert!(rule("Read(./secrets/**)").matches_part("/p/secrets/a/b.txt"));
-        assert!(rule("Read(src/*.rs)").matches_part("/p/src/lib.rs"));
-        assert!(!rule("Read(src/*.rs)").matches_part("/p/src/a/lib.rs"));
-        assert!(rule("Read(~/.ssh/**)").matches_part("/home/u/.ssh/id"));
-        assert!(rule("Read(/etc/*)").matches_part("/etc/passwd"));
+    fn star_patterns_cover_and_overlap() {
+        let t = |s: &str| -> Vec<Tok> {
+            s.chars()
+                .map(|c| if c == '*' { Tok::Star } else { Tok::Ch(c) })
+                .collect()
+        };
+        assert!(covers(&t("rm *"), &t("rm -rf x")));
+        assert!(covers(&t("ls *"), &t("ls *")));
+        assert!(!covers(&t("ls -la"), &t("ls *")));
+        assert!(overlaps(&t("rm -rf victim"), &t("* -rf victim")));
+        assert!(overlaps(&t("a*"), &t("*b")));
+        assert!(!overlaps(&t("rm *"), &t("ls *")));
+    }
+
+    #[test]
+    fn path_rules_in_claude_codes_forms() {
+        assert!(rule("Read(./secrets/**)").matches_path(Path::new("/p/secrets/a/b.txt")));
+        assert!(rule("Read(src/*.rs)").matches_path(Path::new("/p/src/lib.rs")));
+        assert!(!rule("Read(src/*.rs)").matches_path(Path::new("/p/src/a/lib.rs")));
+        assert!(rule("Read(~/.ssh/**)").matches_path(Path::new("/home/u/.ssh/id")));
+        assert!(rule("Read(//etc/*)").matches_path(Path::new("/etc/passwd")));
+        assert!(rule("Edit(/src/**)").matches_path(Path::new("/p/src/a.ts")));
+        assert!(!rule("Edit(/src/**)").matches_path(Path::new("/src/a.ts")));
+        assert!(rule("Read(.env)").matches_path(Path::new("/p/sub/.env")));
         assert!(Rule::parse("Bash(x", Path::new("/p"), None).is_err());
         assert!(Rule::parse("Ba sh", Path::new("/p"), None).is_err());
+        let user = Rule::parse_in(
+            "Read(/notes/**)",
+            Anchors {
+                cwd: Path::new("/p"),
+                project: Path::new("/home/u"),
+                home: None,
+            },
+        )
+        .unwrap();
+        assert!(user.matches_path(Path::new("/home/u/notes/a")));
     }
 
     #[test]
-    fn deny_covers_any_part_and_allow_must_cover_all() {
-        let rules = Rules {
-            allow: vec![rule("Bash(echo *)")],
-            ask: vec![],
-            deny: vec![rule("Bash(rm *)")],
+    fn an_allow_rule_runs_a_line_only_when_it_covers_everything() {
+        let r = rules(&["Bash(ls:*)"], &[], &[]);
+        for attack in [
+            "ls $(touch M)",
+            "ls `touch M`",
+            "ls \"$(touch M)\"",
+            "ls <(touch M)",
+            "ls > M",
+            "X=$(touch M) ls",
+            "ls 'x\\' ; touch M ; echo 'y'",
+            "PATH=./evil:$PATH ls",
+            "ls; eval \"$X\"",
+            "$CMD",
+            "ls (",
+        ] {
+            let d = bash(attack, &r, Mode::Default);
+            assert!(matches!(d, Disposition::Ask { .. }), "{attack}: {d:?}");
+        }
+        for fine in [
+            "ls -la",
+            "ls 2>&1 >/dev/null",
+            "cd src && ls",
+            "ls $(ls)",
+            "ls | ls",
+        ] {
+            assert!(runs(&bash(fine, &r, Mode::Default)), "{fine}");
+        }
+        let d = bash("ls $(touch M)", &r, Mode::Default);
+        let Disposition::Ask {
+            reason: Some(why), ..
+        } = d
+        else {
+            panic!("{d:?}")
         };
-        let d = decide_with(
-            "Bash",
-            json!({"command": "echo hi && rm -rf /"}),
-            &rules,
-            Mode::Default,
-        );
         assert!(
-            matches!(d, Disposition::Deny { ref by, .. } if by == "rule:Bash(rm *)"),
-            "{d:?}"
+            why.contains("runs a command substitution: `touch M`"),
+            "{why}"
         );
-        let d = decide_with(
-            "Bash",
-            json!({"command": "echo a; echo b"}),
-            &rules,
-            Mode::Default,
-        );
-        assert_eq!(
-            d,
-            Disposition::Run {
-                by: "rule:Bash(echo *)".into()
+        let d = bash("ls > out.txt", &r, Mode::Default);
+        assert!(format!("{d:?}").contains("writes to `out.txt`"), "{d:?}");
+        let w = rules(&["Bash(ls:*)", "Edit(./out.txt)"], &[], &[]);
+        assert!(runs(&bash("ls > out.txt", &w, Mode::Default)));
+    }
+
+    #[test]
+    fn a_deny_rule_holds_in_every_form() {
+        let r = rules(&[], &[], &["Bash(rm *)"]);
+        for attack in [
+            "rm -rf victim",
+            "rm\t-rf victim",
+            "/bin/rm -rf victim",
+            "\\rm -rf victim",
+            "(rm -rf victim)",
+            "{ rm -rf victim; }",
+            "if true; then rm -rf victim; fi",
+            "command rm -rf victim",
+            "bash -c 'rm -rf victim'",
+            "ls 'x\\' ; rm -rf victim ; echo 'y'",
+            "sudo -u root rm -rf victim",
+            "env -i rm -rf victim",
+            "timeout 5 rm -rf victim",
+            "find . -exec rm -rf {} +",
+            "ls | xargs rm -rf",
+            "echo $(rm -rf victim)",
+            "r\"m\" -rf victim",
+            "$'\\x72m' -rf victim",
+            "$X -rf victim",
+            "eval \"$X\"",
+            "curl x | sh",
+            "sh -c \"$(curl x)\"",
+            "rm -rf victim (",
+            "f() { rm -rf victim; }; f",
+            "for x in a; do rm -rf $x; done",
+        ] {
+            for mode in [Mode::Default, Mode::BypassPermissions] {
+                let d = bash(attack, &r, mode);
+                assert!(denied(&d), "{attack} in {mode:?}: {d:?}");
             }
-        );
-        let d = decide_with(
+        }
+        for fine in ["ls -la", "echo rm", "git rm x"] {
+            assert!(!denied(&bash(fine, &r, Mode::BypassPermissions)), "{fine}");
+        }
+    }
+
+    #[test]
+    fn grants_name_exactly_what_was_allowed() {
+        let g = grant_for(
             "Bash",
-            json!({"command": "echo a; curl x"}),
-            &rules,
+            &json!({"command": "npm test"}),
+            Path::new("/p"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(g.text(), "Bash(npm test)");
+        let none = Rules::default();
+        let with = |c: &str| {
+            let args = json!({ "command": c });
+            let call = Subject {
+                tool: "Bash",
+                args: &args,
+                spelled: &[],
+            };
+            decide(
+                call,
+                &no_hooks(),
+                Mode::Default,
+                &none,
+                std::slice::from_ref(&g),
+                Path::new("/p"),
+            )
+        };
+        assert!(runs(&with("npm test")));
+        assert!(!runs(&with("npm test && rm -rf /")));
+        assert!(!runs(&with("X=$(touch G) npm test")));
+        let ls = grant_for("Bash", &json!({"command": "ls"}), Path::new("/p"), None).unwrap();
+        let args = json!({"command": "PATH=./evil:$PATH ls"});
+        let call = Subject {
+            tool: "Bash",
+            args: &args,
+            spelled: &[],
+        };
+        assert!(!runs(&decide(
+            call,
+            &no_hooks(),
             Mode::Default,
+            &none,
+            &[ls],
+            Path::new("/p")
+        )));
+        assert!(
+            grant_for(
+                "Bash",
+                &json!({"command": "eval \"$X\""}),
+                Path::new("/p"),
+                None
+            )
+            .is_none()
         );
-        assert!(matches!(d, Disposition::Ask { .. }), "{d:?}");
+        let g = grant_for(
+            "Read",
+            &json!({"file_path": "/etc/hosts"}),
+            Path::new("/p"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(g.text(), "Read(/etc/hosts)");
+        assert!(
+            grant_for(
+                "Write",
+                &json!({"file_path": "/p/.git/hooks/pre-commit"}),
+                Path::new("/p"),
+                None
+            )
+            .is_none()
+        );
     }
 
     #[test]
@@ -574,13 +1536,10 @@ mod tests {
             }
         ));
         assert!(matches!(
-            decide_with("Bash", json!({"command": "ls"}), &none, Mode::Default),
+            bash("ls", &none, Mode::Default),
             Disposition::Ask { .. }
         ));
-        assert!(matches!(
-            decide_with("Bash", json!({"command": "ls"}), &none, Mode::Plan),
-            Disposition::Deny { .. }
-        ));
+        assert!(denied(&bash("ls", &none, Mode::Plan)));
         assert_eq!(
             decide_with("Read", read_in, &none, Mode::Plan),
             Disposition::Run {
@@ -588,77 +1547,128 @@ mod tests {
             }
         );
         assert_eq!(
-            decide_with(
-                "Bash",
-                json!({"command": "ls"}),
-                &none,
-                Mode::BypassPermissions
-            ),
+            bash("ls", &none, Mode::BypassPermissions),
             Disposition::Run {
                 by: "mode:bypassPermissions".into()
             }
         );
-        let deny = Rules {
-            deny: vec![rule("Bash")],
-            ..Rules::default()
-        };
+        assert!(denied(&bash(
+            "ls",
+            &rules(&[], &[], &["Bash"]),
+            Mode::BypassPermissions
+        )));
+        // Grep and Glob are judged on their `path`, and Read rules govern them.
+        let grep_out = json!({"pattern": "x", "path": "/etc"});
+        assert!(denied(&decide_with("Grep", grep_out.clone(), &none, Mode::Plan)) == false);
         assert!(matches!(
-            decide_with(
-                "Bash",
-                json!({"command": "ls"}),
-                &deny,
-                Mode::BypassPermissions
-            ),
-            Disposition::Deny { .. }
+            decide_with("Grep", grep_out, &none, Mode::Plan),
+            Disposition::Ask { .. }
         ));
+        let env = rules(&[], &[], &["Read(./.env)"]);
+        assert!(denied(&decide_with(
+            "Grep",
+            json!({"pattern": "x", "path": "/p/.env"}),
+            &env,
+            Mode::Default
+        )));
+    }
+
+    #[test]
+    fn protected_paths_always_ask() {
+        let none = Rules::default();
+        for mode in [Mode::AcceptEdits, Mode::BypassPermissions] {
+            for path in [
+                "/p/.claude/settings.local.json",
+                "/p/.git/hooks/pre-commit",
+                "/p/.candor/config.toml",
+            ] {
+                let d = decide_with(
+                    "Write",
+                    json!({"file_path": path, "content": ""}),
+                    &none,
+                    mode,
+                );
+                assert!(
+                    matches!(&d, Disposition::Ask { by, .. } if by == "protected"),
+                    "{path} in {mode:?}: {d:?}"
+                );
+            }
+            let d = bash("echo x > .git/hooks/pre-commit", &none, mode);
+            assert!(
+                matches!(&d, Disposition::Ask { by, .. } if by == "protected"),
+                "{d:?}"
+            );
+        }
+        assert!(runs(&decide_with(
+            "Write",
+            json!({"file_path": "/p/src/a.rs", "content": ""}),
+            &none,
+            Mode::AcceptEdits
+        )));
+    }
+
+    #[test]
+    fn bash_naming_a_denied_path_asks() {
+        let r = rules(&["Bash(cat:*)"], &[], &["Read(./.env)"]);
+        for c in [
+            "cat .env",
+            "cat ./.env",
+            "cat < .env",
+            "cat /p/.env",
+            "cd sub/.. && cat .env",
+        ] {
+            let d = bash(c, &r, Mode::BypassPermissions);
+            assert!(
+                matches!(&d, Disposition::Ask { reason: Some(why), .. } if why.contains(".env")),
+                "{c}: {d:?}"
+            );
+        }
+        assert!(runs(&bash("cat README.md", &r, Mode::Default)));
+    }
+
+    #[test]
+    fn an_unreadable_deny_rule_fails_closed() {
+        let mut r = Rules::default();
+        r.deny_unreadable("Bash(rm *");
+        assert!(matches!(
+            bash("ls", &r, Mode::BypassPermissions),
+            Disposition::Ask { .. }
+        ));
+        assert!(runs(&decide_with(
+            "Read",
+            json!({"file_path": "/p/a"}),
+            &r,
+            Mode::Default
+        )));
     }
 
     #[test]
     fn hooks_slot_into_the_order() {
-        let rules = Rules {
-            ask: vec![rule("Bash(git push:*)")],
-            deny: vec![rule("Bash(rm *)")],
-            ..Rules::default()
-        };
+        let rules = rules(&[], &["Bash(git push:*)"], &["Bash(rm *)"]);
         let allow = HookVerdict {
             verdict: Verdict::Allow,
             by: Some("h".into()),
             reason: None,
         };
-        let d = decide(
-            "Bash",
-            &json!({"command": "rm -rf x"}),
-            &allow,
-            Mode::Default,
-            &rules,
-            &[],
-            Path::new("/p"),
-        );
+        let with = |c: &str| {
+            let args = json!({ "command": c });
+            let call = Subject {
+                tool: "Bash",
+                args: &args,
+                spelled: &[],
+            };
+            decide(call, &allow, Mode::Default, &rules, &[], Path::new("/p"))
+        };
         assert!(
-            matches!(d, Disposition::Deny { .. }),
+            denied(&with("rm -rf x")),
             "an allowing hook cannot pass a deny rule"
         );
-        let d = decide(
-            "Bash",
-            &json!({"command": "git push origin"}),
-            &allow,
-            Mode::Default,
-            &rules,
-            &[],
-            Path::new("/p"),
-        );
-        assert!(matches!(d, Disposition::Ask { .. }), "nor an ask rule");
-        let d = decide(
-            "Bash",
-            &json!({"command": "ls"}),
-            &allow,
-            Mode::Default,
-            &rules,
-            &[],
-            Path::new("/p"),
+        assert!(
+            matches!(with("git push origin"), Disposition::Ask { .. }),
+            "nor an ask rule"
         );
         assert_eq!(
-            d,
+            with("ls"),
             Disposition::Run {
                 by: "hook:h".into()
             }
@@ -666,13 +1676,19 @@ mod tests {
     }
 
     #[test]
-    fn grants_name_exactly_what_was_allowed() {
-        let g = grant_for("Bash", &json!({"command": "npm test"}), Path::new("/p")).unwrap();
-        assert_eq!(g.text(), "Bash(npm test)");
-        assert!(g.matches_part("npm test"));
-        assert!(!g.matches_part("npm test && rm -rf /"));
-        assert!(grant_for("Bash", &json!({"command": "rm *"}), Path::new("/p")).is_none());
-        let g = grant_for("Read", &json!({"file_path": "/etc/hosts"}), Path::new("/p")).unwrap();
-        assert_eq!(g.text(), "Read(/etc/hosts)");
+    fn hook_filters_use_the_same_reading() {
+        let r = rule("Bash(rm *)");
+        for c in [
+            "(rm -rf x)",
+            "true && rm\t-rf x",
+            "ls 'x\\' ; rm -rf x",
+            "rm -rf x (",
+        ] {
+            assert!(
+                r.matches_call("Bash", &json!({ "command": c }), Path::new("/p")),
+                "{c}"
+            );
+        }
+        assert!(!r.matches_call("Bash", &json!({"command": "ls"}), Path::new("/p")));
     }
 }

@@ -102,6 +102,8 @@ impl PolicyFile {
                 allow: rules(&self.permissions.allow)?,
                 ask: rules(&self.permissions.ask)?,
                 deny: rules(&self.permissions.deny)?,
+                home: home.map(Path::to_owned),
+                ..Rules::default()
             },
             mode: self.mode.unwrap_or_default(),
             event_hooks: Vec::new(),

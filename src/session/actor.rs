@@ -83,6 +83,7 @@ pub(crate) fn start(
         }
         None => (Policy::default(), false),
     };
+    policy.rules.home = config.user_home.clone();
     let mut start_notices = Vec::new();
     let mut damaged = None;
     let (id, log, stored) = match origin {
@@ -179,7 +180,7 @@ pub(crate) fn start(
             {
                 provider.set_model(model);
             }
-            grants = restore::grants(&restored.grants, &cwd, home);
+            grants = restore::grants(&restored.grants);
             provider.resume(committer.records());
             committer.replay(replay);
             match restore::recover(&mut committer) {

@@ -296,7 +296,12 @@ async fn ask(
 ) -> Result<Answer, TurnError> {
     let id = s.id();
     let digest = s.digest().to_owned();
-    let grant = policy::grant_for(s.name(), s.effective(), &control.cwd);
+    let grant = policy::grant_for(
+        s.name(),
+        s.effective(),
+        &control.cwd,
+        gate.policy.rules.home.as_deref(),
+    );
     let mut choices = vec![PermissionChoice {
         option_id: "allow_once".into(),
         kind: "allow_once".into(),

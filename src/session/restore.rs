@@ -206,11 +206,8 @@ pub(crate) fn settings(records: &[Record]) -> Restored {
 }
 
 /// The grants as rules (a grant that no longer parses is dropped).
-pub(crate) fn grants(texts: &[String], root: &Path, home: Option<&Path>) -> Vec<Rule> {
-    texts
-        .iter()
-        .filter_map(|t| Rule::parse(t, root, home).ok())
-        .collect()
+pub(crate) fn grants(texts: &[String]) -> Vec<Rule> {
+    texts.iter().filter_map(|t| Rule::grant(t).ok()).collect()
 }
 
 /// Appends what a clean stop would have written; returns how many records.

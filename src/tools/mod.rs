@@ -140,24 +140,38 @@ impl Tool {
         }
     }
 
-    /// The input with its paths made absolute (against `cwd`): what hooks,
-    /// rules, the card and the log see. Other fields are untouched.
+    /// The field that names the tool's path, if it has one.
+    fn path_key(self) -> Option<&'static str> {
+        match self {
+            Tool::Read | Tool::Write | Tool::Edit => Some("file_path"),
+            Tool::Glob | Tool::Grep => Some("path"),
+            Tool::Bash | Tool::BashOutput | Tool::KillShell | Tool::TodoWrite => None,
+        }
+    }
+
+    /// The input with its path made absolute (against `cwd`), `..` removed
+    /// and symbolic links followed: the file the call is about, which
+    /// hooks, rules, the card, the log and the tool itself all see. Other
+    /// fields are untouched.
     pub fn normalize(self, input: &Value, cwd: &Path) -> Value {
-        let key = match self {
-            Tool::Read | Tool::Write | Tool::Edit => "file_path",
-            Tool::Glob | Tool::Grep => "path",
-            Tool::Bash | Tool::BashOutput | Tool::KillShell | Tool::TodoWrite => {
-                return input.clone();
-            }
-        };
         let mut out = input.clone();
-        if let Some(path) = input.get(key).and_then(Value::as_str) {
-            let absolute = resolve(cwd, path).display().to_string();
+        if let Some(key) = self.path_key()
+            && let Some(path) = input.get(key).and_then(Value::as_str)
+        {
+            let real = resolve_links(&resolve(cwd, path)).display().to_string();
             if let Some(obj) = out.as_object_mut() {
-                obj.insert(key.to_owned(), Value::String(absolute));
+                obj.insert(key.to_owned(), Value::String(real));
             }
         }
         out
+    }
+
+    /// The input's path as written, made absolute but with links not
+    /// followed, when that differs from where it leads (rules judge both).
+    pub fn spelled_path(self, input: &Value, cwd: &Path) -> Option<PathBuf> {
+        let path = input.get(self.path_key()?)?.as_str()?;
+        let lexical = resolve(cwd, path);
+        (resolve_links(&lexical) != lexical).then_some(lexical)
     }
 
     /// Card title, kind and locations for these arguments.
@@ -338,6 +352,59 @@ pub fn resolve(cwd: &Path, path: &str) -> PathBuf {
             Component::CurDir => {}
             other => out.push(other),
         }
+    }
+    out
+}
+
+/// Follows every symbolic link in an absolute path, as the kernel would
+/// when the file is opened, and returns where it leads. Unlike
+/// `fs::canonicalize`, a path that does not exist (yet) still resolves:
+/// its existing part is followed and the rest appended, so a Write through
+/// a symlinked directory, or to a dangling link, is judged where it will
+/// land. After 40 links (a loop) the rest is left as it is.
+pub fn resolve_links(path: &Path) -> PathBuf {
+    use std::collections::VecDeque;
+    use std::path::Component;
+    let mut pending: VecDeque<PathBuf> = path
+        .components()
+        .map(|c| PathBuf::from(c.as_os_str()))
+        .collect();
+    let mut out = PathBuf::new();
+    let mut hops = 0;
+    while let Some(part) = pending.pop_front() {
+        match part.components().next() {
+            Some(Component::RootDir | Component::Prefix(_)) => out.push(&part),
+            Some(Component::CurDir) | None => {}
+            Some(Component::ParentDir) => {
+                out.pop();
+            }
+            Some(Component::Normal(name)) => {
+                let next = out.join(name);
+                let link = std::fs::symlink_metadata(&next)
+                    .ok()
+                    .filter(|m| m.file_type().is_symlink())
+                    .and_then(|_| std::fs::read_link(&next).ok());
+                match link {
+                    Some(target) if hops < 40 => {
+                        hops += 1;
+                        if target.is_absolute() {
+                            out = PathBuf::new();
+                        }
+                        for c in target.components().rev() {
+                            pending.push_front(PathBuf::from(c.as_os_str()));
+                        }
+                    }
+                    Some(_) => {
+                        out = next;
+                        out.extend(pending.drain(..));
+                    }
+                    None => out = next,
+                }
+            }
+        }
+    }
+    if out.as_os_str().is_empty() {
+        return path.to_owned();
     }
     out
 }

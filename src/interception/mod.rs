@@ -796,7 +796,7 @@ mod tests {
         assert!(s.hooks().is_empty());
         let s = run(&p, json!({"cmd": "ls"})).await;
         assert!(
-            matches!(s.disposition(), Disposition::Deny { reason, .. } if reason.contains("missing field `command`"))
+            matches!(s.disposition(), Disposition::Deny { reason, .. } if reason.contains("unknown field `cmd`"))
         );
     }
 

@@ -749,12 +749,15 @@ fn command_cover<'r>(rules: &'r [Rule], c: &Command, cov: &mut Coverage<'r>) -> 
         ));
         return false;
     };
-    if INERT.contains(&name.as_str()) && c.wrapper.is_none() && !c.loose {
-        return true;
-    }
     let direct = rules
         .iter()
         .find(|r| r.tool == "Bash" && direct_cover(r, c));
+    if INERT.contains(&name.as_str()) && c.wrapper.is_none() && !c.loose {
+        if let Some(r) = direct {
+            cov.by.get_or_insert(r);
+        }
+        return true;
+    }
     let ok = match (&c.runs, c.wrapper) {
         (Runs::Unknown { reason, .. }, _) => {
             cov.gap(reason.clone());
@@ -1559,7 +1562,6 @@ mod tests {
         )));
         // Grep and Glob are judged on their `path`, and Read rules govern them.
         let grep_out = json!({"pattern": "x", "path": "/etc"});
-        assert!(denied(&decide_with("Grep", grep_out.clone(), &none, Mode::Plan)) == false);
         assert!(matches!(
             decide_with("Grep", grep_out, &none, Mode::Plan),
             Disposition::Ask { .. }

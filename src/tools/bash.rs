@@ -41,6 +41,7 @@ pub const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
 
 /// The input, as Claude Code defines it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BashInput {
     pub command: String,
     #[serde(default)]
@@ -62,7 +63,8 @@ pub(crate) fn spec() -> ToolSpec {
                 "description": {"type": "string", "description": "What the command does, in 5-10 words"},
                 "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Timeout in milliseconds (default 120000, max 600000)"}
             },
-            "required": ["command"]
+            "required": ["command"],
+            "additionalProperties": false
         }),
     }
 }

@@ -18,6 +18,7 @@ use crate::interception::ApprovedCall;
 
 /// The input, as Claude Code defines it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EditInput {
     pub file_path: String,
     pub old_string: String,
@@ -38,7 +39,8 @@ pub(crate) fn spec() -> ToolSpec {
                 "new_string": {"type": "string", "description": "The text to replace it with"},
                 "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}
             },
-            "required": ["file_path", "old_string", "new_string"]
+            "required": ["file_path", "old_string", "new_string"],
+            "additionalProperties": false
         }),
     }
 }

@@ -26,6 +26,7 @@ pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
 
 /// The input, as Claude Code defines it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ReadInput {
     pub file_path: String,
     #[serde(default)]
@@ -45,7 +46,8 @@ pub(crate) fn spec() -> ToolSpec {
                 "offset": {"type": "integer", "minimum": 1, "description": "Line to start at (1-based)"},
                 "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to read"}
             },
-            "required": ["file_path"]
+            "required": ["file_path"],
+            "additionalProperties": false
         }),
     }
 }

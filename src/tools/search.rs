@@ -32,6 +32,7 @@ pub const GLOB_LIMIT: usize = 100;
 pub const GREP_LIMIT: usize = 500;
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GlobInput {
     pub pattern: String,
     #[serde(default)]
@@ -39,6 +40,7 @@ pub struct GlobInput {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GrepInput {
     pub pattern: String,
     #[serde(default)]
@@ -75,7 +77,8 @@ pub(crate) fn glob_spec() -> ToolSpec {
                 "pattern": {"type": "string", "description": "Glob matched against paths relative to the search directory"},
                 "path": {"type": "string", "description": "Directory to search (default: the working directory)"}
             },
-            "required": ["pattern"]
+            "required": ["pattern"],
+            "additionalProperties": false
         }),
     }
 }
@@ -100,7 +103,8 @@ pub(crate) fn grep_spec() -> ToolSpec {
                 "head_limit": {"type": "integer", "minimum": 1, "description": "Only the first N lines or entries"},
                 "multiline": {"type": "boolean", "description": "Let the pattern span lines (. matches newlines)"}
             },
-            "required": ["pattern"]
+            "required": ["pattern"],
+            "additionalProperties": false
         }),
     }
 }

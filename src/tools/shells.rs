@@ -127,6 +127,7 @@ fn describe(status: std::process::ExitStatus) -> String {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct OutputInput {
     pub bash_id: String,
     #[serde(default)]
@@ -134,6 +135,7 @@ pub struct OutputInput {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct KillInput {
     pub shell_id: String,
 }
@@ -148,7 +150,8 @@ pub(crate) fn output_spec() -> ToolSpec {
                 "bash_id": {"type": "string", "description": "The id Bash returned"},
                 "filter": {"type": "string", "description": "Only lines matching this regular expression"}
             },
-            "required": ["bash_id"]
+            "required": ["bash_id"],
+            "additionalProperties": false
         }),
     }
 }
@@ -160,7 +163,8 @@ pub(crate) fn kill_spec() -> ToolSpec {
         input_schema: json!({
             "type": "object",
             "properties": {"shell_id": {"type": "string", "description": "The id Bash returned"}},
-            "required": ["shell_id"]
+            "required": ["shell_id"],
+            "additionalProperties": false
         }),
     }
 }

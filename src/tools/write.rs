@@ -17,6 +17,7 @@ use crate::interception::ApprovedCall;
 
 /// The input, as Claude Code defines it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WriteInput {
     pub file_path: String,
     pub content: String,
@@ -32,7 +33,8 @@ pub(crate) fn spec() -> ToolSpec {
                 "file_path": {"type": "string", "description": "Absolute path of the file (relative paths resolve against the working directory)"},
                 "content": {"type": "string", "description": "The whole new content"}
             },
-            "required": ["file_path", "content"]
+            "required": ["file_path", "content"],
+            "additionalProperties": false
         }),
     }
 }

@@ -728,7 +728,8 @@ async fn broken_settings_are_notices_and_everything_else_still_loads() {
     );
     assert!(told.contains("of type http are not supported"), "{told}");
     assert!(
-        told.contains("the permission rule cannot be used"),
+        told.contains("the deny rule cannot be read")
+            && told.contains("candor asks before every call"),
         "{told}"
     );
 }

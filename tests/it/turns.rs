@@ -263,11 +263,7 @@ async fn failures_and_refusals_are_failed_cards_the_model_hears_about() {
 
     let bad = thread.card("bad");
     assert_eq!(bad.statuses, ["failed"]);
-    assert!(
-        bad.text().contains("missing field `command`"),
-        "{}",
-        bad.text()
-    );
+    assert!(bad.text().contains("unknown field `cmd`"), "{}", bad.text());
 
     let missing = thread.card("missing");
     assert_eq!(missing.status, "failed");

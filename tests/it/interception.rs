@@ -725,3 +725,143 @@ async fn random_hook_chains_never_disagree_with_what_ran() {
         }
     }
 }
+
+/// Paths are judged where they lead: a symlink inside the project that
+/// points outside it does not make the outside file an inside read.
+#[tokio::test]
+async fn a_symlink_out_of_the_project_is_judged_by_its_target() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([
+            tool("r", "Read", json!({"file_path": "secret-link"})),
+            tool(
+                "w",
+                "Write",
+                json!({"file_path": "outdir/planted.txt", "content": "x"})
+            ),
+        ])),
+        respond(json!([text("done")])),
+    ]))
+    .with_policy(json!({"mode": "acceptEdits"}));
+    let outside = env.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "TOP SECRET").unwrap();
+    std::os::unix::fs::symlink(outside.join("secret.txt"), env.project.join("secret-link"))
+        .unwrap();
+    std::os::unix::fs::symlink(&outside, env.project.join("outdir")).unwrap();
+    let mut conn = Conn::in_process(env);
+    conn.answer_permissions(&["reject_once", "reject_once"]);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+
+    // Both asked (a read outside the project; an edit outside it, even in
+    // acceptEdits), each naming the link, and the user said no.
+    assert_eq!(
+        conn.permission_requests.len(),
+        2,
+        "{:?}",
+        conn.permission_requests
+    );
+    for request in &conn.permission_requests {
+        let shown = request["toolCall"].to_string();
+        assert!(shown.contains("through a symbolic link"), "{shown}");
+        assert!(
+            shown.contains(&outside.display().to_string()),
+            "the prompt shows the target: {shown}"
+        );
+    }
+    assert!(
+        !outside.join("planted.txt").exists(),
+        "the write landed outside the project"
+    );
+    // The card, the record and the model all name the real target.
+    let read = record(&conn, &session, "tool/call", "r").unwrap();
+    assert_eq!(
+        read["arguments"]["file_path"],
+        json!(outside.join("secret.txt"))
+    );
+    let result = result_in_request(&conn, 1, "r");
+    assert!(!result.to_string().contains("TOP SECRET"), "{result}");
+}
+
+/// Protected paths ask in every mode: a model in acceptEdits or
+/// bypassPermissions cannot plant a hook or a settings file unasked.
+#[tokio::test]
+async fn protected_paths_ask_even_in_bypass_mode() {
+    for mode in ["acceptEdits", "bypassPermissions"] {
+        let env = TestEnv::scripted(script(vec![
+            respond(json!([
+                tool("s", "Write", json!({"file_path": ".claude/settings.local.json", "content": "{\"disableAllHooks\": true}"})),
+                tool("h", "Write", json!({"file_path": ".git/hooks/pre-commit", "content": "touch PWNED"})),
+                bash_call("b", "echo 'touch PWNED' > .git/hooks/post-checkout"),
+            ])),
+            respond(json!([text("done")])),
+        ]))
+        .with_policy(json!({"mode": mode}));
+        std::fs::create_dir_all(env.project.join(".git/hooks")).unwrap();
+        let mut conn = Conn::in_process(env);
+        conn.answer_permissions(&["reject_once", "reject_once", "reject_once"]);
+        let session = conn.ready().await;
+        conn.prompt(&session, "go").await;
+        assert_eq!(conn.permission_requests.len(), 3, "{mode}");
+        for request in &conn.permission_requests {
+            let shown = request["toolCall"].to_string();
+            assert!(shown.contains("protected path"), "{mode}: {shown}");
+        }
+        let project = &conn.env.project;
+        assert!(
+            !project.join(".claude/settings.local.json").exists(),
+            "{mode}"
+        );
+        assert!(!project.join(".git/hooks/pre-commit").exists(), "{mode}");
+        assert!(!project.join(".git/hooks/post-checkout").exists(), "{mode}");
+    }
+}
+
+/// A search is judged on the directory it searches, and a field the tool
+/// does not define is refused, never used for a decision.
+#[tokio::test]
+async fn searches_are_judged_on_their_path_and_extra_fields_are_refused() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([
+            tool(
+                "bogus",
+                "Grep",
+                json!({"pattern": "root", "path": "/etc", "file_path": "README"})
+            ),
+            tool("out", "Grep", json!({"pattern": "root", "path": "/etc"})),
+            tool("env", "Grep", json!({"pattern": "KEY", "path": ".env"})),
+        ])),
+        respond(json!([text("done")])),
+    ]))
+    .with_policy(json!({"mode": "plan", "permissions": {"deny": ["Read(./.env)"]}}));
+    env.file(".env", "KEY=hunter2");
+    let mut conn = Conn::in_process(env);
+    conn.answer_permissions(&["reject_once"]);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let thread = conn.thread(&session);
+    assert!(
+        thread
+            .card("bogus")
+            .text()
+            .contains("unknown field `file_path`"),
+        "{}",
+        thread.card("bogus").text()
+    );
+    // Outside the project asks, even in plan mode; the user said no.
+    assert_eq!(conn.permission_requests.len(), 1);
+    assert!(
+        conn.permission_requests[0]["toolCall"]
+            .to_string()
+            .contains("outside the project")
+    );
+    assert_eq!(thread.card("out").status, "failed");
+    // The deny rule on .env stops the search of it.
+    let denied = record(&conn, &session, "tool/call", "env").unwrap();
+    assert_eq!(denied["decision"]["by"], "rule:Read(./.env)");
+    assert!(
+        !result_in_request(&conn, 1, "env")
+            .to_string()
+            .contains("hunter2")
+    );
+}

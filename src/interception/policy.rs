@@ -1137,16 +1137,31 @@ fn protected_write(tool: &str, view: &View, scope: &Scope<'_>) -> Option<String>
         }
         View::Bash { script, .. } => {
             let dirs = script_dirs(script, scope);
-            script
+            // Redirections, and the arguments of commands that write files.
+            let mut targets: Vec<String> = script
                 .all_redirects()
                 .into_iter()
                 .filter(|r| r.writes)
-                .find_map(|r| {
-                    let t = r.target.text()?;
+                .filter_map(|r| r.target.text())
+                .collect();
+            for c in script.all_commands() {
+                if c.basename().is_some_and(|n| WRITERS.contains(&n.as_str())) {
+                    targets.extend(
+                        c.words
+                            .iter()
+                            .skip(1)
+                            .filter_map(shell::Word::text)
+                            .filter(|w| !w.starts_with('-')),
+                    );
+                }
+            }
+            targets
+                .into_iter()
+                .find_map(|t| {
                     scope.command_paths(&t, &dirs).into_iter().find_map(|p| {
                         protected(&p, scope.home).map(|why| {
                             format!(
-                                "the command writes to `{t}`, a protected path ({why}); candor always asks before changing it"
+                                "the command may change `{t}`, a protected path ({why}); candor always asks before changing it"
                             )
                         })
                     })
@@ -1155,6 +1170,12 @@ fn protected_write(tool: &str, view: &View, scope: &Scope<'_>) -> Option<String>
         _ => None,
     }
 }
+
+/// Commands that write, create or remove the files they name.
+const WRITERS: [&str; 18] = [
+    "cp", "mv", "tee", "ln", "install", "rsync", "touch", "mkdir", "truncate", "chmod", "chown",
+    "patch", "rm", "rmdir", "unlink", "dd", "sed", "perl",
+];
 
 /// The static directories a line changes to, resolved.
 fn script_dirs(script: &Script, scope: &Scope<'_>) -> Vec<PathBuf> {

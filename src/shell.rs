@@ -231,63 +231,63 @@ pub struct Script {
 }
 
 impl Script {
+    /// This script and every script nested in it (`bash -c`, `eval`, …),
+    /// outermost first.
+    pub fn scripts(&self) -> Vec<&Script> {
+        let mut out = vec![self];
+        for s in self.nested() {
+            out.extend(s.scripts());
+        }
+        out
+    }
+
     /// Every command, including those of nested scripts and behind
     /// wrappers, each once.
     pub fn all_commands(&self) -> Vec<&Command> {
-        let mut out = Vec::new();
-        for c in &self.commands {
-            for link in c.chain() {
-                out.push(link);
-                if let Runs::Script(s) = &link.runs {
-                    out.extend(s.all_commands());
-                }
-            }
-        }
-        out
+        self.scripts()
+            .into_iter()
+            .flat_map(|s| s.commands.iter().flat_map(Command::chain))
+            .collect()
     }
 
     /// Every redirection, including those of nested scripts.
     pub fn all_redirects(&self) -> Vec<&Redirect> {
-        let mut out: Vec<&Redirect> = self.redirects.iter().collect();
-        for s in self.nested() {
-            out.extend(s.all_redirects());
-        }
-        out
+        self.scripts()
+            .into_iter()
+            .flat_map(|s| &s.redirects)
+            .collect()
     }
 
-    /// Every assigned name, including in nested scripts.
+    /// Every assigned name (in front of a command, alone, exported, or
+    /// through `env`), including in nested scripts.
     pub fn all_assigned(&self) -> Vec<&str> {
-        let mut out: Vec<&str> = self.assigned.iter().map(String::as_str).collect();
+        let mut out: Vec<&str> = self
+            .scripts()
+            .into_iter()
+            .flat_map(|s| s.assigned.iter().map(String::as_str))
+            .collect();
         for c in self.all_commands() {
             out.extend(c.assignments.iter().map(|(n, _)| n.as_str()));
-        }
-        for s in self.nested() {
-            out.extend(s.all_assigned());
         }
         out
     }
 
     /// Every `cd` target, including in nested scripts.
     pub fn all_dirs(&self) -> Vec<&Word> {
-        let mut out: Vec<&Word> = self.dirs.iter().collect();
-        for s in self.nested() {
-            out.extend(s.all_dirs());
-        }
-        out
+        self.scripts().into_iter().flat_map(|s| &s.dirs).collect()
     }
 
     /// Every reason the line is not fully visible (unreadable parts,
     /// opaque constructs, unknown code), including in nested scripts.
     pub fn all_opaque(&self) -> Vec<String> {
-        let mut out: Vec<String> = self.unreadable.iter().cloned().collect();
-        out.extend(self.opaque.iter().map(|o| o.reason.clone()));
-        for c in &self.commands {
-            for link in c.chain() {
-                match &link.runs {
-                    Runs::Script(s) => out.extend(s.all_opaque()),
-                    Runs::Unknown { reason, .. } => out.push(reason.clone()),
-                    _ => {}
-                }
+        let mut out = Vec::new();
+        for s in self.scripts() {
+            out.extend(s.unreadable.iter().cloned());
+            out.extend(s.opaque.iter().map(|o| o.reason.clone()));
+        }
+        for c in self.all_commands() {
+            if let Runs::Unknown { reason, .. } = &c.runs {
+                out.push(reason.clone());
             }
         }
         out
@@ -295,11 +295,10 @@ impl Script {
 
     /// The text of every part that could not be read.
     pub fn all_unreadable(&self) -> Vec<&str> {
-        let mut out: Vec<&str> = self.raw.as_deref().into_iter().collect();
-        for s in self.nested() {
-            out.extend(s.all_unreadable());
-        }
-        out
+        self.scripts()
+            .into_iter()
+            .filter_map(|s| s.raw.as_deref())
+            .collect()
     }
 
     fn nested(&self) -> Vec<&Script> {

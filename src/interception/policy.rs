@@ -1616,11 +1616,18 @@ mod tests {
                     "{path} in {mode:?}: {d:?}"
                 );
             }
-            let d = bash("echo x > .git/hooks/pre-commit", &none, mode);
-            assert!(
-                matches!(&d, Disposition::Ask { by, .. } if by == "protected"),
-                "{d:?}"
-            );
+            for c in [
+                "echo x > .git/hooks/pre-commit",
+                "cp evil .git/hooks/pre-commit",
+                "cd .git && tee hooks/pre-commit",
+                "bash -c 'echo {} > .claude/settings.local.json'",
+            ] {
+                let d = bash(c, &none, mode);
+                assert!(
+                    matches!(&d, Disposition::Ask { by, .. } if by == "protected"),
+                    "{c}: {d:?}"
+                );
+            }
         }
         assert!(runs(&decide_with(
             "Write",

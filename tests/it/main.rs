@@ -20,6 +20,7 @@ mod crash;
 mod harness;
 mod interception;
 mod models;
+mod permissions;
 mod process;
 mod protocol;
 mod providers;

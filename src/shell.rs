@@ -29,7 +29,9 @@ pub const MAX_COMMAND: usize = 64 * 1024;
 /// How deeply `bash -c '…'`, `eval` and `trap` strings are read.
 const MAX_NESTING: usize = 6;
 /// How deep a syntax tree is walked.
-const MAX_DEPTH: usize = 400;
+const MAX_DEPTH: usize = 200;
+/// How many wrappers one command may be nested in (`env env env … rm`).
+const MAX_WRAPPERS: usize = 32;
 
 /// A piece of a word: text known now, or a part known only at run time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -228,6 +230,10 @@ pub struct Script {
     /// The line itself, kept when it could not be read (deny rules then
     /// look for their command names in it).
     pub raw: Option<String>,
+    /// Something in the line evaluates text as code (`${x@P}`, arithmetic
+    /// on a variable, `test -v`) and the line holds text that looks like a
+    /// substitution: the code that runs may be any command.
+    pub evaluates_text: bool,
 }
 
 impl Script {
@@ -338,6 +344,10 @@ fn parse_nested(command: &str, nesting: usize) -> Script {
         script.raw = Some(command.to_owned());
         return script;
     }
+    // bash removes a backslash-newline before it reads words (outside
+    // single quotes): `r\⏎m` is `rm`.
+    let joined = join_continuations(command);
+    let command = joined.as_str();
     let tree = PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
@@ -361,6 +371,7 @@ fn parse_nested(command: &str, nesting: usize) -> Script {
         src: command,
         nesting,
         substitution: 0,
+        aliases: Vec::new(),
         out: script,
     };
     walker.visit(tree.root_node(), 0);
@@ -368,7 +379,90 @@ fn parse_nested(command: &str, nesting: usize) -> Script {
     if script.unreadable.is_some() {
         script.raw = Some(command.to_owned());
     }
+    let looks_like_code = command.contains('`')
+        || command
+            .match_indices("$(")
+            .any(|(i, _)| command[i + 2..].chars().next() != Some('('));
+    script.evaluates_text = !script.opaque.is_empty() && looks_like_code;
     script
+}
+
+/// The code of every `$(…)` and `` `…` `` in expanded text (a
+/// here-document's body); an unclosed one is taken to the end.
+fn substitutions(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 2,
+            '`' => {
+                let start = i + 1;
+                let mut j = start;
+                while j < chars.len() && chars[j] != '`' {
+                    j += if chars[j] == '\\' { 2 } else { 1 };
+                }
+                out.push(chars[start..j.min(chars.len())].iter().collect());
+                i = j + 1;
+            }
+            '$' if chars.get(i + 1) == Some(&'(') && chars.get(i + 2) != Some(&'(') => {
+                let start = i + 2;
+                let mut j = start;
+                let mut open = 1;
+                while j < chars.len() {
+                    match chars[j] {
+                        '\\' => j += 1,
+                        '(' => open += 1,
+                        ')' => {
+                            open -= 1;
+                            if open == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    j += 1;
+                }
+                out.push(chars[start..j.min(chars.len())].iter().collect());
+                i = j + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// Removes backslash-newline pairs outside single quotes.
+fn join_continuations(line: &str) -> String {
+    if !line.contains("\\\n") {
+        return line.to_owned();
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    let mut single = false;
+    let mut double = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' if !double => {
+                single = !single;
+                out.push(c);
+            }
+            '"' if !single => {
+                double = !double;
+                out.push(c);
+            }
+            '\\' if !single => match chars.next() {
+                Some('\n') => {}
+                Some(n) => {
+                    out.push(c);
+                    out.push(n);
+                }
+                None => out.push(c),
+            },
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 struct Walker<'s> {
@@ -376,6 +470,8 @@ struct Walker<'s> {
     nesting: usize,
     /// How many substitutions the walk is inside.
     substitution: usize,
+    /// Aliases the line defines (`alias r=rm`), by name.
+    aliases: Vec<(String, String)>,
     out: Script,
 }
 
@@ -448,6 +544,14 @@ impl<'s> Walker<'s> {
                 self.redirect(n);
                 self.children(n, depth);
             }
+            "for_statement" => {
+                if let Some(v) = n.child_by_field_name("variable") {
+                    let name = self.text(v).to_owned();
+                    self.out.assigned.push(name);
+                }
+                self.children(n, depth);
+            }
+            "heredoc_redirect" => self.heredoc(n, depth),
             "command_substitution" | "process_substitution" => {
                 self.substitution += 1;
                 self.children(n, depth);
@@ -468,6 +572,24 @@ impl<'s> Walker<'s> {
             "expansion" => {
                 let mut cursor = n.walk();
                 let kids: Vec<&str> = n.children(&mut cursor).map(|c| c.kind()).collect();
+                let text = self.text(n);
+                let arithmetic = kids.contains(&"subscript")
+                    || text
+                        .strip_prefix("${")
+                        .and_then(|t| t.find(':').map(|i| &t[i + 1..]))
+                        .is_some_and(|rest| {
+                            !rest.starts_with(['-', '=', '?', '+'])
+                                && rest
+                                    .trim_end_matches('}')
+                                    .chars()
+                                    .any(|c| c.is_ascii_alphabetic() || c == '$')
+                        });
+                if arithmetic && !text.contains("[@]") && !text.contains("[*]") {
+                    self.opaque(format!(
+                        "`{}` evaluates an index or offset arithmetically, which can run commands",
+                        truncate(text, 40)
+                    ));
+                }
                 if kids
                     .windows(2)
                     .any(|w| w[0] == "@" && matches!(w[1], "P" | "A" | "a" | "K"))
@@ -491,6 +613,45 @@ impl<'s> Walker<'s> {
         }
     }
 
+    /// An unquoted here-document's body is expanded like a double-quoted
+    /// string: its substitutions run. tree-sitter misses some of them
+    /// (backquotes, `<<-` bodies), so besides its parse the body's
+    /// substitutions are found by a scan of its text and read again.
+    fn heredoc(&mut self, n: Node<'_>, depth: usize) {
+        let mut cursor = n.walk();
+        let kids: Vec<Node<'_>> = n.children(&mut cursor).collect();
+        let quoted = kids
+            .iter()
+            .find(|c| c.kind() == "heredoc_start")
+            .is_some_and(|c| self.text(*c).contains(['\'', '"', '\\']));
+        for c in kids {
+            if c.kind() == "heredoc_body" && !quoted {
+                for code in substitutions(self.text(c)) {
+                    let inner = parse_nested(&code, self.nesting + 1);
+                    self.absorb(inner);
+                }
+            }
+            self.visit(c, depth + 1);
+        }
+    }
+
+    /// Takes in what a re-read part of the line runs.
+    fn absorb(&mut self, inner: Script) {
+        for mut c in inner.commands {
+            c.substituted = true;
+            self.out.commands.push(c);
+        }
+        self.out.redirects.extend(inner.redirects);
+        self.out.assigned.extend(inner.assigned);
+        self.out.dirs.extend(inner.dirs);
+        for o in inner.opaque {
+            self.opaque(o.reason);
+        }
+        if let Some(why) = inner.unreadable {
+            self.unreadable(why);
+        }
+    }
+
     fn arithmetic(&mut self, n: Node<'_>) {
         if has_kind(
             n,
@@ -511,7 +672,7 @@ impl<'s> Walker<'s> {
     fn test_arithmetic(&mut self, n: Node<'_>) {
         let text = self.text(n);
         if text.starts_with("[[")
-            && ["-eq", "-ne", "-lt", "-le", "-gt", "-ge"]
+            && ["-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v"]
                 .iter()
                 .any(|op| text.contains(op))
         {
@@ -598,12 +759,17 @@ impl<'s> Walker<'s> {
         if words.is_empty() {
             return;
         }
-        let command = self.build(words, assignments);
+        let command = self.build(words, assignments, 0);
         self.out.commands.push(command);
     }
 
     /// Makes a command from its words, looking through wrappers.
-    fn build(&mut self, words: Vec<Word>, assignments: Vec<(String, Word)>) -> Command {
+    fn build(
+        &mut self,
+        words: Vec<Word>,
+        assignments: Vec<(String, Word)>,
+        wrapped: usize,
+    ) -> Command {
         let mut command = Command {
             words,
             assignments,
@@ -613,6 +779,10 @@ impl<'s> Walker<'s> {
             substituted: self.substitution > 0,
         };
         let Some(name) = command.basename() else {
+            self.opaque(format!(
+                "`{}` runs a command whose name is only known when it runs",
+                truncate(&command.display(), 60)
+            ));
             return command;
         };
         if matches!(name.as_str(), "cd" | "pushd")
@@ -620,9 +790,53 @@ impl<'s> Walker<'s> {
         {
             self.out.dirs.push(dir.clone());
         }
+        // Builtins that assign the variables they name.
+        let args: Vec<String> = command.words[1..].iter().map(Word::display).collect();
+        match name.as_str() {
+            "read" | "mapfile" | "readarray" | "getopts" => self
+                .out
+                .assigned
+                .extend(args.iter().filter(|a| is_name(a)).cloned()),
+            "printf" => {
+                if let Some(i) = args.iter().position(|a| a == "-v") {
+                    self.out.assigned.extend(args.get(i + 1).cloned());
+                }
+            }
+            "test" | "[" if args.iter().any(|a| a == "-v") => self.opaque(format!(
+                "`{}` evaluates an array subscript, which can run commands",
+                truncate(&command.display(), 60)
+            )),
+            "hash" | "enable" => self.opaque(format!(
+                "`{}` changes which program a name runs",
+                truncate(&command.display(), 60)
+            )),
+            _ => {}
+        }
+        if name == "alias" {
+            for w in command.words[1..].iter().filter_map(Word::text) {
+                if let Some((n, v)) = w.split_once('=') {
+                    self.aliases.push((n.to_owned(), v.to_owned()));
+                }
+            }
+        }
+        if let Some((_, value)) = self.aliases.iter().rev().find(|(n, _)| *n == name) {
+            // An alias defined earlier in the line: its value runs.
+            let rest: Vec<String> = command.words[1..].iter().map(quoted_display).collect();
+            let code = format!("{value} {}", rest.join(" "));
+            command.wrapper = Some(WrapperKind::Interpreter);
+            command.runs = Runs::Script(Box::new(parse_nested(&code, self.nesting + 1)));
+            return command;
+        }
         let Some(wrapper) = wrapper(&name) else {
             return command;
         };
+        if wrapped >= MAX_WRAPPERS {
+            self.unreadable(format!(
+                "the command is wrapped in more than {MAX_WRAPPERS} commands, more than candor reads"
+            ));
+            command.loose = true;
+            return command;
+        }
         command.wrapper = Some(wrapper.kind);
         let rest = &command.words[1..];
         match (wrapper.inner)(rest) {
@@ -638,14 +852,14 @@ impl<'s> Walker<'s> {
                 if extra_args {
                     inner_words.push(Word::any());
                 }
-                let inner = self.build(inner_words, assignments);
+                let inner = self.build(inner_words, assignments, wrapped + 1);
                 command.runs = Runs::Command(Box::new(inner));
             }
             Inner::Exec { words } => {
                 if words.is_empty() {
                     return command;
                 }
-                let inner = self.build(words, Vec::new());
+                let inner = self.build(words, Vec::new(), wrapped + 1);
                 command.runs = Runs::Command(Box::new(inner));
             }
             Inner::Code(Some(code)) => {
@@ -748,12 +962,15 @@ impl<'s> Walker<'s> {
 }
 
 fn has_kind(n: Node<'_>, kinds: &[&str]) -> bool {
-    if kinds.contains(&n.kind()) {
-        return true;
+    let mut stack = vec![n];
+    while let Some(n) = stack.pop() {
+        if kinds.contains(&n.kind()) {
+            return true;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.children(&mut cursor));
     }
-    let mut cursor = n.walk();
-    let kids: Vec<Node<'_>> = n.children(&mut cursor).collect();
-    kids.into_iter().any(|c| has_kind(c, kinds))
+    false
 }
 
 fn truncate(s: &str, max: usize) -> String {
@@ -955,6 +1172,7 @@ fn wrapper(name: &str) -> Option<Wrapper> {
         "flock" => (Transparent, flock_inner),
         "watch" => (Interpreter, watch_inner),
         "eval" => (Interpreter, eval_inner),
+        "alias" => (Interpreter, alias_inner),
         "trap" => (Interpreter, |a| match a.first() {
             Some(w) => match w.text() {
                 Some(t) if t == "-p" || t == "-l" => Inner::None,
@@ -1076,13 +1294,13 @@ fn env_inner(args: &[Word]) -> Inner {
             i += if takes { 2 } else { 1 };
             continue;
         }
+        // GNU env takes every word with a `=` as an assignment.
         match t.split_once('=') {
-            Some((name, _)) if is_name(name) => {
-                let value = t.split_once('=').map(|(_, v)| v).unwrap_or("");
+            Some((name, value)) => {
                 assignments.push((name.to_owned(), Word::lit(value)));
                 i += 1;
             }
-            _ => break,
+            None => break,
         }
     }
     Inner::Command {
@@ -1175,8 +1393,23 @@ fn xargs_inner(args: &[Word]) -> Inner {
         if !t.starts_with('-') || t == "-" {
             break;
         }
-        if t.starts_with("--") {
-            i += 1;
+        if let Some(long) = t.strip_prefix("--") {
+            let takes = matches!(
+                long,
+                "arg-file"
+                    | "delimiter"
+                    | "max-args"
+                    | "max-lines"
+                    | "max-procs"
+                    | "max-chars"
+                    | "process-slot-var"
+                    | "eof"
+                    | "replace"
+            );
+            if !long.contains('=') && !takes && !known_flag(long) {
+                return Inner::Lost;
+            }
+            i += if takes { 2 } else { 1 };
             continue;
         }
         // -a FILE, -d DELIM, -E EOF, -I REPLACE, -L N, -n N, -P N, -s N
@@ -1255,6 +1488,22 @@ fn watch_inner(args: &[Word]) -> Inner {
         }
         other => other,
     }
+}
+
+/// `alias name='code' …`: the code runs wherever the name is used.
+fn alias_inner(args: &[Word]) -> Inner {
+    let values: Option<Vec<String>> = args
+        .iter()
+        .filter(|w| !w.text().is_some_and(|t| t.starts_with('-')))
+        .map(|w| {
+            w.text().map(|t| {
+                t.split_once('=')
+                    .map(|(_, v)| v.to_owned())
+                    .unwrap_or_default()
+            })
+        })
+        .collect();
+    Inner::Code(values.map(|v| v.join("\n")))
 }
 
 fn eval_inner(args: &[Word]) -> Inner {

@@ -308,10 +308,21 @@ fn anchor(pattern: &str, a: Anchors<'_>) -> Vec<PathBuf> {
     } else {
         rest.to_owned()
     };
-    let mut out = vec![base.join(&rest)];
+    // `dir/**` names the directory itself too (a search of it reads
+    // everything in it).
+    let mut rests = vec![rest.clone()];
+    if let Some(dir) = rest.strip_suffix("/**")
+        && !dir.is_empty()
+    {
+        rests.push(dir.to_owned());
+    }
     let real = crate::tools::resolve_links(base);
-    if real != base {
-        out.push(real.join(&rest));
+    let mut out = Vec::new();
+    for r in &rests {
+        out.push(base.join(r));
+        if real != base {
+            out.push(real.join(r));
+        }
     }
     out
 }
@@ -395,7 +406,22 @@ fn render(words: &[shell::Word], basename: bool, quoted: bool) -> Vec<Tok> {
                 }
             }
             None => {
-                for p in &w.0 {
+                // A name like `/bin/r?` or `/usr/bin/$X`: its basename is
+                // what follows the last literal `/`.
+                let mut pieces: &[Piece] = &w.0;
+                if i == 0
+                    && basename
+                    && let Some(at) = pieces
+                        .iter()
+                        .rposition(|p| matches!(p, Piece::Lit(s) if s.contains('/')))
+                {
+                    if let Piece::Lit(s) = &pieces[at] {
+                        let tail = s.rsplit('/').next().unwrap_or("");
+                        out.extend(tail.chars().map(Tok::Ch));
+                    }
+                    pieces = &pieces[at + 1..];
+                }
+                for p in pieces {
                     match p {
                         Piece::Lit(s) => out.extend(s.chars().map(Tok::Ch)),
                         Piece::Any => out.push(Tok::Star),
@@ -499,6 +525,9 @@ fn bash_hit(rule: &Rule, script: &Script) -> bool {
             return true;
         }
     }
+    if script.scripts().iter().any(|s| s.evaluates_text) {
+        return true;
+    }
     script
         .all_unreadable()
         .iter()
@@ -532,7 +561,19 @@ fn unreadable_hit(alts: &[Vec<Tok>], raw: &str) -> bool {
 }
 
 /// Variables whose value changes what a command runs or loads.
-const RISKY_VARIABLES: [&str; 24] = [
+const RISKY_VARIABLES: &[&str] = &[
+    "RUSTC",
+    "RUSTFLAGS",
+    "RUSTDOCFLAGS",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "GCONV_PATH",
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "ZDOTDIR",
+    "_JAVA_OPTIONS",
+    "PERLLIB",
+    "RUBYLIB",
+    "NODE_PATH",
     "PATH",
     "IFS",
     "ENV",
@@ -758,24 +799,27 @@ fn command_cover<'r>(rules: &'r [Rule], c: &Command, cov: &mut Coverage<'r>) -> 
         }
         return true;
     }
+    if let Some(r) = direct {
+        cov.by.get_or_insert(r);
+    }
     let ok = match (&c.runs, c.wrapper) {
         (Runs::Unknown { reason, .. }, _) => {
             cov.gap(reason.clone());
             return false;
         }
-        _ if c.loose => direct.is_some(),
+        // A driver whose commands cannot all be found is not covered by a
+        // rule for the driver alone.
+        _ if c.loose => direct.is_some() && c.wrapper != Some(WrapperKind::Driver),
+        // `sudo`, `su -c`: only a rule for the whole command covers it.
+        (_, Some(WrapperKind::Elevating)) => direct.is_some(),
         (Runs::Itself, _) => direct.is_some(),
         (Runs::Command(inner), Some(WrapperKind::Driver)) => {
             let inner_ok = command_cover(rules, inner, cov);
             direct.is_some() && inner_ok
         }
-        (Runs::Command(_), Some(WrapperKind::Elevating)) => direct.is_some(),
         (Runs::Command(inner), _) => direct.is_some() || command_cover(rules, inner, cov),
         (Runs::Script(s), _) => direct.is_some() || script_cover(rules, s, cov),
     };
-    if let Some(r) = direct {
-        cov.by.get_or_insert(r);
-    }
     if !ok && direct.is_none() {
         let shown = shorten(&c.display(), 80);
         cov.gap(if c.substituted {
@@ -1005,7 +1049,10 @@ pub fn decide(
         };
     }
     if let Some((_, text)) = rules.broken_deny.iter().find(|(t, _)| {
-        t == "*" || t == tool || (t == "Edit" && known.is_some_and(Tool::edits_files))
+        t == "*"
+            || t == tool
+            || (t == "Edit" && known.is_some_and(Tool::edits_files))
+            || (t == "Read" && matches!(tool, "Glob" | "Grep"))
     }) {
         return Disposition::Ask {
             by: format!("rule:{text}"),
@@ -1146,13 +1193,15 @@ fn protected_write(tool: &str, view: &View, scope: &Scope<'_>) -> Option<String>
                 .collect();
             for c in script.all_commands() {
                 if c.basename().is_some_and(|n| WRITERS.contains(&n.as_str())) {
-                    targets.extend(
-                        c.words
-                            .iter()
-                            .skip(1)
-                            .filter_map(shell::Word::text)
-                            .filter(|w| !w.starts_with('-')),
-                    );
+                    for w in c.words.iter().skip(1).filter_map(shell::Word::text) {
+                        // `of=FILE`, `--target-directory=DIR`
+                        if let Some((_, value)) = w.split_once('=') {
+                            targets.push(value.to_owned());
+                        }
+                        if !w.starts_with('-') {
+                            targets.push(w);
+                        }
+                    }
                 }
             }
             targets

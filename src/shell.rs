@@ -382,7 +382,7 @@ fn parse_nested(command: &str, nesting: usize) -> Script {
     let looks_like_code = command.contains('`')
         || command
             .match_indices("$(")
-            .any(|(i, _)| command[i + 2..].chars().next() != Some('('));
+            .any(|(i, _)| !command[i + 2..].starts_with('('));
     script.evaluates_text = !script.opaque.is_empty() && looks_like_code;
     script
 }

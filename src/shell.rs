@@ -671,13 +671,16 @@ impl<'s> Walker<'s> {
 
     fn test_arithmetic(&mut self, n: Node<'_>) {
         let text = self.text(n);
-        if text.starts_with("[[")
-            && ["-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v"]
+        let evaluates = if text.starts_with("[[") {
+            ["-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v"]
                 .iter()
                 .any(|op| text.contains(op))
-        {
+        } else {
+            text.contains(" -v ")
+        };
+        if evaluates {
             self.opaque(format!(
-                "`{}` compares numerically, which evaluates variables and can run commands",
+                "`{}` evaluates variables or array subscripts, which can run commands",
                 text.chars().take(40).collect::<String>()
             ));
         }

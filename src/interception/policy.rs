@@ -783,6 +783,7 @@ fn script_cover<'r>(rules: &'r [Rule], script: &Script, cov: &mut Coverage<'r>) 
 }
 
 fn command_cover<'r>(rules: &'r [Rule], c: &Command, cov: &mut Coverage<'r>) -> bool {
+    let before = cov.gaps.len();
     let Some(name) = c.basename() else {
         cov.gap(format!(
             "runs a command whose name is only known when it runs (`{}`)",
@@ -820,7 +821,7 @@ fn command_cover<'r>(rules: &'r [Rule], c: &Command, cov: &mut Coverage<'r>) -> 
         (Runs::Command(inner), _) => direct.is_some() || command_cover(rules, inner, cov),
         (Runs::Script(s), _) => direct.is_some() || script_cover(rules, s, cov),
     };
-    if !ok && direct.is_none() {
+    if !ok && (direct.is_none() || cov.gaps.len() == before) {
         let shown = shorten(&c.display(), 80);
         cov.gap(if c.substituted {
             format!("runs a command substitution: `{shown}`")

@@ -916,6 +916,34 @@ pub fn protected(path: &Path, home: Option<&Path>) -> Option<&'static str> {
     None
 }
 
+/// The Read deny rules, for the search tools: a file they deny is left
+/// out of a Glob's list and a Grep's search of a directory that holds it.
+#[derive(Debug, Clone, Default)]
+pub struct ReadDenies(std::sync::Arc<Vec<Rule>>);
+
+impl ReadDenies {
+    pub fn of(rules: &Rules) -> ReadDenies {
+        let list = rules
+            .deny
+            .iter()
+            .filter(|r| r.tool == "Read" && matches!(r.pattern, Some(Pattern::Path(_))))
+            .cloned()
+            .collect();
+        ReadDenies(std::sync::Arc::new(list))
+    }
+
+    /// Whether a rule denies reading this file (as found, or where it leads).
+    pub fn denies(&self, path: &Path) -> bool {
+        if self.0.is_empty() {
+            return false;
+        }
+        let real = crate::tools::resolve_links(path);
+        self.0
+            .iter()
+            .any(|r| r.matches_path(path) || r.matches_path(&real))
+    }
+}
+
 /// The configured rules.
 #[derive(Debug, Clone, Default)]
 pub struct Rules {
@@ -1183,8 +1211,29 @@ fn protected_write(tool: &str, view: &View, scope: &Scope<'_>) -> Option<String>
                 })
             })
         }
-        View::Bash { script, .. } => {
+        View::Bash { script, line } => {
             let dirs = script_dirs(script, scope);
+            // A write whose target is only known at run time, in a line
+            // that spells a protected name (`F=.git/hooks/x; echo > $F`).
+            let mut dynamic: Vec<&shell::Word> = script
+                .all_redirects()
+                .into_iter()
+                .filter(|r| r.writes && r.target.text().is_none())
+                .map(|r| &r.target)
+                .collect();
+            for c in script.all_commands() {
+                if c.basename().is_some_and(|n| WRITERS.contains(&n.as_str())) {
+                    dynamic.extend(c.words.iter().skip(1).filter(|w| w.text().is_none()));
+                }
+            }
+            if let Some(w) = dynamic.first()
+                && let Some(name) = PROTECTED_NAMES.iter().find(|n| line.contains(*n))
+            {
+                return Some(format!(
+                    "the command writes to `{}`, known only when it runs, and the command names `{name}`, a protected path; candor always asks before changing it",
+                    w.display()
+                ));
+            }
             // Redirections, and the arguments of commands that write files.
             let mut targets: Vec<String> = script
                 .all_redirects()
@@ -1220,6 +1269,23 @@ fn protected_write(tool: &str, view: &View, scope: &Scope<'_>) -> Option<String>
         _ => None,
     }
 }
+
+/// Names of protected places, as they appear in a command line.
+const PROTECTED_NAMES: [&str; 13] = [
+    ".git",
+    ".claude",
+    ".codex",
+    ".candor",
+    ".vscode",
+    ".idea",
+    ".husky",
+    ".ssh",
+    ".envrc",
+    ".mcp.json",
+    ".bashrc",
+    ".zshrc",
+    ".profile",
+];
 
 /// Commands that write, create or remove the files they name.
 const WRITERS: [&str; 18] = [
@@ -1277,7 +1343,87 @@ fn names_denied_path<'r>(
             }
         }
     }
+    // Words known only at run time (`cat .e*`, `cat $F`): the files they
+    // could name, as far as the disk shows them.
+    let mut dynamic: Vec<&shell::Word> = Vec::new();
+    for c in script.all_commands() {
+        dynamic.extend(c.words.iter().skip(1).filter(|w| w.text().is_none()));
+    }
+    dynamic.extend(
+        script
+            .all_redirects()
+            .into_iter()
+            .map(|r| &r.target)
+            .filter(|w| w.text().is_none()),
+    );
+    for w in dynamic {
+        for p in expand_on_disk(w, scope) {
+            if let Some(rule) = path_rules.iter().find(|r| r.matches_path(&p)) {
+                return Some((w.display(), rule));
+            }
+        }
+    }
     None
+}
+
+/// The existing files a word with unknown parts could name, its unknown
+/// parts taken as `*` (at most four directory levels below its known
+/// start and 4096 entries looked at).
+fn expand_on_disk(word: &shell::Word, scope: &Scope<'_>) -> Vec<PathBuf> {
+    let mut pattern = String::new();
+    for p in &word.0 {
+        match p {
+            Piece::Lit(s) => {
+                for c in s.chars() {
+                    if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\') {
+                        pattern.push('\\');
+                    }
+                    pattern.push(c);
+                }
+            }
+            Piece::Any => pattern.push('*'),
+        }
+    }
+    let absolute = match (pattern.strip_prefix("~/"), scope.home) {
+        (Some(rest), Some(h)) => h.join(rest),
+        _ if pattern.starts_with('/') => PathBuf::from(&pattern),
+        _ => scope.root.join(&pattern),
+    };
+    let text = absolute.to_string_lossy().into_owned();
+    let Ok(glob) = GlobBuilder::new(&text).literal_separator(true).build() else {
+        return Vec::new();
+    };
+    let matcher = glob.compile_matcher();
+    // The directory before the first unknown part.
+    let star = text.find('*').unwrap_or(text.len());
+    let base = PathBuf::from(&text[..text[..star].rfind('/').map_or(0, |i| i + 1)]);
+    let levels = text[star..].matches('/').count() + 1;
+    let mut found = Vec::new();
+    let mut budget = 4096usize;
+    let mut frontier = vec![base];
+    for _ in 0..levels.min(4) {
+        let mut next = Vec::new();
+        for dir in frontier {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                if budget == 0 {
+                    return found;
+                }
+                budget -= 1;
+                let path = e.path();
+                if matcher.is_match(&path) {
+                    found.push(path.clone());
+                }
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    next.push(path);
+                }
+            }
+        }
+        frontier = next;
+    }
+    found
 }
 
 /// The session grant an "allow always" answer creates: this tool with
@@ -1671,6 +1817,8 @@ mod tests {
                 "cp evil .git/hooks/pre-commit",
                 "cd .git && tee hooks/pre-commit",
                 "bash -c 'echo {} > .claude/settings.local.json'",
+                "F=.git/hooks/pre-commit; echo x > $F",
+                "d=.claude; cp x \"$d/settings.json\"",
             ] {
                 let d = bash(c, &none, mode);
                 assert!(
@@ -1704,6 +1852,52 @@ mod tests {
             );
         }
         assert!(runs(&bash("cat README.md", &r, Mode::Default)));
+    }
+
+    #[test]
+    fn words_known_only_at_run_time_are_expanded_on_disk_for_deny_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join(".env"), "KEY=1").unwrap();
+        std::fs::create_dir_all(root.join("secrets")).unwrap();
+        std::fs::write(root.join("secrets/key.txt"), "TOKEN").unwrap();
+        std::fs::write(root.join("README.md"), "hi").unwrap();
+        let rule = |t: &str| Rule::parse(t, root, None).unwrap();
+        let rules = Rules {
+            allow: vec![rule("Bash(cat:*)")],
+            deny: vec![rule("Read(./.env)"), rule("Read(./secrets/**)")],
+            ..Rules::default()
+        };
+        let with = |c: &str| {
+            let args = json!({ "command": c });
+            let call = Subject {
+                tool: "Bash",
+                args: &args,
+                spelled: &[],
+            };
+            decide(
+                call,
+                &no_hooks(),
+                Mode::BypassPermissions,
+                &rules,
+                &[],
+                root,
+            )
+        };
+        for c in [
+            "cat .e*",
+            "cat secrets/*",
+            "cat s*/key.txt",
+            "cat $F",
+            "grep -r TOKEN secrets",
+        ] {
+            let d = with(c);
+            assert!(
+                matches!(&d, Disposition::Ask { reason: Some(why), .. } if why.contains("denies")),
+                "{c}: {d:?}"
+            );
+        }
+        assert!(runs(&with("cat *.md")));
     }
 
     #[test]

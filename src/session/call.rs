@@ -422,6 +422,7 @@ async fn execute(
         files: gate.files.clone(),
         terminal: gate.terminal.clone(),
         shells: gate.shells.clone(),
+        read_denies: crate::interception::policy::ReadDenies::of(&gate.policy.rules),
     };
     let running = call.tool().run(call, cx);
     tokio::pin!(running);

@@ -274,6 +274,8 @@ pub struct ToolContext {
     pub terminal: Option<ClientLink>,
     /// The session's background shells.
     pub shells: Shells,
+    /// Files a Read deny rule forbids: searches leave them out.
+    pub read_denies: crate::interception::policy::ReadDenies,
 }
 
 /// How a run ended.

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use super::{Presentation, Tool, ToolContext, ToolOutput, cap_for_model, parse_input, resolve};
 use crate::conversation::ToolSpec;
 use crate::interception::ApprovedCall;
+use crate::interception::policy::ReadDenies;
 
 /// Most paths Glob returns.
 pub const GLOB_LIMIT: usize = 100;
@@ -184,8 +185,29 @@ pub(crate) fn present(tool: Tool, input: &Value, cwd: &Path) -> Presentation {
     }
 }
 
-/// Files under `root` (a file is its own list), walking as ripgrep does.
-fn walk(root: &Path, types: Option<ignore::types::Types>) -> Vec<(PathBuf, SystemTime)> {
+/// Files under `root` (a file is its own list), walking as ripgrep does,
+/// without those a Read deny rule forbids (how many were left out is the
+/// second value).
+fn walk(
+    root: &Path,
+    types: Option<ignore::types::Types>,
+    denies: &ReadDenies,
+) -> (Vec<(PathBuf, SystemTime)>, usize) {
+    let all = walk_all(root, types);
+    let before = all.len();
+    let kept: Vec<_> = all.into_iter().filter(|(p, _)| !denies.denies(p)).collect();
+    let left_out = before - kept.len();
+    (kept, left_out)
+}
+
+/// What a search tells the model about files a rule kept out of it.
+fn left_out_note(left_out: usize) -> Option<String> {
+    (left_out > 0).then(|| {
+        format!("[{left_out} file(s) were left out: a permission rule denies reading them]")
+    })
+}
+
+fn walk_all(root: &Path, types: Option<ignore::types::Types>) -> Vec<(PathBuf, SystemTime)> {
     if root.is_file() {
         let mtime = std::fs::metadata(root)
             .and_then(|m| m.modified())
@@ -237,9 +259,11 @@ pub(crate) async fn glob(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
         Ok(r) => r,
         Err(e) => return ToolOutput::failed(e),
     };
+    let denies = cx.read_denies.clone();
     let work = tokio::task::spawn_blocking(move || {
         let matcher = glob_matcher(&input.pattern)?;
-        let mut files: Vec<_> = walk(&root, None)
+        let (found, left_out) = walk(&root, None, &denies);
+        let mut files: Vec<_> = found
             .into_iter()
             .filter(|(p, _)| matcher.is_match(p.strip_prefix(&root).unwrap_or(p)))
             .collect();
@@ -250,12 +274,13 @@ pub(crate) async fn glob(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
             .take(GLOB_LIMIT)
             .map(|(p, _)| p.display().to_string())
             .collect();
-        if total == 0 {
-            return Ok("No files found".to_owned());
-        }
         if total > GLOB_LIMIT {
             out.push(format!("[{total} files match; showing the {GLOB_LIMIT} most recently modified. Narrow the pattern or the path for the rest]"));
         }
+        if total == 0 {
+            out.push("No files found".to_owned());
+        }
+        out.extend(left_out_note(left_out));
         Ok::<_, String>(out.join("\n"))
     });
     cancellable(&cx, work).await
@@ -270,7 +295,8 @@ pub(crate) async fn grep(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
         Ok(r) => r,
         Err(e) => return ToolOutput::failed(e),
     };
-    let work = tokio::task::spawn_blocking(move || grep_blocking(&input, &root));
+    let denies = cx.read_denies.clone();
+    let work = tokio::task::spawn_blocking(move || grep_blocking(&input, &root, &denies));
     cancellable(&cx, work).await
 }
 
@@ -290,7 +316,7 @@ async fn cancellable(
     }
 }
 
-fn grep_blocking(input: &GrepInput, root: &Path) -> Result<String, String> {
+fn grep_blocking(input: &GrepInput, root: &Path, denies: &ReadDenies) -> Result<String, String> {
     let matcher = matcher(input)?;
     let filter = input.glob.as_deref().map(glob_matcher).transpose()?;
     let types = input.file_type.as_deref().map(types).transpose()?;
@@ -311,7 +337,7 @@ fn grep_blocking(input: &GrepInput, root: &Path) -> Result<String, String> {
         })
         .binary_detection(BinaryDetection::quit(0))
         .build();
-    let mut files = walk(root, types);
+    let (mut files, left_out) = walk(root, types, denies);
     newest_first(&mut files);
     let numbers = input.line_numbers.unwrap_or(true);
     let limit = input.head_limit.unwrap_or(GREP_LIMIT);
@@ -356,13 +382,14 @@ fn grep_blocking(input: &GrepInput, root: &Path) -> Result<String, String> {
         }
     }
     if out.is_empty() {
-        return Ok("No matches found".to_owned());
+        out.push("No matches found".to_owned());
     }
     if cut {
         out.push(format!(
             "[output limited to {limit} lines; narrow the search or raise head_limit]"
         ));
     }
+    out.extend(left_out_note(left_out));
     Ok(out.join("\n"))
 }
 
@@ -419,7 +446,33 @@ mod tests {
     }
 
     fn grep_with(root: &Path, v: Value) -> String {
-        grep_blocking(&parse_grep(&v).unwrap(), root).unwrap()
+        grep_blocking(&parse_grep(&v).unwrap(), root, &ReadDenies::default()).unwrap()
+    }
+
+    #[test]
+    fn searches_leave_out_what_a_read_deny_rule_forbids() {
+        let dir = project();
+        let root = dir.path();
+        let rules = crate::interception::policy::Rules {
+            deny: vec![
+                crate::interception::policy::Rule::parse("Read(./src/deep/**)", root, None)
+                    .unwrap(),
+            ],
+            ..Default::default()
+        };
+        let denies = ReadDenies::of(&rules);
+        let v = json!({"pattern": "fn", "output_mode": "content"});
+        let out = grep_blocking(&parse_grep(&v).unwrap(), root, &denies).unwrap();
+        assert!(!out.contains("delta"), "{out}");
+        assert!(out.contains("alpha"), "{out}");
+        assert!(out.ends_with("[1 file(s) were left out: a permission rule denies reading them]"));
+        let (files, left_out) = walk(root, None, &denies);
+        assert_eq!(left_out, 1);
+        assert!(
+            files
+                .iter()
+                .all(|(p, _)| !p.starts_with(root.join("src/deep")))
+        );
     }
 
     #[test]
@@ -477,7 +530,7 @@ mod tests {
     fn glob_matches_relative_paths_newest_first() {
         let dir = project();
         let root = dir.path();
-        let all = walk(root, None);
+        let (all, _) = walk(root, None, &ReadDenies::default());
         assert!(all.iter().all(|(p, _)| !p.starts_with(root.join("target"))));
         let m = glob_matcher("**/*.rs").unwrap();
         let mut found: Vec<_> = all

@@ -21,6 +21,7 @@ mod harness;
 mod interception;
 mod models;
 mod permissions;
+mod permissions_property;
 mod process;
 mod protocol;
 mod providers;

@@ -359,7 +359,26 @@ fn parse_nested(command: &str, nesting: usize) -> Script {
         }
         slot.as_mut().and_then(|p| {
             p.reset();
-            p.parse(command, None)
+            // tree-sitter-bash's scanner passes the lookahead code point
+            // to `isdigit`, which reads out of bounds above 255: the parser
+            // sees non-ASCII characters as `x`s of the same byte length
+            // (word characters, as bash sees them), and every text is
+            // taken from the line itself.
+            if command.is_ascii() {
+                p.parse(command, None)
+            } else {
+                let ascii: String = command
+                    .chars()
+                    .map(|c| {
+                        if c.is_ascii() {
+                            c.to_string()
+                        } else {
+                            "x".repeat(c.len_utf8())
+                        }
+                    })
+                    .collect();
+                p.parse(&ascii, None)
+            }
         })
     });
     let Some(tree) = tree else {
@@ -372,6 +391,7 @@ fn parse_nested(command: &str, nesting: usize) -> Script {
         nesting,
         substitution: 0,
         aliases: Vec::new(),
+        stdin_code: None,
         out: script,
     };
     walker.visit(tree.root_node(), 0);
@@ -472,6 +492,8 @@ struct Walker<'s> {
     substitution: usize,
     /// Aliases the line defines (`alias r=rm`), by name.
     aliases: Vec<(String, String)>,
+    /// The here-document or here-string given to the command being built.
+    stdin_code: Option<String>,
     out: Script,
 }
 
@@ -552,6 +574,12 @@ impl<'s> Walker<'s> {
                 self.children(n, depth);
             }
             "heredoc_redirect" => self.heredoc(n, depth),
+            "word" if self.text(n).contains('\n') => {
+                self.unreadable(format!(
+                    "the shell parser read a line break inside the word `{}`",
+                    truncate(&self.text(n).replace('\n', "⏎"), 30)
+                ));
+            }
             "command_substitution" | "process_substitution" => {
                 self.substitution += 1;
                 self.children(n, depth);
@@ -633,6 +661,34 @@ impl<'s> Walker<'s> {
             }
             self.visit(c, depth + 1);
         }
+    }
+
+    /// The text a command reads on its input from a here-document or a
+    /// here-string (`bash <<EOF … EOF`, `sh <<< 'cmd'`).
+    fn stdin_of(&self, command: Node<'_>) -> Option<String> {
+        let parent = command
+            .parent()
+            .filter(|p| p.kind() == "redirected_statement")?;
+        let mut cursor = parent.walk();
+        let kids: Vec<Node<'_>> = parent.children(&mut cursor).collect();
+        for r in kids {
+            match r.kind() {
+                "heredoc_redirect" => {
+                    let mut c2 = r.walk();
+                    let body = r
+                        .children(&mut c2)
+                        .find(|c| c.kind() == "heredoc_body")
+                        .map(|b| self.text(b).to_owned());
+                    return Some(body.unwrap_or_default());
+                }
+                "herestring_redirect" => {
+                    let word = r.named_child(0).map(|w| self.word(w))?;
+                    return word.text();
+                }
+                _ => {}
+            }
+        }
+        None
     }
 
     /// Takes in what a re-read part of the line runs.
@@ -762,7 +818,9 @@ impl<'s> Walker<'s> {
         if words.is_empty() {
             return;
         }
+        self.stdin_code = self.stdin_of(n);
         let command = self.build(words, assignments, 0);
+        self.stdin_code = None;
         self.out.commands.push(command);
     }
 
@@ -830,6 +888,17 @@ impl<'s> Walker<'s> {
             command.runs = Runs::Script(Box::new(parse_nested(&code, self.nesting + 1)));
             return command;
         }
+        // A reserved word or an assignment where a command name should be:
+        // the grammar misread the line (`time { …; }`, `time A=1 cmd`).
+        if RESERVED.contains(&name.as_str())
+            || name.split_once('=').is_some_and(|(n, _)| is_name(n))
+        {
+            self.unreadable(format!(
+                "the shell parser read `{}` as a command name",
+                truncate(&name, 30)
+            ));
+            return command;
+        }
         let Some(wrapper) = wrapper(&name) else {
             return command;
         };
@@ -878,6 +947,11 @@ impl<'s> Walker<'s> {
                     anything: true,
                 };
             }
+            Inner::Stdin if self.stdin_code.is_some() => {
+                let code = self.stdin_code.take().unwrap_or_default();
+                let script = parse_nested(&code, self.nesting + 1);
+                command.runs = Runs::Script(Box::new(script));
+            }
             Inner::Stdin => {
                 command.runs = Runs::Unknown {
                     reason: format!(
@@ -923,7 +997,17 @@ impl<'s> Walker<'s> {
                 let mut w = Word::default();
                 let mut cursor = n.walk();
                 let mut any_piece = false;
+                let mut at = n.start_byte();
                 for c in n.children(&mut cursor) {
+                    // Text between two children (a line break the grammar
+                    // keeps in no node) is part of the string.
+                    if c.start_byte() > at
+                        && let Some(gap) = self.src.get(at..c.start_byte())
+                    {
+                        w.push_lit(&unescape_double(gap));
+                        any_piece = true;
+                    }
+                    at = c.end_byte();
                     match c.kind() {
                         "\"" | "$\"" => {}
                         "string_content" => {
@@ -1122,6 +1206,12 @@ fn ansi_c(raw: &str) -> Option<String> {
     }
     Some(out)
 }
+
+/// bash's reserved words: never a command's name in a correct parse.
+const RESERVED: [&str; 20] = [
+    "{", "}", "!", "[[", "]]", "if", "then", "elif", "else", "fi", "for", "while", "until", "do",
+    "done", "case", "esac", "select", "function", "in",
+];
 
 /// Where a wrapper's command starts.
 enum Inner {

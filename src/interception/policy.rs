@@ -528,36 +528,9 @@ fn bash_hit(rule: &Rule, script: &Script) -> bool {
     if script.scripts().iter().any(|s| s.evaluates_text) {
         return true;
     }
-    script
-        .all_unreadable()
-        .iter()
-        .any(|raw| unreadable_hit(alts, raw))
-}
-
-/// For a line the parser could not read: whether a rule's command name
-/// appears in it as a word (quotes and backslashes ignored), or the rule
-/// starts with `*`.
-fn unreadable_hit(alts: &[Vec<Tok>], raw: &str) -> bool {
-    let cleaned: String = raw
-        .chars()
-        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
-        .collect();
-    let words: Vec<&str> = cleaned
-        .split(|c: char| !(c.is_alphanumeric() || "_-./+:@%".contains(c)))
-        .filter(|w| !w.is_empty())
-        .map(|w| w.rsplit('/').next().unwrap_or(w))
-        .collect();
-    alts.iter().any(|a| {
-        let first: String = a
-            .iter()
-            .map_while(|t| match t {
-                Tok::Ch(' ') | Tok::Star => None,
-                Tok::Ch(c) => Some(*c),
-            })
-            .collect();
-        let first = first.rsplit('/').next().unwrap_or(&first).to_owned();
-        first.is_empty() || words.contains(&first.as_str())
-    })
+    // A line the parser cannot read could hide any command (`$'\x72m'`
+    // spells `rm`): every Bash deny rule could match it.
+    !script.all_unreadable().is_empty()
 }
 
 /// Variables whose value changes what a command runs or loads.
@@ -1058,11 +1031,17 @@ pub fn decide(
     if let View::Bash { script, .. } = &view
         && let Some((word, rule)) = names_denied_path(script, &rules.deny, &scope)
     {
+        let reason = match word {
+            None => format!(
+                "the command runs code candor cannot see, which may name a path the permission rule {rule} denies"
+            ),
+            Some(word) => {
+                format!("the command names `{word}`, which the permission rule {rule} denies")
+            }
+        };
         return Disposition::Ask {
             by: format!("rule:{rule}"),
-            reason: Some(format!(
-                "the command names `{word}`, which the permission rule {rule} denies"
-            )),
+            reason: Some(reason),
         };
     }
     if let Some(rule) = any_match(&rules.ask, tool, &view) {
@@ -1309,7 +1288,7 @@ fn names_denied_path<'r>(
     script: &Script,
     deny: &'r [Rule],
     scope: &Scope<'_>,
-) -> Option<(String, &'r Rule)> {
+) -> Option<(Option<String>, &'r Rule)> {
     let path_rules: Vec<&Rule> = deny
         .iter()
         .filter(|r| {
@@ -1318,6 +1297,15 @@ fn names_denied_path<'r>(
         .collect();
     if path_rules.is_empty() {
         return None;
+    }
+    // Code candor cannot see, or cannot read, may name any path.
+    if !script.all_unreadable().is_empty()
+        || script
+            .all_commands()
+            .iter()
+            .any(|c| matches!(c.runs, Runs::Unknown { anything: true, .. }))
+    {
+        return Some((None, path_rules[0]));
     }
     let dirs = script_dirs(script, scope);
     let mut words: Vec<String> = Vec::new();
@@ -1339,7 +1327,7 @@ fn names_denied_path<'r>(
     for w in words.iter().filter(|w| !w.is_empty()) {
         for p in scope.command_paths(w, &dirs) {
             if let Some(rule) = path_rules.iter().find(|r| r.matches_path(&p)) {
-                return Some((w.clone(), rule));
+                return Some((Some(w.clone()), rule));
             }
         }
     }
@@ -1359,7 +1347,7 @@ fn names_denied_path<'r>(
     for w in dynamic {
         for p in expand_on_disk(w, scope) {
             if let Some(rule) = path_rules.iter().find(|r| r.matches_path(&p)) {
-                return Some((w.display(), rule));
+                return Some((Some(w.display()), rule));
             }
         }
     }

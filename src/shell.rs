@@ -30,6 +30,8 @@ pub const MAX_COMMAND: usize = 64 * 1024;
 const MAX_NESTING: usize = 6;
 /// How deep a syntax tree is walked.
 const MAX_DEPTH: usize = 200;
+/// How many reasons a line records for being opaque.
+const MAX_REASONS: usize = 16;
 /// How many wrappers one command may be nested in (`env env env … rm`).
 const MAX_WRAPPERS: usize = 32;
 
@@ -509,6 +511,10 @@ impl<'s> Walker<'s> {
     }
 
     fn opaque(&mut self, reason: impl Into<String>) {
+        // One reason makes a line opaque; a few tell the user why.
+        if self.out.opaque.len() >= MAX_REASONS {
+            return;
+        }
         let reason = reason.into();
         if !self.out.opaque.iter().any(|o| o.reason == reason) {
             self.out.opaque.push(Opaque { reason });
@@ -906,7 +912,6 @@ impl<'s> Walker<'s> {
             self.unreadable(format!(
                 "the command is wrapped in more than {MAX_WRAPPERS} commands, more than candor reads"
             ));
-            command.loose = true;
             return command;
         }
         command.wrapper = Some(wrapper.kind);

@@ -119,7 +119,7 @@ enum Pattern {
 
 /// A character of a rendered command or command pattern; `Star` is `*` in
 /// a pattern and a part known only at run time in a command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Tok {
     Ch(char),
     Star,
@@ -259,9 +259,7 @@ impl Rule {
             return true;
         }
         match view(tool, args, &[], root) {
-            View::Bash { script, .. } => {
-                !script.all_unreadable().is_empty() || bash_hit(self, &script)
-            }
+            View::Bash { lines, .. } => bash_hit(self, &lines),
             View::Paths { all, .. } => all.iter().any(|p| self.matches_path(p)),
             View::Other => false,
         }
@@ -501,36 +499,60 @@ fn overlaps(p: &[Tok], t: &[Tok]) -> bool {
 }
 
 /// Whether a Bash deny/ask rule could match some command of the line.
-fn bash_hit(rule: &Rule, script: &Script) -> bool {
+fn bash_hit(rule: &Rule, lines: &DenyLines) -> bool {
     let alts = match &rule.pattern {
         None => return true,
         Some(Pattern::Command(alts)) => alts,
         Some(Pattern::ExactCommand(_) | Pattern::Path(_) | Pattern::ExactPath(_)) => return false,
     };
-    for c in script.all_commands() {
-        let mut lines = vec![
-            render(&c.words, false, false),
-            render(&c.words, false, true),
-            render(&c.words, true, false),
-        ];
-        if c.loose {
-            for i in 1..c.words.len() {
-                lines.push(render(&c.words[i..], true, false));
+    lines.anything
+        || lines
+            .lines
+            .iter()
+            .any(|l| alts.iter().any(|a| overlaps(a, l)))
+}
+
+/// How many words of a wrapper whose options candor cannot follow are
+/// searched for the command it runs; a longer one could be any command.
+const MAX_LOOSE_WORDS: usize = 64;
+
+/// A Bash line as deny and ask rules see it, rendered once for all rules:
+/// every command as written, quoted and by basename (and every suffix of a
+/// loose wrapper), and whether the line could run any command at all.
+struct DenyLines {
+    lines: Vec<Vec<Tok>>,
+    anything: bool,
+}
+
+impl DenyLines {
+    fn of(script: &Script) -> DenyLines {
+        let mut lines = Vec::new();
+        let mut anything = false;
+        for c in script.all_commands() {
+            lines.push(render(&c.words, false, false));
+            lines.push(render(&c.words, false, true));
+            lines.push(render(&c.words, true, false));
+            if c.loose {
+                // Any suffix may be the command the wrapper runs; a long
+                // one could hide any command past what is worth rendering.
+                if c.words.len() > MAX_LOOSE_WORDS {
+                    anything = true;
+                } else {
+                    for i in 1..c.words.len() {
+                        lines.push(render(&c.words[i..], true, false));
+                    }
+                }
             }
+            anything |= matches!(c.runs, Runs::Unknown { anything: true, .. });
         }
-        if lines.iter().any(|l| alts.iter().any(|a| overlaps(a, l))) {
-            return true;
-        }
-        if matches!(c.runs, Runs::Unknown { anything: true, .. }) {
-            return true;
-        }
+        lines.sort();
+        lines.dedup();
+        // Text evaluated as code, or a line the parser cannot read, could
+        // hide any command (`$'\x72m'` spells `rm`).
+        anything |= script.scripts().iter().any(|s| s.evaluates_text)
+            || !script.all_unreadable().is_empty();
+        DenyLines { lines, anything }
     }
-    if script.scripts().iter().any(|s| s.evaluates_text) {
-        return true;
-    }
-    // A line the parser cannot read could hide any command (`$'\x72m'`
-    // spells `rm`): every Bash deny rule could match it.
-    !script.all_unreadable().is_empty()
 }
 
 /// Variables whose value changes what a command runs or loads.
@@ -633,8 +655,12 @@ impl Scope<'_> {
 
 /// What rules look at in a call.
 enum View {
-    /// A Bash line, read.
-    Bash { script: Box<Script>, line: String },
+    /// A Bash line, read, and rendered for deny and ask rules.
+    Bash {
+        script: Box<Script>,
+        lines: DenyLines,
+        line: String,
+    },
     /// A file tool's path: `targets` as it resolves (what the tool will
     /// open), `all` with the spellings it was given as well.
     Paths {
@@ -649,8 +675,10 @@ fn view(tool: &str, args: &Value, spelled: &[PathBuf], root: &Path) -> View {
     match tool {
         "Bash" => {
             let line = args.get("command").and_then(Value::as_str).unwrap_or("");
+            let script = Box::new(shell::parse(line));
             View::Bash {
-                script: Box::new(shell::parse(line)),
+                lines: DenyLines::of(&script),
+                script,
                 line: line.trim().to_owned(),
             }
         }
@@ -679,7 +707,7 @@ fn any_match<'r>(rules: &'r [Rule], tool: &str, view: &View) -> Option<&'r Rule>
         r.names(tool)
             && match view {
                 _ if r.pattern.is_none() => true,
-                View::Bash { script, .. } => bash_hit(r, script),
+                View::Bash { lines, .. } => bash_hit(r, lines),
                 View::Paths { all, .. } => all.iter().any(|p| r.matches_path(p)),
                 View::Other => false,
             }
@@ -764,9 +792,10 @@ fn command_cover<'r>(rules: &'r [Rule], c: &Command, cov: &mut Coverage<'r>) -> 
         ));
         return false;
     };
+    let lines = allow_lines(c);
     let direct = rules
         .iter()
-        .find(|r| r.tool == "Bash" && direct_cover(r, c));
+        .find(|r| r.tool == "Bash" && direct_cover(r, &lines));
     if INERT.contains(&name.as_str()) && c.wrapper.is_none() && !c.loose {
         if let Some(r) = direct {
             cov.by.get_or_insert(r);
@@ -807,12 +836,18 @@ fn command_cover<'r>(rules: &'r [Rule], c: &Command, cov: &mut Coverage<'r>) -> 
 
 /// Whether an allow rule covers a command exactly as it will run: the name
 /// as written (or its basename when it is a system directory's program).
-fn direct_cover(rule: &Rule, c: &Command) -> bool {
+fn direct_cover(rule: &Rule, lines: &[Vec<Tok>]) -> bool {
     let alts = match &rule.pattern {
         None => return true,
         Some(Pattern::Command(alts)) => alts,
         _ => return false,
     };
+    lines.iter().any(|l| alts.iter().any(|a| covers(a, l)))
+}
+
+/// A command as allow rules see it: as written, quoted (and by basename
+/// when it is a system directory's program).
+fn allow_lines(c: &Command) -> Vec<Vec<Tok>> {
     let name = c.name().unwrap_or_default();
     let system = [
         "/bin/",
@@ -827,7 +862,7 @@ fn direct_cover(rule: &Rule, c: &Command) -> bool {
     if system {
         lines.push(render(&c.words, true, true));
     }
-    lines.iter().any(|l| alts.iter().any(|a| covers(a, l)))
+    lines
 }
 
 fn shorten(s: &str, max: usize) -> String {
@@ -1079,7 +1114,7 @@ pub fn decide(
     }
     let mut partial = None;
     match &view {
-        View::Bash { script, line } => {
+        View::Bash { script, line, .. } => {
             let cov = bash_cover(&rules.allow, script, &scope);
             if cov.gaps.is_empty()
                 && let Some(rule) = cov.by
@@ -1190,7 +1225,7 @@ fn protected_write(tool: &str, view: &View, scope: &Scope<'_>) -> Option<String>
                 })
             })
         }
-        View::Bash { script, line } => {
+        View::Bash { script, line, .. } => {
             let dirs = script_dirs(script, scope);
             // A write whose target is only known at run time, in a line
             // that spells a protected name (`F=.git/hooks/x; echo > $F`).
@@ -1424,20 +1459,13 @@ pub fn grant_for(tool: &str, args: &Value, root: &Path, home: Option<&Path>) -> 
         real_root: crate::tools::resolve_links(root),
         home,
     };
-    match view(tool, args, &[], root) {
-        View::Bash { script, line } => {
+    let view = view(tool, args, &[], root);
+    match &view {
+        View::Bash { script, line, .. } => {
             if line.is_empty()
                 || !script.all_opaque().is_empty()
                 || script.all_assigned().iter().any(|n| risky_variable(n))
-                || protected_write(
-                    tool,
-                    &View::Bash {
-                        script,
-                        line: line.clone(),
-                    },
-                    &scope,
-                )
-                .is_some()
+                || protected_write(tool, &view, &scope).is_some()
             {
                 return None;
             }
@@ -1511,7 +1539,7 @@ mod tests {
         let m = |r: &str, c: &str| {
             let script = shell::parse(c);
             let cmd = &script.commands[0];
-            direct_cover(&rule(r), cmd)
+            direct_cover(&rule(r), &allow_lines(cmd))
         };
         assert!(m("Bash(npm run test:*)", "npm run test --watch"));
         assert!(m("Bash(npm run test:*)", "npm run test"));

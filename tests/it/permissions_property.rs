@@ -13,10 +13,9 @@
 //! `CANDOR_PROPTEST_CASES` and `CANDOR_FUZZ_SECS` (and `CANDOR_FUZZ_LAST`, a
 //! file each fuzz input is written to before it is tried).
 //!
-//! What they found that candor gets wrong today is kept out of the default
-//! runs and pinned by ignored tests that fail until it is fixed
-//! (`KNOWN_BUGS`, `KNOWN_CRASHES`; `known_bugs_each_still_fail` says when one
-//! got fixed).
+//! What they found (misread lines that ran `rm`, a crash in the parser's
+//! scanner) is fixed and kept as regression cases (`FORMER_BUGS`, and the
+//! `U+10FFFF` deep case).
 
 // The tests report what they explored on stderr.
 #![allow(clippy::print_stderr)]
@@ -277,16 +276,10 @@ fn grouped(rng: &mut fastrand::Rng, inner: &Gen) -> String {
 }
 
 /// Wraps `inner` in one random construct that still runs it.
-fn construct(rng: &mut fastrand::Rng, inner: &Gen, fresh: &mut usize, known_bugs: bool) -> Gen {
+fn construct(rng: &mut fastrand::Rng, inner: &Gen, fresh: &mut usize) -> Gen {
     let s = sp(rng);
     let t = sp(rng);
     let x = &inner.text;
-    // Forms candor misreads today (see the `known_bug_*` tests): only
-    // generated when `known_bugs`.
-    let dq_ok = known_bugs || !x.contains('\n');
-    let after_newline_ok = known_bugs || !x.starts_with('\\');
-    let keyword_ok = known_bugs || (inner.simple && !inner.assigns);
-    let stdin_ok = known_bugs || inner.target != Target::DeniedPath;
     match rng.u8(0..54) {
         0 => inner.wrap("pipe", format!("true{s}|{t}{}", grouped(rng, inner))),
         1 => inner.wrap("pipe", format!("{}{s}|{t}cat", grouped(rng, inner))),
@@ -296,7 +289,7 @@ fn construct(rng: &mut fastrand::Rng, inner: &Gen, fresh: &mut usize, known_bugs
             .wrap("||", format!("{}{s}||{t}true", grouped(rng, inner)))
             .list(),
         5 => inner.wrap(";", format!("echo a;{s}{x}")).list(),
-        6 if after_newline_ok => inner.wrap("newline", format!("true\n{x}")).list(),
+        6 => inner.wrap("newline", format!("true\n{x}")).list(),
         7 => inner.wrap("subshell", format!("({s}{x}{t})")),
         8 => inner.wrap("group", format!("{{{s}{x};{t}}}")),
         9 => inner.wrap("group", format!("{{\n{x}\n}}")),
@@ -340,19 +333,19 @@ fn construct(rng: &mut fastrand::Rng, inner: &Gen, fresh: &mut usize, known_bugs
         27 => inner
             .wrap("bash -c '…'", format!("bash{s}-c{t}{}", single(x)))
             .simple(true),
-        28 if dq_ok => inner
+        28 => inner
             .wrap("bash -c \"…\"", format!("bash{s}-c{t}{}", double(x)))
             .simple(true),
         29 if !inner.bashism => inner
             .wrap("sh -c '…'", format!("sh{s}-c{t}{}", single(x)))
             .simple(true),
-        30 if !inner.bashism && dq_ok => inner
+        30 if !inner.bashism => inner
             .wrap("sh -c \"…\"", format!("sh{s}-c{t}{}", double(x)))
             .simple(true),
         31 => inner
             .wrap("eval '…'", format!("eval{s}{}", single(x)))
             .simple(false),
-        32 if dq_ok => inner
+        32 => inner
             .wrap("eval \"…\"", format!("eval{s}{}", double(x)))
             .simple(false),
         33 => {
@@ -409,18 +402,18 @@ fn construct(rng: &mut fastrand::Rng, inner: &Gen, fresh: &mut usize, known_bugs
             p.wrap("stdbuf -oL", format!("stdbuf{s}-oL{t}{}", p.text))
                 .simple(true)
         }
-        42 if keyword_ok => inner
+        42 => inner
             .wrap("time", format!("time{s}{}", grouped(rng, inner)))
             .bashism(),
-        43 if keyword_ok => inner.wrap("!", format!("!{s}{}", grouped(rng, inner))),
+        43 => inner.wrap("!", format!("!{s}{}", grouped(rng, inner))),
         44 => inner.wrap("! ( )", format!("!{s}({t}{x}{s})")),
-        45 if dq_ok => inner
+        45 => inner
             .wrap(
                 "here-document",
                 format!("cat <<EOF\n$({t}{x}{s})\nEOF\ntrue"),
             )
             .list(),
-        46 if stdin_ok => inner
+        46 => inner
             .wrap("bash <<'EOF'", format!("bash <<'EOF'\n{x}\nEOF\ntrue"))
             .list(),
         47 => {
@@ -473,12 +466,12 @@ fn construct(rng: &mut fastrand::Rng, inner: &Gen, fresh: &mut usize, known_bugs
     }
 }
 
-fn generate(rng: &mut fastrand::Rng, target: Target, known_bugs: bool) -> Gen {
+fn generate(rng: &mut fastrand::Rng, target: Target) -> Gen {
     let mut fresh = 0;
     let mut g = base(rng, target);
     let depth = rng.usize(1..=6);
     while g.steps.len() <= depth {
-        g = construct(rng, &g, &mut fresh, known_bugs);
+        g = construct(rng, &g, &mut fresh);
     }
     if rng.u8(0..8) == 0 {
         g.text.push_str(" # trailing comment");
@@ -522,16 +515,10 @@ fn ran_in_bash(line: &str, target: Target) -> bool {
 
 #[test]
 fn a_denied_command_never_runs_in_any_wrapping() {
-    property(false);
+    property();
 }
 
-#[test]
-#[ignore = "fails until the known_bug_* tests pass"]
-fn a_denied_command_never_runs_in_any_wrapping_including_known_bugs() {
-    property(true);
-}
-
-fn property(known_bugs: bool) {
+fn property() {
     let seed = seed();
     let cases = env_number("CANDOR_PROPTEST_CASES", 2000.0) as usize;
     let mut rng = fastrand::Rng::with_seed(seed);
@@ -546,7 +533,7 @@ fn property(known_bugs: bool) {
     let started = Instant::now();
     for case in 0..cases {
         let target = Target::ALL[case % Target::ALL.len()];
-        let g = generate(&mut rng, target, known_bugs);
+        let g = generate(&mut rng, target);
         let line = &g.text;
         for (mode, allow) in [
             (Mode::Default, &[][..]),
@@ -686,7 +673,7 @@ fn corpus() -> Vec<String> {
     let mut rng = fastrand::Rng::with_seed(7);
     for target in Target::ALL {
         for _ in 0..4 {
-            lines.push(generate(&mut rng, target, true).text);
+            lines.push(generate(&mut rng, target).text);
         }
     }
     lines
@@ -865,20 +852,6 @@ fn check(line: &str, rules: &Rules, root: &Path) -> Result<(), String> {
     }
 }
 
-/// Whether tree-sitter-bash's scanner would call `isdigit` on a code point
-/// above 255 (undefined behaviour, a crash for some): `{`, digits or dots,
-/// then such a character. See `KNOWN_CRASHES`.
-fn trips_isdigit(line: &str) -> bool {
-    let chars: Vec<char> = line.chars().collect();
-    chars.iter().enumerate().any(|(i, c)| {
-        *c == '{'
-            && chars[i + 1..]
-                .iter()
-                .find(|c| !(c.is_ascii_digit() || **c == '.'))
-                .is_some_and(|c| *c as u32 > 0xFF)
-    })
-}
-
 #[test]
 fn the_parser_and_the_decision_never_panic() {
     let seed = seed();
@@ -895,17 +868,12 @@ fn the_parser_and_the_decision_never_panic() {
     let mut slowest = (Duration::ZERO, String::new());
     let mut inputs = corpus.clone().into_iter();
     let last = std::env::var_os("CANDOR_FUZZ_LAST");
-    let mut skipped = 0u64;
     while started.elapsed() < budget || inputs.len() > 0 {
         let line = match inputs.next() {
             Some(seedline) => seedline,
             None if rng.u8(0..4) == 0 => random_line(&mut rng),
             None => mutate(&mut rng, &corpus),
         };
-        if trips_isdigit(&line) {
-            skipped += 1;
-            continue;
-        }
         if let Some(path) = &last {
             // A crash (not a panic) ends the process: this file names the input.
             std::fs::write(path, &line).unwrap();
@@ -924,7 +892,7 @@ fn the_parser_and_the_decision_never_panic() {
     }
     eprintln!(
         "permissions fuzz: {runs} inputs in {:.1?} (seed {seed:#x}), {} failures, \
-         {skipped} skipped (KNOWN_CRASHES); slowest {:.1?}: {:?}",
+         slowest {:.1?}: {:?}",
         started.elapsed(),
         failures.len(),
         slowest.0,
@@ -940,14 +908,10 @@ fn the_parser_and_the_decision_never_panic() {
 // ---------------------------------------------------------------------------
 // Deep nesting: no stack overflow on a 2 MiB thread.
 
-/// Cases that crash the process today: a segmentation fault in
-/// tree-sitter-bash 0.25.1's scanner (src/scanner.c:1158,
-/// `isdigit(lexer->lookahead)` after `{`, with a code point far above 255:
-/// an out-of-bounds read of the C library's ctype table), found by a
-/// 10-minute fuzz run; the fuzz test skips such lines (`trips_isdigit`).
-/// (The stack overflows this test found at first, in `has_kind` on deep
-/// arithmetic and in `Walker::build` on long wrapper chains, are fixed.)
-const KNOWN_CRASHES: [&str; 1] = ["`echo {` and U+10FFFF"];
+// The deep case "`echo {` and U+10FFFF" once crashed candor: tree-sitter-bash's
+// scanner called `isdigit` on a code point above 255 after `{` (an
+// out-of-bounds read); candor now shows the parser `x`s in place of
+// non-ASCII characters.
 
 fn deep_cases() -> Vec<(&'static str, String)> {
     let rep = |s: &str, n: usize| s.repeat(n);
@@ -1101,24 +1065,15 @@ fn deep_nesting_child() {
 
 #[test]
 fn deep_nesting_does_not_overflow_the_stack() {
-    deep_nesting(false);
-}
-
-#[test]
-#[ignore = "known crashes: see KNOWN_CRASHES"]
-fn deep_nesting_does_not_overflow_the_stack_including_known_crashes() {
-    deep_nesting(true);
+    deep_nesting();
 }
 
 #[allow(clippy::disallowed_methods)] // each case runs in a child test process
-fn deep_nesting(known_crashes: bool) {
+fn deep_nesting() {
     let exe = std::env::current_exe().unwrap();
     let mut failures = Vec::new();
     let mut report = Vec::new();
     for (i, (name, _)) in deep_cases().iter().enumerate() {
-        if KNOWN_CRASHES.contains(name) != known_crashes {
-            continue;
-        }
         let t = Instant::now();
         let out = Process::new(&exe)
             .args([
@@ -1175,7 +1130,7 @@ fn refused_in_every_mode(line: &str, deny: &str) -> Result<(), String> {
     Ok(())
 }
 
-const KNOWN_BUGS: [(&str, &str); 12] = [
+const FORMER_BUGS: [(&str, &str); 12] = [
     // A newline inside double quotes is dropped: eval reads `truerm -rf victim`.
     ("eval \"true\nrm -rf victim\"", "Bash(rm *)"),
     ("bash -c \"echo hi\nrm -rf victim\"", "Bash(rm *)"),
@@ -1202,8 +1157,8 @@ const KNOWN_BUGS: [(&str, &str); 12] = [
 ];
 
 #[test]
-fn known_bug_lines_do_run_rm() {
-    for (line, _) in KNOWN_BUGS {
+fn former_bug_lines_do_run_rm() {
+    for (line, _) in FORMER_BUGS {
         assert!(
             ran_in_bash(line, Target::Rm),
             "bash did not run rm: {line:?}"
@@ -1212,9 +1167,8 @@ fn known_bug_lines_do_run_rm() {
 }
 
 #[test]
-#[ignore = "known bugs in candor's reading of the shell: see KNOWN_BUGS"]
-fn known_bugs_are_refused() {
-    let failures: Vec<String> = KNOWN_BUGS
+fn former_bugs_are_refused() {
+    let failures: Vec<String> = FORMER_BUGS
         .iter()
         .filter_map(|(line, deny)| refused_in_every_mode(line, deny).err())
         .collect();
@@ -1222,20 +1176,5 @@ fn known_bugs_are_refused() {
         failures.is_empty(),
         "allowed to run:\n{}",
         failures.join("\n")
-    );
-}
-
-#[test]
-fn known_bugs_each_still_fail() {
-    // Keeps the list honest: a bug that got fixed is reported here, so its
-    // exclusion from the generator can go.
-    let fixed: Vec<&str> = KNOWN_BUGS
-        .iter()
-        .filter(|(line, deny)| refused_in_every_mode(line, deny).is_ok())
-        .map(|(line, _)| *line)
-        .collect();
-    assert!(
-        fixed.is_empty(),
-        "fixed (remove from KNOWN_BUGS and from the generator's exclusions): {fixed:?}"
     );
 }

@@ -55,8 +55,20 @@ impl Word {
         Word(vec![Piece::Any])
     }
 
+    /// The word's value when it is fully known, without copying it.
+    pub fn as_lit(&self) -> Option<&str> {
+        match self.0.as_slice() {
+            [] => Some(""),
+            [Piece::Lit(s)] => Some(s),
+            _ => None,
+        }
+    }
+
     /// The word's value when it is fully known.
     pub fn text(&self) -> Option<String> {
+        if let Some(s) = self.as_lit() {
+            return Some(s.to_owned());
+        }
         let mut out = String::new();
         for p in &self.0 {
             match p {

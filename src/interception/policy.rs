@@ -110,11 +110,44 @@ enum Pattern {
     /// A Bash rule: star patterns, any of which may match a command.
     Command(Vec<Vec<Tok>>),
     /// A path rule: the glob anchored at each spelling of its base.
-    Path(Vec<GlobMatcher>),
+    Path(Vec<PathGlob>),
     /// A grant: exactly this command line.
     ExactCommand(String),
     /// A grant: exactly this path.
     ExactPath(PathBuf),
+}
+
+/// A path rule's glob, with the literal text it must start and end with
+/// (checked first: most paths a command names fail there, without the
+/// glob's automaton).
+#[derive(Clone)]
+struct PathGlob {
+    matcher: GlobMatcher,
+    prefix: String,
+    suffix: String,
+}
+
+impl PathGlob {
+    fn new(text: &str, matcher: GlobMatcher) -> PathGlob {
+        let meta = |c: char| matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\');
+        let prefix: String = text.chars().take_while(|c| !meta(*c)).collect();
+        let suffix: String = match text.rfind(meta) {
+            Some(i) => text[i + 1..].to_owned(),
+            None => text.to_owned(),
+        };
+        PathGlob {
+            matcher,
+            prefix,
+            suffix,
+        }
+    }
+
+    fn is_match(&self, path: &Path) -> bool {
+        let text = path.to_string_lossy();
+        text.starts_with(&self.prefix)
+            && text.ends_with(&self.suffix)
+            && self.matcher.is_match(path)
+    }
 }
 
 /// A character of a rendered command or command pattern; `Star` is `*` in
@@ -189,12 +222,13 @@ impl Rule {
             Some(p) => {
                 let mut globs = Vec::new();
                 for absolute in anchor(p, anchors) {
-                    let glob = GlobBuilder::new(&absolute.to_string_lossy())
+                    let text_of = absolute.to_string_lossy().into_owned();
+                    let matcher = GlobBuilder::new(&text_of)
                         .literal_separator(true)
                         .build()
                         .map_err(|e| format!("rule {text:?}: {e}"))?
                         .compile_matcher();
-                    globs.push(glob);
+                    globs.push(PathGlob::new(&text_of, matcher));
                 }
                 Some(Pattern::Path(globs))
             }
@@ -259,7 +293,9 @@ impl Rule {
             return true;
         }
         match view(tool, args, &[], root) {
-            View::Bash { lines, .. } => bash_hit(self, &lines),
+            View::Bash { script, lines, .. } => {
+                bash_hit(self, lines.get_or_init(|| DenyLines::of(&script)))
+            }
             View::Paths { all, .. } => all.iter().any(|p| self.matches_path(p)),
             View::Other => false,
         }
@@ -382,14 +418,14 @@ fn render(words: &[shell::Word], basename: bool, quoted: bool) -> Vec<Tok> {
         if i > 0 {
             out.push(Tok::Ch(' '));
         }
-        match w.text() {
+        match w.as_lit() {
             Some(t) => {
                 let t = if i == 0 && basename {
-                    t.rsplit('/').next().unwrap_or(&t).to_owned()
+                    t.rsplit('/').next().unwrap_or(t)
                 } else {
                     t
                 };
-                if quoted && shell::needs_quotes(&t) {
+                if quoted && shell::needs_quotes(t) {
                     out.push(Tok::Ch('\''));
                     for c in t.chars() {
                         if c == '\'' {
@@ -530,8 +566,20 @@ impl DenyLines {
         let mut anything = false;
         for c in script.all_commands() {
             lines.push(render(&c.words, false, false));
-            lines.push(render(&c.words, false, true));
-            lines.push(render(&c.words, true, false));
+            // The other forms differ only when a word needs quotes or the
+            // name has a directory.
+            if c.words
+                .iter()
+                .any(|w| w.as_lit().is_some_and(shell::needs_quotes))
+            {
+                lines.push(render(&c.words, false, true));
+            }
+            if c.words.first().is_some_and(|w| {
+                w.0.iter()
+                    .any(|p| matches!(p, Piece::Lit(s) if s.contains('/')))
+            }) {
+                lines.push(render(&c.words, true, false));
+            }
             if c.loose {
                 // Any suffix may be the command the wrapper runs; a long
                 // one could hide any command past what is worth rendering.
@@ -619,9 +667,78 @@ struct Scope<'a> {
     root: &'a Path,
     real_root: PathBuf,
     home: Option<&'a Path>,
+    /// Directories already resolved in this decision (most words of a
+    /// line share a few), and directories already listed.
+    resolved: std::cell::RefCell<std::collections::HashMap<PathBuf, PathBuf>>,
+    listed: std::cell::RefCell<std::collections::HashMap<PathBuf, Vec<(PathBuf, Entry)>>>,
 }
 
-impl Scope<'_> {
+impl<'a> Scope<'a> {
+    fn new(root: &'a Path, home: Option<&'a Path>) -> Scope<'a> {
+        Scope {
+            root,
+            real_root: crate::tools::resolve_links(root),
+            home,
+            resolved: Default::default(),
+            listed: Default::default(),
+        }
+    }
+
+    /// `tools::resolve_links`, with the parent directory remembered.
+    fn real(&self, lexical: &Path) -> PathBuf {
+        let (Some(parent), Some(name)) = (lexical.parent(), lexical.file_name()) else {
+            return crate::tools::resolve_links(lexical);
+        };
+        let known = self.resolved.borrow().get(parent).cloned();
+        let real_parent = match known {
+            Some(p) => p,
+            None => {
+                let p = crate::tools::resolve_links(parent);
+                self.resolved
+                    .borrow_mut()
+                    .insert(parent.to_owned(), p.clone());
+                p
+            }
+        };
+        let path = real_parent.join(name);
+        // The directory's listing says which of its entries are links.
+        let link = self
+            .entries(&real_parent)
+            .iter()
+            .any(|(p, kind)| *kind == Entry::Link && *p == path);
+        if link {
+            crate::tools::resolve_links(&path)
+        } else {
+            path
+        }
+    }
+
+    /// A directory's entries, listed once (at most 4096).
+    fn entries(&self, dir: &Path) -> std::cell::Ref<'_, [(PathBuf, Entry)]> {
+        if !self.listed.borrow().contains_key(dir) {
+            let list: Vec<(PathBuf, Entry)> = std::fs::read_dir(dir)
+                .map(|entries| {
+                    entries
+                        .flatten()
+                        .take(4096)
+                        .map(|e| {
+                            let kind = match e.file_type() {
+                                Ok(t) if t.is_symlink() => Entry::Link,
+                                Ok(t) if t.is_dir() => Entry::Dir,
+                                _ => Entry::Other,
+                            };
+                            (e.path(), kind)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            self.listed.borrow_mut().insert(dir.to_owned(), list);
+        }
+        std::cell::Ref::map(self.listed.borrow(), |m| {
+            m.get(dir).map_or(&[][..], |v| v.as_slice())
+        })
+    }
+
     fn inside(&self, p: &Path) -> bool {
         p.starts_with(self.root) || p.starts_with(&self.real_root)
     }
@@ -643,7 +760,7 @@ impl Scope<'_> {
         };
         for base in bases {
             let lexical = crate::tools::resolve(base, &expanded.to_string_lossy());
-            let real = crate::tools::resolve_links(&lexical);
+            let real = self.real(&lexical);
             if real != lexical {
                 out.push(real);
             }
@@ -653,12 +770,21 @@ impl Scope<'_> {
     }
 }
 
+/// What a directory entry is, as its listing tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    Link,
+    Dir,
+    Other,
+}
+
 /// What rules look at in a call.
 enum View {
-    /// A Bash line, read, and rendered for deny and ask rules.
+    /// A Bash line, read, and rendered for deny and ask rules (when one
+    /// is tried).
     Bash {
         script: Box<Script>,
-        lines: DenyLines,
+        lines: std::cell::OnceCell<DenyLines>,
         line: String,
     },
     /// A file tool's path: `targets` as it resolves (what the tool will
@@ -677,7 +803,7 @@ fn view(tool: &str, args: &Value, spelled: &[PathBuf], root: &Path) -> View {
             let line = args.get("command").and_then(Value::as_str).unwrap_or("");
             let script = Box::new(shell::parse(line));
             View::Bash {
-                lines: DenyLines::of(&script),
+                lines: std::cell::OnceCell::new(),
                 script,
                 line: line.trim().to_owned(),
             }
@@ -707,7 +833,9 @@ fn any_match<'r>(rules: &'r [Rule], tool: &str, view: &View) -> Option<&'r Rule>
         r.names(tool)
             && match view {
                 _ if r.pattern.is_none() => true,
-                View::Bash { lines, .. } => bash_hit(r, lines),
+                View::Bash { script, lines, .. } => {
+                    bash_hit(r, lines.get_or_init(|| DenyLines::of(script)))
+                }
                 View::Paths { all, .. } => all.iter().any(|p| r.matches_path(p)),
                 View::Other => false,
             }
@@ -792,10 +920,14 @@ fn command_cover<'r>(rules: &'r [Rule], c: &Command, cov: &mut Coverage<'r>) -> 
         ));
         return false;
     };
-    let lines = allow_lines(c);
-    let direct = rules
-        .iter()
-        .find(|r| r.tool == "Bash" && direct_cover(r, &lines));
+    let direct = if rules.iter().any(|r| r.tool == "Bash") {
+        let lines = allow_lines(c);
+        rules
+            .iter()
+            .find(|r| r.tool == "Bash" && direct_cover(r, &lines))
+    } else {
+        None
+    };
     if INERT.contains(&name.as_str()) && c.wrapper.is_none() && !c.loose {
         if let Some(r) = direct {
             cov.by.get_or_insert(r);
@@ -1019,11 +1151,7 @@ pub fn decide(
 ) -> Disposition {
     let tool = call.tool;
     let view = view(tool, call.args, call.spelled, root);
-    let scope = Scope {
-        root,
-        real_root: crate::tools::resolve_links(root),
-        home: rules.home.as_deref(),
-    };
+    let scope = Scope::new(root, rules.home.as_deref());
     let hook = || format!("hook:{}", hooks.by.clone().unwrap_or_default());
     if hooks.verdict == Verdict::Deny {
         return Disposition::Deny {
@@ -1359,7 +1487,10 @@ fn names_denied_path<'r>(
             .iter()
             .filter_map(|r| r.target.text()),
     );
-    for w in words.iter().filter(|w| !w.is_empty()) {
+    // Each distinct word once, in order.
+    let mut seen = std::collections::HashSet::new();
+    words.retain(|w| !w.is_empty() && seen.insert(w.clone()));
+    for w in &words {
         for p in scope.command_paths(w, &dirs) {
             if let Some(rule) = path_rules.iter().find(|r| r.matches_path(&p)) {
                 return Some((Some(w.clone()), rule));
@@ -1393,32 +1524,52 @@ fn names_denied_path<'r>(
 /// parts taken as `*` (at most four directory levels below its known
 /// start and 4096 entries looked at).
 fn expand_on_disk(word: &shell::Word, scope: &Scope<'_>) -> Vec<PathBuf> {
-    let mut pattern = String::new();
+    // The word as a star pattern (a star here may cross `/`: wider than
+    // bash's globs, which only makes more words ask).
+    let mut toks: Vec<Tok> = Vec::new();
     for p in &word.0 {
         match p {
-            Piece::Lit(s) => {
-                for c in s.chars() {
-                    if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\') {
-                        pattern.push('\\');
-                    }
-                    pattern.push(c);
-                }
-            }
-            Piece::Any => pattern.push('*'),
+            Piece::Lit(s) => toks.extend(s.chars().map(Tok::Ch)),
+            Piece::Any => toks.push(Tok::Star),
         }
     }
-    let absolute = match (pattern.strip_prefix("~/"), scope.home) {
-        (Some(rest), Some(h)) => h.join(rest),
-        _ if pattern.starts_with('/') => PathBuf::from(&pattern),
-        _ => scope.root.join(&pattern),
+    let text: String = toks
+        .iter()
+        .map(|t| match t {
+            Tok::Ch(c) => *c,
+            Tok::Star => '*',
+        })
+        .collect();
+    let prefix: Vec<Tok> = match (text.strip_prefix("~/"), scope.home) {
+        (Some(_), Some(h)) => {
+            toks.drain(..2);
+            format!("{}/", h.display()).chars().map(Tok::Ch).collect()
+        }
+        _ if text.starts_with('/') => Vec::new(),
+        _ => format!("{}/", scope.root.display())
+            .chars()
+            .map(Tok::Ch)
+            .collect(),
     };
-    let text = absolute.to_string_lossy().into_owned();
-    let Ok(glob) = GlobBuilder::new(&text).literal_separator(true).build() else {
-        return Vec::new();
+    let pattern: Vec<Tok> = prefix.into_iter().chain(toks).collect();
+    let text: String = pattern
+        .iter()
+        .map(|t| match t {
+            Tok::Ch(c) => *c,
+            Tok::Star => '*',
+        })
+        .collect();
+    let matches = |path: &Path| {
+        let chars: Vec<Tok> = path.to_string_lossy().chars().map(Tok::Ch).collect();
+        covers(&pattern, &chars)
     };
-    let matcher = glob.compile_matcher();
     // The directory before the first unknown part.
-    let star = text.find('*').unwrap_or(text.len());
+    let star = pattern
+        .iter()
+        .position(|t| *t == Tok::Star)
+        .map_or(text.len(), |i| {
+            text.char_indices().nth(i).map_or(text.len(), |(b, _)| b)
+        });
     let base = PathBuf::from(&text[..text[..star].rfind('/').map_or(0, |i| i + 1)]);
     let levels = text[star..].matches('/').count() + 1;
     let mut found = Vec::new();
@@ -1427,20 +1578,16 @@ fn expand_on_disk(word: &shell::Word, scope: &Scope<'_>) -> Vec<PathBuf> {
     for _ in 0..levels.min(4) {
         let mut next = Vec::new();
         for dir in frontier {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for e in entries.flatten() {
+            for (path, kind) in scope.entries(&dir).iter() {
                 if budget == 0 {
                     return found;
                 }
                 budget -= 1;
-                let path = e.path();
-                if matcher.is_match(&path) {
+                if matches(path) {
                     found.push(path.clone());
                 }
-                if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    next.push(path);
+                if *kind == Entry::Dir {
+                    next.push(path.clone());
                 }
             }
         }
@@ -1454,11 +1601,7 @@ fn expand_on_disk(word: &shell::Word, scope: &Scope<'_>) -> Vec<PathBuf> {
 /// call cannot be granted: a line with parts candor cannot see, or a
 /// protected path.
 pub fn grant_for(tool: &str, args: &Value, root: &Path, home: Option<&Path>) -> Option<Rule> {
-    let scope = Scope {
-        root,
-        real_root: crate::tools::resolve_links(root),
-        home,
-    };
+    let scope = Scope::new(root, home);
     let view = view(tool, args, &[], root);
     match &view {
         View::Bash { script, line, .. } => {

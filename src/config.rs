@@ -123,6 +123,10 @@ pub struct Settings {
     /// How hook rewrites are told to the model: `note` (default) or
     /// `in_place` (Chat Completions only).
     pub rewrite_strategy: Option<RewriteStrategy>,
+    /// Variables candor keeps out of commands and hooks (provider keys,
+    /// its own `CANDOR_*` settings) that they should get anyway. Not allowed
+    /// in a project file.
+    pub pass_env: Option<Vec<String>>,
 }
 
 impl Settings {
@@ -140,6 +144,7 @@ impl Settings {
             thinking_budget: self.thinking_budget.or(lower.thinking_budget),
             reasoning_effort: self.reasoning_effort.or(lower.reasoning_effort),
             rewrite_strategy: self.rewrite_strategy.or(lower.rewrite_strategy),
+            pass_env: self.pass_env.or(lower.pass_env),
         }
     }
 
@@ -358,10 +363,11 @@ impl Config {
         for (key, set) in [
             ("anthropic_base_url", project.anthropic_base_url.is_some()),
             ("openai_base_url", project.openai_base_url.is_some()),
+            ("pass_env", project.pass_env.is_some()),
         ] {
             if set {
                 return Err(format!(
-                    "the project config file {} sets `{key}`, which only the environment or your own config file may set (a project must not be able to send your API key elsewhere)",
+                    "the project config file {} sets `{key}`, which only the environment or your own config file may set (a project must not be able to send your API key elsewhere or hand it to its commands)",
                     project_path.display()
                 ));
             }

@@ -81,6 +81,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         None => {
             let mut config = candor::Config::from_env();
             config.log_messages = cli.log_messages;
+            candor::tools::exec::pass_env(
+                config
+                    .user_settings
+                    .as_ref()
+                    .ok()
+                    .and_then(|s| s.pass_env.clone())
+                    .unwrap_or_default(),
+            );
             runtime.block_on(async {
                 let (input, output) = candor::stdio();
                 candor::serve(input, output, config, terminate_signal()).await;

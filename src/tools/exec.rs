@@ -20,6 +20,38 @@ use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
+/// Variables a command or hook never inherits from candor: the providers'
+/// keys (a repository's hook or a model's command could send them
+/// anywhere), and every `CANDOR_*` setting. The user's own config file may
+/// let some through (`pass_env`).
+const SECRETS: [&str; 4] = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "OPENAI_ORG_ID",
+];
+
+static PASSED: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Sets, once at start-up, the variables the user lets children have
+/// although candor would keep them out (the user config's `pass_env`).
+pub fn pass_env(names: Vec<String>) {
+    let _ = PASSED.set(names);
+}
+
+/// Removes what children must not inherit.
+fn scrub(cmd: &mut Command) {
+    let passed = PASSED.get().map(Vec::as_slice).unwrap_or(&[]);
+    let own = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| k.starts_with("CANDOR_"));
+    for name in SECRETS.iter().map(|s| s.to_string()).chain(own) {
+        if !passed.contains(&name) {
+            cmd.env_remove(&name);
+        }
+    }
+}
+
 /// `bash -c <script>` in `cwd`, in a new process group, stdin closed, and
 /// stdout and stderr both writing into one pipe (as `2>&1` would), so the
 /// output keeps the order it was written in. Returns the command and the
@@ -37,6 +69,7 @@ pub fn bash(script: &str, cwd: &Path) -> io::Result<(Command, pipe::Receiver)> {
         .stderr(writer)
         .process_group(0)
         .kill_on_drop(true);
+    scrub(&mut cmd);
     let reader = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
     Ok((cmd, reader))
 }
@@ -94,6 +127,7 @@ pub fn hook(
             cmd
         }
     };
+    scrub(&mut cmd);
     cmd.current_dir(cwd)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::piped())

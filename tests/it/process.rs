@@ -200,3 +200,50 @@ async fn version_and_help_do_not_touch_the_protocol() {
         format!("candor {}", env!("CARGO_PKG_VERSION"))
     );
 }
+
+/// Provider keys and candor's own settings stay out of the commands the
+/// model runs and the hooks a repository ships; the user's own config may
+/// let a variable through (`pass_env`), a project's may not.
+#[tokio::test]
+async fn commands_and_hooks_never_see_the_provider_keys() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool(
+            "t",
+            "Bash",
+            json!({"command": "env > bash-env.txt"})
+        )])),
+        respond(json!([text("Done.")])),
+    ]))
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    env.file(
+        ".claude/settings.json",
+        &json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "env > hook-env.txt"}
+        ]}]}})
+        .to_string(),
+    );
+    let config = env.dir.path().join("xdg");
+    std::fs::create_dir_all(config.join("candor")).unwrap();
+    std::fs::write(
+        config.join("candor/config.toml"),
+        "pass_env = [\"OPENAI_API_KEY\"]\n",
+    )
+    .unwrap();
+    let mut cmd = candor_command(&env);
+    cmd.env("ANTHROPIC_API_KEY", "sk-ant-secret")
+        .env("OPENAI_API_KEY", "sk-openai-passed")
+        .env("XDG_CONFIG_HOME", &config);
+    let mut conn = Conn::spawn_with(env, cmd);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    for file in ["bash-env.txt", "hook-env.txt"] {
+        let seen = std::fs::read_to_string(conn.env.project.join(file)).unwrap();
+        assert!(!seen.contains("sk-ant-secret"), "{file}: {seen}");
+        assert!(!seen.contains("CANDOR_"), "{file}: {seen}");
+        assert!(
+            seen.contains("OPENAI_API_KEY=sk-openai-passed"),
+            "{file}: {seen}"
+        );
+        assert!(seen.contains("PATH="), "{file}: {seen}");
+    }
+}

@@ -93,6 +93,9 @@ impl FileAccess {
         path: &Path,
         cancel: &CancellationToken,
     ) -> Result<Option<String>, String> {
+        if let Some(why) = not_a_file(path) {
+            return Err(why);
+        }
         if let Some(client) = self.client.as_ref().filter(|c| c.read) {
             let params = json!({"path": path});
             return match client.request("fs/read_text_file", params, cancel).await {
@@ -111,8 +114,11 @@ impl FileAccess {
             };
         }
         let path = path.to_owned();
-        let read = tokio::task::spawn_blocking(move || read_disk(&path)).await;
-        read.map_err(|e| format!("reading failed: {e}"))?
+        let read = tokio::task::spawn_blocking(move || read_disk(&path));
+        tokio::select! {
+            done = read => done.map_err(|e| format!("reading failed: {e}"))?,
+            () = cancel.cancelled() => Err("cancelled".into()),
+        }
     }
 
     /// Replaces the file's text (creating it and missing directories).
@@ -125,6 +131,9 @@ impl FileAccess {
         if text.len() > MAX_TEXT_BYTES {
             return Err(too_big(path, text.len()));
         }
+        if let Some(why) = not_a_file(path) {
+            return Err(why);
+        }
         if let Some(client) = self.client.as_ref().filter(|c| c.write) {
             let params = json!({"path": path, "content": text});
             return client
@@ -134,6 +143,9 @@ impl FileAccess {
                 .map_err(|e| format!("the editor could not write {}: {e}", path.display()));
         }
         let (path, text) = (path.to_owned(), text.to_owned());
+        // Not abandoned on cancel: a write that goes on after the card said
+        // cancelled would be a change nobody was shown (it is bounded: one
+        // regular file of at most MAX_TEXT_BYTES).
         let written = tokio::task::spawn_blocking(move || write_atomic(&path, &text)).await;
         written.map_err(|e| format!("writing failed: {e}"))?
     }
@@ -146,23 +158,91 @@ fn too_big(path: &Path, len: usize) -> String {
     )
 }
 
-fn read_disk(path: &Path) -> Result<Option<String>, String> {
+/// Why a path is not something candor reads or writes: only regular
+/// files are (a device such as `/dev/zero` never ends, a FIFO or
+/// `/dev/stdin` blocks or reads candor's own input, `/proc` and `/sys` files
+/// are not what their size says). `None` for a regular file or no file.
+pub fn not_a_file(path: &Path) -> Option<String> {
     let shown = path.display();
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
+    if path.starts_with("/proc") || path.starts_with("/sys") || path.starts_with("/dev") {
+        return Some(format!(
+            "{shown} is a system pseudo-file; candor reads and writes only regular files"
+        ));
+    }
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.is_file() {
+        return None;
+    }
+    if meta.is_dir() {
+        return Some(format!("{shown} is a directory, not a file"));
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let what = if t.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    Some(format!(
+        "{shown} is {what}; candor reads and writes only regular files"
+    ))
+}
+
+/// A regular file's bytes, at most `cap` of them (`Ok(None)`: no such
+/// file). The file is opened without blocking (a FIFO swapped in after a
+/// check would block an ordinary open) and checked again once open; at
+/// most one byte more than the cap is ever read, whatever the file does.
+pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let shown = path.display();
+    if let Some(why) = not_a_file(path) {
+        return Err(why);
+    }
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)
+    {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot read {shown}: {e}")),
     };
-    if meta.is_dir() {
-        return Err(format!("{shown} is a directory, not a file"));
-    }
-    if meta.len() > MAX_TEXT_BYTES as u64 {
-        return Err(too_big(
-            path,
-            usize::try_from(meta.len()).unwrap_or(usize::MAX),
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{shown} is not a regular file; candor reads and writes only regular files"
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let too_big = |len: u64| {
+        format!(
+            "{shown} is {len} bytes; files over {cap} bytes are not read whole (use Bash with `head`, `tail` or `grep`)"
+        )
+    };
+    if meta.len() > cap {
+        return Err(too_big(meta.len()));
+    }
+    let mut bytes = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if bytes.len() as u64 > cap {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(Some(bytes))
+}
+
+fn read_disk(path: &Path) -> Result<Option<String>, String> {
+    let shown = path.display();
+    let Some(bytes) = read_regular(path, MAX_TEXT_BYTES as u64)? else {
+        return Ok(None);
+    };
     if bytes.iter().take(8192).any(|&b| b == 0) {
         return Err(format!("{shown} is a binary file"));
     }

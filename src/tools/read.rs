@@ -6,7 +6,7 @@
 //! cut. Binary files and files over [`MAX_FILE_BYTES`] are refused with a
 //! message the model can act on; so is a missing file.
 
-use std::io::{BufRead, Read as _};
+use std::io::BufRead;
 use std::path::Path;
 
 use agent_client_protocol_schema::v1::{ToolCallLocation, ToolKind};
@@ -111,11 +111,14 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
             Err(e) => ToolOutput::failed(e),
         };
     }
-    let result = tokio::task::spawn_blocking(move || read_numbered(&path, &input)).await;
-    match result {
-        Ok(Ok(text)) => ToolOutput::completed(cap_for_model(&text)),
-        Ok(Err(message)) => ToolOutput::failed(message),
-        Err(e) => ToolOutput::failed(format!("reading failed: {e}")),
+    let result = tokio::task::spawn_blocking(move || read_numbered(&path, &input));
+    tokio::select! {
+        done = result => match done {
+            Ok(Ok(text)) => ToolOutput::completed(cap_for_model(&text)),
+            Ok(Err(message)) => ToolOutput::failed(message),
+            Err(e) => ToolOutput::failed(format!("reading failed: {e}")),
+        },
+        () = cx.cancel.cancelled() => ToolOutput::cancelled("cancelled by the user"),
     }
 }
 
@@ -126,27 +129,15 @@ fn last_line(from: u64, limit: u64) -> u64 {
 
 fn read_numbered(path: &Path, input: &ReadInput) -> Result<String, String> {
     let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => format!("{shown} does not exist"),
-        _ => format!("cannot read {shown}: {e}"),
-    })?;
-    if meta.is_dir() {
+    if path.is_dir() {
         return Err(format!(
             "{shown} is a directory, not a file; use Bash with `ls` to list it"
         ));
     }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "{shown} is {} bytes; files over {} bytes are not read (use Bash with `head`, `tail` or `grep`)",
-            meta.len(),
-            MAX_FILE_BYTES
-        ));
+    match super::files::read_regular(path, MAX_FILE_BYTES)? {
+        Some(bytes) => number(&bytes, input, &shown.to_string()),
+        None => Err(format!("{shown} does not exist")),
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    number(&bytes, input, &shown.to_string())
 }
 
 /// The numbered lines `input` asks for, from the whole text of a file.

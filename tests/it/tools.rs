@@ -111,3 +111,49 @@ async fn writes_are_atomic_keep_modes_and_land_where_the_card_says() {
     let asked = &conn.permission_requests[0]["toolCall"];
     assert_eq!(asked["content"][0], card.content[0]);
 }
+
+/// Files that are not files: a symlink to /dev/zero, to /dev/stdin (candor's
+/// own input is the editor's frames), a FIFO. Each Read and Edit is a failed
+/// card with the reason, at once; nothing hangs, nothing grows, and the
+/// session's frames are not handed to the model.
+#[tokio::test]
+async fn devices_fifos_and_stdin_are_refused_not_read() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([
+            tool("zero", "Read", json!({"file_path": "zero"})),
+            tool("stdin", "Read", json!({"file_path": "stdin"})),
+            tool("fifo", "Read", json!({"file_path": "fifo"})),
+            tool(
+                "edit",
+                "Edit",
+                json!({"file_path": "zero", "old_string": "a", "new_string": "b"})
+            ),
+        ])),
+        respond(json!([text("done")])),
+    ]))
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    std::os::unix::fs::symlink("/dev/zero", env.project.join("zero")).unwrap();
+    std::os::unix::fs::symlink("/dev/stdin", env.project.join("stdin")).unwrap();
+    nix::unistd::mkfifo(&env.project.join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    let answer = tokio::time::timeout(Duration::from_secs(10), conn.prompt(&session, "go"))
+        .await
+        .expect("the turn hung on a file that is not a file");
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    let thread = conn.thread(&session);
+    for id in ["zero", "stdin", "fifo", "edit"] {
+        let card = thread.card(id);
+        assert_eq!(card.status, "failed", "{id}: {}", card.text());
+        assert!(
+            card.text().contains("only regular files"),
+            "{id}: {}",
+            card.text()
+        );
+    }
+    let result = result_in_request(&conn, 1, "stdin").to_string();
+    assert!(
+        !result.contains("jsonrpc"),
+        "the editor's frames reached the model: {result}"
+    );
+}

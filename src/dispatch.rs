@@ -207,7 +207,9 @@ impl Agent {
                 .map_err(|_| AcpError::invalid_params().data(format!("unknown cursor {c:?}")))?,
         };
         let all = restore::list(&self.config.sessions_dir(), request.cwd.as_deref());
-        let next = (all.len() > offset + PAGE).then(|| (offset + PAGE).to_string());
+        // A cursor is untrusted input: near usize::MAX it must not wrap.
+        let end = offset.saturating_add(PAGE);
+        let next = (all.len() > end).then(|| end.to_string());
         let sessions = all
             .into_iter()
             .skip(offset)

@@ -172,6 +172,13 @@ async fn sessions_are_listed_newest_first_and_close_resume_and_delete_work() {
         .call("session/list", json!({"cwd": "/nonexistent"}))
         .await;
     assert_eq!(elsewhere["sessions"], json!([]));
+    // A cursor near 2^64 is a page past the end, not a wrap to the start
+    // (nor a crash of the request).
+    let far = conn
+        .call("session/list", json!({"cursor": u64::MAX.to_string()}))
+        .await;
+    assert_eq!(far["sessions"], json!([]), "{far}");
+    assert!(far.get("nextCursor").is_none_or(|c| c.is_null()), "{far}");
 
     // Close, then prompt: not open. Resume: open again, without a replay.
     conn.call("session/close", json!({"sessionId": first}))

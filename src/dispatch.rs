@@ -584,6 +584,14 @@ fn on_request(
         agent.outbox.send_line(rpc::error_line(&id, &error));
         return;
     }
+    // Ids name running requests (for `$/cancel_request` and the answer):
+    // a second one under an id still running is refused, not confused.
+    if agent.in_flight.get(&id).is_some() {
+        let error = AcpError::invalid_request()
+            .data("a request with this id is still running; ids of running requests must differ");
+        agent.outbox.send_line(rpc::error_line(&id, &error));
+        return;
+    }
     let session_id = (method == "session/prompt")
         .then(|| {
             params

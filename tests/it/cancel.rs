@@ -201,3 +201,43 @@ async fn a_cancel_with_no_turn_running_does_not_touch_the_next_one() {
     assert_eq!(response["result"]["stopReason"], "end_turn");
     assert_eq!(conn.thread(&session).agent_text, "answered");
 }
+
+/// A second request under the id of one still running is refused with an
+/// error (and the first goes on and is answered once): ids name running
+/// requests, for their answers and for `$/cancel_request`.
+#[tokio::test]
+async fn a_request_reusing_a_running_id_is_refused() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool(
+            "t",
+            "Bash",
+            json!({"command": "sleep 1; echo done"})
+        )])),
+        respond(json!([text("finished")])),
+    ]))
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    let id = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+        )
+        .await;
+    conn.send_duplicate(&id, "session/list", json!({})).await;
+    let mut refused = None;
+    let answered = loop {
+        let frame = conn.recv().await;
+        if frame.get("method").is_none() && frame.get("id") == Some(&id) {
+            if frame.get("error").is_some() && refused.is_none() {
+                refused = Some(frame);
+                continue;
+            }
+            break frame;
+        }
+    };
+    let refused = refused.expect("the duplicate id was not refused");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(refused.to_string().contains("still running"), "{refused}");
+    assert_eq!(answered["result"]["stopReason"], "end_turn", "{answered}");
+}

@@ -51,6 +51,9 @@ pub struct Conn {
     next_id: i64,
     /// Our requests awaiting a response: id → (method, session).
     pending: HashMap<String, (String, Option<String>)>,
+    /// Ids that may get one more response than the requests sent under
+    /// them (a test that reuses an id on purpose).
+    extra_responses: std::collections::HashSet<String>,
     pub model: Model,
     /// Every frame received, in order.
     pub frames: Vec<Value>,
@@ -240,6 +243,7 @@ impl Conn {
             agent,
             next_id: 0,
             pending: HashMap::new(),
+            extra_responses: Default::default(),
             model: Model::default(),
             frames: Vec::new(),
             notifications: Vec::new(),
@@ -271,6 +275,17 @@ impl Conn {
         }
         let tx = self.tx.as_mut().expect("input already closed");
         tx.write_all(line).await.unwrap();
+        tx.write_all(b"\n").await.unwrap();
+        tx.flush().await.unwrap();
+    }
+
+    /// Sends a second request under an id that is still running (an error
+    /// answer to it is expected besides the first request's answer).
+    pub async fn send_duplicate(&mut self, id: &Value, method: &str, params: Value) {
+        self.extra_responses.insert(id.to_string());
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let tx = self.tx.as_mut().expect("input already closed");
+        tx.write_all(line.to_string().as_bytes()).await.unwrap();
         tx.write_all(b"\n").await.unwrap();
         tx.flush().await.unwrap();
     }
@@ -420,6 +435,9 @@ impl Conn {
                     schemas
                         .check_error(error)
                         .unwrap_or_else(|e| panic!("{e}: {frame}"));
+                    return;
+                }
+                if frame.get("error").is_some() && self.extra_responses.remove(&id.to_string()) {
                     return;
                 }
                 let Some((method, session)) = self.pending.remove(&id.to_string()) else {

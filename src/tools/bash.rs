@@ -219,7 +219,21 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
         "cwd": cx.cwd,
         "outputByteLimit": TERMINAL_OUTPUT_LIMIT,
     });
-    let created = client.request("terminal/create", params, &cx.cancel).await;
+    // The command's timeout covers the editor's answer too: an editor that
+    // never answers `terminal/create` must not hold the turn (the request
+    // is withdrawn, as on cancel).
+    let started = tokio::time::Instant::now();
+    let budget = Duration::from_millis(timeout_ms);
+    let give_up = cx.cancel.child_token();
+    let created = tokio::select! {
+        r = client.request("terminal/create", params, &give_up) => r,
+        () = tokio::time::sleep(budget) => {
+            give_up.cancel();
+            return ToolOutput::failed(format!(
+                "the editor did not create a terminal within the command's timeout ({timeout_ms} ms); the command was not run by candor"
+            ));
+        }
+    };
     let id = match created.map(|v| {
         v.get("terminalId")
             .and_then(Value::as_str)
@@ -238,7 +252,7 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
     let terminal = json!({"terminalId": id});
     let waited = tokio::select! {
         r = client.request("terminal/wait_for_exit", terminal.clone(), &cx.cancel) => Some(r),
-        _ = tokio::time::sleep(Duration::from_millis(timeout_ms)) => None,
+        _ = tokio::time::sleep(budget.saturating_sub(started.elapsed())) => None,
     };
     let ending = match &waited {
         Some(Ok(_)) => None,

@@ -241,3 +241,40 @@ async fn a_request_reusing_a_running_id_is_refused() {
     assert!(refused.to_string().contains("still running"), "{refused}");
     assert_eq!(answered["result"]["stopReason"], "end_turn", "{answered}");
 }
+
+/// An editor that offers terminals but never answers `terminal/create`
+/// does not hold the turn: the command's timeout covers the request.
+#[tokio::test]
+async fn an_editor_that_never_creates_the_terminal_does_not_hold_the_turn() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool(
+            "t",
+            "Bash",
+            json!({"command": "echo hi", "timeout": 300})
+        )])),
+        respond(json!([text("finished")])),
+    ]))
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let mut conn = Conn::in_process(env);
+    conn.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"terminal": true}, "clientInfo": {"name": "silent-terminal", "version": "0"}}),
+    )
+    .await;
+    let session = conn.new_session().await;
+    let started = Instant::now();
+    let answer = conn.prompt(&session, "go").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let card = conn.thread(&session).card("t");
+    assert_eq!(card.status, "failed");
+    assert!(
+        card.text().contains("did not create a terminal"),
+        "{}",
+        card.text()
+    );
+}

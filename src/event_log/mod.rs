@@ -72,6 +72,9 @@ pub struct EventLog {
     fail_at: Option<usize>,
     /// Why nothing may be appended (a log damaged in the middle), if so.
     damaged: Option<String>,
+    /// The file's length up to the last whole record: where a failed
+    /// write's partial line is cut back to before anything else is written.
+    good_len: u64,
 }
 
 /// A log read back from disk, as far as it could be read.
@@ -115,6 +118,7 @@ impl EventLog {
             records: Vec::new(),
             fail_at: None,
             damaged: None,
+            good_len: 0,
         })
     }
 
@@ -131,6 +135,7 @@ impl EventLog {
             records,
             fail_at: None,
             damaged: Some(reason),
+            good_len: 0,
         })
     }
 
@@ -159,6 +164,7 @@ impl EventLog {
             records: read.records,
             fail_at: None,
             damaged: None,
+            good_len: read.valid_len,
         })
     }
 
@@ -183,21 +189,32 @@ impl EventLog {
                 reason: reason.clone(),
             });
         }
-        if self.fail_at.is_some_and(|n| self.records.len() >= n) {
+        let written = if self.fail_at.is_some_and(|n| self.records.len() >= n) {
+            // A full disk takes part of the line, then fails.
+            let _ = self.file.write_all(&line[..line.len() / 2]);
+            Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "no space left on device (simulated)",
+            ))
+        } else {
+            self.file.write_all(&line)
+        };
+        if let Err(source) = written {
+            // Cut the partial line off now, so that a later append does not
+            // sit after it (a reader would stop there). If even that fails,
+            // nothing more is appended.
+            if self.file.set_len(self.good_len).is_err() {
+                self.damaged = Some(
+                    "a write to the log failed and its partial last line could not be removed"
+                        .into(),
+                );
+            }
             return Err(LogError::Write {
                 path: self.path.clone(),
-                source: std::io::Error::new(
-                    std::io::ErrorKind::StorageFull,
-                    "no space left on device (simulated)",
-                ),
+                source,
             });
         }
-        self.file
-            .write_all(&line)
-            .map_err(|source| LogError::Write {
-                path: self.path.clone(),
-                source,
-            })?;
+        self.good_len += line.len() as u64;
         self.records.push(record);
         Ok(&self.records[self.records.len() - 1])
     }
@@ -345,6 +362,24 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&sessions), 0o700);
         assert_eq!(mode(log.path()), 0o600);
+    }
+
+    #[test]
+    fn a_failed_append_leaves_no_partial_line_for_the_next_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = EventLog::create(dir.path(), "s").unwrap();
+        log.append(Event::UserMessage { content: vec![] }).unwrap();
+        log.fail_at(Some(1));
+        assert!(log.append(Event::UserMessage { content: vec![] }).is_err());
+        log.fail_at(None);
+        log.append(Event::ToolStarted {
+            tool_call_id: "t".into(),
+        })
+        .unwrap();
+        // `read` fails on a torn or corrupt line: there is none.
+        let back = read(log.path()).unwrap();
+        assert_eq!(back, log.records());
+        assert_eq!(back.len(), 2);
     }
 
     fn three_records(dir: &Path) -> PathBuf {

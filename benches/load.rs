@@ -74,6 +74,7 @@ fn write_session(dir: &Path, cwd: &Path) -> String {
             ],
             stop: ModelStop::ToolUse,
             interrupted: false,
+            call_ids: Vec::new(),
         })
         .unwrap();
         for (i, id) in calls.iter().enumerate() {
@@ -128,6 +129,7 @@ fn write_session(dir: &Path, cwd: &Path) -> String {
             }],
             stop: ModelStop::EndTurn,
             interrupted: false,
+            call_ids: Vec::new(),
         })
         .unwrap();
         log.append(Event::TurnEnded {

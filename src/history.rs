@@ -129,6 +129,7 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
                 content,
                 stop,
                 interrupted,
+                call_ids,
             } => {
                 flush(&mut awaiting, &mut messages);
                 let mut content: Vec<AssistantBlock> = if *interrupted {
@@ -144,12 +145,20 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
                 if content.is_empty() {
                     continue;
                 }
+                // Each call's session-unique id (what the other records use),
+                // by its place among the turn's calls.
+                let ids = crate::event_log::record::call_ids_of(&content, call_ids);
                 if strategy == RewriteStrategy::InPlace {
+                    let mut place = 0;
                     for block in &mut content {
-                        if let AssistantBlock::ToolUse { id, input, .. } = block
-                            && let Some(r) = rewrites.get(id.as_str())
-                        {
-                            *input = r.effective.clone();
+                        if let AssistantBlock::ToolUse { input, .. } = block {
+                            if let Some(r) = ids
+                                .get(place)
+                                .and_then(|(_, card)| rewrites.get(card.as_str()))
+                            {
+                                *input = r.effective.clone();
+                            }
+                            place += 1;
                         }
                     }
                 }
@@ -161,7 +170,7 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
                         *stop
                     },
                 };
-                let calls: Vec<String> = turn.tool_uses().map(|(id, _, _)| id.to_owned()).collect();
+                let calls = if *interrupted { Vec::new() } else { ids };
                 messages.push(Message::Assistant(turn));
                 if !calls.is_empty() {
                     awaiting = Some(Awaiting {
@@ -201,10 +210,17 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
                             _ => {}
                         }
                     }
+                    // The model is answered under its own id for the call.
+                    let model_id = a
+                        .calls
+                        .iter()
+                        .find(|(_, card)| card == tool_call_id)
+                        .map(|(model, _)| model.clone())
+                        .unwrap_or_else(|| tool_call_id.clone());
                     a.results
                         .entry(tool_call_id.clone())
                         .or_insert(ToolOutcome {
-                            tool_use_id: tool_call_id.clone(),
+                            tool_use_id: model_id,
                             content,
                             is_error: *status != ResultStatus::Completed,
                         });
@@ -237,9 +253,11 @@ fn context_note(event: &str, hook: &str, text: &str) -> String {
     }
 }
 
-/// Tool calls of the latest assistant turn still collecting results.
+/// Tool calls of the latest assistant turn still collecting results: each
+/// call's id in the model's turn and its session-unique id; results by the
+/// latter.
 struct Awaiting {
-    calls: Vec<String>,
+    calls: Vec<(String, String)>,
     results: HashMap<String, ToolOutcome>,
 }
 
@@ -248,9 +266,9 @@ fn flush(awaiting: &mut Option<Awaiting>, messages: &mut Vec<Message>) {
     let results = a
         .calls
         .iter()
-        .map(|id| {
-            a.results.remove(id).unwrap_or_else(|| ToolOutcome {
-                tool_use_id: id.clone(),
+        .map(|(model, card)| {
+            a.results.remove(card).unwrap_or_else(|| ToolOutcome {
+                tool_use_id: model.clone(),
                 content: INTERRUPTED.to_owned(),
                 is_error: true,
             })
@@ -325,6 +343,7 @@ mod tests {
                 content: vec![tool_use("a"), tool_use("b")],
                 stop: ModelStop::ToolUse,
                 interrupted: false,
+                call_ids: Vec::new(),
             },
             Event::ToolStarted {
                 tool_call_id: "b".into(),
@@ -337,6 +356,7 @@ mod tests {
                 }],
                 stop: ModelStop::EndTurn,
                 interrupted: false,
+                call_ids: Vec::new(),
             },
             Event::TurnEnded {
                 stop_reason: TurnStop::EndTurn,
@@ -365,6 +385,7 @@ mod tests {
                 content: vec![tool_use("a")],
                 stop: ModelStop::ToolUse,
                 interrupted: false,
+                call_ids: Vec::new(),
             },
         ]);
         let messages = derive_messages(&records, RewriteStrategy::Note);
@@ -393,6 +414,7 @@ mod tests {
                 ],
                 stop: ModelStop::EndTurn,
                 interrupted: true,
+                call_ids: Vec::new(),
             },
         ]);
         let messages = derive_messages(&records, RewriteStrategy::Note);
@@ -420,6 +442,7 @@ mod tests {
                 }],
                 stop: ModelStop::ToolUse,
                 interrupted: false,
+                call_ids: Vec::new(),
             },
             Event::ToolCall {
                 tool_call_id: "a".into(),

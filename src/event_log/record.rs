@@ -121,6 +121,12 @@ pub enum Event {
         /// the text received so far and no tool calls.
         #[serde(default, skip_serializing_if = "is_false")]
         interrupted: bool,
+        /// The session-unique id candor gave each tool call of `content`,
+        /// in order, when one differs from the model's own (a model that
+        /// reuses an id, a server that sends none): every record about a
+        /// call uses this id; the model's history refers to its own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        call_ids: Vec<String>,
     },
     /// A tool call, settled: hooks, permission rules and the mode have had
     /// their say. Appended (and, unless refused, flushed to disk) before the
@@ -382,4 +388,24 @@ mod tests {
         let err = serde_json::from_str::<Record>(r#"{"seq":1,"at":"x","type":"tool/teleported"}"#);
         assert!(err.is_err());
     }
+}
+
+/// The tool calls of an `assistant/message`: each call's id in the model's
+/// turn and the session-unique id every other record uses for it.
+pub fn call_ids_of(
+    content: &[crate::conversation::AssistantBlock],
+    call_ids: &[String],
+) -> Vec<(String, String)> {
+    content
+        .iter()
+        .filter_map(|b| match b {
+            crate::conversation::AssistantBlock::ToolUse { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .enumerate()
+        .map(|(i, model)| {
+            let card = call_ids.get(i).cloned().unwrap_or_else(|| model.clone());
+            (model, card)
+        })
+        .collect()
 }

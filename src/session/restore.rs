@@ -267,15 +267,17 @@ fn plan(records: &[Record]) -> Vec<Event> {
                 content: vec![AssistantBlock::Text { text: streamed }],
                 stop: ModelStop::EndTurn,
                 interrupted: true,
+                call_ids: Vec::new(),
             });
         }
     }
     for record in records {
-        if let Event::AssistantMessage { content, .. } = &record.event {
-            for block in content {
-                if let AssistantBlock::ToolUse { id, .. } = block
-                    && !answered.contains(id.as_str())
-                {
+        if let Event::AssistantMessage {
+            content, call_ids, ..
+        } = &record.event
+        {
+            for (_, id) in crate::event_log::record::call_ids_of(content, call_ids) {
+                if !answered.contains(id.as_str()) {
                     events.push(Event::ToolResult {
                         tool_call_id: id.clone(),
                         status: ResultStatus::Failed,
@@ -321,6 +323,7 @@ mod tests {
                 content: vec![tool_use("a"), tool_use("b")],
                 stop: ModelStop::ToolUse,
                 interrupted: false,
+                call_ids: Vec::new(),
             },
             Event::ToolResult {
                 tool_call_id: "a".into(),

@@ -124,16 +124,18 @@ async fn steps(
         let Some(turn) = ask_model(c, provider, &request, &control.cancel).await? else {
             return Ok(TurnStop::Cancelled);
         };
-        let calls: Vec<(String, String, serde_json::Value)> = turn
-            .tool_uses()
-            .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
-            .collect();
+        // Each call gets a session-unique id before anything is recorded:
+        // a model that reuses an id (or a server that sends none, where
+        // every response's first call is `call_candor_0`) still gets a card
+        // for every call. The model's own ids stay in its turn.
+        let (calls, call_ids) = unique_calls(c.records(), &turn);
         let stop = turn.stop;
         let said = turn.text();
         c.commit(Event::AssistantMessage {
             content: turn.content,
             stop,
             interrupted: false,
+            call_ids,
         })?;
         if calls.is_empty() {
             let ended = match stop {
@@ -247,10 +249,58 @@ async fn ask_model(
                 content: vec![AssistantBlock::Text { text: streamed }],
                 stop: ModelStop::EndTurn,
                 interrupted: true,
+                call_ids: Vec::new(),
             })?;
             Ok(None)
         }
     }
+}
+
+/// The turn's calls as (session-unique id, name, input), and the ids to
+/// record beside the turn (empty when every call kept the model's id).
+fn unique_calls(
+    records: &[crate::event_log::Record],
+    turn: &crate::conversation::AssistantTurn,
+) -> (Vec<(String, String, serde_json::Value)>, Vec<String>) {
+    let mut used: std::collections::HashSet<String> = std::collections::HashSet::new();
+    for r in records {
+        match &r.event {
+            Event::AssistantMessage {
+                content, call_ids, ..
+            } => used.extend(
+                crate::event_log::record::call_ids_of(content, call_ids)
+                    .into_iter()
+                    .map(|(_, card)| card),
+            ),
+            Event::ToolCall { tool_call_id, .. } | Event::ToolResult { tool_call_id, .. } => {
+                used.insert(tool_call_id.clone());
+            }
+            _ => {}
+        }
+    }
+    let mut renamed = false;
+    let mut calls = Vec::new();
+    for (id, name, input) in turn.tool_uses() {
+        let mut card = if id.is_empty() {
+            "call".to_owned()
+        } else {
+            id.to_owned()
+        };
+        let mut n = 2;
+        while used.contains(&card) {
+            card = format!("{id}~{n}");
+            n += 1;
+        }
+        renamed |= card != id;
+        used.insert(card.clone());
+        calls.push((card, name.to_owned(), input.clone()));
+    }
+    let call_ids = if renamed {
+        calls.iter().map(|(card, _, _)| card.clone()).collect()
+    } else {
+        Vec::new()
+    };
+    (calls, call_ids)
 }
 
 fn record_delta(

@@ -89,7 +89,12 @@ async fn end_of_input_cancels_the_turn_ends_children_and_exits_0_quickly() {
     let took = started.elapsed();
     assert!(status.success(), "{status:?}");
     assert!(took < Duration::from_secs(1), "exit took {took:?}");
-    assert!(!alive(sleep_pid), "the command outlived candor");
+    // SIGKILL was sent to its group before candor exited; on a loaded
+    // machine the kernel may take a moment to finish it off.
+    assert!(
+        eventually(Duration::from_millis(500), || !alive(sleep_pid)).await,
+        "the command outlived candor"
+    );
     // The running prompt was answered before exit, and its card finished.
     let rest = conn.drain().await;
     let answer = rest
@@ -112,7 +117,12 @@ async fn sigterm_cancels_the_turn_ends_children_and_exits_0_quickly() {
     let took = started.elapsed();
     assert!(status.success(), "{status:?}");
     assert!(took < Duration::from_secs(1), "exit took {took:?}");
-    assert!(!alive(sleep_pid), "the command outlived candor");
+    // SIGKILL was sent to its group before candor exited; on a loaded
+    // machine the kernel may take a moment to finish it off.
+    assert!(
+        eventually(Duration::from_millis(500), || !alive(sleep_pid)).await,
+        "the command outlived candor"
+    );
     let rest = conn.drain().await;
     let answer = rest
         .iter()

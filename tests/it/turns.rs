@@ -509,3 +509,80 @@ async fn output_for_the_model_is_capped_but_the_card_keeps_more() {
     let card = conn.thread(&session).card("big").text();
     assert!(card.matches('a').count() >= 40_000);
 }
+
+/// A model that reuses a call id (or a server that sends none, where
+/// every response's first call is `call_candor_0`): every call still gets
+/// its own card and runs once, and the model is answered under its own id.
+#[tokio::test]
+async fn a_reused_call_id_gets_its_own_card() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool(
+            "call_candor_0",
+            "Bash",
+            json!({"command": "echo first >> ran.txt"})
+        )])),
+        respond(json!([
+            tool(
+                "call_candor_0",
+                "Bash",
+                json!({"command": "echo second >> ran.txt"})
+            ),
+            tool(
+                "call_candor_0",
+                "Bash",
+                json!({"command": "echo third >> ran.txt"})
+            ),
+        ])),
+        respond(json!([text("done")])),
+    ]))
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    assert_eq!(
+        conn.prompt(&session, "go").await["result"]["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(
+        std::fs::read_to_string(conn.env.project.join("ran.txt")).unwrap(),
+        "first\nsecond\nthird\n"
+    );
+    // Three calls, three cards, each announced before it ran.
+    let log = conn.env.log(&session);
+    let ids: Vec<String> = log
+        .iter()
+        .filter(|r| r["type"] == "tool/call")
+        .map(|r| r["toolCallId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert_eq!(ids[0], "call_candor_0");
+    assert!(
+        ids[1] != ids[0] && ids[2] != ids[1] && ids[2] != ids[0],
+        "{ids:?}"
+    );
+    let thread = conn.thread(&session);
+    for id in &ids {
+        assert_eq!(thread.card(id).status, "completed", "{id}");
+    }
+    let third = log
+        .iter()
+        .find(|r| r["type"] == "tool/call" && r["toolCallId"] == ids[2].as_str())
+        .unwrap();
+    assert_eq!(third["arguments"]["command"], "echo third >> ran.txt");
+    // The model hears back under the ids it used, in its own turns.
+    assert_eq!(
+        result_in_request(&conn, 1, "call_candor_0")["isError"],
+        false
+    );
+    let requests = conn.env.model_requests();
+    let last = requests[2]["messages"].as_array().unwrap();
+    let results: Vec<&Value> = last
+        .iter()
+        .filter(|m| m["role"] == "tool_results")
+        .flat_map(|m| m["results"].as_array().unwrap())
+        .collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(
+        results.iter().all(|r| r["toolUseId"] == "call_candor_0"),
+        "{results:?}"
+    );
+}

@@ -350,6 +350,26 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+/// The tool calls of an `assistant/message`: each call's id in the model's
+/// turn and the session-unique id every other record uses for it.
+pub fn call_ids_of(
+    content: &[crate::conversation::AssistantBlock],
+    call_ids: &[String],
+) -> Vec<(String, String)> {
+    content
+        .iter()
+        .filter_map(|b| match b {
+            crate::conversation::AssistantBlock::ToolUse { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .enumerate()
+        .map(|(i, model)| {
+            let card = call_ids.get(i).cloned().unwrap_or_else(|| model.clone());
+            (model, card)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,24 +408,4 @@ mod tests {
         let err = serde_json::from_str::<Record>(r#"{"seq":1,"at":"x","type":"tool/teleported"}"#);
         assert!(err.is_err());
     }
-}
-
-/// The tool calls of an `assistant/message`: each call's id in the model's
-/// turn and the session-unique id every other record uses for it.
-pub fn call_ids_of(
-    content: &[crate::conversation::AssistantBlock],
-    call_ids: &[String],
-) -> Vec<(String, String)> {
-    content
-        .iter()
-        .filter_map(|b| match b {
-            crate::conversation::AssistantBlock::ToolUse { id, .. } => Some(id.clone()),
-            _ => None,
-        })
-        .enumerate()
-        .map(|(i, model)| {
-            let card = call_ids.get(i).cloned().unwrap_or_else(|| model.clone());
-            (model, card)
-        })
-        .collect()
 }

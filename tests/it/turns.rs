@@ -585,4 +585,27 @@ async fn a_reused_call_id_gets_its_own_card() {
         results.iter().all(|r| r["toolUseId"] == "call_candor_0"),
         "{results:?}"
     );
+    // Replayed from the log, every call that started was announced first.
+    let mut announced = std::collections::HashSet::new();
+    let path = conn
+        .env
+        .home
+        .join("sessions")
+        .join(format!("{session}.jsonl"));
+    let mut presenter = Presenter::new(conn.env.project.clone(), Mode::Replay);
+    for record in candor::event_log::read(&path).unwrap() {
+        for update in presenter.apply(&record) {
+            let update = serde_json::to_value(update).unwrap();
+            if update["sessionUpdate"] == "tool_call" {
+                announced.insert(update["toolCallId"].as_str().unwrap().to_owned());
+            }
+        }
+        if let candor::event_log::Event::ToolStarted { tool_call_id } = &record.event {
+            assert!(
+                announced.contains(tool_call_id),
+                "{tool_call_id} started without a card"
+            );
+        }
+    }
+    assert_eq!(announced.len(), 3);
 }

@@ -30,6 +30,10 @@ pub const MAX_COMMAND: usize = 64 * 1024;
 const MAX_NESTING: usize = 6;
 /// How deep a syntax tree is walked.
 const MAX_DEPTH: usize = 200;
+/// How many alias uses in one line are read.
+const MAX_ALIAS_USES: usize = 64;
+/// How long one parse may take before the line counts as unreadable.
+const PARSE_BUDGET: std::time::Duration = std::time::Duration::from_millis(100);
 /// How many reasons a line records for being opaque.
 const MAX_REASONS: usize = 16;
 /// How many wrappers one command may be nested in (`env env env … rm`).
@@ -359,9 +363,34 @@ fn parse_nested(command: &str, nesting: usize) -> Script {
         return script;
     }
     // bash removes a backslash-newline before it reads words (outside
-    // single quotes): `r\⏎m` is `rm`.
+    // single quotes, and in unquoted here-documents): `r\⏎m` is `rm`.
+    // Rather than follow bash's quoting to decide where, both readings
+    // count: every command either finds is listed.
+    let mut script = walk(command, nesting);
     let joined = join_continuations(command);
-    let command = joined.as_str();
+    if joined != command {
+        let other = walk(&joined, nesting);
+        script.commands.extend(other.commands);
+        script.redirects.extend(other.redirects);
+        script.assigned.extend(other.assigned);
+        script.dirs.extend(other.dirs);
+        for o in other.opaque {
+            if !script.opaque.contains(&o) {
+                script.opaque.push(o);
+            }
+        }
+        if script.unreadable.is_none() {
+            script.unreadable = other.unreadable;
+            script.raw = other.raw;
+        }
+        script.evaluates_text |= other.evaluates_text;
+    }
+    script
+}
+
+/// One reading of a line by the parser and the walk over its tree.
+fn walk(command: &str, nesting: usize) -> Script {
+    let mut script = Script::default();
     let tree = PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
@@ -378,21 +407,33 @@ fn parse_nested(command: &str, nesting: usize) -> Script {
             // sees non-ASCII characters as `x`s of the same byte length
             // (word characters, as bash sees them), and every text is
             // taken from the line itself.
-            if command.is_ascii() {
-                p.parse(command, None)
+            let ascii: std::borrow::Cow<'_, str> = if command.is_ascii() {
+                std::borrow::Cow::Borrowed(command)
             } else {
-                let ascii: String = command
-                    .chars()
-                    .map(|c| {
-                        if c.is_ascii() {
-                            c.to_string()
-                        } else {
-                            "x".repeat(c.len_utf8())
-                        }
-                    })
-                    .collect();
-                p.parse(&ascii, None)
-            }
+                std::borrow::Cow::Owned(
+                    command
+                        .chars()
+                        .map(|c| {
+                            if c.is_ascii() {
+                                c.to_string()
+                            } else {
+                                "x".repeat(c.len_utf8())
+                            }
+                        })
+                        .collect(),
+                )
+            };
+            // A bounded parse: a pathological line gives up (and is
+            // unreadable) rather than hold the call.
+            let bytes = ascii.as_bytes();
+            let started = std::time::Instant::now();
+            let mut too_long = |_: &tree_sitter::ParseState| started.elapsed() > PARSE_BUDGET;
+            let options = tree_sitter::ParseOptions::new().progress_callback(&mut too_long);
+            p.parse_with_options(
+                &mut |at: usize, _| bytes.get(at..).unwrap_or(&[]),
+                None,
+                Some(options),
+            )
         })
     });
     let Some(tree) = tree else {
@@ -405,6 +446,7 @@ fn parse_nested(command: &str, nesting: usize) -> Script {
         nesting,
         substitution: 0,
         aliases: Vec::new(),
+        alias_uses: 0,
         stdin_code: None,
         out: script,
     };
@@ -466,37 +508,11 @@ fn substitutions(text: &str) -> Vec<String> {
     out
 }
 
-/// Removes backslash-newline pairs outside single quotes.
+/// The line with every backslash-newline removed, quotes or not: the
+/// second reading of a line that has any (see [`parse_nested`]); where
+/// quoting keeps a pair, the first reading has it.
 fn join_continuations(line: &str) -> String {
-    if !line.contains("\\\n") {
-        return line.to_owned();
-    }
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars().peekable();
-    let mut single = false;
-    let mut double = false;
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' if !double => {
-                single = !single;
-                out.push(c);
-            }
-            '"' if !single => {
-                double = !double;
-                out.push(c);
-            }
-            '\\' if !single => match chars.next() {
-                Some('\n') => {}
-                Some(n) => {
-                    out.push(c);
-                    out.push(n);
-                }
-                None => out.push(c),
-            },
-            c => out.push(c),
-        }
-    }
-    out
+    line.replace("\\\n", "")
 }
 
 struct Walker<'s> {
@@ -504,8 +520,10 @@ struct Walker<'s> {
     nesting: usize,
     /// How many substitutions the walk is inside.
     substitution: usize,
-    /// Aliases the line defines (`alias r=rm`), by name.
+    /// Aliases the line defines (`alias r=rm`), by name, and how often
+    /// the line has used one.
     aliases: Vec<(String, String)>,
+    alias_uses: usize,
     /// The here-document or here-string given to the command being built.
     stdin_code: Option<String>,
     out: Script,
@@ -560,24 +578,59 @@ impl<'s> Walker<'s> {
             "command" => self.command(n, depth),
             "variable_assignment" => {
                 if let Some(name) = n.child_by_field_name("name") {
+                    if name.kind() == "subscript" {
+                        self.opaque(format!(
+                            "`{}` assigns to an array element, whose index bash evaluates",
+                            truncate(self.text(n), 40)
+                        ));
+                    }
                     let name = self.text(name).to_owned();
+                    let name = name.split('[').next().unwrap_or("").to_owned();
                     self.out.assigned.push(name);
                 }
                 self.children(n, depth);
             }
             "declaration_command" => {
                 let mut cursor = n.walk();
-                for c in n.children(&mut cursor) {
-                    if c.kind() == "word" {
-                        let flag = self.text(c);
-                        if flag.starts_with('-') && flag.contains(['i', 'n']) {
+                let kids: Vec<Node<'_>> = n.children(&mut cursor).collect();
+                for c in kids {
+                    if !matches!(c.kind(), "word" | "string" | "raw_string" | "concatenation") {
+                        continue;
+                    }
+                    // A quoted word is still an assignment or a flag to
+                    // `declare`: `export "BASH_ENV=x"`, `declare '-n' r=PATH`.
+                    let word = self.word(c);
+                    let text = word.display();
+                    if text.starts_with('-') && text.contains(['i', 'n', 'a', 'A']) {
+                        self.opaque(format!(
+                            "`{}` declares an integer, reference or array variable, whose value bash evaluates",
+                            truncate(self.text(n), 40)
+                        ));
+                    }
+                    if let Some((name, value)) = text.split_once('=') {
+                        let name = name.split('[').next().unwrap_or("").to_owned();
+                        if name.len() < text.split_once('=').map_or(0, |(n, _)| n.len())
+                            || value.starts_with('(')
+                        {
                             self.opaque(format!(
-                                "`{}` declares an integer or reference variable, whose value bash evaluates",
-                                self.text(n).chars().take(40).collect::<String>()
+                                "`{}` assigns an array or an element, which bash evaluates",
+                                truncate(self.text(n), 40)
                             ));
                         }
+                        self.out.assigned.push(name);
                     }
                 }
+                self.children(n, depth);
+            }
+            "unset_command" if self.text(n).contains('[') => {
+                self.opaque(format!(
+                    "`{}` names an array element, whose index bash may evaluate",
+                    truncate(self.text(n), 40)
+                ));
+                self.children(n, depth);
+            }
+            "c_style_for_statement" => {
+                self.arithmetic(n);
                 self.children(n, depth);
             }
             "file_redirect" => {
@@ -619,6 +672,29 @@ impl<'s> Walker<'s> {
                 let mut cursor = n.walk();
                 let kids: Vec<&str> = n.children(&mut cursor).map(|c| c.kind()).collect();
                 let text = self.text(n);
+                // The grammar keeps some substitutions inside an expansion's
+                // words as text (`${x:-`cmd`}`, `${x#$(cmd)}`): read them.
+                for code in substitutions(text.get(2..).unwrap_or("")) {
+                    let inner = parse_nested(&code, self.nesting + 1);
+                    self.absorb(inner);
+                }
+                if text.starts_with("${!") {
+                    self.opaque(format!(
+                        "`{}` expands a variable named by another, which can evaluate an index",
+                        truncate(text, 40)
+                    ));
+                }
+                // `${X:=v}` and `${X=v}` assign X.
+                if let Some(rest) = text.strip_prefix("${") {
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    let after = &rest[name.len()..];
+                    if !name.is_empty() && (after.starts_with(":=") || after.starts_with('=')) {
+                        self.out.assigned.push(name);
+                    }
+                }
                 let arithmetic = kids.contains(&"subscript")
                     || text
                         .strip_prefix("${")
@@ -666,10 +742,30 @@ impl<'s> Walker<'s> {
     fn heredoc(&mut self, n: Node<'_>, depth: usize) {
         let mut cursor = n.walk();
         let kids: Vec<Node<'_>> = n.children(&mut cursor).collect();
-        let quoted = kids
+        let start = kids
             .iter()
             .find(|c| c.kind() == "heredoc_start")
-            .is_some_and(|c| self.text(*c).contains(['\'', '"', '\\']));
+            .map(|c| self.text(*c))
+            .unwrap_or("");
+        let quoted = start.contains(['\'', '"', '\\']);
+        // A delimiter quoted only in part (`E"O"F`) or as `$'EOF'`: bash
+        // ends the body at the unquoted word, the grammar does not.
+        let whole = |q: char| {
+            start.len() >= 2
+                && start.starts_with(q)
+                && start.ends_with(q)
+                && start[1..start.len() - 1].chars().all(|c| c != q)
+        };
+        if quoted
+            && !(whole('\'')
+                || whole('"')
+                || (start.starts_with('\\') && !start[1..].contains(['\'', '"', '\\'])))
+        {
+            self.unreadable(format!(
+                "the here-document delimiter `{}` is quoted in a way candor does not read",
+                truncate(start, 20)
+            ));
+        }
         for c in kids {
             if c.kind() == "heredoc_body" && !quoted {
                 for code in substitutions(self.text(c)) {
@@ -734,6 +830,9 @@ impl<'s> Walker<'s> {
                 "simple_expansion",
                 "expansion",
                 "subscript",
+                "string",
+                "raw_string",
+                "word",
             ],
         ) {
             self.opaque(format!(
@@ -864,13 +963,35 @@ impl<'s> Walker<'s> {
             ));
             return command;
         };
-        if matches!(name.as_str(), "cd" | "pushd")
-            && let Some(dir) = command.words.get(1)
-        {
-            self.out.dirs.push(dir.clone());
+        if matches!(name.as_str(), "cd" | "pushd") {
+            let dir = command.words[1..]
+                .iter()
+                .find(|w| {
+                    !w.as_lit()
+                        .is_some_and(|t| t.starts_with('-') && t.len() > 1)
+                })
+                .cloned()
+                // `cd` alone goes home.
+                .unwrap_or_else(|| Word::lit("~"));
+            self.out.dirs.push(dir);
         }
-        // Builtins that assign the variables they name.
+        // Builtins that assign the variables they name, or evaluate them.
         let args: Vec<String> = command.words[1..].iter().map(Word::display).collect();
+        let evaluates = match name.as_str() {
+            "let" => Some("evaluates arithmetic, which can run commands"),
+            "mapfile" | "readarray" if args.iter().any(|a| a.starts_with("-C")) => {
+                Some("runs a callback as shell code")
+            }
+            "read" | "printf" | "mapfile" | "readarray" | "unset" | "getopts"
+                if args.iter().any(|a| a.contains('[')) =>
+            {
+                Some("assigns an array element, whose index bash evaluates")
+            }
+            _ => None,
+        };
+        if let Some(why) = evaluates {
+            self.opaque(format!("`{}` {why}", truncate(&command.display(), 60)));
+        }
         match name.as_str() {
             "read" | "mapfile" | "readarray" | "getopts" => self
                 .out
@@ -880,6 +1001,12 @@ impl<'s> Walker<'s> {
                 if let Some(i) = args.iter().position(|a| a == "-v") {
                     self.out.assigned.extend(args.get(i + 1).cloned());
                 }
+                // `-vNAME`
+                self.out.assigned.extend(
+                    args.iter()
+                        .filter_map(|a| a.strip_prefix("-v").filter(|n| !n.is_empty()))
+                        .map(str::to_owned),
+                );
             }
             "test" | "[" if args.iter().any(|a| a == "-v") => self.opaque(format!(
                 "`{}` evaluates an array subscript, which can run commands",
@@ -898,7 +1025,14 @@ impl<'s> Walker<'s> {
                 }
             }
         }
+        if self.aliases.iter().any(|(n, _)| *n == name) && self.alias_uses >= MAX_ALIAS_USES {
+            self.unreadable(format!(
+                "the line uses its aliases more than {MAX_ALIAS_USES} times, more than candor reads"
+            ));
+            return command;
+        }
         if let Some((_, value)) = self.aliases.iter().rev().find(|(n, _)| *n == name) {
+            self.alias_uses += 1;
             // An alias defined earlier in the line: its value runs.
             let rest: Vec<String> = command.words[1..].iter().map(quoted_display).collect();
             let code = format!("{value} {}", rest.join(" "));
@@ -1283,16 +1417,47 @@ fn wrapper(name: &str) -> Option<Wrapper> {
         "watch" => (Interpreter, watch_inner),
         "eval" => (Interpreter, eval_inner),
         "alias" => (Interpreter, alias_inner),
-        "trap" => (Interpreter, |a| match a.first() {
-            Some(w) => match w.text() {
-                Some(t) if t == "-p" || t == "-l" => Inner::None,
-                t => Inner::Code(t),
-            },
-            None => Inner::None,
+        "mapfile" | "readarray" => (Interpreter, |a| {
+            match a.iter().position(|w| w.as_lit() == Some("-C")) {
+                Some(i) => Inner::Code(a.get(i + 1).and_then(Word::text)),
+                None => Inner::None,
+            }
+        }),
+        "trap" => (Interpreter, |a| {
+            match a.iter().find(|w| w.as_lit() != Some("--")) {
+                Some(w) => match w.text() {
+                    Some(t) if t == "-p" || t == "-l" => Inner::None,
+                    t => Inner::Code(t),
+                },
+                None => Inner::None,
+            }
         }),
         "source" | "." => (Interpreter, |a| match a.first() {
+            Some(w) if reads_input(w) => Inner::Stdin,
             Some(w) => Inner::File(w.clone()),
             None => Inner::None,
+        }),
+        "taskset" => (Transparent, |a| match a.first().and_then(Word::as_lit) {
+            Some(t) if t.starts_with('-') && t.contains('p') => Inner::None,
+            _ => options(a, "", &[], Some(1)),
+        }),
+        "chrt" => (Transparent, |a| options(a, "T", &[], Some(1))),
+        "setpriv" | "unshare" | "nsenter" | "firejail" | "bwrap" | "systemd-run" | "prlimit" => {
+            (Transparent, |_| Inner::Lost)
+        }
+        "script" => (Interpreter, |a| {
+            for (i, w) in a.iter().enumerate() {
+                match w.as_lit() {
+                    Some("-c" | "--command") => {
+                        return Inner::Code(a.get(i + 1).and_then(Word::text));
+                    }
+                    Some(t) if t.starts_with("-") && t.ends_with('c') && !t.starts_with("--") => {
+                        return Inner::Code(a.get(i + 1).and_then(Word::text));
+                    }
+                    _ => {}
+                }
+            }
+            Inner::None
         }),
         "bash" | "sh" | "zsh" | "dash" | "ksh" | "mksh" | "ash" | "fish" | "rbash" => {
             (Interpreter, shell_inner)
@@ -1399,7 +1564,25 @@ fn env_inner(args: &[Word]) -> Inner {
             };
             return Inner::Code(code);
         }
-        if t.starts_with('-') && t != "-" {
+        if t == "-" {
+            // `env -` is `env -i`.
+            i += 1;
+            continue;
+        }
+        if t.starts_with('-') && !t.starts_with("--") && t.contains('S') {
+            // `-iS'cmd args'`: the split string follows the S.
+            let rest = t
+                .split_once('S')
+                .map(|(_, r)| r.to_owned())
+                .unwrap_or_default();
+            let code = if rest.is_empty() {
+                args.get(i + 1).and_then(Word::text)
+            } else {
+                Some(rest)
+            };
+            return Inner::Code(code);
+        }
+        if t.starts_with('-') {
             let takes = matches!(t.as_str(), "-u" | "-C" | "--unset" | "--chdir");
             i += if takes { 2 } else { 1 };
             continue;
@@ -1454,7 +1637,8 @@ fn sudo_inner(args: &[Word]) -> Inner {
         }
         if t.starts_with('-') && t != "-" {
             let last = t.chars().last().unwrap_or('-');
-            let takes = "ugCDhprtTU".contains(last) && t.len() == 2;
+            // The last letter of a cluster may take the next word (`-nu root`).
+            let takes = "ugCDhprtTUR".contains(last);
             i += if takes { 2 } else { 1 };
             continue;
         }
@@ -1509,12 +1693,9 @@ fn xargs_inner(args: &[Word]) -> Inner {
                 "arg-file"
                     | "delimiter"
                     | "max-args"
-                    | "max-lines"
                     | "max-procs"
                     | "max-chars"
                     | "process-slot-var"
-                    | "eof"
-                    | "replace"
             );
             if !long.contains('=') && !takes && !known_flag(long) {
                 return Inner::Lost;
@@ -1574,12 +1755,15 @@ fn find_inner(args: &[Word]) -> Inner {
 
 fn flock_inner(args: &[Word]) -> Inner {
     for (i, w) in args.iter().enumerate() {
-        if matches!(w.text().as_deref(), Some("-c" | "--command")) {
+        let cluster = w
+            .as_lit()
+            .is_some_and(|t| t.starts_with('-') && !t.starts_with("--") && t.ends_with('c'));
+        if cluster || w.as_lit() == Some("--command") {
             return Inner::Code(args.get(i + 1).and_then(Word::text));
         }
     }
     // flock [options] FILE COMMAND [ARGS]
-    match options(args, "wEn", &[], Some(1)) {
+    match options(args, "wE", &[], Some(1)) {
         Inner::Command { at, .. } if at < args.len() => Inner::Command {
             at,
             assignments: Vec::new(),
@@ -1617,6 +1801,10 @@ fn alias_inner(args: &[Word]) -> Inner {
 }
 
 fn eval_inner(args: &[Word]) -> Inner {
+    let args = match args.first().and_then(Word::as_lit) {
+        Some("--") => &args[1..],
+        _ => args,
+    };
     let words: Option<Vec<String>> = args.iter().map(Word::text).collect();
     Inner::Code(words.map(|w| w.join(" ")))
 }
@@ -1650,6 +1838,11 @@ fn shell_inner(args: &[Word]) -> Inner {
             if letters.contains('c') {
                 command_mode = true;
             }
+            if letters.contains('s') && t.starts_with('-') && !command_mode {
+                // `-s`: the script is read from standard input; the rest
+                // are its arguments.
+                return Inner::Stdin;
+            }
             // -o OPTION and -O OPTION take an argument.
             i += if letters.ends_with('o') || letters.ends_with('O') {
                 2
@@ -1664,8 +1857,23 @@ fn shell_inner(args: &[Word]) -> Inner {
         return Inner::Code(args.get(i).and_then(Word::text));
     }
     match args.get(i) {
+        Some(file) if reads_input(file) => Inner::Stdin,
         Some(file) => Inner::File(file.clone()),
         None => Inner::Stdin,
+    }
+}
+
+/// Whether a script file named on a command line is really its input (or
+/// code only known when it runs): `/dev/stdin`, a descriptor, `<(…)`, a
+/// bare number (a descriptor the grammar misread).
+fn reads_input(file: &Word) -> bool {
+    match file.as_lit() {
+        Some(t) => {
+            t.starts_with("/dev/")
+                || t.starts_with("/proc/")
+                || (!t.is_empty() && t.chars().all(|c| c.is_ascii_digit()))
+        }
+        None => true,
     }
 }
 

@@ -642,7 +642,8 @@ const RISKY_VARIABLES: &[&str] = &[
     "RUSTC_WRAPPER",
     "JAVA_TOOL_OPTIONS",
 ];
-const RISKY_PREFIXES: [&str; 6] = [
+const RISKY_PREFIXES: [&str; 7] = [
+    "BASH_FUNC_",
     "LD_",
     "DYLD_",
     "GIT_",
@@ -671,6 +672,8 @@ struct Scope<'a> {
     /// line share a few), and directories already listed.
     resolved: std::cell::RefCell<std::collections::HashMap<PathBuf, PathBuf>>,
     listed: std::cell::RefCell<std::collections::HashMap<PathBuf, Vec<(PathBuf, Entry)>>>,
+    link_sets:
+        std::cell::RefCell<std::collections::HashMap<PathBuf, std::collections::HashSet<PathBuf>>>,
 }
 
 impl<'a> Scope<'a> {
@@ -681,6 +684,7 @@ impl<'a> Scope<'a> {
             home,
             resolved: Default::default(),
             listed: Default::default(),
+            link_sets: Default::default(),
         }
     }
 
@@ -702,15 +706,29 @@ impl<'a> Scope<'a> {
         };
         let path = real_parent.join(name);
         // The directory's listing says which of its entries are links.
-        let link = self
-            .entries(&real_parent)
-            .iter()
-            .any(|(p, kind)| *kind == Entry::Link && *p == path);
+        let link = self.links(&real_parent).contains(&path);
         if link {
             crate::tools::resolve_links(&path)
         } else {
             path
         }
+    }
+
+    /// The entries of a directory that are symbolic links.
+    fn links(&self, dir: &Path) -> std::collections::HashSet<PathBuf> {
+        if let Some(known) = self.link_sets.borrow().get(dir) {
+            return known.clone();
+        }
+        let set: std::collections::HashSet<PathBuf> = self
+            .entries(dir)
+            .iter()
+            .filter(|(_, kind)| *kind == Entry::Link)
+            .map(|(p, _)| p.clone())
+            .collect();
+        self.link_sets
+            .borrow_mut()
+            .insert(dir.to_owned(), set.clone());
+        set
     }
 
     /// A directory's entries, listed once (at most 4096).
@@ -763,6 +781,17 @@ impl<'a> Scope<'a> {
             let real = self.real(&lexical);
             if real != lexical {
                 out.push(real);
+            }
+            // The kernel follows a link before it applies `..` (`q/../x`
+            // with `q -> .git/hooks` is `.git/x`): that reading too.
+            if expanded
+                .components()
+                .any(|c| c == std::path::Component::ParentDir)
+            {
+                let physical = crate::tools::resolve_links(&base.join(&expanded));
+                if physical != lexical && !out.contains(&physical) {
+                    out.push(physical);
+                }
             }
             out.push(lexical);
         }
@@ -1376,6 +1405,28 @@ fn protected_write(tool: &str, view: &View, scope: &Scope<'_>) -> Option<String>
                     w.display()
                 ));
             }
+            // `git config` writes `.git/config` (or `~/.gitconfig`), where a
+            // setting (`core.fsmonitor`, `core.pager`) runs code later.
+            for c in script.all_commands() {
+                if c.basename().as_deref() == Some("git") && git_config_write(&c.words[1..]) {
+                    return Some(
+                        "the command changes git's configuration (`git config`), where settings run commands later; candor always asks before changing it"
+                            .to_owned(),
+                    );
+                }
+            }
+            // What a target known only at run time could be, on disk
+            // (`.gi?/config`).
+            for w in &dynamic {
+                for p in expand_on_disk(w, scope) {
+                    if let Some(why) = protected(&p, scope.home) {
+                        return Some(format!(
+                            "the command may change `{}`, a protected path ({why}); candor always asks before changing it",
+                            p.display()
+                        ));
+                    }
+                }
+            }
             // Redirections, and the arguments of commands that write files.
             let mut targets: Vec<String> = script
                 .all_redirects()
@@ -1390,11 +1441,27 @@ fn protected_write(tool: &str, view: &View, scope: &Scope<'_>) -> Option<String>
                         if let Some((_, value)) = w.split_once('=') {
                             targets.push(value.to_owned());
                         }
+                        // `-t.git/hooks`: a short option's attached value.
+                        if let Some(value) = w
+                            .strip_prefix("-t")
+                            .filter(|v| !v.is_empty() && !w.starts_with("--"))
+                        {
+                            targets.push(value.to_owned());
+                        }
                         if !w.starts_with('-') {
                             targets.push(w);
                         }
                     }
                 }
+            }
+            let mut seen = std::collections::HashSet::new();
+            targets.retain(|t| seen.insert(t.clone()));
+            if targets.len() * dirs.len().max(1) > MAX_PATH_CHECKS {
+                return Some(format!(
+                    "the command writes to {} files after changing directory {} times, more than candor checks against protected paths",
+                    targets.len(),
+                    dirs.len()
+                ));
             }
             targets
                 .into_iter()
@@ -1410,6 +1477,38 @@ fn protected_write(tool: &str, view: &View, scope: &Scope<'_>) -> Option<String>
         }
         _ => None,
     }
+}
+
+/// Whether git's arguments are a `git config` that may write a setting.
+fn git_config_write(args: &[shell::Word]) -> bool {
+    let mut i = 0;
+    // Global options before the subcommand; those with a value skip it.
+    while let Some(t) = args.get(i).and_then(shell::Word::as_lit) {
+        if !t.starts_with('-') {
+            break;
+        }
+        i += if matches!(t, "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace") {
+            2
+        } else {
+            1
+        };
+    }
+    match args.get(i).map(shell::Word::as_lit) {
+        Some(Some("config")) => {}
+        // A subcommand known only at run time could be `config`.
+        Some(None) => return true,
+        _ => return false,
+    }
+    let rest = &args[i + 1..];
+    let reads = rest.iter().filter_map(shell::Word::as_lit).any(|t| {
+        t.starts_with("--get")
+            || t.starts_with("--list")
+            || t == "-l"
+            || t.starts_with("--show")
+            || t == "get"
+            || t == "list"
+    });
+    !reads
 }
 
 /// Names of protected places, as they appear in a command line.
@@ -1437,13 +1536,35 @@ const WRITERS: [&str; 18] = [
 
 /// The static directories a line changes to, resolved.
 fn script_dirs(script: &Script, scope: &Scope<'_>) -> Vec<PathBuf> {
-    script
-        .all_dirs()
-        .into_iter()
-        .filter_map(|w| w.text())
-        .flat_map(|d| scope.command_paths(&d, &[]))
-        .collect()
+    // Each `cd` may start from any earlier one (`cd sub && cd ../config`);
+    // a target known only at run time is every directory it could name.
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for w in script.all_dirs() {
+        let found: Vec<PathBuf> = match w.text() {
+            Some(d) => scope.command_paths(&d, &dirs),
+            None => {
+                let mut any = expand_on_disk(w, scope);
+                any.extend(scope.home.map(Path::to_owned));
+                any
+            }
+        };
+        for d in found {
+            if dirs.len() >= MAX_DIRS {
+                break;
+            }
+            if !dirs.contains(&d) {
+                dirs.push(d);
+            }
+        }
+    }
+    dirs
 }
+
+/// How many directories `cd` may lead to before candor stops following.
+const MAX_DIRS: usize = 32;
+/// How many (path, directory) pairs a line's writes are checked over; past
+/// that the line asks.
+const MAX_PATH_CHECKS: usize = 4096;
 
 /// A word of the line (an argument, an option's value or a redirection)
 /// that names a path a path deny rule forbids.
@@ -1490,6 +1611,9 @@ fn names_denied_path<'r>(
     // Each distinct word once, in order.
     let mut seen = std::collections::HashSet::new();
     words.retain(|w| !w.is_empty() && seen.insert(w.clone()));
+    if words.len() * (dirs.len() + 1) > MAX_PATH_CHECKS {
+        return Some((None, path_rules[0]));
+    }
     for w in &words {
         for p in scope.command_paths(w, &dirs) {
             if let Some(rule) = path_rules.iter().find(|r| r.matches_path(&p)) {

@@ -706,7 +706,7 @@ impl<'a> Scope<'a> {
         };
         let path = real_parent.join(name);
         // The directory's listing says which of its entries are links.
-        let link = self.links(&real_parent).contains(&path);
+        let link = self.is_link(&real_parent, &path);
         if link {
             crate::tools::resolve_links(&path)
         } else {
@@ -714,10 +714,11 @@ impl<'a> Scope<'a> {
         }
     }
 
-    /// The entries of a directory that are symbolic links.
-    fn links(&self, dir: &Path) -> std::collections::HashSet<PathBuf> {
+    /// Whether `path`, an entry of `dir`, is a symbolic link (the
+    /// directory's links are collected once).
+    fn is_link(&self, dir: &Path, path: &Path) -> bool {
         if let Some(known) = self.link_sets.borrow().get(dir) {
-            return known.clone();
+            return known.contains(path);
         }
         let set: std::collections::HashSet<PathBuf> = self
             .entries(dir)
@@ -725,10 +726,9 @@ impl<'a> Scope<'a> {
             .filter(|(_, kind)| *kind == Entry::Link)
             .map(|(p, _)| p.clone())
             .collect();
-        self.link_sets
-            .borrow_mut()
-            .insert(dir.to_owned(), set.clone());
-        set
+        let link = set.contains(path);
+        self.link_sets.borrow_mut().insert(dir.to_owned(), set);
+        link
     }
 
     /// A directory's entries, listed once (at most 4096).

@@ -120,21 +120,36 @@ pub fn load(locations: &ClaudeLocations, session: &Arc<SessionContext>) -> Loade
     let managed_only = settings.iter().any(|(s, _, m)| {
         *s == Source::Managed && m.get("allowManagedHooksOnly") == Some(&json!(true))
     });
-    let runs = |source: Source| match disabled {
-        Some(Source::Managed) => false,
-        Some(_) if source != Source::Managed => false,
-        _ => !managed_only || source == Source::Managed,
+    // A project's own files (a repository just cloned) turn off only the
+    // project's hooks, never the user's own guard hooks or managed ones.
+    let project_file = |s: Source| matches!(s, Source::Project | Source::Local);
+    let runs = |source: Source| {
+        let off = match disabled {
+            Some(Source::Managed) => true,
+            Some(Source::User) => source != Source::Managed,
+            Some(_) => project_file(source),
+            None => false,
+        };
+        !off && (!managed_only || source == Source::Managed)
     };
-    if disabled.is_some() {
-        loaded.remarks.push(format!(
-            "Claude Code hooks are off here (disableAllHooks in the {} settings){}",
-            disabled.map_or("", Source::name),
-            if disabled == Some(Source::Managed) {
-                ""
-            } else {
-                "; managed hooks still run"
-            }
-        ));
+    if let Some(by) = disabled {
+        loaded.remarks.push(
+            format!(
+                "Claude Code hooks {} are off here (disableAllHooks in the {} settings){}",
+                if project_file(by) {
+                    "of this project"
+                } else {
+                    ""
+                },
+                by.name(),
+                match by {
+                    Source::Managed => "",
+                    Source::User => "; managed hooks still run",
+                    _ => "; a project's settings never turn off your own or managed hooks",
+                }
+            )
+            .replace("hooks  are", "hooks are"),
+        );
     }
     let mut table = Table::default();
     for (source, path, map) in &settings {
@@ -149,6 +164,11 @@ pub fn load(locations: &ClaudeLocations, session: &Arc<SessionContext>) -> Loade
     loaded.add(table);
     if let Some((source, mode)) = scalar_mode(&settings) {
         match mode.as_str().and_then(Mode::from_id) {
+            // A repository cannot start its sessions with nothing asking.
+            Some(Mode::BypassPermissions) if project_file(source) => loaded.problems.push(format!(
+                "Claude Code {} settings ask for permissions.defaultMode bypassPermissions; a project's own settings cannot turn that on (set it in your user settings, or choose the mode in the editor); the session starts in the default mode",
+                source.name()
+            )),
             Some(m) => loaded.default_mode = Some(m),
             None => loaded.problems.push(format!(
                 "Claude Code {} settings: permissions.defaultMode {mode} is not a mode candor has (default, acceptEdits, plan, bypassPermissions); ignored",

@@ -242,14 +242,19 @@ async fn rm_rf_is_refused_even_in_bypass_mode_by_json_or_by_exit_2() {
         ),
     ] {
         let handler = json!({"type": "command", "command": fixture("block-rm.py"), "args": args, "if": "Bash(rm *)"});
-        let mut settings = hook("PreToolUse", "Bash", handler);
-        settings["permissions"] = json!({"defaultMode": "bypassPermissions"});
+        let settings = hook("PreToolUse", "Bash", handler);
         let env = project(
             vec![
                 tool("rm", "Bash", json!({"command": "rm -rf build"})),
                 tool("echo", "Bash", json!({"command": "echo still here"})),
             ],
             settings,
+        );
+        // bypassPermissions from the user's own settings (a project's own
+        // cannot turn it on).
+        write_json(
+            &env.dir.path().join(".claude/settings.json"),
+            &json!({"permissions": {"defaultMode": "bypassPermissions"}}),
         );
         std::fs::create_dir_all(env.project.join("build")).unwrap();
         let (conn, session) = run(env).await;
@@ -753,4 +758,40 @@ async fn session_end_hooks_run_when_the_editor_goes_away() {
     assert_eq!(input["hook_event_name"], "SessionEnd");
     assert_eq!(input["reason"], "other");
     assert_eq!(input["session_id"], session);
+}
+
+/// A cloned repository's own settings cannot start its sessions in
+/// bypassPermissions, nor switch off the user's own guard hook; the user
+/// is told what was not applied.
+#[tokio::test]
+async fn a_project_cannot_turn_on_bypass_or_turn_off_the_users_hooks() {
+    let append = |word: &str| command(&format!("{} append {word}", fixture("events.py")));
+    let env = project(
+        vec![tool("t", "Bash", json!({"command": "echo start"}))],
+        json!({
+            "disableAllHooks": true,
+            "permissions": {"defaultMode": "bypassPermissions"},
+            "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [append("project")]}]}
+        }),
+    );
+    write_json(
+        &env.dir.path().join(".claude/settings.json"),
+        &json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [append("user")]}]}}),
+    );
+    let mut conn = spawn(env);
+    conn.initialize().await;
+    let created = conn
+        .call(
+            "session/new",
+            json!({"cwd": conn.env.project, "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(created["modes"]["currentModeId"], "default", "{created}");
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    conn.prompt(&session, "go").await;
+    // The user's hook ran (the project's, which its own file turned off, did not).
+    assert_eq!(output(&conn, &session, "t").trim(), "start user");
+    let told = notices(&conn).join("\n");
+    assert!(told.contains("cannot turn that on"), "{told}");
+    assert!(told.contains("never turn off your own"), "{told}");
 }

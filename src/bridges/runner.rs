@@ -134,8 +134,9 @@ pub async fn run(
         let _ = stdin.write_all(&payload).await;
         let _ = stdin.shutdown().await;
     };
-    let out = tokio::spawn(read_capped(stdout));
-    let err = tokio::spawn(read_capped(stderr));
+    let (out_buf, err_buf) = (Captured::default(), Captured::default());
+    let out = tokio::spawn(read_capped(stdout, out_buf.clone()));
+    let err = tokio::spawn(read_capped(stderr, err_buf.clone()));
     let waited = tokio::time::timeout(hook.timeout, async {
         let (_, status) = tokio::join!(feed, group.child_mut().wait());
         status
@@ -155,13 +156,20 @@ pub async fn run(
     };
     // Whatever it left behind goes with it.
     group.signal(Signal::SIGKILL);
-    let collect = |task: tokio::task::JoinHandle<(String, bool)>| async move {
-        match tokio::time::timeout(DRAIN, task).await {
-            Ok(Ok(read)) => read,
-            _ => (String::new(), false),
+    // A process that escaped the group (`setsid`) may hold the pipes open:
+    // the answer is what the hook wrote by the time it exited and the pipes
+    // were drained, not nothing.
+    let collect = |mut task: tokio::task::JoinHandle<()>, buf: Captured| async move {
+        if tokio::time::timeout(DRAIN, &mut task).await.is_err() {
+            task.abort();
+            tracing::debug!(
+                "a hook's output pipe stayed open after it exited; using what it wrote"
+            );
         }
+        buf.take()
     };
-    let ((stdout, cut_out), (stderr, cut_err)) = tokio::join!(collect(out), collect(err));
+    let ((stdout, cut_out), (stderr, cut_err)) =
+        tokio::join!(collect(out, out_buf), collect(err, err_buf));
     HookRun {
         exit,
         stdout,
@@ -171,24 +179,41 @@ pub async fn run(
     }
 }
 
-/// Reads a stream to its end, keeping at most [`MAX_OUTPUT`] bytes.
-async fn read_capped(mut stream: impl AsyncRead + Unpin) -> (String, bool) {
-    let mut kept = Vec::new();
+/// What a hook wrote on one stream so far (shared with the task reading
+/// it, so that what was read survives a reader that never sees the end).
+#[derive(Debug, Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<(Vec<u8>, bool)>>);
+
+impl Captured {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Vec<u8>, bool)> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn take(&self) -> (String, bool) {
+        let (bytes, cut) = std::mem::take(&mut *self.lock());
+        (String::from_utf8_lossy(&bytes).into_owned(), cut)
+    }
+}
+
+/// Reads a stream to its end into `into`, keeping at most [`MAX_OUTPUT`]
+/// bytes.
+async fn read_capped(mut stream: impl AsyncRead + Unpin, into: Captured) {
     let mut buf = vec![0u8; 64 * 1024];
-    let mut cut = false;
     loop {
         match stream.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                let room = MAX_OUTPUT.saturating_sub(kept.len());
+                let mut kept = into.lock();
+                let room = MAX_OUTPUT.saturating_sub(kept.0.len());
                 if n > room {
-                    cut = true;
+                    kept.1 = true;
                 }
-                kept.extend_from_slice(&buf[..n.min(room)]);
+                kept.0.extend_from_slice(&buf[..n.min(room)]);
             }
         }
     }
-    (String::from_utf8_lossy(&kept).into_owned(), cut)
 }
 
 /// A run that exited with `code` (tests of what answers mean).
@@ -284,6 +309,34 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert!(gone, "the hook's background sleep outlived it");
+    }
+
+    #[tokio::test]
+    async fn an_answer_stands_when_an_escaped_child_keeps_the_pipe_open() {
+        // The hook prints its decision, leaves a `setsid` child holding its
+        // stdout, and exits 2: the answer and the exit are what count.
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("escaped.pid");
+        let command = format!(
+            "echo '{{\"decision\": \"block\", \"reason\": \"no\"}}'; echo why >&2; setsid sh -c 'echo $$ > {}; exec sleep 5' & sleep 0.2; exit 2",
+            marker.display()
+        );
+        let started = Instant::now();
+        let run = run(&shell(&command, 10_000), &json!({}), dir.path(), &[]).await;
+        assert_eq!(run.exit, Exit::Code(2));
+        assert!(run.stdout.contains("\"decision\": \"block\""), "{run:?}");
+        assert!(run.stderr.contains("why"), "{run:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+        if let Ok(pid) = std::fs::read_to_string(&marker) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid.trim().parse().unwrap_or(0)),
+                Signal::SIGKILL,
+            );
+        }
     }
 
     #[tokio::test]

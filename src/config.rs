@@ -223,6 +223,9 @@ pub struct Config {
     /// logs refuse appends from this many records on, as a full disk would.
     #[doc(hidden)]
     pub log_fails_at: Option<usize>,
+    /// How long a tool waits for the editor to answer `fs/read_text_file`
+    /// or `fs/write_text_file` before the call fails (60 s).
+    pub client_fs_timeout: std::time::Duration,
 }
 
 /// Where Codex's user settings are (a project's are found from its `cwd`).
@@ -263,6 +266,7 @@ impl Config {
             claude: Some(ClaudeLocations::default()),
             codex: Some(CodexLocations::default()),
             log_fails_at: None,
+            client_fs_timeout: std::time::Duration::from_secs(60),
         }
     }
 

@@ -203,6 +203,7 @@ pub(crate) fn start(
         read: client.fs.read_text_file,
         write: client.fs.write_text_file,
         terminal: client.terminal,
+        fs_timeout: config.client_fs_timeout,
     };
     let shells = Shells::default();
     let view = settings::View {

@@ -27,9 +27,32 @@ pub struct ClientLink {
     pub write: bool,
     /// `terminal` was advertised.
     pub terminal: bool,
+    /// How long a file request waits for the editor's answer.
+    pub fs_timeout: std::time::Duration,
 }
 
 impl ClientLink {
+    /// A file request (`fs/*`): like [`request`](Self::request), and
+    /// withdrawn if the editor has not answered within `fs_timeout`.
+    async fn file_request(
+        &self,
+        method: &str,
+        params: Value,
+        cancel: &CancellationToken,
+    ) -> Result<Value, String> {
+        let give_up = cancel.child_token();
+        tokio::select! {
+            r = self.request(method, params, &give_up) => r,
+            () = tokio::time::sleep(self.fs_timeout) => {
+                give_up.cancel();
+                Err(format!(
+                    "the editor did not answer {method} within {} s",
+                    self.fs_timeout.as_secs_f64()
+                ))
+            }
+        }
+    }
+
     /// An agent→client request that gives up (and withdraws it) on cancel.
     pub async fn request(
         &self,
@@ -98,7 +121,10 @@ impl FileAccess {
         }
         if let Some(client) = self.client.as_ref().filter(|c| c.read) {
             let params = json!({"path": path});
-            return match client.request("fs/read_text_file", params, cancel).await {
+            return match client
+                .file_request("fs/read_text_file", params, cancel)
+                .await
+            {
                 Ok(v) => match v.get("content").and_then(Value::as_str) {
                     Some(text) if text.len() > MAX_TEXT_BYTES => Err(too_big(path, text.len())),
                     Some(text) => Ok(Some(text.to_owned())),
@@ -137,7 +163,7 @@ impl FileAccess {
         if let Some(client) = self.client.as_ref().filter(|c| c.write) {
             let params = json!({"path": path, "content": text});
             return client
-                .request("fs/write_text_file", params, cancel)
+                .file_request("fs/write_text_file", params, cancel)
                 .await
                 .map(drop)
                 .map_err(|e| format!("the editor could not write {}: {e}", path.display()));

@@ -278,3 +278,39 @@ async fn an_editor_that_never_creates_the_terminal_does_not_hold_the_turn() {
         card.text()
     );
 }
+
+/// An editor that offers `fs/*` but never answers does not hold the turn:
+/// the request is withdrawn after the configured wait, and the call fails
+/// saying so.
+#[tokio::test]
+async fn an_editor_that_never_answers_a_file_request_does_not_hold_the_turn() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool("r", "Read", json!({"file_path": "a.txt"}))])),
+        respond(json!([text("finished")])),
+    ]));
+    env.file("a.txt", "hello");
+    let mut config = env.config();
+    config.client_fs_timeout = Duration::from_millis(300);
+    let mut conn = Conn::in_process_with(env, config);
+    conn.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}}, "clientInfo": {"name": "silent-fs", "version": "0"}}),
+    )
+    .await;
+    let session = conn.new_session().await;
+    let started = Instant::now();
+    let answer = conn.prompt(&session, "go").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let card = conn.thread(&session).card("r");
+    assert_eq!(card.status, "failed");
+    assert!(
+        card.text().contains("did not answer fs/read_text_file"),
+        "{}",
+        card.text()
+    );
+}

@@ -509,9 +509,10 @@ pub async fn settle(
     // (a rule is checked on both, the stricter answer wins).
     let mut spelled = Vec::new();
     if let Some(tool) = settled.tool {
-        settled.original = tool.normalize(arguments, cwd);
+        let (normalized, as_written) = tool.normalize_spelled(arguments, cwd);
+        settled.original = normalized;
         settled.effective = settled.original.clone();
-        spelled.extend(tool.spelled_path(arguments, cwd));
+        spelled.extend(as_written);
     }
     let asides = Asides::default();
     let verdict = fold_hooks(&mut settled, policy, cwd, &asides, &mut spelled).await;
@@ -593,9 +594,10 @@ async fn fold_hooks(
                 _ => {
                     settled.effective = match settled.tool {
                         Some(tool) => {
+                            let (normalized, as_written) = tool.normalize_spelled(&rewrite, cwd);
                             spelled.clear();
-                            spelled.extend(tool.spelled_path(&rewrite, cwd));
-                            tool.normalize(&rewrite, cwd)
+                            spelled.extend(as_written);
+                            normalized
                         }
                         None => rewrite,
                     };

@@ -154,24 +154,28 @@ impl Tool {
     /// hooks, rules, the card, the log and the tool itself all see. Other
     /// fields are untouched.
     pub fn normalize(self, input: &Value, cwd: &Path) -> Value {
+        self.normalize_spelled(input, cwd).0
+    }
+
+    /// [`normalize`](Self::normalize), and the path as written (made
+    /// absolute, links not followed) when that differs from where it leads:
+    /// rules judge both.
+    pub fn normalize_spelled(self, input: &Value, cwd: &Path) -> (Value, Option<PathBuf>) {
         let mut out = input.clone();
+        let mut spelled = None;
         if let Some(key) = self.path_key()
             && let Some(path) = input.get(key).and_then(Value::as_str)
         {
-            let real = resolve_links(&resolve(cwd, path)).display().to_string();
+            let lexical = resolve(cwd, path);
+            let real = resolve_links(&lexical);
             if let Some(obj) = out.as_object_mut() {
-                obj.insert(key.to_owned(), Value::String(real));
+                obj.insert(key.to_owned(), Value::String(real.display().to_string()));
+            }
+            if real != lexical {
+                spelled = Some(lexical);
             }
         }
-        out
-    }
-
-    /// The input's path as written, made absolute but with links not
-    /// followed, when that differs from where it leads (rules judge both).
-    pub fn spelled_path(self, input: &Value, cwd: &Path) -> Option<PathBuf> {
-        let path = input.get(self.path_key()?)?.as_str()?;
-        let lexical = resolve(cwd, path);
-        (resolve_links(&lexical) != lexical).then_some(lexical)
+        (out, spelled)
     }
 
     /// Card title, kind and locations for these arguments.

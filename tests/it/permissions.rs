@@ -239,12 +239,11 @@ fn judge(
     grants: &[Rule],
     root: &Path,
 ) -> Disposition {
-    let known = Tool::from_name(tool);
-    let effective = known.map_or_else(|| args.clone(), |t| t.normalize(args, root));
-    let spelled: Vec<PathBuf> = known
-        .and_then(|t| t.spelled_path(args, root))
-        .into_iter()
-        .collect();
+    let (effective, as_written) = match Tool::from_name(tool) {
+        Some(t) => t.normalize_spelled(args, root),
+        None => (args.clone(), None),
+    };
+    let spelled: Vec<PathBuf> = as_written.into_iter().collect();
     decide(
         Subject {
             tool,

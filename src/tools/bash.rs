@@ -224,15 +224,17 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
     // is withdrawn, as on cancel).
     let started = tokio::time::Instant::now();
     let budget = Duration::from_millis(timeout_ms);
-    let give_up = cx.cancel.child_token();
-    let created = tokio::select! {
-        r = client.request("terminal/create", params, &give_up) => r,
-        () = tokio::time::sleep(budget) => {
-            give_up.cancel();
+    let created = match client
+        .request_within("terminal/create", params, &cx.cancel, budget)
+        .await
+    {
+        Ok(Some(v)) => Ok(v),
+        Ok(None) => {
             return ToolOutput::failed(format!(
                 "the editor did not create a terminal within the command's timeout ({timeout_ms} ms); the command was not run by candor"
             ));
         }
+        Err(e) => Err(e),
     };
     let id = match created.map(|v| {
         v.get("terminalId")
@@ -266,9 +268,10 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
     let ask = |method: &'static str| {
         let (terminal, cleanup) = (terminal.clone(), cleanup.clone());
         async move {
-            tokio::time::timeout(TERMINAL_CLEANUP, client.request(method, terminal, &cleanup))
+            client
+                .request_within(method, terminal, &cleanup, TERMINAL_CLEANUP)
                 .await
-                .unwrap_or_else(|_| Err(format!("{method} timed out")))
+                .and_then(|answer| answer.ok_or_else(|| format!("{method} timed out")))
         }
     };
     if ending.is_some() {

@@ -32,25 +32,40 @@ pub struct ClientLink {
 }
 
 impl ClientLink {
-    /// A file request (`fs/*`): like [`request`](Self::request), and
-    /// withdrawn if the editor has not answered within `fs_timeout`.
+    /// Like [`request`](Self::request), withdrawn as on cancel if the
+    /// editor has not answered within `wait`: `Ok(None)`.
+    pub async fn request_within(
+        &self,
+        method: &str,
+        params: Value,
+        cancel: &CancellationToken,
+        wait: std::time::Duration,
+    ) -> Result<Option<Value>, String> {
+        let give_up = cancel.child_token();
+        tokio::select! {
+            r = self.request(method, params, &give_up) => r.map(Some),
+            () = tokio::time::sleep(wait) => {
+                give_up.cancel();
+                Ok(None)
+            }
+        }
+    }
+
+    /// A file request (`fs/*`), given up after `fs_timeout`.
     async fn file_request(
         &self,
         method: &str,
         params: Value,
         cancel: &CancellationToken,
     ) -> Result<Value, String> {
-        let give_up = cancel.child_token();
-        tokio::select! {
-            r = self.request(method, params, &give_up) => r,
-            () = tokio::time::sleep(self.fs_timeout) => {
-                give_up.cancel();
-                Err(format!(
+        self.request_within(method, params, cancel, self.fs_timeout)
+            .await?
+            .ok_or_else(|| {
+                format!(
                     "the editor did not answer {method} within {} s",
                     self.fs_timeout.as_secs_f64()
-                ))
-            }
-        }
+                )
+            })
     }
 
     /// An agent→client request that gives up (and withdraws it) on cancel.

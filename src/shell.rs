@@ -1211,7 +1211,8 @@ fn has_kind(n: Node<'_>, kinds: &[&str]) -> bool {
     false
 }
 
-fn truncate(s: &str, max: usize) -> String {
+/// `s` cut to `max` characters, with an ellipsis when cut.
+pub(crate) fn truncate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_owned()
     } else {
@@ -1471,6 +1472,18 @@ fn wrapper(name: &str) -> Option<Wrapper> {
 /// that take an argument; `stop` are options after which nothing runs;
 /// `positional` is how many arguments come before the command.
 fn options(args: &[Word], with_arg: &str, stop: &[&str], positional: Option<usize>) -> Inner {
+    options_long(args, with_arg, &[], stop, positional)
+}
+
+/// [`options`], with the long options (`--max-args N`) that take the next
+/// word as their value.
+fn options_long(
+    args: &[Word],
+    with_arg: &str,
+    long_with_arg: &[&str],
+    stop: &[&str],
+    positional: Option<usize>,
+) -> Inner {
     let mut i = 0;
     while i < args.len() {
         let Some(t) = args[i].text() else {
@@ -1488,7 +1501,11 @@ fn options(args: &[Word], with_arg: &str, stop: &[&str], positional: Option<usiz
         }
         if let Some(long) = t.strip_prefix("--") {
             // `--opt=value` carries its value; a bare long option that
-            // takes one is not known here: the command cannot be found.
+            // takes one and is not known here: the command cannot be found.
+            if long_with_arg.contains(&long) {
+                i += 2;
+                continue;
+            }
             if !long.contains('=') && !known_flag(long) {
                 return Inner::Lost;
             }
@@ -1616,34 +1633,17 @@ fn nice_inner(args: &[Word]) -> Inner {
 }
 
 fn sudo_inner(args: &[Word]) -> Inner {
-    let mut i = 0;
-    while i < args.len() {
-        let Some(t) = args[i].text() else {
-            return Inner::Lost;
-        };
-        if t == "--" {
-            i += 1;
-            break;
-        }
-        if matches!(t.as_str(), "-l" | "-v" | "-k" | "-K" | "-V" | "-h" | "-e") {
-            return Inner::None;
-        }
-        if let Some(long) = t.strip_prefix("--") {
-            if !long.contains('=') && !known_flag(long) {
-                return Inner::Lost;
-            }
-            i += 1;
-            continue;
-        }
-        if t.starts_with('-') && t != "-" {
-            let last = t.chars().last().unwrap_or('-');
-            // The last letter of a cluster may take the next word (`-nu root`).
-            let takes = "ugCDhprtTUR".contains(last);
-            i += if takes { 2 } else { 1 };
-            continue;
-        }
-        break;
-    }
+    // -l, -v, -k, … run nothing; the last letter of a cluster may take the
+    // next word (`-nu root`).
+    let mut i = match options(
+        args,
+        "ugCDhprtTUR",
+        &["-l", "-v", "-k", "-K", "-V", "-h", "-e"],
+        None,
+    ) {
+        Inner::Command { at, .. } => at,
+        other => return other,
+    };
     let mut assignments = Vec::new();
     while let Some(t) = args.get(i).and_then(Word::text) {
         match t.split_once('=') {
@@ -1675,47 +1675,26 @@ fn su_inner(args: &[Word]) -> Inner {
 }
 
 fn xargs_inner(args: &[Word]) -> Inner {
-    let mut i = 0;
-    while i < args.len() {
-        let Some(t) = args[i].text() else {
-            return Inner::Lost;
-        };
-        if t == "--" {
-            i += 1;
-            break;
-        }
-        if !t.starts_with('-') || t == "-" {
-            break;
-        }
-        if let Some(long) = t.strip_prefix("--") {
-            let takes = matches!(
-                long,
-                "arg-file"
-                    | "delimiter"
-                    | "max-args"
-                    | "max-procs"
-                    | "max-chars"
-                    | "process-slot-var"
-            );
-            if !long.contains('=') && !takes && !known_flag(long) {
-                return Inner::Lost;
-            }
-            i += if takes { 2 } else { 1 };
-            continue;
-        }
-        // -a FILE, -d DELIM, -E EOF, -I REPLACE, -L N, -n N, -P N, -s N
-        // take an argument unless it is attached; -e, -i, -l attach theirs.
-        let takes = t.len() == 2 && "adEILnPs".contains(t.chars().nth(1).unwrap_or('-'));
-        i += if takes { 2 } else { 1 };
-    }
-    if i >= args.len() {
+    // -a FILE, -d DELIM, -E EOF, -I REPLACE, -L N, -n N, -P N, -s N take a
+    // word unless attached; --replace, --eof and --max-lines take theirs
+    // only attached (`=`).
+    let long = [
+        "arg-file",
+        "delimiter",
+        "max-args",
+        "max-procs",
+        "max-chars",
+        "process-slot-var",
+    ];
+    match options_long(args, "adEILnPs", &long, &[], None) {
         // xargs alone runs `echo`.
-        return Inner::None;
-    }
-    Inner::Command {
-        at: i,
-        assignments: Vec::new(),
-        extra_args: true,
+        Inner::Command { at, .. } if at >= args.len() => Inner::None,
+        Inner::Command { at, .. } => Inner::Command {
+            at,
+            assignments: Vec::new(),
+            extra_args: true,
+        },
+        other => other,
     }
 }
 

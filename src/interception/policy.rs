@@ -985,7 +985,7 @@ fn command_cover<'r>(rules: &'r [Rule], c: &Command, cov: &mut Coverage<'r>) -> 
         (Runs::Script(s), _) => direct.is_some() || script_cover(rules, s, cov),
     };
     if !ok && (direct.is_none() || cov.gaps.len() == before) {
-        let shown = shorten(&c.display(), 80);
+        let shown = shell::truncate(&c.display(), 80);
         cov.gap(if c.substituted {
             format!("runs a command substitution: `{shown}`")
         } else {
@@ -1024,14 +1024,6 @@ fn allow_lines(c: &Command) -> Vec<Vec<Tok>> {
         lines.push(render(&c.words, true, true));
     }
     lines
-}
-
-fn shorten(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_owned()
-    } else {
-        format!("{}…", s.chars().take(max).collect::<String>())
-    }
 }
 
 /// Why a path is protected: candor always asks before anything writes

@@ -1782,7 +1782,25 @@ mod tests {
     }
 
     fn bash(command: &str, rules: &Rules, mode: Mode) -> Disposition {
-        decide_with("Bash", json!({ "command": command }), rules, mode)
+        bash_full(command, &no_hooks(), mode, rules, &[], Path::new("/p"))
+    }
+
+    /// A Bash line decided with these hooks, grants and project root.
+    fn bash_full(
+        command: &str,
+        hooks: &HookVerdict,
+        mode: Mode,
+        rules: &Rules,
+        grants: &[Rule],
+        root: &Path,
+    ) -> Disposition {
+        let args = json!({ "command": command });
+        let call = Subject {
+            tool: "Bash",
+            args: &args,
+            spelled: &[],
+        };
+        decide(call, hooks, mode, rules, grants, root)
     }
 
     fn runs(d: &Disposition) -> bool {
@@ -1951,14 +1969,8 @@ mod tests {
         assert_eq!(g.text(), "Bash(npm test)");
         let none = Rules::default();
         let with = |c: &str| {
-            let args = json!({ "command": c });
-            let call = Subject {
-                tool: "Bash",
-                args: &args,
-                spelled: &[],
-            };
-            decide(
-                call,
+            bash_full(
+                c,
                 &no_hooks(),
                 Mode::Default,
                 &none,
@@ -1970,14 +1982,8 @@ mod tests {
         assert!(!runs(&with("npm test && rm -rf /")));
         assert!(!runs(&with("X=$(touch G) npm test")));
         let ls = grant_for("Bash", &json!({"command": "ls"}), Path::new("/p"), None).unwrap();
-        let args = json!({"command": "PATH=./evil:$PATH ls"});
-        let call = Subject {
-            tool: "Bash",
-            args: &args,
-            spelled: &[],
-        };
-        assert!(!runs(&decide(
-            call,
+        assert!(!runs(&bash_full(
+            "PATH=./evil:$PATH ls",
             &no_hooks(),
             Mode::Default,
             &none,
@@ -2143,22 +2149,7 @@ mod tests {
             deny: vec![rule("Read(./.env)"), rule("Read(./secrets/**)")],
             ..Rules::default()
         };
-        let with = |c: &str| {
-            let args = json!({ "command": c });
-            let call = Subject {
-                tool: "Bash",
-                args: &args,
-                spelled: &[],
-            };
-            decide(
-                call,
-                &no_hooks(),
-                Mode::BypassPermissions,
-                &rules,
-                &[],
-                root,
-            )
-        };
+        let with = |c: &str| bash_full(c, &no_hooks(), Mode::BypassPermissions, &rules, &[], root);
         for c in [
             "cat .e*",
             "cat secrets/*",
@@ -2199,15 +2190,7 @@ mod tests {
             by: Some("h".into()),
             reason: None,
         };
-        let with = |c: &str| {
-            let args = json!({ "command": c });
-            let call = Subject {
-                tool: "Bash",
-                args: &args,
-                spelled: &[],
-            };
-            decide(call, &allow, Mode::Default, &rules, &[], Path::new("/p"))
-        };
+        let with = |c: &str| bash_full(c, &allow, Mode::Default, &rules, &[], Path::new("/p"));
         assert!(
             denied(&with("rm -rf x")),
             "an allowing hook cannot pass a deny rule"

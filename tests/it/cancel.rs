@@ -256,11 +256,7 @@ async fn an_editor_that_never_creates_the_terminal_does_not_hold_the_turn() {
     ]))
     .with_policy(json!({"mode": "bypassPermissions"}));
     let mut conn = Conn::in_process(env);
-    conn.call(
-        "initialize",
-        json!({"protocolVersion": 1, "clientCapabilities": {"terminal": true}, "clientInfo": {"name": "silent-terminal", "version": "0"}}),
-    )
-    .await;
+    conn.initialize_with(json!({"terminal": true})).await;
     let session = conn.new_session().await;
     let started = Instant::now();
     let answer = conn.prompt(&session, "go").await;
@@ -292,11 +288,8 @@ async fn an_editor_that_never_answers_a_file_request_does_not_hold_the_turn() {
     let mut config = env.config();
     config.client_fs_timeout = Duration::from_millis(300);
     let mut conn = Conn::in_process_with(env, config);
-    conn.call(
-        "initialize",
-        json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}}, "clientInfo": {"name": "silent-fs", "version": "0"}}),
-    )
-    .await;
+    conn.initialize_with(json!({"fs": {"readTextFile": true, "writeTextFile": true}}))
+        .await;
     let session = conn.new_session().await;
     let started = Instant::now();
     let answer = conn.prompt(&session, "go").await;

@@ -493,9 +493,14 @@ impl Conn {
     }
 
     pub async fn initialize(&mut self) -> Value {
+        self.initialize_with(json!({})).await
+    }
+
+    /// `initialize` offering these client capabilities.
+    pub async fn initialize_with(&mut self, capabilities: Value) -> Value {
         self.call(
             "initialize",
-            json!({"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "candor-tests", "version": "0"}}),
+            json!({"protocolVersion": 1, "clientCapabilities": capabilities, "clientInfo": {"name": "candor-tests", "version": "0"}}),
         )
         .await
     }

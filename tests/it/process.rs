@@ -257,3 +257,35 @@ async fn commands_and_hooks_never_see_the_provider_keys() {
         assert!(seen.contains("PATH="), "{file}: {seen}");
     }
 }
+
+/// A repository's own `.candor/config.toml` cannot hand the provider keys
+/// to its commands: `pass_env` there is refused, naming the file's key, and
+/// no model (so no command) runs under it.
+#[tokio::test]
+async fn a_project_config_cannot_pass_the_keys_to_commands() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool(
+            "t",
+            "Bash",
+            json!({"command": "env > bash-env.txt"})
+        )])),
+        respond(json!([text("Done.")])),
+    ]))
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    env.file(
+        ".candor/config.toml",
+        "pass_env = [\"ANTHROPIC_API_KEY\"]\n",
+    );
+    let mut cmd = candor_command(&env);
+    cmd.env("ANTHROPIC_API_KEY", "sk-ant-secret");
+    let mut conn = Conn::spawn_with(env, cmd);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let said = conn
+        .notifications
+        .iter()
+        .any(|n| n.to_string().contains("sets `pass_env`"));
+    assert!(said, "the project's pass_env was not refused by name");
+    let seen = std::fs::read_to_string(conn.env.project.join("bash-env.txt")).unwrap_or_default();
+    assert!(!seen.contains("sk-ant-secret"), "{seen}");
+}

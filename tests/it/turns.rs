@@ -609,3 +609,44 @@ async fn a_reused_call_id_gets_its_own_card() {
     }
     assert_eq!(announced.len(), 3);
 }
+
+/// A model that spells its ids like the ones candor makes (`t~2`), or sends
+/// empty ones, still gets one card per call, each under a distinct id.
+#[tokio::test]
+async fn ids_spelled_like_candors_or_empty_stay_distinct() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool(
+            "t",
+            "Bash",
+            json!({"command": "echo 1 >> ran.txt"})
+        )])),
+        respond(json!([
+            tool("t", "Bash", json!({"command": "echo 2 >> ran.txt"})),
+            tool("t~2", "Bash", json!({"command": "echo 3 >> ran.txt"})),
+            tool("", "Bash", json!({"command": "echo 4 >> ran.txt"})),
+            tool("", "Bash", json!({"command": "echo 5 >> ran.txt"})),
+        ])),
+        respond(json!([text("done")])),
+    ]))
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    assert_eq!(
+        std::fs::read_to_string(conn.env.project.join("ran.txt")).unwrap(),
+        "1\n2\n3\n4\n5\n"
+    );
+    let ids: Vec<String> = conn
+        .env
+        .log(&session)
+        .iter()
+        .filter(|r| r["type"] == "tool/call")
+        .map(|r| r["toolCallId"].as_str().unwrap().to_owned())
+        .collect();
+    let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(distinct.len(), 5, "{ids:?}");
+    let thread = conn.thread(&session);
+    for id in &ids {
+        assert_eq!(thread.card(id).status, "completed", "{id}");
+    }
+}

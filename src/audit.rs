@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::event_log::{
-    Decision, Event, NoticeLevel, PermissionOutcome, Record, ResultStatus, TurnStop,
+    Decision, Event, NoticeLevel, PermissionOutcome, Record, ResultStatus, TrustOutcome, TurnStop,
 };
 use crate::history::flatten_prompt;
 use crate::interception::HookRecord;
@@ -258,6 +258,28 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 stop_reason: *stop_reason,
                 error: error.clone(),
             }),
+            Event::TrustRequested { wants, .. } => entries.push(Entry::Notice {
+                at,
+                level: NoticeLevel::Info,
+                text: format!(
+                    "asked the user to trust this project's settings, which want:\n{}",
+                    wants.join("\n")
+                ),
+            }),
+            Event::TrustResolved {
+                outcome, reason, ..
+            } => entries.push(Entry::Notice {
+                at,
+                level: NoticeLevel::Info,
+                text: format!(
+                    "the user answered: {}{}",
+                    trust_answer(*outcome),
+                    reason
+                        .as_ref()
+                        .map(|r| format!(" ({r})"))
+                        .unwrap_or_default()
+                ),
+            }),
             Event::HookContext { .. }
             | Event::CommandsOffered { .. }
             | Event::CommandRan { .. }
@@ -269,6 +291,17 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
         }
     }
     entries
+}
+
+fn trust_answer(outcome: TrustOutcome) -> &'static str {
+    match outcome {
+        TrustOutcome::Trusted => "trust this project (remembered)",
+        TrustOutcome::TrustedOnce => "trust it for this session",
+        TrustOutcome::NotNow => "not now",
+        TrustOutcome::Refused => "never for these settings (remembered)",
+        TrustOutcome::Cancelled => "none (the prompt was cancelled)",
+        TrustOutcome::Failed => "none (the client could not ask)",
+    }
 }
 
 /// The clock time of a record (`10:00:01.021`), or its whole stamp.

@@ -243,6 +243,9 @@ pub struct ClaudeLocations {
     pub user_dir: Option<PathBuf>,
     /// The managed settings directory (`/etc/claude-code`).
     pub managed_dir: Option<PathBuf>,
+    /// Claude Code's global config, where it records the folders the user
+    /// trusted (`~/.claude.json`, or `$CLAUDE_CONFIG_DIR/.claude.json`).
+    pub global_file: Option<PathBuf>,
 }
 
 /// A project's config file, relative to the session's directory.
@@ -340,6 +343,9 @@ impl Config {
             user_dir: nonempty("CLAUDE_CONFIG_DIR")
                 .map(PathBuf::from)
                 .or_else(|| config.user_home.as_ref().map(|h| h.join(".claude"))),
+            global_file: nonempty("CLAUDE_CONFIG_DIR")
+                .map(|d| PathBuf::from(d).join(".claude.json"))
+                .or_else(|| config.user_home.as_ref().map(|h| h.join(".claude.json"))),
             managed_dir: Some(
                 nonempty("CANDOR_CLAUDE_MANAGED_DIR")
                     .map(PathBuf::from)

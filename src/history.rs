@@ -234,6 +234,8 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
             | Event::ToolCall { .. }
             | Event::PermissionRequested { .. }
             | Event::PermissionResolved { .. }
+            | Event::TrustRequested { .. }
+            | Event::TrustResolved { .. }
             | Event::ToolTerminal { .. }
             | Event::ToolStarted { .. }
             | Event::ToolOutput { .. }

@@ -22,12 +22,14 @@ use std::path::PathBuf;
 use agent_client_protocol_schema::v1::{
     AvailableCommand, AvailableCommandsUpdate, ContentBlock, ContentChunk, CurrentModeUpdate, Diff,
     Notice, NoticeSeverity, Plan, PlanEntry, SessionUpdate, Terminal, ToolCall, ToolCallContent,
-    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use serde_json::{Value, json};
 
 use crate::conversation::AssistantBlock;
-use crate::event_log::{DeltaChannel, Event, FileDiff, NoticeLevel, Outcome, Record, ResultStatus};
+use crate::event_log::{
+    DeltaChannel, Event, FileDiff, NoticeLevel, Outcome, Record, ResultStatus, TrustOutcome,
+};
 use crate::tools::{self, Tool};
 
 /// Whether updates go to a live client or replay a stored session.
@@ -294,6 +296,66 @@ impl Presenter {
                 vec![SessionUpdate::ToolCall(call)]
             }
             Event::PermissionRequested { .. } | Event::PermissionResolved { .. } => Vec::new(),
+            Event::TrustRequested { wants, digest, .. } => {
+                let id = trust_card_id(digest);
+                if self.cards.contains_key(&id) || self.ended.contains(&id) {
+                    return Vec::new();
+                }
+                let content = vec![text_content(format!(
+                    "This project's own settings want the following. None of it applies until you trust the project (deny and ask rules, and `plan` mode, apply anyway):\n{}",
+                    fenced(&wants.join("\n"), "text")
+                ))];
+                let call = ToolCall::new(id.clone(), "Trust this project's settings?")
+                    .kind(ToolKind::Other)
+                    .raw_input(json!({ "wants": wants }))
+                    .content(content)
+                    .status(ToolCallStatus::Pending);
+                self.cards.insert(
+                    id,
+                    Card {
+                        status: ToolCallStatus::Pending,
+                        output: BoundedText::default(),
+                        note: None,
+                        shown: call.clone(),
+                        ask_reason: None,
+                        terminal: None,
+                    },
+                );
+                vec![SessionUpdate::ToolCall(call)]
+            }
+            Event::TrustResolved {
+                digest,
+                outcome,
+                reason,
+            } => {
+                let id = trust_card_id(digest);
+                let (status, text) = match outcome {
+                    TrustOutcome::Trusted => (
+                        ToolCallStatus::Completed,
+                        "Trusted: the project's settings apply from now on, in this and later sessions (until they change).".to_owned(),
+                    ),
+                    TrustOutcome::TrustedOnce => (
+                        ToolCallStatus::Completed,
+                        "Trusted for this session: the project's settings apply until it ends.".to_owned(),
+                    ),
+                    TrustOutcome::Refused => (
+                        ToolCallStatus::Failed,
+                        "Not trusted: candor will not ask again unless these settings change.".to_owned(),
+                    ),
+                    TrustOutcome::NotNow | TrustOutcome::Cancelled | TrustOutcome::Failed => (
+                        ToolCallStatus::Failed,
+                        format!(
+                            "Not trusted for now{}: candor asks again in the next session.",
+                            reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
+                        ),
+                    ),
+                };
+                self.advance(&id, status, |card| {
+                    let mut content = card.shown.content.clone();
+                    content.push(text_content(text));
+                    ToolCallUpdateFields::new().status(status).content(content)
+                })
+            }
             Event::ToolTerminal {
                 tool_call_id,
                 terminal_id,
@@ -473,6 +535,12 @@ impl Presenter {
         }
         vec![update(id, fields)]
     }
+}
+
+/// The card of a `trust/requested`: one per wants digest.
+pub fn trust_card_id(digest: &str) -> String {
+    let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+    format!("candor-trust-{}", hex.get(..16).unwrap_or(hex))
 }
 
 fn update(id: &str, fields: ToolCallUpdateFields) -> SessionUpdate {

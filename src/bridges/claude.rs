@@ -79,7 +79,12 @@ pub fn files(locations: &ClaudeLocations, cwd: &Path) -> Vec<(Source, PathBuf)> 
 
 /// Reads every settings file and builds the session's Claude Code hooks
 /// and rules (see the module docs for the order and the precedence).
-pub fn load(locations: &ClaudeLocations, session: &Arc<SessionContext>) -> Loaded {
+///
+/// Unless `trusted` (`bridges::trust`), the project's files give only what
+/// restricts (deny and ask rules, `plan` mode, turning off their own
+/// hooks); their hooks, allow rules and a mode that asks less are listed
+/// in [`Loaded::withheld`] instead.
+pub fn load(locations: &ClaudeLocations, session: &Arc<SessionContext>, trusted: bool) -> Loaded {
     let mut loaded = Loaded::default();
     let mut settings: Vec<(Source, PathBuf, Map<String, Value>)> = Vec::new();
     for (source, path) in files(locations, &session.project_dir) {
@@ -152,16 +157,23 @@ pub fn load(locations: &ClaudeLocations, session: &Arc<SessionContext>) -> Loade
         );
     }
     let mut table = Table::default();
+    // What an untrusted project's files would add, read only to be listed.
+    let mut withheld = Table::default();
     for (source, path, map) in &settings {
-        read_permissions(&mut loaded, path, map);
+        let held = project_file(*source) && !trusted;
+        read_permissions(&mut loaded, path, map, held);
         if runs(*source)
             && let Some(hooks) = map.get("hooks")
         {
-            table.read(Flavor::Claude, hooks, path, source.name(), session);
+            let into = if held { &mut withheld } else { &mut table };
+            into.read(Flavor::Claude, hooks, path, source.name(), session);
         }
     }
     table.finish(Flavor::Claude);
     loaded.add(table);
+    loaded
+        .withheld
+        .extend(withheld.hooks.iter().map(|h| h.wanted()));
     if let Some((source, mode)) = scalar_mode(&settings) {
         match mode.as_str().and_then(Mode::from_id) {
             // A repository cannot start its sessions with nothing asking.
@@ -169,6 +181,13 @@ pub fn load(locations: &ClaudeLocations, session: &Arc<SessionContext>) -> Loade
                 "Claude Code {} settings ask for permissions.defaultMode bypassPermissions; a project's own settings cannot turn that on (set it in your user settings, or choose the mode in the editor); the session starts in the default mode",
                 source.name()
             )),
+            Some(m) if project_file(source) && !trusted && m.asks_less_than_default() => {
+                loaded.withheld.push(format!(
+                    "starting mode: {}  [Claude Code {} settings]",
+                    m.id(),
+                    source.name()
+                ));
+            }
             Some(m) => loaded.default_mode = Some(m),
             None => loaded.problems.push(format!(
                 "Claude Code {} settings: permissions.defaultMode {mode} is not a mode candor has (default, acceptEdits, plan, bypassPermissions); ignored",
@@ -188,21 +207,30 @@ fn scalar_mode(settings: &[(Source, PathBuf, Map<String, Value>)]) -> Option<(So
     })
 }
 
-fn read_permissions(loaded: &mut Loaded, path: &Path, map: &Map<String, Value>) {
+/// The permission rules of one file; with `held` (an untrusted project's
+/// file), its allow rules are listed as withheld instead.
+fn read_permissions(loaded: &mut Loaded, path: &Path, map: &Map<String, Value>, held: bool) {
     let Some(permissions) = map.get("permissions") else {
         return;
     };
-    for (key, list) in [
-        ("allow", &mut loaded.allow),
-        ("ask", &mut loaded.ask),
-        ("deny", &mut loaded.deny),
-    ] {
+    for key in ["allow", "ask", "deny"] {
         match permissions.get(key) {
             None => {}
             Some(Value::Array(items)) => {
                 for item in items {
                     match item.as_str() {
-                        Some(rule) => list.push((rule.to_owned(), path.to_owned())),
+                        Some(rule) if held && key == "allow" => loaded.withheld.push(format!(
+                            "allow rule: {rule}  [{}]",
+                            path.display()
+                        )),
+                        Some(rule) => {
+                            let list = match key {
+                                "allow" => &mut loaded.allow,
+                                "ask" => &mut loaded.ask,
+                                _ => &mut loaded.deny,
+                            };
+                            list.push((rule.to_owned(), path.to_owned()))
+                        }
                         None => loaded.problems.push(format!(
                             "Claude Code settings {}: permissions.{key} holds {item}, not a rule; skipped",
                             path.display()

@@ -8,10 +8,11 @@
 //! Sources, in this order: `$CODEX_HOME/hooks.json`, the `[hooks]` tables
 //! of `$CODEX_HOME/config.toml` (`$CODEX_HOME` defaults to `~/.codex`), then
 //! the project's `.codex/hooks.json` and `.codex/config.toml`, which load
-//! only when the project is trusted in `$CODEX_HOME/config.toml`
-//! (`[projects."<path>"] trust_level = "trusted"`, for the project or a
-//! directory above it). `[features] hooks = false` (or the older
-//! `codex_hooks = false`) turns Codex hooks off.
+//! only when the project is trusted (`bridges::trust`: by Codex's own
+//! `[projects."<path>"] trust_level = "trusted"`, for the project or a
+//! directory above it, by Claude Code, or by the user's answer to candor).
+//! `[features] hooks = false` (or the older `codex_hooks = false`) turns
+//! Codex hooks off.
 //!
 //! Codex shows hooks only shell calls and file edits: `Bash` with
 //! `{command}` alone, and `Write`/`Edit` as `apply_patch` with
@@ -35,7 +36,7 @@ use crate::interception::events::{EventAnswer, SessionEvent};
 use crate::interception::{Aside, HookFailure, PostToolDecision, PreToolDecision};
 
 /// Reads a TOML file as JSON values; `Ok(None)` when it does not exist.
-fn read_toml(path: &Path) -> Result<Option<Map<String, Value>>, String> {
+pub(crate) fn read_toml(path: &Path) -> Result<Option<Map<String, Value>>, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -89,8 +90,10 @@ pub fn trusted(user_config: Option<&Map<String, Value>>, project: &Path) -> bool
         == Some("trusted")
 }
 
-/// Reads the Codex hook sources of a session (see the module docs).
-pub fn load(locations: &CodexLocations, session: &Arc<SessionContext>) -> Loaded {
+/// Reads the Codex hook sources of a session (see the module docs); the
+/// project's hooks only when `trusted`, else they are listed in
+/// [`Loaded::withheld`].
+pub fn load(locations: &CodexLocations, session: &Arc<SessionContext>, trusted: bool) -> Loaded {
     let mut loaded = Loaded::default();
     let mut table = Table::default();
     let problem =
@@ -111,8 +114,7 @@ pub fn load(locations: &CodexLocations, session: &Arc<SessionContext>) -> Loaded
         project_dir.join("hooks.json"),
         project_dir.join("config.toml"),
     ];
-    let project_has_hooks = project_files.iter().any(|p| p.exists());
-    let is_trusted = trusted(user_config.as_ref(), &session.project_dir);
+    let is_trusted = trusted;
     let project_config = if is_trusted {
         match read_toml(&project_files[1]) {
             Ok(c) => c,
@@ -136,36 +138,45 @@ pub fn load(locations: &CodexLocations, session: &Arc<SessionContext>) -> Loaded
             .push("Codex hooks are off here ([features] hooks = false)".into());
         return loaded;
     }
-    let mut read = |path: &Path, settings: Option<Map<String, Value>>, source: &str| {
-        if let Some(hooks) = settings.as_ref().and_then(|s| s.get("hooks")) {
-            table.read(Flavor::Codex, hooks, path, source, session);
-        }
-    };
+    let read =
+        |table: &mut Table, path: &Path, settings: Option<Map<String, Value>>, source: &str| {
+            if let Some(hooks) = settings.as_ref().and_then(|s| s.get("hooks")) {
+                table.read(Flavor::Codex, hooks, path, source, session);
+            }
+        };
     if let Some(home) = &locations.home {
         let path = home.join("hooks.json");
         match read_json(&path) {
-            Ok(s) => read(&path, s, "Codex user"),
+            Ok(s) => read(&mut table, &path, s, "Codex user"),
             Err(e) => loaded.problems.push(problem(&path, e)),
         }
     }
     if let Some(path) = &user_config_path {
-        read(path, user_config.clone(), "Codex user");
+        read(&mut table, path, user_config.clone(), "Codex user");
     }
     if is_trusted {
         match read_json(&project_files[0]) {
-            Ok(s) => read(&project_files[0], s, "Codex project"),
+            Ok(s) => read(&mut table, &project_files[0], s, "Codex project"),
             Err(e) => loaded.problems.push(problem(&project_files[0], e)),
         }
-        read(&project_files[1], project_config, "Codex project");
-    } else if project_has_hooks {
-        loaded.problems.push(format!(
-            "Codex hooks in {} were skipped: this project is not trusted in Codex's config. To trust it, add to {}:\n[projects.\"{}\"]\ntrust_level = \"trusted\"",
-            project_dir.display(),
-            user_config_path
-                .as_ref()
-                .map_or_else(|| "~/.codex/config.toml".to_owned(), |p| p.display().to_string()),
-            session.project_dir.display()
-        ));
+        read(
+            &mut table,
+            &project_files[1],
+            project_config,
+            "Codex project",
+        );
+    } else {
+        // Read only to list what trusting the project would run.
+        let mut withheld = Table::default();
+        if let Ok(s) = read_json(&project_files[0]) {
+            read(&mut withheld, &project_files[0], s, "Codex project");
+        }
+        if let Ok(s) = read_toml(&project_files[1]) {
+            read(&mut withheld, &project_files[1], s, "Codex project");
+        }
+        loaded
+            .withheld
+            .extend(withheld.hooks.iter().map(|h| h.wanted()));
     }
     table.finish(Flavor::Codex);
     loaded.add(table);

@@ -334,6 +334,24 @@ impl CommandHook {
         self.event
     }
 
+    /// What running this hook means, for a user deciding whether to trust
+    /// the settings it came from: the event and the whole command line.
+    pub fn wanted(&self) -> String {
+        let mut line = self.command.command.clone();
+        for a in self.command.args.iter().flatten() {
+            line.push(' ');
+            line.push_str(a);
+        }
+        format!(
+            "{} hook: {}  [{}]",
+            self.event.name(),
+            crate::shell::truncate(&line, 2000),
+            self.id
+                .rsplit_once(" (")
+                .map_or("", |(_, s)| s.trim_end_matches(')'))
+        )
+    }
+
     /// The tool name the hook's matcher sees, and whether it sees the tool
     /// at all (Codex presents only shell calls and file edits).
     fn presented_name(&self, tool: &str) -> Option<&'static str> {

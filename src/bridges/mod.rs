@@ -14,6 +14,7 @@ pub mod claude;
 pub mod codex;
 pub mod hook;
 pub mod runner;
+pub mod trust;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -96,6 +97,9 @@ pub struct Loaded {
     pub problems: Vec<String>,
     /// What was read, and what was left out, for the user (`info` notices).
     pub remarks: Vec<String>,
+    /// What an untrusted project's settings would add (hooks, allow rules,
+    /// a mode that asks less), each as the user is shown it; not applied.
+    pub withheld: Vec<String>,
 }
 
 impl Loaded {

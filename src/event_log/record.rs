@@ -177,6 +177,25 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// The project's own settings want what only a trusted project may have
+    /// (hooks, allow rules, a mode that asks less: `bridges::trust`); candor
+    /// asks the user, showing `wants`, before anything of them applies.
+    #[serde(rename = "trust/requested")]
+    TrustRequested {
+        project: PathBuf,
+        /// Each hook command, allow rule and mode, as shown.
+        wants: Vec<String>,
+        /// `sha256:` of `wants`; the answer binds to it.
+        digest: String,
+    },
+    /// The user's answer (flushed before any of the wants applies).
+    #[serde(rename = "trust/resolved")]
+    TrustResolved {
+        digest: String,
+        outcome: TrustOutcome,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// The tool began executing.
     #[serde(rename = "tool/started")]
     ToolStarted { tool_call_id: String },
@@ -318,6 +337,30 @@ pub enum PermissionOutcome {
     Cancelled,
     /// The client answered with an error, or dismissed the request.
     Failed,
+}
+
+/// The answer to a `trust/requested`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrustOutcome {
+    /// Trusted, and remembered for these wants (`$CANDOR_HOME/trust.json`).
+    Trusted,
+    /// Trusted for this session only.
+    TrustedOnce,
+    /// Not now: asked again in the next session.
+    NotNow,
+    /// Never for these wants (remembered; asked again if they change).
+    Refused,
+    /// The prompt was cancelled while the question was open; asked again.
+    Cancelled,
+    /// The client could not ask; treated as not now.
+    Failed,
+}
+
+impl TrustOutcome {
+    pub fn trusts(self) -> bool {
+        matches!(self, TrustOutcome::Trusted | TrustOutcome::TrustedOnce)
+    }
 }
 
 /// How a tool call ended.

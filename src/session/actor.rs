@@ -16,11 +16,9 @@ use super::settings::{self, Change};
 use super::turn::{self, TurnControl, TurnError};
 use super::{SessionHandle, Started};
 use super::{events, restore};
-use crate::bridges::{self, SessionContext, TurnInfo};
+use crate::bridges::{SessionContext, TurnInfo};
 use crate::config::Config;
 use crate::event_log::{Event, EventLog, FORMAT_VERSION, LogError, NoticeLevel, ReadLog, TurnStop};
-use crate::interception::Policy;
-use crate::interception::scripted::PolicyFile;
 use crate::presentation::{Mode, Presenter};
 use crate::providers::Provider;
 use crate::rpc::Outgoing;
@@ -72,28 +70,32 @@ pub(crate) fn start(
     client: &ClientCapabilities,
     hard_stop: CancellationToken,
 ) -> Result<Started, StartError> {
-    // A broken policy file fails the session: candor does not run tools
-    // under a policy it could not read.
-    let home = config.user_home.as_deref();
-    let (mut policy, mode_set) = match &config.policy {
-        Some(path) => {
-            let file = PolicyFile::load(path).map_err(StartError::Policy)?;
-            let policy = file.policy(&cwd, home).map_err(StartError::Policy)?;
-            (policy, file.mode.is_some())
-        }
-        None => (Policy::default(), false),
+    let id = match &origin {
+        Origin::New => uuid::Uuid::new_v4().to_string(),
+        Origin::Stored { id, .. } => id.clone(),
     };
-    policy.rules.home = config.user_home.clone();
-    let mut start_notices = Vec::new();
+    let log_path = config.sessions_dir().join(format!("{id}.jsonl"));
+    // The policy: the policy file's, the user's Claude Code and Codex hooks
+    // and rules, and the project's own only when it is trusted. A broken
+    // policy file fails the session before it has a log.
+    let context = Arc::new(SessionContext::new(
+        id.clone(),
+        log_path.clone(),
+        cwd.clone(),
+        config.user_home.clone(),
+    ));
+    let (built, consent) = super::trust::start(config, &context).map_err(StartError::Policy)?;
+    let mut policy = built.policy;
+    let mut start_notices = built.notices;
     let mut damaged = None;
-    let (id, log, stored) = match origin {
-        Origin::New => {
-            let id = uuid::Uuid::new_v4().to_string();
-            let log = EventLog::create(&config.sessions_dir(), &id)?;
-            (id, log, None)
-        }
-        Origin::Stored { id, read, replay } => {
-            let path = config.sessions_dir().join(format!("{id}.jsonl"));
+    let (log, stored) = match origin {
+        Origin::New => (EventLog::create(&config.sessions_dir(), &id)?, None),
+        Origin::Stored {
+            id: _,
+            read,
+            replay,
+        } => {
+            let path = log_path.clone();
             if let Some(len) = read.torn {
                 start_notices.push((
                     NoticeLevel::Warning,
@@ -113,28 +115,11 @@ pub(crate) fn start(
                     EventLog::damaged(&path, read.records, reason)?
                 }
             };
-            (id, log, Some(replay))
+            (log, Some(replay))
         }
     };
     let mut log = log;
     log.fail_at(config.log_fails_at);
-    let log_path = log.path().to_owned();
-    // The user's Claude Code, then Codex, hooks and rules join the policy;
-    // a broken settings file is a notice, never a failed session.
-    let context = Arc::new(SessionContext::new(
-        id.clone(),
-        log_path.clone(),
-        cwd.clone(),
-        config.user_home.clone(),
-    ));
-    if let Some(locations) = &config.claude {
-        let loaded = bridges::claude::load(locations, &context);
-        start_notices.extend(loaded.merge_into(&mut policy, &cwd, home, mode_set));
-    }
-    if let Some(locations) = &config.codex {
-        let loaded = bridges::codex::load(locations, &context);
-        start_notices.extend(loaded.merge_into(&mut policy, &cwd, home, mode_set));
-    }
     let mut provider = Provider::for_session(config, &cwd);
     let notices = client.session.as_ref().is_some_and(|s| s.notices.is_some());
     let presenter_mode = if stored.is_some() {
@@ -237,6 +222,7 @@ pub(crate) fn start(
         opened: opened_rx,
         notices: start_notices,
         context,
+        consent,
         damaged,
         source: if stored.is_some() {
             "resume"
@@ -265,6 +251,8 @@ struct Opening {
     notices: Vec<(NoticeLevel, String)>,
     /// What bridge hooks are told about the session and its turn.
     context: Arc<SessionContext>,
+    /// The question for an untrusted project, asked at the first prompt.
+    consent: Option<super::trust::Consent>,
     /// The log cannot take records (damaged): why, for the user.
     damaged: Option<String>,
     /// SessionStart's `source`: `startup`, or `resume` for a stored session.
@@ -333,6 +321,23 @@ async fn run(
                 cancel,
                 reply,
             } => {
+                if let Some(consent) = opening.consent.take() {
+                    match super::trust::ask(
+                        &mut committer,
+                        &mut gate,
+                        consent,
+                        opening.source,
+                        provider.model(),
+                        &cancel,
+                    )
+                    .await
+                    {
+                        Ok(again) => opening.consent = again,
+                        Err(e) => {
+                            tracing::error!(error = %e, "could not record the trust question")
+                        }
+                    }
+                }
                 opening.context.set_turn(TurnInfo {
                     turn_id: uuid::Uuid::new_v4().to_string(),
                     model: provider.model().map(str::to_owned),

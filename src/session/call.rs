@@ -327,48 +327,19 @@ async fn ask(
     let Some(card) = c.permission_card(id) else {
         return Ok(Answer::Refused("candor lost the card of this call".into()));
     };
-    let options = choices
-        .iter()
-        .map(|o| {
-            let kind = match o.kind.as_str() {
-                "allow_always" => PermissionOptionKind::AllowAlways,
-                "reject_once" => PermissionOptionKind::RejectOnce,
-                _ => PermissionOptionKind::AllowOnce,
-            };
-            PermissionOption::new(o.option_id.clone(), o.name.clone(), kind)
-        })
-        .collect();
-    let request =
-        RequestPermissionRequest::new(SessionId::new(gate.session_id.clone()), card, options);
-    let params = serde_json::to_value(&request).unwrap_or(Value::Null);
-    let reply = gate
-        .outgoing
-        .request_until("session/request_permission", params, &control.cancel)
-        .await;
     let failed = |why: String| {
         (
             PermissionOutcome::Failed,
             Some(format!("{why}, so the call did not run")),
         )
     };
-    let (outcome, reason) = match reply {
-        None => (PermissionOutcome::Cancelled, None),
-        Some(Err(error)) => failed(format!("the client could not ask the user ({error})")),
-        Some(Ok(result)) => match serde_json::from_value::<RequestPermissionResponse>(result) {
-            Err(e) => failed(format!("the client's answer could not be read ({e})")),
-            Ok(response) => match response.outcome {
-                RequestPermissionOutcome::Selected(selected) => match selected.option_id.0.as_ref()
-                {
-                    "allow_once" => (PermissionOutcome::AllowedOnce, None),
-                    "allow_always" if grant.is_some() => (PermissionOutcome::AllowedAlways, None),
-                    "reject_once" => (PermissionOutcome::Rejected, None),
-                    other => failed(format!(
-                        "the client chose an option candor did not offer ({other})"
-                    )),
-                },
-                _ if control.cancel.is_cancelled() => (PermissionOutcome::Cancelled, None),
-                _ => failed("the permission request was dismissed".to_owned()),
-            },
+    let (outcome, reason) = match ask_client(gate, card, &choices, &control.cancel).await {
+        Asked::Cancelled => (PermissionOutcome::Cancelled, None),
+        Asked::Failed(why) => failed(why),
+        Asked::Chose(option) => match option.as_str() {
+            "allow_once" => (PermissionOutcome::AllowedOnce, None),
+            "allow_always" if grant.is_some() => (PermissionOutcome::AllowedAlways, None),
+            _ => (PermissionOutcome::Rejected, None),
         },
     };
     let granted = (outcome == PermissionOutcome::AllowedAlways)
@@ -398,6 +369,68 @@ async fn ask(
         PermissionOutcome::Failed => Answer::Refused(reason.unwrap_or_default()),
         PermissionOutcome::Cancelled => Answer::Cancelled,
     })
+}
+
+/// How the client answered a permission request.
+#[derive(Debug)]
+pub(crate) enum Asked {
+    /// One of the options offered (its id).
+    Chose(String),
+    /// Cancelled while open (the prompt was cancelled).
+    Cancelled,
+    /// The client could not ask, dismissed it or answered what was not
+    /// offered: why.
+    Failed(String),
+}
+
+/// Sends `session/request_permission` for `card` with `choices`; the
+/// answer is one of them, or why not.
+pub(crate) async fn ask_client(
+    gate: &Gate,
+    card: agent_client_protocol_schema::v1::ToolCallUpdate,
+    choices: &[PermissionChoice],
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Asked {
+    let options = choices
+        .iter()
+        .map(|o| {
+            let kind = match o.kind.as_str() {
+                "allow_always" => PermissionOptionKind::AllowAlways,
+                "reject_once" => PermissionOptionKind::RejectOnce,
+                "reject_always" => PermissionOptionKind::RejectAlways,
+                _ => PermissionOptionKind::AllowOnce,
+            };
+            PermissionOption::new(o.option_id.clone(), o.name.clone(), kind)
+        })
+        .collect();
+    let request =
+        RequestPermissionRequest::new(SessionId::new(gate.session_id.clone()), card, options);
+    let params = serde_json::to_value(&request).unwrap_or(Value::Null);
+    let reply = gate
+        .outgoing
+        .request_until("session/request_permission", params, cancel)
+        .await;
+    match reply {
+        None => Asked::Cancelled,
+        Some(Err(error)) => Asked::Failed(format!("the client could not ask the user ({error})")),
+        Some(Ok(result)) => match serde_json::from_value::<RequestPermissionResponse>(result) {
+            Err(e) => Asked::Failed(format!("the client's answer could not be read ({e})")),
+            Ok(response) => match response.outcome {
+                RequestPermissionOutcome::Selected(selected) => {
+                    let chosen = selected.option_id.0.as_ref();
+                    if choices.iter().any(|o| o.option_id == chosen) {
+                        Asked::Chose(chosen.to_owned())
+                    } else {
+                        Asked::Failed(format!(
+                            "the client chose an option candor did not offer ({chosen})"
+                        ))
+                    }
+                }
+                _ if cancel.is_cancelled() => Asked::Cancelled,
+                _ => Asked::Failed("the permission request was dismissed".to_owned()),
+            },
+        },
+    }
 }
 
 /// Runs an approved call: `tool/started`, its output, `tool/result`.

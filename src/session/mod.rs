@@ -18,6 +18,7 @@ pub(crate) mod commit;
 pub(crate) mod events;
 pub(crate) mod restore;
 pub(crate) mod settings;
+pub(crate) mod trust;
 pub(crate) mod turn;
 
 use std::collections::VecDeque;

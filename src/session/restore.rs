@@ -291,6 +291,25 @@ fn plan(records: &[Record]) -> Vec<Event> {
             }
         }
     }
+    // A trust question left open: no answer was given.
+    let resolved: HashSet<&str> = records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::TrustResolved { digest, .. } => Some(digest.as_str()),
+            _ => None,
+        })
+        .collect();
+    for record in records {
+        if let Event::TrustRequested { digest, .. } = &record.event
+            && !resolved.contains(digest.as_str())
+        {
+            events.push(Event::TrustResolved {
+                digest: digest.clone(),
+                outcome: crate::event_log::TrustOutcome::Cancelled,
+                reason: Some("candor stopped before the answer".into()),
+            });
+        }
+    }
     if unfinished {
         events.push(Event::TurnEnded {
             stop_reason: TurnStop::Error,
@@ -356,6 +375,26 @@ mod tests {
             super::plan(&done).is_empty(),
             "a second load recovers nothing"
         );
+    }
+
+    #[test]
+    fn an_open_trust_question_is_closed_unanswered() {
+        let asked = Event::TrustRequested {
+            project: "/p".into(),
+            wants: vec!["allow rule: Bash".into()],
+            digest: "sha256:ab".into(),
+        };
+        let closed = plan(&recs(vec![asked.clone()]));
+        assert!(
+            matches!(&closed[..], [Event::TrustResolved { digest, outcome: crate::event_log::TrustOutcome::Cancelled, .. }] if digest == "sha256:ab"),
+            "{closed:?}"
+        );
+        let answered = Event::TrustResolved {
+            digest: "sha256:ab".into(),
+            outcome: crate::event_log::TrustOutcome::NotNow,
+            reason: None,
+        };
+        assert!(plan(&recs(vec![asked, answered])).is_empty());
     }
 
     #[test]

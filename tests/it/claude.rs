@@ -56,8 +56,11 @@ fn project(calls: Vec<Value>, settings: Value) -> TestEnv {
     env
 }
 
-/// The built candor, with the fixtures' `rtk` and `pnpm` stand-ins on PATH.
+/// The built candor, with the fixtures' `rtk` and `pnpm` stand-ins on PATH,
+/// in a project the user trusts in Claude Code (so its settings apply; the
+/// trust tests are in `trust.rs`).
 fn spawn(env: TestEnv) -> Conn {
+    env.trust_project();
     let mut cmd = candor_command(&env);
     let path = std::env::var("PATH").unwrap_or_default();
     cmd.env("PATH", format!("{}:{path}", fixture("bin")));

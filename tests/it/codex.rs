@@ -225,15 +225,34 @@ async fn project_hooks_run_only_in_a_trusted_project() {
         }
         env
     };
-    let (conn, session) = run(setup(false)).await;
+    // Untrusted: the user says "Not now" to the question; the hook stays off.
+    let mut conn = Conn::spawn(setup(false));
+    let session = conn.ready().await;
+    conn.answer_permissions(&["reject_once", "allow_once"]);
+    conn.prompt(&session, "go").await;
     assert_eq!(printed(&conn, &session, "t"), "ran");
     let told = notices(&conn);
     assert!(
-        told.contains("this project is not trusted in Codex's config"),
+        told.contains("not applied until you trust the project"),
         "{told}"
     );
-    assert!(told.contains("trust_level = \"trusted\""), "{told}");
+    let question = &conn.permission_requests[0]["toolCall"];
+    assert_eq!(question["title"], "Trust this project's settings?");
+    assert!(
+        question["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("PreToolUse hook: {}", hook_py("deny"))),
+        "{question}"
+    );
+    // Trusted in Codex's config: no question, the hook decides.
     let (conn, session) = run(setup(true)).await;
+    assert_eq!(
+        conn.permission_requests.len(),
+        0,
+        "{:?}",
+        conn.permission_requests
+    );
     let call = record(&conn, &session, "tool/call", "t").unwrap();
     assert_eq!(call["decision"]["reason"], "not in this repository");
     assert_eq!(

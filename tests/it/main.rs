@@ -29,4 +29,5 @@ mod schema_file;
 mod sessions;
 mod tidy;
 mod tools;
+mod trust;
 mod turns;

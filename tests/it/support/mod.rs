@@ -130,6 +130,12 @@ impl TestEnv {
             None => ProviderSetting::None,
         };
         let mut config = Config::new(self.home.clone(), provider);
+        // As the built binary sees it with HOME at the test's directory.
+        config.claude = Some(candor::config::ClaudeLocations {
+            user_dir: Some(self.dir.path().join(".claude")),
+            managed_dir: Some(self.dir.path().join("managed")),
+            global_file: Some(self.dir.path().join(".claude.json")),
+        });
         config.policy = self.policy.clone();
         config.capture = Some(self.capture.clone());
         config
@@ -143,6 +149,14 @@ impl TestEnv {
         }
         std::fs::write(&path, text).unwrap();
         path
+    }
+
+    /// Marks the project trusted as Claude Code does (`~/.claude.json`), so
+    /// its own settings apply without candor asking.
+    pub fn trust_project(&self) {
+        let trusted =
+            json!({"projects": {self.project.to_string_lossy(): {"hasTrustDialogAccepted": true}}});
+        std::fs::write(self.dir.path().join(".claude.json"), trusted.to_string()).unwrap();
     }
 
     /// The records of a session's log, as JSON.

@@ -103,6 +103,7 @@ fn write_session(dir: &Path, cwd: &Path) -> String {
             log.append(Event::ToolOutput {
                 tool_call_id: id.clone(),
                 text: output.into(),
+                skipped: 0,
             })
             .unwrap();
             log.append(Event::ToolResult {
@@ -113,6 +114,7 @@ fn write_session(dir: &Path, cwd: &Path) -> String {
                 signal: None,
                 hook_notes: vec![],
                 diff: None,
+                output_file: None,
             })
             .unwrap();
         }

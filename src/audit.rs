@@ -568,6 +568,7 @@ mod tests {
                     signal: None,
                     hook_notes: vec![],
                     diff: None,
+                    output_file: None,
                 },
             ),
         ];

@@ -328,6 +328,7 @@ mod tests {
             signal: None,
             hook_notes: Vec::new(),
             diff: None,
+            output_file: None,
         }
     }
 

@@ -380,10 +380,15 @@ impl Presenter {
                     ToolCallUpdateFields::new().status(ToolCallStatus::InProgress)
                 })
             }
-            Event::ToolOutput { tool_call_id, text } => {
+            Event::ToolOutput {
+                tool_call_id,
+                text,
+                skipped,
+            } => {
                 let Some(card) = self.open_card(tool_call_id) else {
                     return Vec::new();
                 };
+                card.output.skip(*skipped);
                 card.output.push(text);
                 let content =
                     card.content(vec![text_content(fenced(&card.output.render(), "console"))]);
@@ -400,6 +405,7 @@ impl Presenter {
                 signal,
                 hook_notes,
                 diff,
+                output_file: _,
             } => {
                 if let Some(entries) = self.plans.remove(tool_call_id) {
                     return match status {
@@ -673,6 +679,18 @@ impl BoundedText {
         }
     }
 
+    /// `n` bytes were printed here that nobody will see: the tail so far
+    /// joins them in the gap.
+    fn skip(&mut self, n: u64) {
+        if n > 0 {
+            self.elided = self
+                .elided
+                .saturating_add(self.tail.len())
+                .saturating_add(usize::try_from(n).unwrap_or(usize::MAX));
+            self.tail.clear();
+        }
+    }
+
     fn is_empty(&self) -> bool {
         self.head.is_empty()
     }
@@ -773,6 +791,7 @@ mod tests {
             Event::ToolOutput {
                 tool_call_id: id.clone(),
                 text: "h".into(),
+                skipped: 0,
             },
         ));
         let out = p.apply(&rec(
@@ -780,6 +799,7 @@ mod tests {
             Event::ToolOutput {
                 tool_call_id: id.clone(),
                 text: "i\n".into(),
+                skipped: 0,
             },
         ));
         assert_eq!(
@@ -796,6 +816,7 @@ mod tests {
                 signal: None,
                 hook_notes: Vec::new(),
                 diff: None,
+                output_file: None,
             },
         ));
         let done = wire(done);
@@ -826,6 +847,7 @@ mod tests {
                 signal: None,
                 hook_notes: Vec::new(),
                 diff: None,
+                output_file: None,
             },
         ));
         assert!(updates.is_empty());
@@ -930,6 +952,7 @@ mod tests {
             Event::ToolOutput {
                 tool_call_id: "t".into(),
                 text: "clean\n".into(),
+                skipped: 0,
             },
         )));
         assert_eq!(out[0]["content"][0]["content"]["text"], note);

@@ -22,7 +22,7 @@ use std::time::SystemTime;
 
 pub use record::{
     Decision, DeltaChannel, Event, FORMAT_VERSION, FileDiff, NoticeLevel, OfferedCommand, Outcome,
-    PermissionChoice, PermissionOutcome, Record, ResultStatus, TrustOutcome, TurnStop,
+    OutputFile, PermissionChoice, PermissionOutcome, Record, ResultStatus, TrustOutcome, TurnStop,
 };
 
 /// Why the log could not be written or read.

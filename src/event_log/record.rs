@@ -209,7 +209,14 @@ pub enum Event {
     /// Output the tool produced while running (already throttled; appended
     /// in order). Shown on the card; the model gets `tool/result.output`.
     #[serde(rename = "tool/output")]
-    ToolOutput { tool_call_id: String, text: String },
+    ToolOutput {
+        tool_call_id: String,
+        text: String,
+        /// Bytes the command printed before `text` that no record holds
+        /// (a huge output: `tool/result.outputFile` has them).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        skipped: u64,
+    },
     /// How a tool call ended. Every `tool_use` of an `assistant/message`
     /// gets exactly one, even when it never ran (refused, cancelled).
     #[serde(rename = "tool/result")]
@@ -228,6 +235,10 @@ pub enum Event {
         /// The change a file tool made.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         diff: Option<FileDiff>,
+        /// An output too big for the log: the file beside it holding all
+        /// of it (`output` keeps its head and tail).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output_file: Option<OutputFile>,
     },
     /// The turn is over; `session/prompt` answers from this record.
     #[serde(rename = "turn/ended")]
@@ -387,6 +398,24 @@ pub enum TurnStop {
     /// The turn failed (provider or log error); `error` says why and the
     /// prompt was answered with a JSON-RPC error.
     Error,
+}
+
+/// Where a huge output went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutputFile {
+    /// `<sessions>/<sessionId>.outputs/<call>.out`; `None` when it could
+    /// not be written (`problem` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// Every byte the command printed.
+    pub bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_false(b: &bool) -> bool {

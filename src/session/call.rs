@@ -276,6 +276,7 @@ fn finish_with(
         signal: None,
         hook_notes,
         diff: None,
+        output_file: None,
     })?;
     Ok(())
 }
@@ -456,13 +457,15 @@ async fn execute(
         terminal: gate.terminal.clone(),
         shells: gate.shells.clone(),
         read_denies: crate::interception::policy::ReadDenies::of(&gate.policy.rules),
+        spill: Some(crate::tools::output::spill_path(c.log_path(), &id)),
     };
     let running = call.tool().run(call, cx);
     tokio::pin!(running);
     let event = |id: &str, e: ToolEvent| match e {
-        ToolEvent::Output(text) => Event::ToolOutput {
+        ToolEvent::Output(chunk) => Event::ToolOutput {
             tool_call_id: id.to_owned(),
-            text,
+            text: chunk.text,
+            skipped: chunk.skipped,
         },
         ToolEvent::Terminal(terminal_id) => Event::ToolTerminal {
             tool_call_id: id.to_owned(),
@@ -506,6 +509,7 @@ async fn execute(
         signal: output.signal,
         hook_notes,
         diff: output.diff.map(bounded),
+        output_file: output.file,
     })?;
     Ok(next)
 }

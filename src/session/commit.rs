@@ -58,6 +58,11 @@ impl Committer {
     }
 
     /// The records so far.
+    /// The log file (outputs too big for it are kept beside it).
+    pub(crate) fn log_path(&self) -> &std::path::Path {
+        self.log.path()
+    }
+
     pub(crate) fn records(&self) -> &[Record] {
         self.log.records()
     }

@@ -155,6 +155,14 @@ pub(crate) fn delete(dir: &Path, id: &str) -> Result<(), LoadError> {
                 deleted.join(format!("{id}.jsonl")),
             )
         })
+        .and_then(|()| {
+            // Outputs too big for the log go with it.
+            let outputs = dir.join(format!("{id}.outputs"));
+            match std::fs::rename(&outputs, deleted.join(format!("{id}.outputs"))) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                other => other,
+            }
+        })
         .map_err(|source| {
             LoadError::Log(LogError::Write {
                 path: deleted.clone(),
@@ -286,6 +294,7 @@ fn plan(records: &[Record]) -> Vec<Event> {
                         signal: None,
                         hook_notes: Vec::new(),
                         diff: None,
+                        output_file: None,
                     });
                 }
             }
@@ -352,6 +361,7 @@ mod tests {
                 signal: None,
                 hook_notes: vec![],
                 diff: None,
+                output_file: None,
             },
             Event::ToolStarted {
                 tool_call_id: "b".into(),

@@ -2,9 +2,10 @@
 //! session's working directory, in its own process group.
 //!
 //! stdout and stderr share one pipe, so output keeps the order it was
-//! written in (as in a terminal); it is streamed to the card (at
-//! most one update per [`FLUSH_EVERY`]) and handed to the model capped at
-//! [`super::MODEL_OUTPUT_MAX`] characters. A non-zero exit fails the card and
+//! written in (as in a terminal); it is kept, streamed to the card and
+//! spilled to a file when huge by [`super::output::Capture`] (bounded
+//! memory and log whatever the command prints), and handed to the model
+//! capped at [`super::MODEL_OUTPUT_MAX`] characters. A non-zero exit fails the card and
 //! is told to the model with its code. `timeout` (milliseconds, default
 //! 120 000, at most 600 000) ends the whole process group. When the command
 //! itself exits, whatever it left running in its group is ended too, after
@@ -22,11 +23,12 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::time::Instant;
 
 use super::exec::{self, ProcessGroup};
+use super::output::{Capture, Captured};
 use super::{
     ClientLink, Presentation, Tool, ToolContext, ToolEvent, ToolOutput, cap_for_model, parse_input,
 };
 use crate::conversation::ToolSpec;
-use crate::event_log::ResultStatus;
+use crate::event_log::{OutputFile, ResultStatus};
 use crate::interception::ApprovedCall;
 use tokio_util::sync::CancellationToken;
 
@@ -34,8 +36,6 @@ use tokio_util::sync::CancellationToken;
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 /// Largest accepted `timeout`, in milliseconds.
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
-/// Card updates are sent at most this often while output streams.
-pub const FLUSH_EVERY: Duration = Duration::from_millis(50);
 /// After the command exits, how long its output pipes are still read.
 pub const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
 
@@ -142,11 +142,9 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
         Err(e) => return ToolOutput::failed(format!("could not start bash: {e}")),
     };
     let mut output = Some(output);
-    let mut all = Vec::new();
-    let mut unsent = Vec::new();
+    let mut capture = Capture::new(cx.spill.clone());
     let mut buf = vec![0u8; 16 * 1024];
     let deadline = Instant::now() + Duration::from_millis(timeout_ms);
-    let mut flush_at = Instant::now();
     let mut exited: Option<(ExitStatus, Instant)> = None;
 
     let ending = loop {
@@ -154,9 +152,10 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
             break Ending::Exited;
         }
         let drain_until = exited.map(|(_, at)| at + DRAIN_AFTER_EXIT);
+        let flush_at = capture.flush_at();
         tokio::select! {
             n = read_some(&mut output, &mut buf), if output.is_some() => {
-                take_chunk(n, &buf, &mut output, &mut all, &mut unsent);
+                take_chunk(n, &buf, &mut output, &mut capture);
             }
             status = group.child_mut().wait(), if exited.is_none() => {
                 match status {
@@ -164,9 +163,10 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
                     Err(e) => return ToolOutput::failed(format!("could not wait for bash: {e}")),
                 }
             }
-            _ = tokio::time::sleep_until(flush_at), if !unsent.is_empty() => {
-                send_complete_utf8(&mut unsent, &cx);
-                flush_at = Instant::now() + FLUSH_EVERY;
+            _ = tokio::time::sleep_until(flush_at.unwrap_or(deadline)), if flush_at.is_some() => {
+                if let Some(chunk) = capture.flush(false) {
+                    let _ = cx.events.send(ToolEvent::Output(chunk));
+                }
             }
             _ = tokio::time::sleep_until(drain_until.unwrap_or(deadline)), if drain_until.is_some() => {
                 if exited.is_some() {
@@ -184,24 +184,23 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
     };
     // Ends anything the command left behind in its group.
     drop(group);
-    // Whatever was written before the end is still in the pipe: take it.
+    // Whatever was written before the end is still in the pipe: take it
+    // (bounded in time: a descendant that escaped may keep it open).
     if let Some(pipe) = output.as_mut() {
         let drain = async {
             while let Ok(n) = pipe.read(&mut buf).await {
                 if n == 0 {
                     break;
                 }
-                all.extend_from_slice(&buf[..n]);
-                unsent.extend_from_slice(&buf[..n]);
+                capture.push(&buf[..n]);
             }
         };
         let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, drain).await;
     }
-    if !unsent.is_empty() {
-        let rest = String::from_utf8_lossy(&unsent).into_owned();
-        let _ = cx.events.send(ToolEvent::Output(rest));
+    while let Some(chunk) = capture.flush(true) {
+        let _ = cx.events.send(ToolEvent::Output(chunk));
     }
-    finish(&all, ending, status, timeout_ms)
+    finish(capture.finish(), ending, status, timeout_ms)
 }
 
 /// Most output an editor terminal keeps for candor (`outputByteLimit`).
@@ -322,7 +321,7 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
 }
 
 fn finish(
-    all: &[u8],
+    captured: Captured,
     ending: Ending,
     status: std::io::Result<ExitStatus>,
     timeout_ms: u64,
@@ -331,13 +330,25 @@ fn finish(
         Ok(status) => (status.code(), status.signal().map(exec::signal_name)),
         Err(_) => (None, None),
     };
-    finish_parts(
-        &String::from_utf8_lossy(all),
-        ending,
-        exit_code,
-        signal,
-        timeout_ms,
-    )
+    let mut out = finish_parts(&captured.text, ending, exit_code, signal, timeout_ms);
+    if captured.file.is_some() || captured.problem.is_some() {
+        let line = match (&captured.file, &captured.problem) {
+            (Some(path), None) => format!(
+                "[the output was {} bytes; all of it is in {}]",
+                captured.total,
+                path.display()
+            ),
+            (_, Some(why)) => format!("[the output was {} bytes; {why}]", captured.total),
+            (None, None) => String::new(),
+        };
+        append_line(&mut out.text, &line);
+        out.file = Some(OutputFile {
+            path: captured.file,
+            bytes: captured.total,
+            problem: captured.problem,
+        });
+    }
+    out
 }
 
 /// The model's text and the status, from the output and how it ended.
@@ -386,6 +397,7 @@ fn finish_parts(
         exit_code,
         signal,
         diff: None,
+        file: None,
     }
 }
 
@@ -412,33 +424,12 @@ fn take_chunk<R>(
     n: std::io::Result<usize>,
     buf: &[u8],
     pipe: &mut Option<R>,
-    all: &mut Vec<u8>,
-    unsent: &mut Vec<u8>,
+    capture: &mut Capture,
 ) {
     match n {
         Ok(0) | Err(_) => *pipe = None,
-        Ok(n) => {
-            all.extend_from_slice(&buf[..n]);
-            unsent.extend_from_slice(&buf[..n]);
-        }
+        Ok(n) => capture.push(&buf[..n]),
     }
-}
-
-/// Sends the longest prefix of `unsent` that is complete UTF-8 (a character
-/// split across two reads waits for its second half).
-fn send_complete_utf8(unsent: &mut Vec<u8>, cx: &ToolContext) {
-    let complete = match std::str::from_utf8(unsent) {
-        Ok(_) => unsent.len(),
-        Err(e) if e.error_len().is_none() => e.valid_up_to(),
-        Err(_) => unsent.len(), // invalid bytes: send them lossily
-    };
-    if complete == 0 {
-        return;
-    }
-    let chunk: Vec<u8> = unsent.drain(..complete).collect();
-    let _ = cx.events.send(ToolEvent::Output(
-        String::from_utf8_lossy(&chunk).into_owned(),
-    ));
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ pub mod bash;
 pub mod edit;
 pub mod exec;
 pub mod files;
+pub mod output;
 pub mod read;
 pub mod search;
 pub mod shells;
@@ -253,8 +254,8 @@ pub fn present_unknown(name: &str) -> Presentation {
 /// Something a running tool tells the session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolEvent {
-    /// Output to show on the card (already throttled).
-    Output(String),
+    /// Output to show on the card (already throttled, see `output`).
+    Output(output::Chunk),
     /// The command runs in this editor terminal: the card shows it.
     Terminal(String),
 }
@@ -280,6 +281,9 @@ pub struct ToolContext {
     pub shells: Shells,
     /// Files a Read deny rule forbids: searches leave them out.
     pub read_denies: crate::interception::policy::ReadDenies,
+    /// Where this call's whole output goes if it is too big to keep
+    /// (`output::spill_path`); `None`: nowhere.
+    pub spill: Option<PathBuf>,
 }
 
 /// How a run ended.
@@ -292,6 +296,8 @@ pub struct ToolOutput {
     pub signal: Option<String>,
     /// The change a file tool made.
     pub diff: Option<FileDiff>,
+    /// Where an output too big to keep went.
+    pub file: Option<crate::event_log::OutputFile>,
 }
 
 impl ToolOutput {
@@ -303,6 +309,7 @@ impl ToolOutput {
             exit_code: None,
             signal: None,
             diff: None,
+            file: None,
         }
     }
 
@@ -313,6 +320,7 @@ impl ToolOutput {
             exit_code: None,
             signal: None,
             diff: None,
+            file: None,
         }
     }
 

@@ -31,6 +31,16 @@ use crate::interception::policy::ReadDenies;
 pub const GLOB_LIMIT: usize = 100;
 /// Most lines (or entries) Grep returns unless `head_limit` says otherwise.
 pub const GREP_LIMIT: usize = 500;
+/// The most `head_limit` can ask for (more would be cut for the model
+/// anyway; the lines are held in memory until then).
+pub const GREP_MAX_LIMIT: usize = 10_000;
+/// Longest line Grep returns, in characters (the rest is cut).
+pub const GREP_LINE_CHARS: usize = 2_000;
+/// The most bytes the searcher buffers for one line; a file with a longer
+/// line is skipped.
+const GREP_HEAP_LIMIT: usize = 16 * 1024 * 1024;
+/// The most files a search walks; past it the search stops and says so.
+pub const MAX_WALK: usize = 100_000;
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -192,37 +202,60 @@ fn walk(
     root: &Path,
     types: Option<ignore::types::Types>,
     denies: &ReadDenies,
-) -> (Vec<(PathBuf, SystemTime)>, usize) {
-    let all = walk_all(root, types);
+) -> (Vec<(PathBuf, SystemTime)>, LeftOut) {
+    let (all, cut) = walk_all(root, types);
     let before = all.len();
     let kept: Vec<_> = all.into_iter().filter(|(p, _)| !denies.denies(p)).collect();
-    let left_out = before - kept.len();
-    (kept, left_out)
+    let denied = before - kept.len();
+    (kept, LeftOut { denied, cut })
 }
 
-/// What a search tells the model about files a rule kept out of it.
-fn left_out_note(left_out: usize) -> Option<String> {
-    (left_out > 0).then(|| {
-        format!("[{left_out} file(s) were left out: a permission rule denies reading them]")
-    })
+/// What a walk did not look at.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct LeftOut {
+    /// Files a permission rule denies reading.
+    denied: usize,
+    /// The walk stopped at [`MAX_WALK`] files.
+    cut: bool,
 }
 
-fn walk_all(root: &Path, types: Option<ignore::types::Types>) -> Vec<(PathBuf, SystemTime)> {
+/// What a search tells the model about files it did not look at.
+fn left_out_note(left_out: LeftOut) -> Option<String> {
+    let mut notes = Vec::new();
+    if left_out.denied > 0 {
+        notes.push(format!(
+            "[{} file(s) were left out: a permission rule denies reading them]",
+            left_out.denied
+        ));
+    }
+    if left_out.cut {
+        notes.push(format!(
+            "[the search stopped after {MAX_WALK} files; narrow it with `path` or `glob`]"
+        ));
+    }
+    (!notes.is_empty()).then(|| notes.join("\n"))
+}
+
+fn walk_all(
+    root: &Path,
+    types: Option<ignore::types::Types>,
+) -> (Vec<(PathBuf, SystemTime)>, bool) {
     if root.is_file() {
         let mtime = std::fs::metadata(root)
             .and_then(|m| m.modified())
             .unwrap_or(SystemTime::UNIX_EPOCH);
-        return vec![(root.to_owned(), mtime)];
+        return (vec![(root.to_owned(), mtime)], false);
     }
     let mut builder = WalkBuilder::new(root);
     builder.require_git(false);
     if let Some(t) = types {
         builder.types(t);
     }
-    builder
+    let mut files: Vec<_> = builder
         .build()
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .take(MAX_WALK + 1)
         .map(|e| {
             let mtime = e
                 .metadata()
@@ -231,7 +264,10 @@ fn walk_all(root: &Path, types: Option<ignore::types::Types>) -> Vec<(PathBuf, S
                 .unwrap_or(SystemTime::UNIX_EPOCH);
             (e.into_path(), mtime)
         })
-        .collect()
+        .collect();
+    let cut = files.len() > MAX_WALK;
+    files.truncate(MAX_WALK);
+    (files, cut)
 }
 
 fn newest_first(files: &mut [(PathBuf, SystemTime)]) {
@@ -336,11 +372,12 @@ fn grep_blocking(input: &GrepInput, root: &Path, denies: &ReadDenies) -> Result<
             0
         })
         .binary_detection(BinaryDetection::quit(0))
+        .heap_limit(Some(GREP_HEAP_LIMIT))
         .build();
     let (mut files, left_out) = walk(root, types, denies);
     newest_first(&mut files);
     let numbers = input.line_numbers.unwrap_or(true);
-    let limit = input.head_limit.unwrap_or(GREP_LIMIT);
+    let limit = input.head_limit.unwrap_or(GREP_LIMIT).min(GREP_MAX_LIMIT);
     let mut out: Vec<String> = Vec::new();
     let mut cut = false;
     for (path, _) in files {
@@ -351,7 +388,15 @@ fn grep_blocking(input: &GrepInput, root: &Path, denies: &ReadDenies) -> Result<
                 continue;
             }
         }
-        let mut sink = Collect::default();
+        let mut sink = Collect {
+            room: if mode == "content" {
+                limit + 1 - out.len().min(limit)
+            } else {
+                0
+            },
+            first_only: !matches!(mode, "content" | "count"),
+            ..Collect::default()
+        };
         if searcher.search_path(&matcher, &path, &mut sink).is_err() || sink.matches == 0 {
             continue;
         }
@@ -393,11 +438,29 @@ fn grep_blocking(input: &GrepInput, root: &Path, denies: &ReadDenies) -> Result<
     Ok(out.join("\n"))
 }
 
-/// Collects matching and context lines of one file.
+/// Collects matching and context lines of one file, at most `room` of
+/// them, each cut at [`GREP_LINE_CHARS`].
 #[derive(Default)]
 struct Collect {
     matches: u64,
     lines: Vec<(u64, bool, String)>,
+    /// How many lines to keep (0: none, the mode needs no lines).
+    room: usize,
+    /// Stop at the first match (`files_with_matches`).
+    first_only: bool,
+}
+
+impl Collect {
+    fn keep(&mut self, line: u64, is_match: bool, bytes: &[u8]) -> bool {
+        let text = String::from_utf8_lossy(bytes);
+        let text = text.trim_end_matches(['\n', '\r']);
+        let text = match text.char_indices().nth(GREP_LINE_CHARS) {
+            Some((cut, _)) => format!("{}… [line cut]", &text[..cut]),
+            None => text.to_owned(),
+        };
+        self.lines.push((line, is_match, text));
+        self.lines.len() < self.room
+    }
 }
 
 impl Sink for Collect {
@@ -405,22 +468,21 @@ impl Sink for Collect {
 
     fn matched(&mut self, _searcher: &Searcher, m: &SinkMatch<'_>) -> Result<bool, Self::Error> {
         self.matches += 1;
+        if self.room == 0 {
+            // Counting only (or naming the file: one match is enough).
+            return Ok(!self.first_only);
+        }
         let first = m.line_number().unwrap_or(0);
         for (i, line) in m.lines().enumerate() {
-            let text = String::from_utf8_lossy(line)
-                .trim_end_matches(['\n', '\r'])
-                .to_owned();
-            self.lines.push((first + i as u64, true, text));
+            if !self.keep(first + i as u64, true, line) {
+                return Ok(false);
+            }
         }
         Ok(true)
     }
 
     fn context(&mut self, _searcher: &Searcher, c: &SinkContext<'_>) -> Result<bool, Self::Error> {
-        let text = String::from_utf8_lossy(c.bytes())
-            .trim_end_matches(['\n', '\r'])
-            .to_owned();
-        self.lines.push((c.line_number().unwrap_or(0), false, text));
-        Ok(true)
+        Ok(self.room == 0 || self.keep(c.line_number().unwrap_or(0), false, c.bytes()))
     }
 }
 
@@ -467,7 +529,7 @@ mod tests {
         assert!(out.contains("alpha"), "{out}");
         assert!(out.ends_with("[1 file(s) were left out: a permission rule denies reading them]"));
         let (files, left_out) = walk(root, None, &denies);
-        assert_eq!(left_out, 1);
+        assert_eq!(left_out.denied, 1);
         assert!(
             files
                 .iter()

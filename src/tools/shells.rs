@@ -42,10 +42,16 @@ struct Shell {
     done: tokio::sync::Notify,
 }
 
+/// The most unread output a background command keeps; older unread bytes
+/// are dropped (and counted) as new ones arrive.
+pub const MAX_UNREAD: usize = 1024 * 1024;
+
 #[derive(Debug, Default)]
 struct ShellState {
-    output: Vec<u8>,
-    read: usize,
+    /// Output not read yet (the newest [`MAX_UNREAD`] bytes of it).
+    output: std::collections::VecDeque<u8>,
+    /// Unread bytes dropped since the last read.
+    dropped: u64,
     /// How it ended: `exit code N`, `SIGNAL`, `killed`.
     ended: Option<String>,
 }
@@ -84,7 +90,13 @@ impl Shells {
                     if n == 0 {
                         break;
                     }
-                    lock(&shell.state).output.extend_from_slice(&buf[..n]);
+                    let mut state = lock(&shell.state);
+                    state.output.extend(&buf[..n]);
+                    let over = state.output.len().saturating_sub(MAX_UNREAD);
+                    if over > 0 {
+                        state.output.drain(..over);
+                        state.dropped += over as u64;
+                    }
                 }
             };
             let ended = tokio::select! {
@@ -207,11 +219,15 @@ pub(crate) async fn output(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
     let Some(shell) = cx.shells.get(&input.bash_id) else {
         return ToolOutput::failed(format!("there is no background command {}", input.bash_id));
     };
-    let (new, ended) = {
+    let (new, dropped, ended) = {
         let mut state = lock(&shell.state);
-        let new = String::from_utf8_lossy(&state.output[state.read..]).into_owned();
-        state.read = state.output.len();
-        (new, state.ended.clone())
+        let bytes: Vec<u8> = state.output.drain(..).collect();
+        let dropped = std::mem::take(&mut state.dropped);
+        (
+            String::from_utf8_lossy(&bytes).into_owned(),
+            dropped,
+            state.ended.clone(),
+        )
     };
     let new = match input
         .filter
@@ -229,11 +245,16 @@ pub(crate) async fn output(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
         Some(how) => format!("[{} has ended: {how}]", input.bash_id),
         None => format!("[{} is still running]", input.bash_id),
     };
-    let body = if new.is_empty() {
+    let mut body = if new.is_empty() {
         "(no new output)".to_owned()
     } else {
         cap_for_model(new.trim_end_matches('\n'))
     };
+    if dropped > 0 {
+        body = format!(
+            "[{dropped} earlier bytes were dropped unread: candor keeps the newest {MAX_UNREAD}]\n{body}"
+        );
+    }
     ToolOutput::completed(format!("{body}\n{status}"))
 }
 

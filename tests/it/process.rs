@@ -289,3 +289,63 @@ async fn a_project_config_cannot_pass_the_keys_to_commands() {
     let seen = std::fs::read_to_string(conn.env.project.join("bash-env.txt")).unwrap_or_default();
     assert!(!seen.contains("sk-ant-secret"), "{seen}");
 }
+
+/// Peak resident memory of a process, in KiB (`VmHWM`).
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_command_printing_hundreds_of_megabytes_keeps_memory_log_and_card_bounded() {
+    const BYTES: u64 = 300 * 1024 * 1024;
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool(
+            "y",
+            "Bash",
+            json!({"command": format!("yes | head -c {BYTES}; echo; echo LAST")})
+        )])),
+        respond(json!([text("done")])),
+    ]));
+    let mut conn = Conn::spawn(env);
+    let pid = conn.child().id().unwrap();
+    let session = conn.ready().await;
+    let updates_before = conn.notifications.len();
+    conn.prompt(&session, "go").await;
+    let peak = peak_rss_kib(pid);
+    assert!(peak < 64 * 1024, "candor peaked at {peak} KiB");
+    // The log: bounded records, the total and the file that has it all.
+    let path = conn
+        .env
+        .home
+        .join("sessions")
+        .join(format!("{session}.jsonl"));
+    let log_bytes = std::fs::metadata(&path).unwrap().len();
+    assert!(
+        log_bytes < 2 * 1024 * 1024,
+        "the log grew to {log_bytes} bytes"
+    );
+    let log = conn.env.log(&session);
+    let result = log.iter().find(|r| r["type"] == "tool/result").unwrap();
+    assert_eq!(result["outputFile"]["bytes"], BYTES + 6);
+    let file = result["outputFile"]["path"].as_str().unwrap();
+    assert_eq!(std::fs::metadata(file).unwrap().len(), BYTES + 6);
+    let output = result["output"].as_str().unwrap();
+    assert!(
+        output.starts_with("y\ny\n") && output.contains("LAST\n"),
+        "{output:.200}"
+    );
+    // The card: updates coalesced, its text bounded, the end shown.
+    let card = conn.thread(&session).card("y");
+    assert!(
+        card.text().contains("LAST"),
+        "the last update is always sent"
+    );
+    assert!(card.text().len() < 600 * 1024);
+    let updates = conn.notifications.len() - updates_before;
+    assert!(updates < 500, "{updates} updates");
+}

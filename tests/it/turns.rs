@@ -1,6 +1,7 @@
 //! Prompt turns with the scripted model: what the user sees, what the log
 //! holds, and that the first is a projection of the second.
 
+use std::path::Path;
 use std::time::Duration;
 
 use candor::conversation::{AssistantBlock, Message};
@@ -503,9 +504,20 @@ async fn output_for_the_model_is_capped_but_the_card_keeps_more() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert!(output.chars().count() < 30_200, "{}", output.len());
-    assert!(output.contains("characters elided by candor"));
-    assert!(output.ends_with("END\n"));
+    assert!(output.chars().count() < 30_400, "{}", output.len());
+    assert!(output.contains("elided by candor"), "{output}");
+    assert!(output.contains("END\n[the output was 40005 bytes; all of it is in "));
+    // The whole output is in the file the record names, beside the log.
+    let result = log.iter().find(|r| r["type"] == "tool/result").unwrap();
+    assert_eq!(result["outputFile"]["bytes"], 40005);
+    let file = result["outputFile"]["path"].as_str().unwrap();
+    assert!(output.trim_end().ends_with(&format!("{file}]")));
+    let whole = std::fs::read_to_string(file).unwrap();
+    assert_eq!(whole, format!("{}\nEND\n", "a".repeat(40_000)));
+    assert!(
+        Path::new(file).starts_with(conn.env.home.join(format!("sessions/{session}.outputs"))),
+        "{file}"
+    );
     let card = conn.thread(&session).card("big").text();
     assert!(card.matches('a').count() >= 40_000);
 }

@@ -101,6 +101,8 @@ where
         }
     }
     agent.shutdown(SHUTDOWN_GRACE).await;
+    // Nothing a command or hook started outlives candor.
+    tools::exec::end_strays();
     // Let request tasks whose turn just ended queue their responses.
     agent.wait_for_requests(Duration::from_millis(200)).await;
     drop(methods);

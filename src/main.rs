@@ -81,6 +81,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         None => {
             let mut config = candor::Config::from_env();
             config.log_messages = cli.log_messages;
+            // Before any child exists: what commands and hooks leave behind
+            // becomes candor's to end.
+            candor::tools::exec::become_subreaper();
             candor::tools::exec::pass_env(
                 config
                     .user_settings

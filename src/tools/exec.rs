@@ -143,17 +143,38 @@ pub fn hook(
 pub struct ProcessGroup {
     child: Child,
     pgid: Option<Pid>,
+    /// The value of [`SCOPE_VAR`] it and its descendants carry.
+    scope: String,
 }
 
 impl ProcessGroup {
-    /// Spawns `cmd`, which must come from a constructor of this module.
+    /// Spawns `cmd`, which must come from a constructor of this module,
+    /// marked with a scope of its own ([`SCOPE_VAR`]) so that whatever it
+    /// starts can be found after it escaped the group.
     pub fn spawn(mut cmd: Command) -> io::Result<Self> {
-        let child = cmd.spawn()?;
+        let scope = format!(
+            "{}-{}",
+            std::process::id(),
+            NEXT_SCOPE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        cmd.env(SCOPE_VAR, &scope);
+        // Registered before the child exists: a sweep on another thread
+        // never takes a new child for a stray.
+        let mut strays = strays();
+        strays.live.insert(scope.clone());
+        let child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                strays.live.remove(&scope);
+                return Err(e);
+            }
+        };
+        drop(strays);
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .map(Pid::from_raw);
-        Ok(Self { child, pgid })
+        Ok(Self { child, pgid, scope })
     }
 
     pub fn child_mut(&mut self) -> &mut Child {
@@ -202,7 +223,147 @@ impl ProcessGroup {
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
         self.signal(Signal::SIGKILL);
+        // What escaped the group (`setsid`, a double fork) ends with it.
+        strays().live.remove(&self.scope);
+        end_strays();
     }
+}
+
+/// The variable every child of candor carries, naming the process group it
+/// was started in (`<candor pid>-<n>`), inherited by what it starts. It is
+/// how candor, a child subreaper, tells whose an adopted process is.
+pub const SCOPE_VAR: &str = "candor_scope";
+
+static NEXT_SCOPE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// The scopes still running, and strays killed but not yet reaped.
+#[derive(Debug, Default)]
+struct Strays {
+    live: std::collections::HashSet<String>,
+    killed: std::collections::HashSet<i32>,
+}
+
+static STRAYS: std::sync::Mutex<Option<Strays>> = std::sync::Mutex::new(None);
+
+fn strays() -> StraysGuard {
+    StraysGuard(
+        STRAYS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
+}
+
+struct StraysGuard(std::sync::MutexGuard<'static, Option<Strays>>);
+
+impl std::ops::Deref for StraysGuard {
+    type Target = Strays;
+    fn deref(&self) -> &Strays {
+        static EMPTY: std::sync::OnceLock<Strays> = std::sync::OnceLock::new();
+        self.0
+            .as_ref()
+            .unwrap_or_else(|| EMPTY.get_or_init(Strays::default))
+    }
+}
+
+impl std::ops::DerefMut for StraysGuard {
+    fn deref_mut(&mut self) -> &mut Strays {
+        self.0.get_or_insert_with(Strays::default)
+    }
+}
+
+/// Makes candor the reaper of its orphaned descendants (Linux's
+/// `PR_SET_CHILD_SUBREAPER`): a process a command or hook started and left
+/// behind, even one that left its process group, becomes candor's child
+/// instead of init's, so candor can end it. Called once at start-up by the
+/// server; `false` where the system does not offer it.
+pub fn become_subreaper() -> bool {
+    match nix::sys::prctl::set_child_subreaper(true) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot become a child subreaper; processes that leave their group may outlive their call");
+            false
+        }
+    }
+}
+
+/// The most rounds of one sweep: killing a stray makes its children
+/// orphans, adopted in their turn.
+const SWEEP_ROUNDS: usize = 8;
+
+/// Kills candor's adopted children whose scope has ended, and reaps those
+/// killed before.
+pub fn end_strays() {
+    let ours = format!("{}-", std::process::id());
+    let mut strays = strays();
+    for _ in 0..SWEEP_ROUNDS {
+        let mut more = false;
+        // Reap what was killed before (never a pid tokio waits for: those
+        // carry a live scope, or were not killed here).
+        strays.killed.retain(|pid| {
+            !matches!(
+                nix::sys::wait::waitpid(
+                    Pid::from_raw(*pid),
+                    Some(nix::sys::wait::WaitPidFlag::WNOHANG)
+                ),
+                Ok(nix::sys::wait::WaitStatus::Exited(..)
+                    | nix::sys::wait::WaitStatus::Signaled(..))
+                    | Err(_)
+            )
+        });
+        for pid in own_children() {
+            if strays.killed.contains(&pid) {
+                continue;
+            }
+            // Only what candor's own groups started (a zombie's environment
+            // reads empty: tokio reaps its own; a process that cleared its
+            // environment is not told apart from one candor did not start).
+            let stray = scope_of(pid)
+                .is_some_and(|scope| scope.starts_with(&ours) && !strays.live.contains(&scope));
+            if stray {
+                tracing::info!(pid, "ending a process that outlived its call");
+                let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+                strays.killed.insert(pid);
+                more = true;
+            }
+        }
+        if !more {
+            break;
+        }
+        // Let the killed die (and their children be adopted) before the
+        // next round.
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// candor's children, from every thread's `children` list.
+fn own_children() -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut pids = Vec::new();
+    for task in tasks.flatten() {
+        if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
+            pids.extend(
+                list.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
+        }
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+/// The [`SCOPE_VAR`] of a process, from its environment.
+fn scope_of(pid: i32) -> Option<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(format!("/proc/{pid}/environ")).ok()?;
+    let mut env = Vec::new();
+    file.take(1024 * 1024).read_to_end(&mut env).ok()?;
+    let prefix = format!("{SCOPE_VAR}=");
+    env.split(|b| *b == 0)
+        .find_map(|var| var.strip_prefix(prefix.as_bytes()))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
 /// The name of a signal number (`SIGKILL`), or the number.

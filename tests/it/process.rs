@@ -349,3 +349,63 @@ async fn a_command_printing_hundreds_of_megabytes_keeps_memory_log_and_card_boun
     let updates = conn.notifications.len() - updates_before;
     assert!(updates < 500, "{updates} updates");
 }
+
+/// A Bash call's and a hook's `setsid` children leave their process group;
+/// candor, their subreaper, ends them with the call (while it keeps
+/// running). A background command's escaped child lives as long as the
+/// command, and no longer than the session.
+#[tokio::test]
+async fn descendants_that_leave_their_group_end_with_their_call_or_the_session() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool(
+            "fg",
+            "Bash",
+            json!({"command": "setsid sleep 300 >/dev/null 2>&1 & echo $! > fg.pid; setsid sh -c 'sleep 301' >/dev/null 2>&1 & echo $! > fg2.pid"})
+        )])),
+        respond(json!([tool(
+            "bg",
+            "Bash",
+            json!({"command": "setsid sleep 303 >/dev/null 2>&1 & echo $! > bg.pid; sleep 300", "run_in_background": true})
+        )])),
+        respond(json!([text("done")])),
+    ]))
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    env.file(
+        ".claude/settings.json",
+        &json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "[ -f hook.pid ] || { setsid sleep 302 >/dev/null 2>&1 & echo $! > hook.pid; }; exit 0"}
+        ]}]}})
+        .to_string(),
+    );
+    env.trust_project();
+    let project = env.project.clone();
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let pids: Vec<u32> = ["fg.pid", "fg2.pid", "hook.pid", "bg.pid"]
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(project.join(f))
+                .unwrap_or_else(|e| panic!("{f}: {e}"))
+                .trim()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    for (name, pid) in ["the Bash call's", "the nested", "the hook's"]
+        .iter()
+        .zip(&pids)
+    {
+        assert!(
+            eventually(Duration::from_secs(2), || !alive(*pid)).await,
+            "{name} setsid child outlived its call"
+        );
+    }
+    assert!(alive(pids[3]), "the background command's child ended early");
+    conn.close_input();
+    let _ = tokio::time::timeout(Duration::from_secs(5), conn.child().wait()).await;
+    assert!(
+        eventually(Duration::from_secs(2), || !alive(pids[3])).await,
+        "the background command's child outlived the session"
+    );
+}

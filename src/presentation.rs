@@ -240,6 +240,11 @@ impl Presenter {
                 let mut content: Vec<ToolCallContent> =
                     note.iter().map(|n| text_content(n.clone())).collect();
                 content.extend(preview.as_ref().map(diff_content));
+                if preview.as_ref().is_some_and(|p| p.unread) {
+                    content.push(text_content(
+                        "candor has not read this file (it is outside the project, or a rule denies reading it): this is the change the call proposes; the file is read once you allow it.".into(),
+                    ));
+                }
                 let mut meta = serde_json::Map::new();
                 meta.insert("decision".into(), json!(decision));
                 meta.insert("digest".into(), json!(digest));
@@ -294,6 +299,33 @@ impl Presenter {
                     },
                 );
                 vec![SessionUpdate::ToolCall(call)]
+            }
+            Event::PermissionRequested {
+                tool_call_id,
+                preview: Some(diff),
+                ..
+            } => {
+                // Asked again: the file changed; the card shows the change
+                // as it would now be.
+                let Some(card) = self.open_card(tool_call_id) else {
+                    return Vec::new();
+                };
+                let content = card.content(vec![
+                    diff_content(diff),
+                    text_content(
+                        "The file changed before your answer: this is the change as it would now be."
+                            .into(),
+                    ),
+                ]);
+                let locations = vec![ToolCallLocation::new(diff.path.clone()).line(diff.line)];
+                card.shown.content.clone_from(&content);
+                card.shown.locations.clone_from(&locations);
+                vec![update(
+                    tool_call_id,
+                    ToolCallUpdateFields::new()
+                        .content(content)
+                        .locations(locations),
+                )]
             }
             Event::PermissionRequested { .. } | Event::PermissionResolved { .. } => Vec::new(),
             Event::TrustRequested { wants, digest, .. } => {

@@ -163,6 +163,10 @@ pub enum Event {
         /// The digest of the arguments shown; the answer binds to it.
         digest: String,
         options: Vec<PermissionChoice>,
+        /// Asking again because the file changed before the answer: the
+        /// change as it would now be (the card shows it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preview: Option<FileDiff>,
     },
     /// The user's answer (flushed to disk before the call runs).
     #[serde(rename = "permission/resolved")]
@@ -171,6 +175,9 @@ pub enum Event {
         outcome: PermissionOutcome,
         /// The digest of the arguments the answer was given for.
         digest: String,
+        /// For a file tool: the `base` of the diff the answer was given for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        base: Option<String>,
         /// With `allowed_always`: the session rule it added.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         grant: Option<String>,
@@ -325,6 +332,15 @@ pub struct FileDiff {
     pub new_text: String,
     /// The first line (1-based) that differs.
     pub line: u32,
+    /// What the diff was computed on: `sha256:` of the file's text, or
+    /// `absent` (it did not exist). A permission answer binds to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// The file was not read (it is outside the project, or a Read rule
+    /// denies it, and candor asks first): the diff is the proposed change
+    /// from the arguments alone.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unread: bool,
 }
 
 /// One option offered in a permission request.

@@ -405,6 +405,7 @@ impl Settled {
             id: self.id.clone(),
             tool,
             arguments: self.effective.clone(),
+            file_base: None,
         }
     }
 }
@@ -415,9 +416,23 @@ pub struct ApprovedCall {
     id: String,
     tool: Tool,
     arguments: Value,
+    /// For a file tool the user allowed on a diff: the file's `base` then.
+    file_base: Option<String>,
 }
 
 impl ApprovedCall {
+    /// Binds the call to the file the user saw the diff of: the tool writes
+    /// only while the file is still that (`FileDiff::base`).
+    pub fn bound_to_file(mut self, base: Option<String>) -> Self {
+        self.file_base = base;
+        self
+    }
+
+    /// See [`bound_to_file`](Self::bound_to_file).
+    pub fn file_base(&self) -> Option<&str> {
+        self.file_base.as_deref()
+    }
+
     /// The call id (the model's `tool_use` id).
     pub fn id(&self) -> &str {
         &self.id

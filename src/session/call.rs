@@ -159,12 +159,17 @@ async fn settle_and_run(
         .map(|()| Next::Continue)
     };
     // A file tool shows the change it would make before anyone is asked;
-    // a change that cannot be made is refused here, without a prompt.
+    // a change that cannot be made is refused here, without a prompt. A
+    // file candor may not read without asking (outside the project, or
+    // under a Read deny rule) is not read before the answer: the card
+    // shows the change the arguments propose.
     let mut preview = None;
+    let read = !matches!(settled.disposition(), Disposition::Ask { .. })
+        || !kept_from_reading(settled.effective(), gate, control);
     if !matches!(settled.disposition(), Disposition::Deny { .. })
         && let Some(tool) = settled.tool()
         && let Some(result) = tool
-            .preview(settled.effective(), &gate.files, &control.cancel)
+            .preview(settled.effective(), &gate.files, &control.cancel, read)
             .await
     {
         match result {
@@ -173,7 +178,7 @@ async fn settle_and_run(
             Err(reason) => settled.refuse(interception::CANDOR, reason),
         }
     }
-    let record = tool_call_record(settled, preview);
+    let record = tool_call_record(settled, preview.clone());
     let failed = |c: &mut Committer, text: &str, notes| {
         finish_with(c, id, ResultStatus::Failed, text, notes).map(|()| Next::Continue)
     };
@@ -192,7 +197,7 @@ async fn settle_and_run(
         }
         Disposition::Ask { .. } => {
             c.commit_durable(record).await?;
-            match ask(c, gate, settled, control).await? {
+            match ask(c, gate, settled, control, preview).await? {
                 Answer::Allowed(call) => execute(c, &call, gate, control, notes).await,
                 Answer::Refused(text) => failed(c, &text, notes),
                 Answer::Cancelled => cancelled(c, notes),
@@ -200,6 +205,21 @@ async fn settle_and_run(
         }
     }
 }
+
+/// Whether the file a call would change is one candor does not read
+/// before the user answers: outside the project, or denied to Read.
+fn kept_from_reading(args: &Value, gate: &Gate, control: &TurnControl) -> bool {
+    let Some(path) = args.get("file_path").and_then(Value::as_str) else {
+        return false;
+    };
+    let path = std::path::Path::new(path);
+    !path.starts_with(&control.cwd)
+        || crate::interception::policy::ReadDenies::of(&gate.policy.rules).denies(path)
+}
+
+/// How many times candor asks about one call whose file keeps changing
+/// before the answer.
+const MAX_ASKS: usize = 3;
 
 /// The `tool/call` record of a settled call.
 /// A diff small enough to show (a huge file's texts are left out; the card
@@ -288,12 +308,64 @@ enum Answer {
 }
 
 /// Asks the user through `session/request_permission`, showing the card as
-/// it is (effective arguments, rewrite note), and records the answer.
+/// it is (effective arguments, rewrite note, the diff), and records the
+/// answer. A yes to a diff computed on the file binds to that file: if it
+/// changed before the answer, candor previews again and asks again.
 async fn ask(
     c: &mut Committer,
     gate: &mut Gate,
     s: &Settled,
     control: &TurnControl,
+    mut shown: Option<FileDiff>,
+) -> Result<Answer, TurnError> {
+    let mut again = None;
+    for _ in 0..MAX_ASKS {
+        let answer = ask_once(c, gate, s, control, &shown, again.take()).await?;
+        let Answer::Allowed(call) = answer else {
+            return Ok(answer);
+        };
+        let Some(base) = shown.as_ref().and_then(|d| d.base.clone()) else {
+            return Ok(Answer::Allowed(call));
+        };
+        let now = match s.tool() {
+            Some(tool) => {
+                tool.preview(s.effective(), &gate.files, &control.cancel, true)
+                    .await
+            }
+            None => None,
+        };
+        match now {
+            Some(Ok(diff)) if diff.base.as_deref() == Some(base.as_str()) => {
+                return Ok(Answer::Allowed(call.bound_to_file(Some(base))));
+            }
+            Some(Ok(diff)) => {
+                let diff = bounded(diff);
+                shown = Some(diff.clone());
+                again = Some(diff);
+            }
+            Some(Err(_)) if control.cancel.is_cancelled() => return Ok(Answer::Cancelled),
+            Some(Err(reason)) => {
+                return Ok(Answer::Refused(format!(
+                    "the file changed before the answer, and now: {reason}"
+                )));
+            }
+            None => return Ok(Answer::Allowed(call)),
+        }
+    }
+    Ok(Answer::Refused(format!(
+        "the file kept changing while candor asked ({MAX_ASKS} times); nothing was written"
+    )))
+}
+
+/// One permission request and its answer (see [`ask`]); `again`: the diff
+/// as it now is, when asking again.
+async fn ask_once(
+    c: &mut Committer,
+    gate: &mut Gate,
+    s: &Settled,
+    control: &TurnControl,
+    shown: &Option<FileDiff>,
+    again: Option<FileDiff>,
 ) -> Result<Answer, TurnError> {
     let id = s.id();
     let digest = s.digest().to_owned();
@@ -324,6 +396,7 @@ async fn ask(
         tool_call_id: id.to_owned(),
         digest: digest.clone(),
         options: choices.clone(),
+        preview: again,
     })?;
     let Some(card) = c.permission_card(id) else {
         return Ok(Answer::Refused("candor lost the card of this call".into()));
@@ -350,6 +423,7 @@ async fn ask(
         tool_call_id: id.to_owned(),
         outcome,
         digest: digest.clone(),
+        base: shown.as_ref().and_then(|d| d.base.clone()),
         grant: granted.as_ref().map(|r| r.text().to_owned()),
         reason: reason.clone(),
     })

@@ -443,6 +443,7 @@ mod tests {
                 tool_call_id: "t".into(),
                 outcome: crate::event_log::PermissionOutcome::AllowedAlways,
                 digest: String::new(),
+                base: None,
                 grant: Some("Bash(npm test)".into()),
                 reason: None,
             },

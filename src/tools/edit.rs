@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::files::{FileAccess, first_changed_line};
+use super::files::{FileAccess, base_of, first_changed_line};
 use super::{Tool, ToolContext, ToolOutput, parse_input};
 use crate::conversation::ToolSpec;
 use crate::event_log::FileDiff;
@@ -56,6 +56,19 @@ pub(crate) fn parse(input: &Value) -> Result<EditInput, String> {
     Ok(parsed)
 }
 
+/// The change proposed, from the arguments alone (the file is not read).
+pub(crate) fn proposed(input: &Value) -> Result<FileDiff, String> {
+    let input = parse(input)?;
+    Ok(FileDiff {
+        path: Path::new(&input.file_path).to_owned(),
+        old_text: Some(input.old_string),
+        new_text: input.new_string,
+        line: 1,
+        base: None,
+        unread: true,
+    })
+}
+
 /// The change this edit would make to the file as it is now.
 pub(crate) async fn preview(
     input: &Value,
@@ -73,6 +86,8 @@ pub(crate) async fn preview(
                 old_text: None,
                 new_text: input.new_string,
                 line,
+                base: Some(base_of(None)),
+                unread: false,
             });
         }
         return Err(format!(
@@ -101,9 +116,11 @@ pub(crate) async fn preview(
     let line = first_changed_line(&old, &new);
     Ok(FileDiff {
         path,
+        base: Some(base_of(Some(&old))),
         old_text: Some(old),
         new_text: new,
         line,
+        unread: false,
     })
 }
 
@@ -112,6 +129,9 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
         Ok(d) => d,
         Err(e) => return ToolOutput::failed(e),
     };
+    if let Err(e) = super::files::unchanged_since_allowed(call, &diff) {
+        return ToolOutput::failed(e);
+    }
     if let Err(e) = cx.files.write(&diff.path, &diff.new_text, &cx.cancel).await {
         return ToolOutput::failed(e);
     }

@@ -319,6 +319,37 @@ fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
         .map_err(|e| format!("cannot write {shown}: {}", e.error))
 }
 
+/// What a diff is computed on ([`FileDiff::base`](crate::event_log::FileDiff)):
+/// `sha256:` of the text, or `absent`.
+pub fn base_of(text: Option<&str>) -> String {
+    use sha2::Digest;
+    match text {
+        None => "absent".to_owned(),
+        Some(text) => {
+            let hex: String = sha2::Sha256::digest(text.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            format!("sha256:{hex}")
+        }
+    }
+}
+
+/// Refuses a write whose file is no longer the one the user allowed the
+/// change on (the diff's `base` differs from the answer's).
+pub fn unchanged_since_allowed(
+    call: &crate::interception::ApprovedCall,
+    diff: &crate::event_log::FileDiff,
+) -> Result<(), String> {
+    match call.file_base() {
+        Some(allowed) if diff.base.as_deref() != Some(allowed) => Err(format!(
+            "{} changed after you allowed this change; nothing was written (ask again to apply it to the file as it is now)",
+            diff.path.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The first line (1-based) where `new` differs from `old`.
 pub fn first_changed_line(old: &str, new: &str) -> u32 {
     let mut line = 1u32;

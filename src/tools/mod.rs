@@ -194,13 +194,18 @@ impl Tool {
     /// For tools that change a file: the change they would make now, shown
     /// on the card (and in a permission prompt) before they run. `Err` is a
     /// reason the call cannot work (the text to find is not there, …).
+    /// Without `read`, the file is not read: the change proposed by the
+    /// arguments alone (`FileDiff::unread`).
     pub async fn preview(
         self,
         input: &Value,
         files: &FileAccess,
         cancel: &CancellationToken,
+        read: bool,
     ) -> Option<Result<FileDiff, String>> {
         match self {
+            Tool::Write if !read => Some(write::proposed(input)),
+            Tool::Edit if !read => Some(edit::proposed(input)),
             Tool::Write => Some(write::preview(input, files, cancel).await),
             Tool::Edit => Some(edit::preview(input, files, cancel).await),
             Tool::Bash

@@ -66,6 +66,19 @@ pub(crate) fn present(tool: Tool, input: &Value, cwd: &Path) -> Presentation {
     }
 }
 
+/// The change proposed, from the arguments alone (the file is not read).
+pub(crate) fn proposed(input: &Value) -> Result<FileDiff, String> {
+    let input = parse(input)?;
+    Ok(FileDiff {
+        path: Path::new(&input.file_path).to_owned(),
+        old_text: None,
+        new_text: input.content,
+        line: 1,
+        base: None,
+        unread: true,
+    })
+}
+
 /// The change writing this input would make now.
 pub(crate) async fn preview(
     input: &Value,
@@ -78,9 +91,11 @@ pub(crate) async fn preview(
     let line = first_changed_line(old.as_deref().unwrap_or(""), &input.content);
     Ok(FileDiff {
         path,
+        base: Some(super::files::base_of(old.as_deref())),
         old_text: old,
         new_text: input.content,
         line,
+        unread: false,
     })
 }
 
@@ -89,6 +104,9 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
         Ok(d) => d,
         Err(e) => return ToolOutput::failed(e),
     };
+    if let Err(e) = super::files::unchanged_since_allowed(call, &diff) {
+        return ToolOutput::failed(e);
+    }
     if let Err(e) = cx.files.write(&diff.path, &diff.new_text, &cx.cancel).await {
         return ToolOutput::failed(e);
     }

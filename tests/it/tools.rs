@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::*;
 
@@ -156,4 +156,129 @@ async fn devices_fifos_and_stdin_are_refused_not_read() {
         !result.contains("jsonrpc"),
         "the editor's frames reached the model: {result}"
     );
+}
+
+/// An Edit of a file outside the project asks first, and candor reads the
+/// file only after the yes: its content is in no record, card or prompt
+/// before, and whether the text is there is no oracle.
+#[tokio::test]
+async fn an_edit_outside_the_project_reads_nothing_before_the_answer() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([
+            tool(
+                "a",
+                "Edit",
+                json!({"file_path": "../secret.txt", "old_string": "key=1", "new_string": "key=2"})
+            ),
+            tool(
+                "b",
+                "Edit",
+                json!({"file_path": "../secret.txt", "old_string": "not there", "new_string": "x"})
+            ),
+            tool(
+                "c",
+                "Edit",
+                json!({"file_path": "../secret.txt", "old_string": "key=1", "new_string": "key=3"})
+            ),
+        ])),
+        respond(json!([text("done")])),
+    ]));
+    let secret = env.dir.path().join("secret.txt");
+    std::fs::write(&secret, "TOP SECRET\nkey=1\n").unwrap();
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.answer_permissions(&["reject_once", "reject_once", "allow_once"]);
+    conn.prompt(&session, "go").await;
+    // Rejected: nothing of the file anywhere, and the missing text asked
+    // like the present one (no early "not found").
+    let log = std::fs::read_to_string(
+        conn.env
+            .home
+            .join("sessions")
+            .join(format!("{session}.jsonl")),
+    )
+    .unwrap();
+    let before_yes = &log[..log.find("\"allowed_once\"").unwrap()];
+    assert!(!before_yes.contains("TOP SECRET"), "{before_yes}");
+    assert_eq!(conn.permission_requests.len(), 3);
+    for request in &conn.permission_requests {
+        assert!(!request.to_string().contains("TOP SECRET"), "{request}");
+    }
+    let first = card_frames(&conn, &session, "a")[0].to_string();
+    assert!(first.contains("candor has not read this file"), "{first}");
+    assert!(
+        conn.permission_requests[0]
+            .to_string()
+            .contains("candor has not read this file")
+    );
+    let call = record(&conn, &session, "tool/call", "b").unwrap();
+    assert_eq!(call["preview"]["unread"], true);
+    assert_eq!(call["preview"]["oldText"], "not there");
+    // Allowed: read then, and changed.
+    assert_eq!(
+        std::fs::read_to_string(&secret).unwrap(),
+        "TOP SECRET\nkey=3\n"
+    );
+    assert_eq!(conn.thread(&session).card("c").status, "completed");
+}
+
+/// The answer binds to the file the diff was computed on: a file that
+/// changes before the answer is previewed again and asked again, and what
+/// runs is what the second prompt showed (4 replacements, not 1).
+#[tokio::test]
+async fn a_file_that_changes_before_the_answer_is_asked_about_again() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool(
+            "e",
+            "Edit",
+            json!({"file_path": "notes.txt", "old_string": "foo", "new_string": "bar", "replace_all": true})
+        )])),
+        respond(json!([text("done")])),
+    ]));
+    env.file("notes.txt", "foo\n");
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.hold_permissions();
+    let id = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+        )
+        .await;
+    let request = loop {
+        let frame = conn.recv().await;
+        if frame["method"] == "session/request_permission" {
+            break frame;
+        }
+    };
+    // While the user looks at one replacement, the file grows three more.
+    std::fs::write(conn.env.project.join("notes.txt"), "foo\nfoo\nfoo\nfoo\n").unwrap();
+    conn.release_permissions();
+    let reply = json!({"jsonrpc": "2.0", "id": request["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}});
+    conn.send_raw(&reply.to_string()).await;
+    let response = conn.response(&id).await;
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    assert_eq!(conn.permission_requests.len(), 2, "asked again");
+    let second = conn.permission_requests[1].to_string();
+    assert!(second.contains("bar\\nbar\\nbar\\nbar\\n"), "{second}");
+    assert!(
+        second.contains("The file changed before your answer"),
+        "{second}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(conn.env.project.join("notes.txt")).unwrap(),
+        "bar\nbar\nbar\nbar\n"
+    );
+    let log = conn.env.log(&session);
+    let resolved: Vec<&Value> = log
+        .iter()
+        .filter(|r| r["type"] == "permission/resolved")
+        .collect();
+    assert_eq!(resolved.len(), 2);
+    assert_ne!(resolved[0]["base"], resolved[1]["base"]);
+    let asked: Vec<&Value> = log
+        .iter()
+        .filter(|r| r["type"] == "permission/requested")
+        .collect();
+    assert_eq!(asked[1]["preview"]["newText"], "bar\nbar\nbar\nbar\n");
 }

@@ -397,6 +397,11 @@ impl Conn {
         self.hold_permissions = true;
     }
 
+    /// Answers permission requests again (after [`hold_permissions`]).
+    pub fn release_permissions(&mut self) {
+        self.hold_permissions = false;
+    }
+
     /// Answers for the next permission requests, in order (`allow_once`,
     /// `allow_always`, `reject_once`, `cancelled`); then `allow_once`.
     pub fn answer_permissions(&mut self, answers: &[&str]) {

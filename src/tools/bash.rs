@@ -212,10 +212,18 @@ const TERMINAL_CLEANUP: Duration = Duration::from_secs(2);
 /// `bash -c`): the card shows the terminal; the model gets its output.
 async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) -> ToolOutput {
     let timeout_ms = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
+    // ACP can only set variables in a terminal, not remove them: the keys
+    // (which the editor's environment, candor's parent, likely has) are
+    // set empty.
+    let env: Vec<Value> = exec::withheld_variables()
+        .into_iter()
+        .map(|name| json!({"name": name, "value": ""}))
+        .collect();
     let params = json!({
         "command": "bash",
         "args": ["-c", input.command],
         "cwd": cx.cwd,
+        "env": env,
         "outputByteLimit": TERMINAL_OUTPUT_LIMIT,
     });
     // The command's timeout covers the editor's answer too: an editor that

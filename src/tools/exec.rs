@@ -39,16 +39,25 @@ pub fn pass_env(names: Vec<String>) {
     let _ = PASSED.set(names);
 }
 
-/// Removes what children must not inherit.
-fn scrub(cmd: &mut Command) {
+/// The variables children must not inherit (the providers' keys and
+/// candor's own settings), less those the user passes.
+pub fn withheld_variables() -> Vec<String> {
     let passed = PASSED.get().map(Vec::as_slice).unwrap_or(&[]);
     let own = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
         .filter(|k| k.starts_with("CANDOR_"));
-    for name in SECRETS.iter().map(|s| s.to_string()).chain(own) {
-        if !passed.contains(&name) {
-            cmd.env_remove(&name);
-        }
+    SECRETS
+        .iter()
+        .map(|s| s.to_string())
+        .chain(own)
+        .filter(|name| !passed.contains(name))
+        .collect()
+}
+
+/// Removes what children must not inherit.
+fn scrub(cmd: &mut Command) {
+    for name in withheld_variables() {
+        cmd.env_remove(&name);
     }
 }
 

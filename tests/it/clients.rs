@@ -1,8 +1,10 @@
 //! Clients no one in this project wrote drive candor through a session with
 //! a permission request, a file read through `fs/read_text_file` and a
 //! command through `terminal/*`: the official ACP Python SDK (primary) and
-//! acpx. Both are installed by `.ci/install-clients` under
-//! `target/clients` (`.ci/run` does it); a validation error or a protocol
+//! acpx. The first test that needs them installs both under
+//! `target/clients` with `.ci/install-clients` (idempotent; once per
+//! checkout; needs Python 3, npm and the package registries), so `cargo
+//! test` alone works on a fresh clone; a validation error or a protocol
 //! warning from either fails the test.
 
 use std::path::{Path, PathBuf};
@@ -15,12 +17,35 @@ fn clients_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("target/clients")
 }
 
+/// Installs the clients unless they are there: one installer at a time,
+/// across test threads and test processes (a lock file beside them).
 fn require(path: &Path) {
-    assert!(
-        path.exists(),
-        "{} is missing: install the independent clients with `.ci/install-clients` (needs PyPI and npm; .ci/run does it)",
-        path.display()
-    );
+    static INSTALLED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+    let mut installed = INSTALLED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !*installed {
+        let dir = clients_dir();
+        std::fs::create_dir_all(&dir).unwrap();
+        let lock = std::fs::File::create(dir.join(".install.lock")).unwrap();
+        let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, e)| e)
+            .unwrap();
+        let installer = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/install-clients");
+        #[allow(clippy::disallowed_methods)] // the tests' own set-up
+        let out = std::process::Command::new("bash")
+            .arg(&installer)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "installing the independent clients failed (needs Python 3, npm, PyPI and the npm registry):\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        *installed = true;
+    }
+    assert!(path.exists(), "{} is missing after installing", path.display());
 }
 
 /// A project with a file, and the scripted session both clients run.

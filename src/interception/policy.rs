@@ -274,6 +274,7 @@ impl Rule {
         self.tool == tool
             || (self.tool == "Edit" && Tool::from_name(tool).is_some_and(Tool::edits_files))
             || (self.tool == "Read" && matches!(tool, "Glob" | "Grep"))
+            || mcp_server_rule_names(&self.tool, tool)
     }
 
     /// Whether a path rule (or path grant) matches a path.
@@ -307,6 +308,21 @@ impl Rule {
     }
 }
 
+/// Whether an MCP rule naming a whole server (`mcp__github` or
+/// `mcp__github__*`, as Claude Code reads them) names `tool`
+/// (`mcp__github__create_issue`).
+fn mcp_server_rule_names(rule: &str, tool: &str) -> bool {
+    let Some(server) = rule.strip_prefix("mcp__") else {
+        return false;
+    };
+    let server = server.strip_suffix("__*").unwrap_or(server);
+    !server.contains("__")
+        && tool
+            .strip_prefix("mcp__")
+            .and_then(|t| t.strip_prefix(server))
+            .is_some_and(|rest| rest.starts_with("__") && rest.len() > 2)
+}
+
 fn split_rule(text: &str) -> Result<(&str, Option<&str>), String> {
     let (tool, pattern) = match text.find('(') {
         None => (text, None),
@@ -317,7 +333,19 @@ fn split_rule(text: &str) -> Result<(&str, Option<&str>), String> {
             (&text[..open], Some(inner))
         }
     };
-    if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+    // MCP tools (`mcp__<server>__<tool>`) may have `-` in their names, and
+    // a rule may name every tool of a server (`mcp__github__*`).
+    let mcp = tool.starts_with("mcp__");
+    let body = if mcp {
+        tool.strip_suffix("__*").unwrap_or(tool)
+    } else {
+        tool
+    };
+    if body.is_empty()
+        || !body
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || (mcp && c == '-'))
+    {
         return Err(format!("rule {text:?}: {tool:?} is not a tool name"));
     }
     Ok((tool, pattern))
@@ -1753,6 +1781,28 @@ pub fn grant_for(tool: &str, args: &Value, root: &Path, home: Option<&Path>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mcp_rules_are_read_as_claude_code_reads_them() {
+        let root = Path::new("/p");
+        for text in [
+            "mcp__github",
+            "mcp__github__*",
+            "mcp__my-server__do_it",
+            "mcp__github__create_issue",
+        ] {
+            assert!(Rule::parse(text, root, None).is_ok(), "{text}");
+        }
+        let server = Rule::parse("mcp__github", root, None).unwrap();
+        let star = Rule::parse("mcp__github__*", root, None).unwrap();
+        let one = Rule::parse("mcp__github__create_issue", root, None).unwrap();
+        assert!(server.names("mcp__github__create_issue") && star.names("mcp__github__x"));
+        assert!(one.names("mcp__github__create_issue") && !one.names("mcp__github__close"));
+        assert!(!server.names("mcp__githubx__a") && !star.names("mcp__githubx__a"));
+        assert!(!server.names("Bash") && !star.names("mcp__gitlab__a"));
+        assert!(Rule::parse("mcp__a b", root, None).is_err());
+        assert!(Rule::parse("Bash-x", root, None).is_err());
+    }
     use serde_json::json;
 
     fn rule(t: &str) -> Rule {

@@ -45,7 +45,11 @@ fn require(path: &Path) {
         );
         *installed = true;
     }
-    assert!(path.exists(), "{} is missing after installing", path.display());
+    assert!(
+        path.exists(),
+        "{} is missing after installing",
+        path.display()
+    );
 }
 
 /// A project with a file, and the scripted session both clients run.

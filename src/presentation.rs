@@ -56,6 +56,8 @@ pub struct Presenter {
     notices: bool,
     /// The model's context window (from `session/started`), for usage.
     context_window: Option<u64>,
+    /// Open trust questions: the card of each, by the digest answered.
+    trust_cards: HashMap<String, String>,
 }
 
 #[derive(Debug)]
@@ -118,6 +120,7 @@ impl Presenter {
             plans: HashMap::new(),
             notices: false,
             context_window: None,
+            trust_cards: HashMap::new(),
         }
     }
 
@@ -329,13 +332,18 @@ impl Presenter {
             }
             Event::PermissionRequested { .. } | Event::PermissionResolved { .. } => Vec::new(),
             Event::TrustRequested { wants, digest, .. } => {
-                let id = trust_card_id(digest);
+                let id = trust_card_id(record.seq);
                 if self.cards.contains_key(&id) || self.ended.contains(&id) {
                     return Vec::new();
                 }
+                self.trust_cards.insert(digest.clone(), id.clone());
+                let shown: Vec<String> = wants
+                    .iter()
+                    .map(|w| crate::shell::truncate(w, 2000))
+                    .collect();
                 let content = vec![text_content(format!(
                     "This project's own settings want the following. None of it applies until you trust the project (deny and ask rules, and `plan` mode, apply anyway):\n{}",
-                    fenced(&wants.join("\n"), "text")
+                    fenced(&shown.join("\n"), "text")
                 ))];
                 let call = ToolCall::new(id.clone(), "Trust this project's settings?")
                     .kind(ToolKind::Other)
@@ -360,7 +368,9 @@ impl Presenter {
                 outcome,
                 reason,
             } => {
-                let id = trust_card_id(digest);
+                let Some(id) = self.trust_cards.remove(digest) else {
+                    return Vec::new();
+                };
                 let (status, text) = match outcome {
                     TrustOutcome::Trusted => (
                         ToolCallStatus::Completed,
@@ -374,7 +384,11 @@ impl Presenter {
                         ToolCallStatus::Failed,
                         "Not trusted: candor will not ask again unless these settings change.".to_owned(),
                     ),
-                    TrustOutcome::NotNow | TrustOutcome::Cancelled | TrustOutcome::Failed => (
+                    TrustOutcome::Cancelled => (
+                        ToolCallStatus::Failed,
+                        "Not answered (the prompt was cancelled): candor asks again at your next prompt.".to_owned(),
+                    ),
+                    TrustOutcome::NotNow | TrustOutcome::Failed => (
                         ToolCallStatus::Failed,
                         format!(
                             "Not trusted for now{}: candor asks again in the next session.",
@@ -575,10 +589,9 @@ impl Presenter {
     }
 }
 
-/// The card of a `trust/requested`: one per wants digest.
-pub fn trust_card_id(digest: &str) -> String {
-    let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
-    format!("candor-trust-{}", hex.get(..16).unwrap_or(hex))
+/// The card of the `trust/requested` record numbered `seq`.
+pub fn trust_card_id(seq: u64) -> String {
+    format!("candor-trust-{seq}")
 }
 
 fn update(id: &str, fields: ToolCallUpdateFields) -> SessionUpdate {

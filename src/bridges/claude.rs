@@ -82,18 +82,18 @@ pub fn files(locations: &ClaudeLocations, cwd: &Path) -> Vec<(Source, PathBuf)> 
 ///
 /// Unless `trusted` (`bridges::trust`), the project's files give only what
 /// restricts (deny and ask rules, `plan` mode, turning off their own
-/// hooks); their hooks, allow rules and a mode that asks less are listed
-/// in [`Loaded::withheld`] instead.
+/// hooks); their hooks, allow rules and a mode that asks less are
+/// [`Loaded::wants`], listed whether applied or not.
 pub fn load(locations: &ClaudeLocations, session: &Arc<SessionContext>, trusted: bool) -> Loaded {
     let mut loaded = Loaded::default();
     let mut settings: Vec<(Source, PathBuf, Map<String, Value>)> = Vec::new();
     for (source, path) in files(locations, &session.project_dir) {
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+        let text = match super::read_settings(&path) {
+            Ok(Some(t)) => t,
+            Ok(None) => continue,
             Err(e) => {
                 loaded.problems.push(format!(
-                    "Claude Code settings {}: cannot be read ({e}); skipped",
+                    "Claude Code settings {}: {e}; skipped",
                     path.display()
                 ));
                 continue;
@@ -111,23 +111,23 @@ pub fn load(locations: &ClaudeLocations, session: &Arc<SessionContext>, trusted:
             )),
         }
     }
+    // A project's own files (a repository just cloned) turn off only the
+    // project's hooks, never the user's own guard hooks or managed ones,
+    // and never turn back on what the user turned off.
+    let project_file = |s: Source| matches!(s, Source::Project | Source::Local);
     // Scalars: the most specific source that sets one decides.
-    let scalar = |key: &str| -> Option<(Source, Value)> {
-        settings
-            .iter()
-            .rev()
-            .find_map(|(source, _, map)| map.get(key).map(|v| (*source, v.clone())))
-    };
-    let disabled = match scalar("disableAllHooks") {
-        Some((source, Value::Bool(true))) => Some(source),
-        _ => None,
-    };
+    let disabled = settings
+        .iter()
+        .rev()
+        .find_map(|(source, _, map)| match map.get("disableAllHooks") {
+            Some(Value::Bool(true)) => Some(Some(*source)),
+            Some(Value::Bool(false)) if !project_file(*source) => Some(None),
+            _ => None,
+        })
+        .flatten();
     let managed_only = settings.iter().any(|(s, _, m)| {
         *s == Source::Managed && m.get("allowManagedHooksOnly") == Some(&json!(true))
     });
-    // A project's own files (a repository just cloned) turn off only the
-    // project's hooks, never the user's own guard hooks or managed ones.
-    let project_file = |s: Source| matches!(s, Source::Project | Source::Local);
     let runs = |source: Source| {
         let off = match disabled {
             Some(Source::Managed) => true,
@@ -157,59 +157,95 @@ pub fn load(locations: &ClaudeLocations, session: &Arc<SessionContext>, trusted:
         );
     }
     let mut table = Table::default();
-    // What an untrusted project's files would add, read only to be listed.
-    let mut withheld = Table::default();
+    // What the project's files would add: listed always (it is what trust
+    // gives, and what the answer binds to), applied only when trusted.
+    let mut wanted = Table::default();
     for (source, path, map) in &settings {
-        let held = project_file(*source) && !trusted;
-        read_permissions(&mut loaded, path, map, held);
+        let project = project_file(*source);
+        read_permissions(&mut loaded, path, map, project, trusted);
         if runs(*source)
             && let Some(hooks) = map.get("hooks")
         {
-            let into = if held { &mut withheld } else { &mut table };
-            into.read(Flavor::Claude, hooks, path, source.name(), session);
+            if project {
+                wanted.read(Flavor::Claude, hooks, path, source.name(), session);
+            }
+            if trusted || !project {
+                table.read(Flavor::Claude, hooks, path, source.name(), session);
+            }
         }
     }
     table.finish(Flavor::Claude);
     loaded.add(table);
+    loaded.wants.extend(wanted.hooks.iter().map(|h| h.wanted()));
+    read_mode(&mut loaded, &settings, trusted);
     loaded
-        .withheld
-        .extend(withheld.hooks.iter().map(|h| h.wanted()));
-    if let Some((source, mode)) = scalar_mode(&settings) {
-        match mode.as_str().and_then(Mode::from_id) {
-            // A repository cannot start its sessions with nothing asking.
-            Some(Mode::BypassPermissions) if project_file(source) => loaded.problems.push(format!(
-                "Claude Code {} settings ask for permissions.defaultMode bypassPermissions; a project's own settings cannot turn that on (set it in your user settings, or choose the mode in the editor); the session starts in the default mode",
+}
+
+/// The starting mode: the most specific source that sets one, except that
+/// a project never sets `bypassPermissions`, and, untrusted, sets only a
+/// mode stricter than the user's (`plan`); a looser one is a want.
+fn read_mode(
+    loaded: &mut Loaded,
+    settings: &[(Source, PathBuf, Map<String, Value>)],
+    trusted: bool,
+) {
+    let project_file = |s: Source| matches!(s, Source::Project | Source::Local);
+    let pick = |project: bool| {
+        settings.iter().rev().find_map(|(source, _, map)| {
+            (project_file(*source) == project)
+                .then(|| map.get("permissions").and_then(|p| p.get("defaultMode")))
+                .flatten()
+                .map(|v| (*source, v.clone()))
+        })
+    };
+    let mut mode_of = |(source, value): (Source, Value)| -> Option<(Source, Mode)> {
+        let mode = value.as_str().and_then(Mode::from_id);
+        if mode.is_none() {
+            loaded.problems.push(format!(
+                "Claude Code {} settings: permissions.defaultMode {value} is not a mode candor has (default, acceptEdits, plan, bypassPermissions); ignored",
                 source.name()
-            )),
-            Some(m) if project_file(source) && !trusted && m.asks_less_than_default() => {
-                loaded.withheld.push(format!(
+            ));
+        }
+        mode.map(|m| (source, m))
+    };
+    let own = pick(false).and_then(&mut mode_of).map(|(_, m)| m);
+    let project = pick(true).and_then(&mut mode_of);
+    loaded.default_mode = match project {
+        // A repository cannot start its sessions with nothing asking.
+        Some((source, Mode::BypassPermissions)) => {
+            loaded.problems.push(format!(
+                "Claude Code {} settings ask for permissions.defaultMode bypassPermissions; a project's own settings cannot turn that on (set it in your user settings, or choose the mode in the editor)",
+                source.name()
+            ));
+            own
+        }
+        Some((source, m)) => {
+            if m.asks_less_than_default() {
+                loaded.wants.push(format!(
                     "starting mode: {}  [Claude Code {} settings]",
                     m.id(),
                     source.name()
                 ));
             }
-            Some(m) => loaded.default_mode = Some(m),
-            None => loaded.problems.push(format!(
-                "Claude Code {} settings: permissions.defaultMode {mode} is not a mode candor has (default, acceptEdits, plan, bypassPermissions); ignored",
-                source.name()
-            )),
+            if trusted || m == Mode::Plan {
+                Some(m)
+            } else {
+                own
+            }
         }
-    }
-    loaded
+        None => own,
+    };
 }
 
-/// `permissions.defaultMode` from the most specific source that sets it.
-fn scalar_mode(settings: &[(Source, PathBuf, Map<String, Value>)]) -> Option<(Source, Value)> {
-    settings.iter().rev().find_map(|(source, _, map)| {
-        map.get("permissions")
-            .and_then(|p| p.get("defaultMode"))
-            .map(|v| (*source, v.clone()))
-    })
-}
-
-/// The permission rules of one file; with `held` (an untrusted project's
-/// file), its allow rules are listed as withheld instead.
-fn read_permissions(loaded: &mut Loaded, path: &Path, map: &Map<String, Value>, held: bool) {
+/// The permission rules of one file. A project's allow rules are wants
+/// (listed always), applied only when `trusted`.
+fn read_permissions(
+    loaded: &mut Loaded,
+    path: &Path,
+    map: &Map<String, Value>,
+    project: bool,
+    trusted: bool,
+) {
     let Some(permissions) = map.get("permissions") else {
         return;
     };
@@ -219,11 +255,15 @@ fn read_permissions(loaded: &mut Loaded, path: &Path, map: &Map<String, Value>, 
             Some(Value::Array(items)) => {
                 for item in items {
                     match item.as_str() {
-                        Some(rule) if held && key == "allow" => loaded.withheld.push(format!(
-                            "allow rule: {rule}  [{}]",
-                            path.display()
-                        )),
+                        Some(rule) if project && key == "allow" && !trusted => {
+                            loaded.wants.push(format!("allow rule: {rule}  [{}]", path.display()))
+                        }
                         Some(rule) => {
+                            if project && key == "allow" {
+                                loaded
+                                    .wants
+                                    .push(format!("allow rule: {rule}  [{}]", path.display()));
+                            }
                             let list = match key {
                                 "allow" => &mut loaded.allow,
                                 "ask" => &mut loaded.ask,

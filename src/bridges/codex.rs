@@ -37,10 +37,8 @@ use crate::interception::{Aside, HookFailure, PostToolDecision, PreToolDecision}
 
 /// Reads a TOML file as JSON values; `Ok(None)` when it does not exist.
 pub(crate) fn read_toml(path: &Path) -> Result<Option<Map<String, Value>>, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot be read ({e})")),
+    let Some(text) = super::read_settings(path)? else {
+        return Ok(None);
     };
     let table: toml::Table = toml::from_str(&text).map_err(|e| format!("invalid TOML ({e})"))?;
     match serde_json::to_value(table) {
@@ -52,10 +50,8 @@ pub(crate) fn read_toml(path: &Path) -> Result<Option<Map<String, Value>>, Strin
 
 /// Reads a `hooks.json`; `Ok(None)` when it does not exist.
 fn read_json(path: &Path) -> Result<Option<Map<String, Value>>, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot be read ({e})")),
+    let Some(text) = super::read_settings(path)? else {
+        return Ok(None);
     };
     match serde_json::from_str::<Value>(&text) {
         Ok(Value::Object(map)) => Ok(Some(map)),
@@ -91,8 +87,7 @@ pub fn trusted(user_config: Option<&Map<String, Value>>, project: &Path) -> bool
 }
 
 /// Reads the Codex hook sources of a session (see the module docs); the
-/// project's hooks only when `trusted`, else they are listed in
-/// [`Loaded::withheld`].
+/// project's hooks are [`Loaded::wants`], applied only when `trusted`.
 pub fn load(locations: &CodexLocations, session: &Arc<SessionContext>, trusted: bool) -> Loaded {
     let mut loaded = Loaded::default();
     let mut table = Table::default();
@@ -114,25 +109,20 @@ pub fn load(locations: &CodexLocations, session: &Arc<SessionContext>, trusted: 
         project_dir.join("hooks.json"),
         project_dir.join("config.toml"),
     ];
-    let is_trusted = trusted;
-    let project_config = if is_trusted {
-        match read_toml(&project_files[1]) {
-            Ok(c) => c,
-            Err(e) => {
+    // Read whether trusted or not: what trust would give is listed either
+    // way (reading a file runs nothing).
+    let project_config = match read_toml(&project_files[1]) {
+        Ok(c) => c,
+        Err(e) => {
+            if trusted {
                 loaded.problems.push(problem(&project_files[1], e));
-                None
             }
+            None
         }
-    } else {
-        None
     };
-    // The most specific config that says decides.
-    let enabled = project_config
-        .as_ref()
-        .and_then(hooks_feature)
-        .or_else(|| user_config.as_ref().and_then(hooks_feature))
-        .unwrap_or(true);
-    if !enabled {
+    // A project can turn Codex hooks off, never back on.
+    let off = |c: &Option<Map<String, Value>>| c.as_ref().and_then(hooks_feature) == Some(false);
+    if off(&user_config) || off(&project_config) {
         loaded
             .remarks
             .push("Codex hooks are off here ([features] hooks = false)".into());
@@ -154,29 +144,42 @@ pub fn load(locations: &CodexLocations, session: &Arc<SessionContext>, trusted: 
     if let Some(path) = &user_config_path {
         read(&mut table, path, user_config.clone(), "Codex user");
     }
-    if is_trusted {
-        match read_json(&project_files[0]) {
-            Ok(s) => read(&mut table, &project_files[0], s, "Codex project"),
-            Err(e) => loaded.problems.push(problem(&project_files[0], e)),
+    let project_hooks = match read_json(&project_files[0]) {
+        Ok(s) => s,
+        Err(e) => {
+            if trusted {
+                loaded.problems.push(problem(&project_files[0], e));
+            }
+            None
         }
+    };
+    let mut wanted = Table::default();
+    read(
+        &mut wanted,
+        &project_files[0],
+        project_hooks.clone(),
+        "Codex project",
+    );
+    read(
+        &mut wanted,
+        &project_files[1],
+        project_config.clone(),
+        "Codex project",
+    );
+    loaded.wants.extend(wanted.hooks.iter().map(|h| h.wanted()));
+    if trusted {
+        read(
+            &mut table,
+            &project_files[0],
+            project_hooks,
+            "Codex project",
+        );
         read(
             &mut table,
             &project_files[1],
             project_config,
             "Codex project",
         );
-    } else {
-        // Read only to list what trusting the project would run.
-        let mut withheld = Table::default();
-        if let Ok(s) = read_json(&project_files[0]) {
-            read(&mut withheld, &project_files[0], s, "Codex project");
-        }
-        if let Ok(s) = read_toml(&project_files[1]) {
-            read(&mut withheld, &project_files[1], s, "Codex project");
-        }
-        loaded
-            .withheld
-            .extend(withheld.hooks.iter().map(|h| h.wanted()));
     }
     table.finish(Flavor::Codex);
     loaded.add(table);

@@ -335,20 +335,38 @@ impl CommandHook {
     }
 
     /// What running this hook means, for a user deciding whether to trust
-    /// the settings it came from: the event and the whole command line.
+    /// the settings it came from: the event, what it matches, the whole
+    /// command (an exec form as its JSON list), its timeout and its source.
+    /// Nothing is shortened: an answer binds to the digest of this text.
     pub fn wanted(&self) -> String {
-        let mut line = self.command.command.clone();
-        for a in self.command.args.iter().flatten() {
-            line.push(' ');
-            line.push_str(a);
-        }
+        let command = match &self.command.args {
+            None => self.command.command.clone(),
+            Some(args) => {
+                let mut all = vec![self.command.command.clone()];
+                all.extend(args.iter().cloned());
+                serde_json::to_string(&all).unwrap_or_default()
+            }
+        };
+        let on: Vec<String> = self
+            .conditions
+            .iter()
+            .map(|c| {
+                let mut on = c.matcher.describe();
+                if let Some(rule) = &c.filter {
+                    on.push_str(&format!(" if {}", rule.text()));
+                }
+                on
+            })
+            .collect();
         format!(
-            "{} hook: {}  [{}]",
+            "{} hook ({}): {}  [{}; timeout {} s]",
             self.event.name(),
-            crate::shell::truncate(&line, 2000),
+            on.join(", "),
+            command,
             self.id
                 .rsplit_once(" (")
-                .map_or("", |(_, s)| s.trim_end_matches(')'))
+                .map_or("", |(_, s)| s.trim_end_matches(')')),
+            self.command.timeout.as_secs()
         )
     }
 

@@ -26,6 +26,40 @@ use crate::interception::events::EventHook;
 use crate::interception::policy::{Anchors, Mode, Rule};
 use crate::interception::{Policy, PostToolHook, PreToolHook};
 
+/// The largest settings file read.
+const MAX_SETTINGS: u64 = 4 * 1024 * 1024;
+
+/// Reads a settings file: `Ok(None)` when there is none; an error for one
+/// that is not a regular file (a link to `/dev/stdin` or a FIFO in a cloned
+/// repository must not block the session or read its input) or is larger
+/// than 4 MiB.
+pub(crate) fn read_settings(path: &Path) -> Result<Option<String>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot be read ({e})")),
+    };
+    match file.metadata() {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return Err("is not a regular file".into()),
+        Err(e) => return Err(format!("cannot be read ({e})")),
+    }
+    let mut text = String::new();
+    file.take(MAX_SETTINGS + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot be read ({e})"))?;
+    if text.len() as u64 > MAX_SETTINGS {
+        return Err(format!("is larger than {MAX_SETTINGS} bytes"));
+    }
+    Ok(Some(text))
+}
+
 /// The session a bridge's hooks run for (what their input names).
 #[derive(Debug)]
 pub struct SessionContext {
@@ -97,9 +131,11 @@ pub struct Loaded {
     pub problems: Vec<String>,
     /// What was read, and what was left out, for the user (`info` notices).
     pub remarks: Vec<String>,
-    /// What an untrusted project's settings would add (hooks, allow rules,
-    /// a mode that asks less), each as the user is shown it; not applied.
-    pub withheld: Vec<String>,
+    /// What the project's own settings add that only trust gives (hooks,
+    /// allow rules, a mode that asks less), each as the user is shown it;
+    /// listed whether applied (trusted) or not, so that what is applied is
+    /// what the user was shown (its digest is what an answer binds to).
+    pub wants: Vec<String>,
 }
 
 impl Loaded {
@@ -222,6 +258,16 @@ impl Matcher {
         Regex::new(text)
             .map(Matcher::Regex)
             .map_err(|e| format!("the matcher {text:?} is not a valid regular expression: {e}"))
+    }
+
+    /// The matcher as configured: `*`, names joined by `|`, or the
+    /// expression.
+    pub fn describe(&self) -> String {
+        match self {
+            Matcher::All => "*".into(),
+            Matcher::Names(names) => names.join("|"),
+            Matcher::Regex(re) => re.as_str().to_owned(),
+        }
     }
 
     pub fn matches(&self, name: &str) -> bool {

@@ -125,15 +125,27 @@ impl Store {
         &self.path
     }
 
-    fn projects(&self) -> Map<String, Value> {
-        read_json(&self.path)
-            .and_then(|v| v.get("projects").and_then(Value::as_object).cloned())
-            .unwrap_or_default()
+    /// The remembered answers; an error for a store that exists but cannot
+    /// be read (it is then never overwritten).
+    fn projects(&self) -> Result<Map<String, Value>, String> {
+        match std::fs::symlink_metadata(&self.path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
+            Err(e) => return Err(e.to_string()),
+            Ok(_) => {}
+        }
+        match read_json(&self.path) {
+            Some(Value::Object(root)) => match root.get("projects") {
+                None => Ok(Map::new()),
+                Some(Value::Object(p)) => Ok(p.clone()),
+                Some(_) => Err("`projects` is not an object".into()),
+            },
+            _ => Err("it is not a JSON object (or is too large)".into()),
+        }
     }
 
     /// The answer remembered for `project` and exactly these wants.
     pub fn answer(&self, project: &Path, digest: &str) -> Option<bool> {
-        let projects = self.projects();
+        let projects = self.projects().ok()?;
         let entry = projects.get(project.to_string_lossy().as_ref())?;
         let answer: Answer = serde_json::from_value(entry.clone()).ok()?;
         (answer.digest == digest).then_some(answer.trusted)
@@ -142,7 +154,20 @@ impl Store {
     /// Remembers an answer (written to a temporary file, then renamed over
     /// the store, so a crash leaves the old store or the new one).
     pub fn remember(&self, project: &Path, answer: Answer) -> std::io::Result<()> {
-        let mut projects = self.projects();
+        // One writer at a time in this process (sessions answer on their
+        // own tasks); another candor process may still race, and the last
+        // write wins.
+        static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _writing = WRITING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let mut projects = self.projects().map_err(|e| {
+            std::io::Error::other(format!(
+                "{} cannot be read ({e}); it is left as it is",
+                self.path.display()
+            ))
+        })?;
         projects.insert(
             project.to_string_lossy().into_owned(),
             serde_json::to_value(answer).map_err(std::io::Error::other)?,
@@ -154,9 +179,11 @@ impl Store {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let temp = self
-            .path
-            .with_extension(format!("json.{}.tmp", std::process::id()));
+        let temp = self.path.with_extension(format!(
+            "json.{}.{}.tmp",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
         std::fs::write(&temp, text)?;
         std::fs::rename(&temp, &self.path)
     }

@@ -63,12 +63,12 @@ impl Mode {
         Mode::BypassPermissions,
     ];
 
-    /// The mode with this ACP id (Claude Code's `defaultMode` values).
     /// Whether a session in this mode asks less than one in `default`.
     pub fn asks_less_than_default(self) -> bool {
         matches!(self, Mode::AcceptEdits | Mode::BypassPermissions)
     }
 
+    /// The mode with this ACP id (Claude Code's `defaultMode` values).
     pub fn from_id(id: &str) -> Option<Mode> {
         Mode::ALL.into_iter().find(|m| m.id() == id)
     }

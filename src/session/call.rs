@@ -320,11 +320,14 @@ async fn ask(
 ) -> Result<Answer, TurnError> {
     let mut again = None;
     for _ in 0..MAX_ASKS {
-        let answer = ask_once(c, gate, s, control, &shown, again.take()).await?;
+        let (answer, granted) = ask_once(c, gate, s, control, &shown, again.take()).await?;
         let Answer::Allowed(call) = answer else {
             return Ok(answer);
         };
+        // An "always" holds only once the yes stands (the file unchanged).
+        let grant = |gate: &mut Gate| gate.grants.extend(granted.clone());
         let Some(base) = shown.as_ref().and_then(|d| d.base.clone()) else {
+            grant(gate);
             return Ok(Answer::Allowed(call));
         };
         let now = match s.tool() {
@@ -336,6 +339,7 @@ async fn ask(
         };
         match now {
             Some(Ok(diff)) if diff.base.as_deref() == Some(base.as_str()) => {
+                grant(gate);
                 return Ok(Answer::Allowed(call.bound_to_file(Some(base))));
             }
             Some(Ok(diff)) => {
@@ -349,7 +353,10 @@ async fn ask(
                     "the file changed before the answer, and now: {reason}"
                 )));
             }
-            None => return Ok(Answer::Allowed(call)),
+            None => {
+                grant(gate);
+                return Ok(Answer::Allowed(call));
+            }
         }
     }
     Ok(Answer::Refused(format!(
@@ -358,7 +365,8 @@ async fn ask(
 }
 
 /// One permission request and its answer (see [`ask`]); `again`: the diff
-/// as it now is, when asking again.
+/// as it now is, when asking again. With the answer, the session grant an
+/// "always" would add.
 async fn ask_once(
     c: &mut Committer,
     gate: &mut Gate,
@@ -366,7 +374,7 @@ async fn ask_once(
     control: &TurnControl,
     shown: &Option<FileDiff>,
     again: Option<FileDiff>,
-) -> Result<Answer, TurnError> {
+) -> Result<(Answer, Option<Rule>), TurnError> {
     let id = s.id();
     let digest = s.digest().to_owned();
     let grant = policy::grant_for(
@@ -399,7 +407,10 @@ async fn ask_once(
         preview: again,
     })?;
     let Some(card) = c.permission_card(id) else {
-        return Ok(Answer::Refused("candor lost the card of this call".into()));
+        return Ok((
+            Answer::Refused("candor lost the card of this call".into()),
+            None,
+        ));
     };
     let failed = |why: String| {
         (
@@ -428,10 +439,7 @@ async fn ask_once(
         reason: reason.clone(),
     })
     .await?;
-    if let Some(rule) = granted {
-        gate.grants.push(rule);
-    }
-    Ok(match outcome {
+    let answer = match outcome {
         PermissionOutcome::AllowedOnce | PermissionOutcome::AllowedAlways => {
             match s.approve_answered(&digest) {
                 Some(call) => Answer::Allowed(call),
@@ -443,7 +451,8 @@ async fn ask_once(
         PermissionOutcome::Rejected => Answer::Refused(REFUSED_BY_USER.into()),
         PermissionOutcome::Failed => Answer::Refused(reason.unwrap_or_default()),
         PermissionOutcome::Cancelled => Answer::Cancelled,
-    })
+    };
+    Ok((answer, granted))
 }
 
 /// How the client answered a permission request.

@@ -36,8 +36,9 @@ pub(crate) struct Built {
     pub(crate) policy: Policy,
     /// What loading had to say (problems as warnings, remarks as info).
     pub(crate) notices: Vec<(NoticeLevel, String)>,
-    /// What the project's settings want that only trust gives.
-    pub(crate) withheld: Vec<String>,
+    /// What the project's settings want that only trust gives (applied
+    /// when the build trusted the project).
+    pub(crate) wants: Vec<String>,
 }
 
 /// Builds a session's policy (see [`Built`]). A broken policy file is an
@@ -59,23 +60,23 @@ pub(crate) fn build(
     };
     policy.rules.home = config.user_home.clone();
     let mut notices = Vec::new();
-    let mut withheld = Vec::new();
+    let mut wants = Vec::new();
     // The user's Claude Code, then Codex, hooks and rules join the policy;
     // a broken settings file is a notice, never a failed session.
     if let Some(locations) = &config.claude {
         let mut loaded = bridges::claude::load(locations, context, trusted);
-        withheld.append(&mut loaded.withheld);
+        wants.append(&mut loaded.wants);
         notices.extend(loaded.merge_into(&mut policy, cwd, home, mode_set));
     }
     if let Some(locations) = &config.codex {
         let mut loaded = bridges::codex::load(locations, context, trusted);
-        withheld.append(&mut loaded.withheld);
+        wants.append(&mut loaded.wants);
         notices.extend(loaded.merge_into(&mut policy, cwd, home, mode_set));
     }
     Ok(Built {
         policy,
         notices,
-        withheld,
+        wants,
     })
 }
 
@@ -100,7 +101,7 @@ pub(crate) fn start(
     // Most projects want nothing; the user's records are read only when
     // one does.
     let mut built = build(config, context, false)?;
-    if built.withheld.is_empty() {
+    if built.wants.is_empty() {
         return Ok((built, None));
     }
     if let Some(by) = trust::trusted_by(config, project) {
@@ -108,19 +109,18 @@ pub(crate) fn start(
         return Ok((build(config, context, true)?, None));
     }
     let store = Store::new(&config.home);
-    let digest = trust::digest(&built.withheld);
-    let listed = built
-        .withheld
-        .iter()
-        .map(|w| format!("- {w}"))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let digest = trust::digest(&built.wants);
     match store.answer(project, &digest) {
         Some(true) => {
-            built = build(config, context, true)?;
-            Ok((built, None))
+            let trusted = build(config, context, true)?;
+            // Applied only if it is still what was answered for (the files
+            // may change between two reads).
+            if trust::digest(&trusted.wants) == digest {
+                return Ok((trusted, None));
+            }
         }
         Some(false) => {
+            let listed = listed(&built.wants);
             built.notices.push((
                 NoticeLevel::Info,
                 format!(
@@ -128,25 +128,33 @@ pub(crate) fn start(
                     store.path().display()
                 ),
             ));
-            Ok((built, None))
+            return Ok((built, None));
         }
-        None => {
-            built.notices.push((
-                NoticeLevel::Warning,
-                format!(
-                    "This project's own settings are not applied until you trust the project; candor asks at your first prompt. They want:\n{listed}"
-                ),
-            ));
-            let consent = Consent {
-                config: config.clone(),
-                context: context.clone(),
-                wants: built.withheld.clone(),
-                digest,
-                said: built.notices.iter().map(|(_, t)| t.clone()).collect(),
-            };
-            Ok((built, Some(consent)))
-        }
+        None => {}
     }
+    built.notices.push((
+        NoticeLevel::Warning,
+        format!(
+            "This project's own settings are not applied until you trust the project; candor asks at your first prompt. They want:\n{}",
+            listed(&built.wants)
+        ),
+    ));
+    let consent = Consent {
+        config: config.clone(),
+        context: context.clone(),
+        wants: built.wants.clone(),
+        digest,
+        said: built.notices.iter().map(|(_, t)| t.clone()).collect(),
+    };
+    Ok((built, Some(consent)))
+}
+
+fn listed(wants: &[String]) -> String {
+    wants
+        .iter()
+        .map(|w| format!("- {}", crate::shell::truncate(w, 2000)))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn choice(id: &str, name: &str) -> PermissionChoice {
@@ -179,7 +187,8 @@ pub(crate) async fn ask(
         choice("reject_once", "Not now"),
         choice("reject_always", "Never for these settings"),
     ];
-    let asked = match c.permission_card(&trust_card_id(&consent.digest)) {
+    let seq = c.records().last().map_or(0, |r| r.seq);
+    let asked = match c.permission_card(&trust_card_id(seq)) {
         Some(card) => ask_client(gate, card, &choices, cancel).await,
         None => Asked::Failed("candor lost the card of the question".into()),
     };
@@ -225,31 +234,47 @@ pub(crate) async fn ask(
     if !outcome.trusts() {
         return Ok(None);
     }
-    apply(c, gate, &consent, source, model, cancel).await?;
-    Ok(None)
+    apply(c, gate, consent, source, model, cancel).await
 }
 
 /// Rebuilds the policy with the project's settings and runs the project's
-/// SessionStart hooks (the user's ran when the session opened).
+/// SessionStart hooks (the user's ran when the session opened); applies
+/// nothing if the settings no longer want what the user was shown (then
+/// the new question, for the next prompt).
 async fn apply(
     c: &mut Committer,
     gate: &mut Gate,
-    consent: &Consent,
+    consent: Consent,
     source: &str,
     model: Option<&str>,
     cancel: &tokio_util::sync::CancellationToken,
-) -> Result<(), LogError> {
+) -> Result<Option<Consent>, LogError> {
     let built = match build(&consent.config, &consent.context, true) {
         Ok(b) => b,
         Err(e) => {
-            return c.commit(Event::Notice {
+            c.commit(Event::Notice {
                 level: NoticeLevel::Error,
                 text: format!(
                     "The project's settings could not be applied: the policy no longer loads ({e}); the session goes on as it was"
                 ),
-            });
+            })?;
+            return Ok(None);
         }
     };
+    if trust::digest(&built.wants) != consent.digest {
+        c.commit(Event::Notice {
+            level: NoticeLevel::Warning,
+            text: format!(
+                "The project's settings changed while candor asked, so none of them was applied; candor asks again at your next prompt. They now want:\n{}",
+                listed(&built.wants)
+            ),
+        })?;
+        return Ok((!built.wants.is_empty()).then(|| Consent {
+            digest: trust::digest(&built.wants),
+            wants: built.wants,
+            ..consent
+        }));
+    }
     for (level, text) in built.notices {
         if !consent.said.contains(&text) {
             c.commit(Event::Notice { level, text })?;
@@ -283,5 +308,5 @@ async fn apply(
     let ran =
         events::session_start(c, gate, &consent.context.project_dir, source, model, cancel).await;
     gate.policy.event_hooks = all;
-    ran
+    ran.map(|()| None)
 }

@@ -178,11 +178,14 @@ impl ProcessGroup {
                 return Err(e);
             }
         };
-        drop(strays);
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .map(Pid::from_raw);
+        if let Some(pid) = pgid {
+            strays.leaders.insert(pid.as_raw());
+        }
+        drop(strays);
         Ok(Self { child, pgid, scope })
     }
 
@@ -231,12 +234,36 @@ impl ProcessGroup {
 
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
+        // Orphans still in the group were adopted by candor: found before
+        // the group's SIGKILL makes zombies of them (whose environment no
+        // longer names their scope), so that they are reaped.
+        let leader = self.pgid.map(Pid::as_raw);
+        let adopted: Vec<i32> = if SUBREAPER.load(std::sync::atomic::Ordering::Relaxed) {
+            own_children()
+                .into_iter()
+                .filter(|pid| Some(*pid) != leader)
+                .filter(|pid| scope_of(*pid).as_deref() == Some(self.scope.as_str()))
+                .collect()
+        } else {
+            Vec::new()
+        };
         self.signal(Signal::SIGKILL);
-        // What escaped the group (`setsid`, a double fork) ends with it.
-        strays().live.remove(&self.scope);
+        for pid in &adopted {
+            let _ = nix::sys::signal::kill(Pid::from_raw(*pid), Signal::SIGKILL);
+        }
+        {
+            let mut strays = strays();
+            strays.killed.extend(adopted);
+            // What escaped the group (`setsid`, a double fork) ends with it.
+            strays.live.remove(&self.scope);
+        }
         end_strays();
     }
 }
+
+/// Whether candor is the subreaper of its descendants (the server is; a
+/// test process running candor in process is not).
+static SUBREAPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The variable every child of candor carries, naming the process group it
 /// was started in (`<candor pid>-<n>`), inherited by what it starts. It is
@@ -250,6 +277,10 @@ static NEXT_SCOPE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::
 struct Strays {
     live: std::collections::HashSet<String>,
     killed: std::collections::HashSet<i32>,
+    /// Group leaders candor spawned (tokio waits for them): never reaped
+    /// here. Kept after their group is dropped until tokio has reaped them
+    /// (they are no longer candor's children).
+    leaders: std::collections::HashSet<i32>,
 }
 
 static STRAYS: std::sync::Mutex<Option<Strays>> = std::sync::Mutex::new(None);
@@ -287,7 +318,10 @@ impl std::ops::DerefMut for StraysGuard {
 /// server; `false` where the system does not offer it.
 pub fn become_subreaper() -> bool {
     match nix::sys::prctl::set_child_subreaper(true) {
-        Ok(()) => true,
+        Ok(()) => {
+            SUBREAPER.store(true, std::sync::atomic::Ordering::Relaxed);
+            true
+        }
         Err(e) => {
             tracing::warn!(error = %e, "cannot become a child subreaper; processes that leave their group may outlive their call");
             false
@@ -319,14 +353,32 @@ pub fn end_strays() {
                     | Err(_)
             )
         });
-        for pid in own_children() {
-            if strays.killed.contains(&pid) {
+        let children = own_children();
+        // A leader tokio has reaped is no longer a child.
+        strays
+            .leaders
+            .retain(|pid| children.binary_search(pid).is_ok());
+        for pid in children {
+            if strays.killed.contains(&pid) || strays.leaders.contains(&pid) {
                 continue;
             }
-            // Only what candor's own groups started (a zombie's environment
-            // reads empty: tokio reaps its own; a process that cleared its
-            // environment is not told apart from one candor did not start).
-            let stray = scope_of(pid)
+            // Only what candor's own groups started (a process that cleared
+            // its environment is not told apart from one candor did not
+            // start).
+            let scope = scope_of(pid);
+            if scope.is_none()
+                && SUBREAPER.load(std::sync::atomic::Ordering::Relaxed)
+                && is_zombie(pid)
+            {
+                // An adopted orphan that ended by itself (as a subreaper,
+                // every child of candor's that is not a leader is adopted).
+                let _ = nix::sys::wait::waitpid(
+                    Pid::from_raw(pid),
+                    Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+                );
+                continue;
+            }
+            let stray = scope
                 .is_some_and(|scope| scope.starts_with(&ours) && !strays.live.contains(&scope));
             if stray {
                 tracing::info!(pid, "ending a process that outlived its call");
@@ -342,6 +394,16 @@ pub fn end_strays() {
         // next round.
         std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next().map(|s| s == "Z"))
+        })
+        .unwrap_or(false)
 }
 
 /// candor's children, from every thread's `children` list.

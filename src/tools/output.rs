@@ -324,7 +324,7 @@ pub fn spill_path(log: &Path, id: &str) -> PathBuf {
         .take(48)
         .collect();
     let digest = sha2::Sha256::digest(id.as_bytes());
-    let short: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    let short: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
     let dir = log.with_extension("outputs");
     dir.join(format!("{safe}-{short}.out"))
 }

@@ -242,7 +242,7 @@ async fn project_hooks_run_only_in_a_trusted_project() {
         question["content"][0]["content"]["text"]
             .as_str()
             .unwrap()
-            .contains(&format!("PreToolUse hook: {}", hook_py("deny"))),
+            .contains(&format!("PreToolUse hook (Bash): {}", hook_py("deny"))),
         "{question}"
     );
     // Trusted in Codex's config: no question, the hook decides.

@@ -360,7 +360,7 @@ async fn descendants_that_leave_their_group_end_with_their_call_or_the_session()
         respond(json!([tool(
             "fg",
             "Bash",
-            json!({"command": "setsid sleep 300 >/dev/null 2>&1 & echo $! > fg.pid; setsid sh -c 'sleep 301' >/dev/null 2>&1 & echo $! > fg2.pid"})
+            json!({"command": "setsid sleep 300 >/dev/null 2>&1 & echo $! > fg.pid; setsid sh -c 'sleep 301' >/dev/null 2>&1 & echo $! > fg2.pid; for i in 1 2 3 4 5; do (sleep 304 >/dev/null 2>&1 &); done"})
         )])),
         respond(json!([tool(
             "bg",
@@ -402,6 +402,25 @@ async fn descendants_that_leave_their_group_end_with_their_call_or_the_session()
         );
     }
     assert!(alive(pids[3]), "the background command's child ended early");
+    // And none is left a zombie: candor reaps what it adopted and killed.
+    let candor = conn.child().id().unwrap();
+    let zombies = || {
+        std::fs::read_dir(format!("/proc/{candor}/task"))
+            .unwrap()
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+            .flat_map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')))
+            })
+            .count()
+    };
+    assert!(
+        eventually(Duration::from_secs(2), || zombies() == 0).await,
+        "{} zombie(s) left",
+        zombies()
+    );
     conn.close_input();
     let _ = tokio::time::timeout(Duration::from_secs(5), conn.child().wait()).await;
     assert!(

@@ -75,7 +75,10 @@ async fn a_cloned_repository_runs_nothing_and_loosens_nothing_without_consent() 
     let told = notices(&conn);
     assert!(
         told.contains("not applied until you trust the project")
-            && told.contains(&format!("SessionStart hook: touch {}", marker.display()))
+            && told.contains(&format!(
+                "SessionStart hook (*): touch {}",
+                marker.display()
+            ))
             && told.contains("allow rule: Bash"),
         "{told}"
     );
@@ -213,4 +216,216 @@ async fn claude_codes_own_trust_applies_the_settings_without_asking() {
     );
     let call = record(&conn, &session, "tool/call", "t").unwrap();
     assert_eq!(call["decision"]["outcome"], "allow");
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn records_of(conn: &Conn, session: &str, kind: &str) -> Vec<Value> {
+    conn.env
+        .log(session)
+        .into_iter()
+        .filter(|r| r["type"] == kind)
+        .collect()
+}
+
+fn quiet_script() -> Value {
+    script(vec![
+        respond(json!([text("done")])),
+        respond(json!([text("done")])),
+        respond(json!([text("done")])),
+    ])
+}
+
+/// A project's Codex config cannot turn back on the Codex hooks the user
+/// turned off, trusted or not; and what trust would run is always listed.
+#[tokio::test]
+async fn a_project_cannot_turn_on_codex_hooks_the_user_turned_off() {
+    let env = TestEnv::scripted(quiet_script());
+    let marker = env.dir.path().join("codex-ran");
+    write(
+        &env.dir.path().join(".codex/config.toml"),
+        "[features]\nhooks = false\n",
+    );
+    write(
+        &env.project.join(".claude/settings.json"),
+        &json!({"permissions": {"allow": ["Read"]}}).to_string(),
+    );
+    write(
+        &env.project.join(".codex/config.toml"),
+        &format!(
+            "[features]\nhooks = true\n[[hooks.SessionStart]]\n[[hooks.SessionStart.hooks]]\ntype = \"command\"\ncommand = \"touch {}\"\n",
+            marker.display()
+        ),
+    );
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    conn.answer_permissions(&["allow_once"]);
+    conn.prompt(&session, "go").await;
+    assert!(!eventually(Duration::from_secs(1), || marker.exists()).await);
+    let asked = records_of(&conn, &session, "trust/requested");
+    assert_eq!(
+        asked[0]["wants"].as_array().unwrap().len(),
+        1,
+        "{}",
+        asked[0]["wants"]
+    );
+}
+
+/// An untrusted project's settings never loosen the user's own: a user's
+/// `plan` stays whatever mode the project asks for, and a project's
+/// `disableAllHooks: false` does not turn the user's hooks back on.
+#[tokio::test]
+async fn an_untrusted_project_does_not_override_the_users_stricter_settings() {
+    for project_mode in ["acceptEdits", "default", "nonsense"] {
+        let env = TestEnv::scripted(quiet_script());
+        write(
+            &env.dir.path().join(".claude/settings.json"),
+            &json!({"permissions": {"defaultMode": "plan"}}).to_string(),
+        );
+        write(
+            &env.project.join(".claude/settings.json"),
+            &json!({"permissions": {"defaultMode": project_mode}}).to_string(),
+        );
+        let mut conn = Conn::spawn(env);
+        conn.initialize().await;
+        let cwd = conn.env.project.clone();
+        let opened = conn
+            .call("session/new", json!({"cwd": cwd, "mcpServers": []}))
+            .await;
+        assert_eq!(
+            opened["modes"]["currentModeId"], "plan",
+            "project {project_mode}"
+        );
+    }
+    let env = TestEnv::scripted(quiet_script());
+    let marker = env.dir.path().join("user-hook-ran");
+    write(
+        &env.dir.path().join(".claude/settings.json"),
+        &json!({"disableAllHooks": true, "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command",
+            "command": format!("touch {}", marker.display())}]}]}})
+        .to_string(),
+    );
+    write(
+        &env.project.join(".claude/settings.json"),
+        &json!({"disableAllHooks": false}).to_string(),
+    );
+    env.trust_project();
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    assert!(!eventually(Duration::from_secs(1), || marker.exists()).await);
+}
+
+/// The answer binds to the whole of every command (nothing cut), and to
+/// the files as they are when it is applied: a hook added while candor
+/// asked is not applied on that answer.
+#[tokio::test]
+async fn the_answer_binds_to_every_byte_and_to_the_files_when_applied() {
+    let env = TestEnv::scripted(quiet_script());
+    let (m1, m2) = (env.dir.path().join("m1"), env.dir.path().join("m2"));
+    let pad = "#".repeat(2100);
+    let settings = |m: &Path| {
+        json!({"hooks": {"SessionStart": [{"hooks": [{"type": "command",
+            "command": format!("true {pad}\ntouch {}", m.display())}]}]}})
+        .to_string()
+    };
+    write(&env.project.join(".claude/settings.json"), &settings(&m1));
+    let mut conn = Conn::spawn(env);
+    let first = conn.ready().await;
+    conn.answer_permissions(&["allow_always"]);
+    conn.prompt(&first, "go").await;
+    assert!(eventually(Duration::from_secs(2), || m1.exists()).await);
+    // Past the 2000th character only.
+    write(
+        &conn.env.project.join(".claude/settings.json"),
+        &settings(&m2),
+    );
+    let second = conn.new_session().await;
+    assert!(!eventually(Duration::from_secs(1), || m2.exists()).await);
+    conn.answer_permissions(&["reject_once"]);
+    conn.prompt(&second, "go").await;
+    assert_eq!(conn.permission_requests.len(), 2, "asked again");
+    assert!(!m2.exists());
+    // A hook added between the question and the answer.
+    let late = conn.env.dir.path().join("late");
+    write(
+        &conn.env.project.join(".claude/settings.json"),
+        &json!({"permissions": {"allow": ["Read"]}}).to_string(),
+    );
+    let third = conn.new_session().await;
+    write(
+        &conn.env.project.join(".claude/settings.json"),
+        &json!({"permissions": {"allow": ["Read"]}, "hooks": {"SessionStart": [{"hooks": [{"type": "command",
+            "command": format!("touch {}", late.display())}]}]}})
+        .to_string(),
+    );
+    conn.answer_permissions(&["allow_once"]);
+    conn.prompt(&third, "go").await;
+    assert!(!eventually(Duration::from_secs(1), || late.exists()).await);
+    let told = notices(&conn);
+    assert!(told.contains("changed while candor asked"), "{told}");
+}
+
+/// A loaded session whose question was answered before asks again with a
+/// card of its own (the client is asked; the answer applies).
+#[tokio::test]
+async fn a_loaded_session_asks_again_with_its_own_card() {
+    let env = TestEnv::scripted(quiet_script());
+    write(
+        &env.project.join(".claude/settings.json"),
+        &json!({"permissions": {"allow": ["Read"]}}).to_string(),
+    );
+    let mut live = Conn::spawn(env);
+    let session = live.ready().await;
+    live.answer_permissions(&["allow_once"]);
+    live.prompt(&session, "go").await;
+    let env = live.end().await;
+    let mut again = Conn::spawn(env);
+    again.initialize().await;
+    let cwd = again.env.project.clone();
+    let loaded = again
+        .call(
+            "session/load",
+            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
+        )
+        .await;
+    assert!(loaded.get("error").is_none(), "{loaded}");
+    again.answer_permissions(&["allow_once"]);
+    again.prompt(&session, "go").await;
+    assert_eq!(again.permission_requests.len(), 1);
+    let resolved = records_of(&again, &session, "trust/resolved");
+    assert_eq!(resolved.last().unwrap()["outcome"], "trusted_once");
+}
+
+/// A settings file that is not a file (a link to candor's own stdin, a
+/// FIFO) is a notice, never a hang or a read of the editor's frames.
+#[tokio::test]
+async fn settings_that_are_not_files_do_not_hang_the_session() {
+    let env = TestEnv::scripted(quiet_script());
+    std::fs::create_dir_all(env.project.join(".codex")).unwrap();
+    std::os::unix::fs::symlink("/dev/stdin", env.project.join(".codex/hooks.json")).unwrap();
+    std::fs::create_dir_all(env.project.join(".claude")).unwrap();
+    nix::unistd::mkfifo(
+        &env.project.join(".claude/settings.json"),
+        nix::sys::stat::Mode::S_IRWXU,
+    )
+    .unwrap();
+    let mut conn = Conn::spawn(env);
+    conn.initialize().await;
+    let cwd = conn.env.project.clone();
+    let id = conn
+        .send_request("session/new", json!({"cwd": cwd, "mcpServers": []}))
+        .await;
+    let answered = tokio::time::timeout(Duration::from_secs(5), conn.response(&id)).await;
+    assert!(answered.is_ok(), "session/new hung");
+    let session = answered.unwrap()["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    conn.prompt(&session, "go").await;
+    let told = notices(&conn);
+    assert!(told.contains("is not a regular file"), "{told}");
 }

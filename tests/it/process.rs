@@ -382,16 +382,11 @@ async fn descendants_that_leave_their_group_end_with_their_call_or_the_session()
     let mut conn = Conn::spawn(env);
     let session = conn.ready().await;
     conn.prompt(&session, "go").await;
-    let pids: Vec<u32> = ["fg.pid", "fg2.pid", "hook.pid", "bg.pid"]
-        .iter()
-        .map(|f| {
-            std::fs::read_to_string(project.join(f))
-                .unwrap_or_else(|e| panic!("{f}: {e}"))
-                .trim()
-                .parse()
-                .unwrap()
-        })
-        .collect();
+    let mut pids = Vec::new();
+    // The background command writes its file when it gets to it.
+    for f in ["fg.pid", "fg2.pid", "hook.pid", "bg.pid"] {
+        pids.push(read_pid(&project.join(f)).await);
+    }
     for (name, pid) in ["the Bash call's", "the nested", "the hook's"]
         .iter()
         .zip(&pids)

@@ -52,6 +52,15 @@ pub enum Entry {
         setting: String,
         value: String,
     },
+    /// What a SessionStart, UserPromptSubmit or Stop hook told the model.
+    HookContext {
+        at: String,
+        event: String,
+        hook: String,
+        text: String,
+        /// Not shown to the user in the session (`suppressOutput`).
+        quiet: bool,
+    },
     TurnEnded {
         at: String,
         stop_reason: TurnStop,
@@ -82,6 +91,9 @@ pub struct Call {
     pub signal: Option<String>,
     /// From `tool/started` to `tool/result`.
     pub duration_ms: Option<u64>,
+    /// What post-execute hooks said (context for the model, objections,
+    /// failures), and hooks' context given with the call.
+    pub hook_notes: Vec<crate::interception::HookNote>,
 }
 
 /// `candor audit <sessionId|path> [--json]`: finds the log (a path, or a
@@ -205,6 +217,7 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 exit_code: None,
                 signal: None,
                 duration_ms: None,
+                hook_notes: Vec::new(),
             }))),
             Event::PermissionResolved {
                 tool_call_id,
@@ -227,11 +240,13 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 status,
                 exit_code,
                 signal,
+                hook_notes,
                 ..
             } => {
                 if let Some(i) = call(&mut entries, tool_call_id)
                     && let Entry::Call(c) = &mut entries[i]
                 {
+                    c.hook_notes.clone_from(hook_notes);
                     c.status = Some(*status);
                     c.exit_code = *exit_code;
                     c.signal.clone_from(signal);
@@ -280,8 +295,19 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                         .unwrap_or_default()
                 ),
             }),
-            Event::HookContext { .. }
-            | Event::CommandsOffered { .. }
+            Event::HookContext {
+                event,
+                hook,
+                text,
+                quiet,
+            } => entries.push(Entry::HookContext {
+                at,
+                event: event.clone(),
+                hook: hook.clone(),
+                text: text.clone(),
+                quiet: *quiet,
+            }),
+            Event::CommandsOffered { .. }
             | Event::CommandRan { .. }
             | Event::AssistantDelta { .. }
             | Event::AssistantMessage { .. }
@@ -384,6 +410,27 @@ pub fn render(entries: &[Entry]) -> String {
             }
             Entry::Setting { at, setting, value } => {
                 let _ = writeln!(out, "{}  {setting} set to {value}", clock(at));
+            }
+            Entry::HookContext {
+                at,
+                event,
+                hook,
+                text,
+                quiet,
+            } => {
+                let shown = if *quiet {
+                    " (not shown to the user)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    out,
+                    "{}  {event} hook {hook} told the model{shown}:",
+                    clock(at)
+                );
+                for line in text.lines() {
+                    let _ = writeln!(out, "              {line}");
+                }
             }
             Entry::TurnEnded {
                 at,
@@ -501,6 +548,15 @@ fn render_call(out: &mut String, c: &Call) {
         }
     };
     let _ = writeln!(out, "            ended: {ended}");
+    for note in &c.hook_notes {
+        let what = match note.decision.as_str() {
+            "block" => "objected",
+            "error" => "failed",
+            "quiet" => "told the model (not shown to the user)",
+            _ => "told the model",
+        };
+        let _ = writeln!(out, "            hook {} {what}: {}", note.hook, note.text);
+    }
 }
 
 #[cfg(test)]

@@ -101,7 +101,9 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
                 opened_with = std::mem::take(&mut pending);
                 messages.push(Message::User { text });
             }
-            Event::HookContext { event, hook, text } => {
+            Event::HookContext {
+                event, hook, text, ..
+            } => {
                 let note = context_note(event, hook, text);
                 if event == "Stop" {
                     flush(&mut awaiting, &mut messages);
@@ -199,7 +201,7 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
                     }
                     for n in hook_notes {
                         match n.decision.as_str() {
-                            "accept" | "context" => content.push_str(&format!(
+                            "accept" | "quiet" | "context" => content.push_str(&format!(
                                 "\n\n[candor] The hook {} adds: {}",
                                 n.hook, n.text
                             )),

@@ -102,7 +102,7 @@ where
     }
     agent.shutdown(SHUTDOWN_GRACE).await;
     // Nothing a command or hook started outlives candor.
-    tools::exec::end_strays();
+    tools::exec::end_everything();
     // Let request tasks whose turn just ended queue their responses.
     agent.wait_for_requests(Duration::from_millis(200)).await;
     drop(methods);

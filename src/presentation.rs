@@ -164,7 +164,10 @@ impl Presenter {
             }
             Event::TurnEnded { .. } | Event::ConfigChanged { .. } => Vec::new(),
             Event::Notice { level, text } => self.notice(*level, text.clone()),
-            Event::HookContext { event, hook, text } => {
+            Event::HookContext { quiet: true, .. } => Vec::new(),
+            Event::HookContext {
+                event, hook, text, ..
+            } => {
                 let text = if event == "Stop" {
                     format!("The Stop hook {hook} did not let the turn end: {text}")
                 } else {
@@ -479,7 +482,7 @@ impl Presenter {
                     if let Some(trailer) = trailer(*status, *exit_code, signal.as_deref()) {
                         content.push(text_content(trailer));
                     }
-                    for note in hook_notes {
+                    for note in hook_notes.iter().filter(|n| n.decision != "quiet") {
                         let what = match note.decision.as_str() {
                             "block" => "flagged this result",
                             "error" => "failed",

@@ -323,8 +323,11 @@ pub fn pre_tool_use(
             Stdout::Text(_) => Ok(PreToolDecision::Pass { rewrite: None }),
             Stdout::Invalid(e) => Err(HookFailure::open(e)),
             Stdout::Json(out) => {
-                if let Some(message) = string(&out, "systemMessage") {
-                    asides.push(notice(message));
+                if let Some(text) = string(&out, "systemMessage") {
+                    asides.push(Aside::Message {
+                        hook: hook.to_owned(),
+                        text,
+                    });
                 }
                 if out.contains_key("updatedInput") {
                     asides.push(notice(
@@ -420,7 +423,10 @@ pub fn post_tool_use(run: &HookRun, hook: &str) -> (Result<PostToolDecision, Str
             reason: stderr_reason(run, "the hook objected to this result (exit status 2)"),
         }),
         Exit::Code(0) => match read_stdout(run, Flavor::Claude) {
-            Stdout::Text(_) => Ok(PostToolDecision::Accept { context: None }),
+            Stdout::Text(_) => Ok(PostToolDecision::Accept {
+                context: None,
+                quiet: false,
+            }),
             Stdout::Invalid(e) => Err(e),
             Stdout::Json(out) => {
                 asides.extend(common_asides(&out, hook));
@@ -433,7 +439,10 @@ pub fn post_tool_use(run: &HookRun, hook: &str) -> (Result<PostToolDecision, Str
                                 reason: string(&out, "reason")
                                     .unwrap_or_else(|| "the hook objected to this result".into()),
                             }),
-                            _ => Ok(PostToolDecision::Accept { context }),
+                            _ => Ok(PostToolDecision::Accept {
+                                context,
+                                quiet: out.get("suppressOutput") == Some(&Value::Bool(true)),
+                            }),
                         }
                     }
                 }
@@ -471,8 +480,9 @@ pub fn session_event(event: SessionEvent, run: &HookRun) -> EventAnswer {
             Stdout::Invalid(e) => answer.notices.push(format!("the hook failed: {e}")),
             Stdout::Json(out) => {
                 if let Some(text) = string(&out, "systemMessage") {
-                    answer.notices.push(text);
+                    answer.messages.push(text);
                 }
+                answer.quiet = out.get("suppressOutput") == Some(&Value::Bool(true));
                 match specific(&out, event.name()) {
                     Err(e) => answer.notices.push(format!("the hook failed: {e}")),
                     Ok(s) => answer.context = s.and_then(|s| string(s, "additionalContext")),
@@ -639,7 +649,7 @@ mod tests {
         assert_eq!(
             asides,
             vec![
-                Aside::Notice {
+                Aside::Message {
                     hook: "h".into(),
                     text: "bye".into()
                 },

@@ -481,7 +481,7 @@ fn pre_decision(
         }
     }
     if let Some(text) = string(out, "systemMessage") {
-        asides.push(Aside::Notice {
+        asides.push(Aside::Message {
             hook: hook.to_owned(),
             text,
         });
@@ -571,7 +571,10 @@ pub fn post_tool_use(run: &HookRun, hook: &str) -> (Result<PostToolDecision, Str
                 reason: stderr_reason(run, ""),
             }),
             Exit::Code(0) => match read_stdout(run, Flavor::Codex) {
-                Stdout::Text(_) => Ok(PostToolDecision::Accept { context: None }),
+                Stdout::Text(_) => Ok(PostToolDecision::Accept {
+                    context: None,
+                    quiet: false,
+                }),
                 Stdout::Invalid(e) => Err(e),
                 Stdout::Json(out) => {
                     asides.extend(common_asides(&out, hook));
@@ -588,6 +591,7 @@ pub fn post_tool_use(run: &HookRun, hook: &str) -> (Result<PostToolDecision, Str
                             },
                             _ => Ok(PostToolDecision::Accept {
                                 context: s.and_then(|s| string(s, "additionalContext")),
+                                quiet: false,
                             }),
                         },
                     }
@@ -614,7 +618,7 @@ pub fn session_event(event: SessionEvent, run: &HookRun) -> EventAnswer {
             Stdout::Invalid(e) => answer.notices.push(format!("the hook failed: {e}")),
             Stdout::Json(out) => {
                 if let Some(text) = string(&out, "systemMessage") {
-                    answer.notices.push(text);
+                    answer.messages.push(text);
                 }
                 match specific(&out, event.name()) {
                     Err(e) => answer.notices.push(format!("the hook failed: {e}")),
@@ -822,7 +826,8 @@ mod tests {
         assert_eq!(
             context,
             Ok(PostToolDecision::Accept {
-                context: Some("ok".into())
+                context: Some("ok".into()),
+                quiet: false,
             })
         );
     }

@@ -418,13 +418,28 @@ impl CommandHook {
     }
 
     async fn run(&self, input: Map<String, Value>, cwd: &Path) -> HookRun {
-        let env = match self.flavor {
+        let mut env = match self.flavor {
             Flavor::Claude => vec![(
                 "CLAUDE_PROJECT_DIR".to_owned(),
                 self.session.project_dir.display().to_string(),
             )],
             Flavor::Codex => Vec::new(),
         };
+        // A SessionStart hook may leave `export` lines for the session's
+        // later commands, as in Claude Code.
+        if self.flavor == Flavor::Claude
+            && self.event == HookEvent::Session(SessionEvent::SessionStart)
+        {
+            let file = &self.session.env_file;
+            if !file.exists() {
+                let _ = std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(file);
+            }
+            env.push(("CLAUDE_ENV_FILE".to_owned(), file.display().to_string()));
+        }
         runner::run(&self.command, &Value::Object(input), cwd, &env).await
     }
 }
@@ -579,12 +594,12 @@ pub(crate) fn specific<'a>(
 }
 
 /// What both upstreams read beside a decision in a JSON answer:
-/// `systemMessage` (a notice for the user) and `continue: false` with
+/// `systemMessage` (a message for the user) and `continue: false` with
 /// `stopReason` (the turn ends).
 pub(crate) fn common_asides(out: &Map<String, Value>, hook: &str) -> Vec<Aside> {
     let mut asides = Vec::new();
     if let Some(text) = string(out, "systemMessage") {
-        asides.push(Aside::Notice {
+        asides.push(Aside::Message {
             hook: hook.to_owned(),
             text,
         });

@@ -70,6 +70,9 @@ pub struct SessionContext {
     pub project_dir: PathBuf,
     /// `~` in permission rules and `if` filters.
     pub home: Option<PathBuf>,
+    /// `CLAUDE_ENV_FILE`: where SessionStart hooks write `export` lines
+    /// for the session's later Bash commands (`<log>.env`, beside the log).
+    pub env_file: PathBuf,
     /// The running turn (Codex hooks are told its id and the model).
     turn: std::sync::Mutex<TurnInfo>,
 }
@@ -90,6 +93,7 @@ impl SessionContext {
     ) -> Self {
         Self {
             session_id,
+            env_file: transcript_path.with_extension("env"),
             transcript_path,
             project_dir,
             home,

@@ -92,6 +92,10 @@ pub enum Event {
         event: String,
         hook: String,
         text: String,
+        /// For the model only: the hook asked for it not to be shown
+        /// (Claude Code's `suppressOutput`).
+        #[serde(default, skip_serializing_if = "is_false")]
+        quiet: bool,
     },
     /// A `UserPromptSubmit` hook refused the prompt recorded just before:
     /// the model never sees it, and the turn ends `refusal`.

@@ -62,8 +62,12 @@ pub struct EventAnswer {
     pub block: Option<String>,
     /// Context for the model.
     pub context: Option<String>,
-    /// Messages for the user (including the hook's own failures).
+    /// Warnings for the user (the hook's failures, its stderr).
     pub notices: Vec<String>,
+    /// The hook's own messages for the user (`systemMessage`): information.
+    pub messages: Vec<String>,
+    /// Its context is for the model only (`suppressOutput`): not shown.
+    pub quiet: bool,
 }
 
 /// The future an event hook returns.
@@ -89,6 +93,10 @@ pub struct EventOutcome {
     pub context: Vec<(String, String)>,
     /// Each hook's notices, in configured order.
     pub notices: Vec<(String, String)>,
+    /// Each hook's messages (`systemMessage`), in configured order.
+    pub messages: Vec<(String, String)>,
+    /// Hooks whose context is not shown to the user (`suppressOutput`).
+    pub quiet: Vec<String>,
     /// How many hooks ran.
     pub ran: usize,
 }
@@ -116,6 +124,12 @@ pub async fn on_event(policy: &Policy, input: EventInput<'_>) -> EventOutcome {
         }
         for notice in answer.notices {
             outcome.notices.push((id.clone(), notice));
+        }
+        for message in answer.messages {
+            outcome.messages.push((id.clone(), message));
+        }
+        if answer.quiet {
+            outcome.quiet.push(id.clone());
         }
     }
     outcome

@@ -143,8 +143,11 @@ pub type HookFuture<'a> =
 /// for the model, or a request to end the turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Aside {
-    /// Shown to the user as a session notice.
+    /// Shown to the user as a warning (something about the hook's answer).
     Notice { hook: String, text: String },
+    /// The hook's own message for the user (`systemMessage`), shown as
+    /// information.
+    Message { hook: String, text: String },
     /// Told to the model next to the call's result.
     Context { hook: String, text: String },
     /// The turn ends once this call is finished.
@@ -192,8 +195,12 @@ pub trait PreToolHook: Send + Sync + fmt::Debug {
 /// What a post-execute hook says once a call has run.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PostToolDecision {
-    /// Fine; `context`, if any, is added next to the result for the model.
-    Accept { context: Option<String> },
+    /// Fine; `context`, if any, is added next to the result for the model
+    /// (`quiet`: and not shown to the user, Claude Code's `suppressOutput`).
+    Accept {
+        context: Option<String>,
+        quiet: bool,
+    },
     /// The result is not acceptable; the reason goes to the model (the call
     /// has run: nothing is undone).
     Block { reason: String },
@@ -234,7 +241,9 @@ pub trait PostToolHook: Send + Sync + fmt::Debug {
 #[serde(rename_all = "camelCase")]
 pub struct HookNote {
     pub hook: String,
-    /// `accept`, `block`, or `error` (the hook failed; shown, not told to the model).
+    /// `accept`, `quiet` (accepted, its context told to the model but not
+    /// shown: `suppressOutput`), `block`, or `error` (the hook failed;
+    /// shown, not told to the model).
     pub decision: String,
     pub text: String,
 }
@@ -253,10 +262,11 @@ pub async fn after_execution(policy: &Policy, call: FinishedCall<'_>) -> Vec<Hoo
         .into_iter()
         .filter_map(|(id, answer)| {
             let (decision, text) = match answer {
-                Ok(PostToolDecision::Accept { context: None }) => return None,
+                Ok(PostToolDecision::Accept { context: None, .. }) => return None,
                 Ok(PostToolDecision::Accept {
                     context: Some(text),
-                }) => ("accept", text),
+                    quiet,
+                }) => (if quiet { "quiet" } else { "accept" }, text),
                 Ok(PostToolDecision::Block { reason }) => ("block", reason),
                 Err(e) => ("error", format!("the hook {id} failed: {e}")),
             };

@@ -301,6 +301,7 @@ impl PostToolHook for ScriptedPostHook {
             match self.decision.as_str() {
                 "accept" => Ok(PostToolDecision::Accept {
                     context: self.context.clone(),
+                    quiet: false,
                 }),
                 "block" => Ok(PostToolDecision::Block {
                     reason: self

@@ -206,6 +206,7 @@ pub(crate) fn start(
         terminal: link.terminal.then(|| link.clone()),
         shells: shells.clone(),
         settings,
+        env_file: config.claude.is_some().then(|| context.env_file.clone()),
     };
     let handle = SessionHandle::new(
         id.clone(),
@@ -290,6 +291,9 @@ async fn run(
             tracing::error!(error = %e, "could not record a notice");
         }
     }
+    // SessionStart hooks write the session's environment afresh (a loaded
+    // session's run again, with `source: resume`).
+    let _ = std::fs::remove_file(&opening.context.env_file);
     if let Err(e) = events::session_start(
         &mut committer,
         &gate,

@@ -56,6 +56,8 @@ pub(crate) struct Gate {
     pub(crate) shells: Shells,
     /// Mode and model changes from the client.
     pub(crate) settings: super::settings::Inbox,
+    /// The session's `CLAUDE_ENV_FILE` (when Claude Code hooks are read).
+    pub(crate) env_file: Option<std::path::PathBuf>,
 }
 
 /// The model is told this when the user says no.
@@ -121,6 +123,10 @@ fn say_asides(
         match aside {
             Aside::Notice { hook, text } => c.commit(Event::Notice {
                 level: NoticeLevel::Warning,
+                text: format!("{hook}: {text}"),
+            })?,
+            Aside::Message { hook, text } => c.commit(Event::Notice {
+                level: NoticeLevel::Info,
                 text: format!("{hook}: {text}"),
             })?,
             Aside::Context { hook, text } => notes.push(HookNote {
@@ -541,6 +547,7 @@ async fn execute(
         shells: gate.shells.clone(),
         read_denies: crate::interception::policy::ReadDenies::of(&gate.policy.rules),
         spill: Some(crate::tools::output::spill_path(c.log_path(), &id)),
+        env_file: gate.env_file.clone(),
     };
     let running = call.tool().run(call, cx);
     tokio::pin!(running);

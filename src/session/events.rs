@@ -58,11 +58,18 @@ fn record(c: &mut Committer, event: SessionEvent, outcome: &EventOutcome) -> Res
             text: format!("{hook}: {text}"),
         })?;
     }
+    for (hook, text) in &outcome.messages {
+        c.commit(Event::Notice {
+            level: NoticeLevel::Info,
+            text: format!("{hook}: {text}"),
+        })?;
+    }
     for (hook, text) in &outcome.context {
         c.commit(Event::HookContext {
             event: event.name().to_owned(),
             hook: hook.clone(),
             text: text.clone(),
+            quiet: outcome.quiet.contains(hook),
         })?;
     }
     Ok(())
@@ -150,6 +157,7 @@ pub(crate) async fn stop_requested(
             event: SessionEvent::Stop.name().to_owned(),
             hook: hook.clone(),
             text: reason.clone(),
+            quiet: false,
         })?;
         return Ok(Some((hook, reason)));
     }

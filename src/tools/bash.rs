@@ -124,7 +124,10 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
         Err(e) => return ToolOutput::failed(e),
     };
     if input.run_in_background == Some(true) {
-        return match cx.shells.start(&input.command, &cx.cwd, cx.kill_grace) {
+        return match cx
+            .shells
+            .start(&input.command, &cx.cwd, cx.kill_grace, cx.session_env())
+        {
             Ok(id) => ToolOutput::completed(format!(
                 "Started in the background as {id}. Read its output with BashOutput {{\"bash_id\": \"{id}\"}}; stop it with KillShell {{\"shell_id\": \"{id}\"}}. It ends with the session."
             )),
@@ -135,8 +138,12 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
         return in_terminal(&input, &client, cx).await;
     }
     let timeout_ms = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
-    let spawned = exec::bash(&input.command, &cx.cwd)
-        .and_then(|(cmd, output)| Ok((ProcessGroup::spawn(cmd)?, output)));
+    let spawned = exec::bash(&input.command, &cx.cwd).and_then(|(mut cmd, output)| {
+        if let Some(file) = cx.session_env() {
+            cmd.env("BASH_ENV", file);
+        }
+        Ok((ProcessGroup::spawn(cmd)?, output))
+    });
     let (mut group, output) = match spawned {
         Ok(spawned) => spawned,
         Err(e) => return ToolOutput::failed(format!("could not start bash: {e}")),
@@ -215,10 +222,13 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
     // ACP can only set variables in a terminal, not remove them: the keys
     // (which the editor's environment, candor's parent, likely has) are
     // set empty.
-    let env: Vec<Value> = exec::withheld_variables()
+    let mut env: Vec<Value> = exec::withheld_variables()
         .into_iter()
         .map(|name| json!({"name": name, "value": ""}))
         .collect();
+    if let Some(file) = cx.session_env() {
+        env.push(json!({"name": "BASH_ENV", "value": file}));
+    }
     let params = json!({
         "command": "bash",
         "args": ["-c", input.command],

@@ -320,6 +320,20 @@ pub fn become_subreaper() -> bool {
     match nix::sys::prctl::set_child_subreaper(true) {
         Ok(()) => {
             SUBREAPER.store(true, std::sync::atomic::Ordering::Relaxed);
+            // Killed strays die a moment later, and adopted orphans end
+            // when they like: a sweep twice a second reaps them (and ends
+            // strays of scopes that ended meanwhile).
+            let swept = std::thread::Builder::new()
+                .name("candor-reaper".into())
+                .spawn(|| {
+                    loop {
+                        std::thread::sleep(REAP_EVERY);
+                        end_strays();
+                    }
+                });
+            if let Err(e) = swept {
+                tracing::warn!(error = %e, "cannot start the reaper thread; zombies may stay until candor exits");
+            }
             true
         }
         Err(e) => {
@@ -332,6 +346,9 @@ pub fn become_subreaper() -> bool {
 /// The most rounds of one sweep: killing a stray makes its children
 /// orphans, adopted in their turn.
 const SWEEP_ROUNDS: usize = 8;
+
+/// How often the subreaper sweeps by itself.
+const REAP_EVERY: Duration = Duration::from_millis(500);
 
 /// Kills candor's adopted children whose scope has ended, and reaps those
 /// killed before.
@@ -404,6 +421,48 @@ fn is_zombie(pid: i32) -> bool {
                 .and_then(|(_, rest)| rest.split_whitespace().next().map(|s| s == "Z"))
         })
         .unwrap_or(false)
+}
+
+/// candor is ending: every child it started, and every descendant it
+/// adopted, is killed (background commands too), in rounds, and reaped.
+/// Only in the server (the subreaper); in a process that runs candor among
+/// other things this is [`end_strays`].
+pub fn end_everything() {
+    if !SUBREAPER.load(std::sync::atomic::Ordering::Relaxed) {
+        end_strays();
+        return;
+    }
+    let ours = format!("{}-", std::process::id());
+    let mut strays = strays();
+    for _ in 0..SWEEP_ROUNDS {
+        let mut more = false;
+        for pid in own_children() {
+            let mine = strays.leaders.contains(&pid)
+                || scope_of(pid).is_some_and(|s| s.starts_with(&ours));
+            if mine && !is_zombie(pid) {
+                let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+                more = true;
+            }
+            if !strays.leaders.contains(&pid) || is_zombie(pid) {
+                strays.killed.insert(pid);
+            }
+        }
+        strays.killed.retain(|pid| {
+            !matches!(
+                nix::sys::wait::waitpid(
+                    Pid::from_raw(*pid),
+                    Some(nix::sys::wait::WaitPidFlag::WNOHANG)
+                ),
+                Ok(nix::sys::wait::WaitStatus::Exited(..)
+                    | nix::sys::wait::WaitStatus::Signaled(..))
+                    | Err(_)
+            )
+        });
+        if !more {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// candor's children, from every thread's `children` list.

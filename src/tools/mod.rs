@@ -289,6 +289,18 @@ pub struct ToolContext {
     /// Where this call's whole output goes if it is too big to keep
     /// (`output::spill_path`); `None`: nowhere.
     pub spill: Option<PathBuf>,
+    /// The session's `CLAUDE_ENV_FILE`: a Bash command's shell reads it
+    /// first (as `BASH_ENV`) when SessionStart hooks wrote to it.
+    pub env_file: Option<PathBuf>,
+}
+
+impl ToolContext {
+    /// The env file to source, if a hook wrote something in it.
+    pub fn session_env(&self) -> Option<&std::path::Path> {
+        self.env_file
+            .as_deref()
+            .filter(|f| std::fs::metadata(f).is_ok_and(|m| m.is_file() && m.len() > 0))
+    }
 }
 
 /// How a run ended.

@@ -67,9 +67,13 @@ impl Shells {
         command: &str,
         cwd: &std::path::Path,
         grace: Duration,
+        bash_env: Option<&std::path::Path>,
     ) -> Result<String, String> {
-        let (cmd, mut pipe) =
+        let (mut cmd, mut pipe) =
             exec::bash(command, cwd).map_err(|e| format!("could not start bash: {e}"))?;
+        if let Some(file) = bash_env {
+            cmd.env("BASH_ENV", file);
+        }
         let mut group =
             ProcessGroup::spawn(cmd).map_err(|e| format!("could not start bash: {e}"))?;
         let id = {

@@ -798,3 +798,107 @@ async fn a_project_cannot_turn_on_bypass_or_turn_off_the_users_hooks() {
     assert!(told.contains("cannot turn that on"), "{told}");
     assert!(told.contains("never turn off your own"), "{told}");
 }
+
+/// What Claude Code users' hooks rely on besides decisions: a SessionStart
+/// hook's `CLAUDE_ENV_FILE` reaches later Bash calls; `systemMessage` is
+/// information, not a warning; `suppressOutput` keeps a hook's context
+/// from the user but not from the model; `mcp__…` rules are rules; and the
+/// audit trail shows the context hooks gave the model.
+#[tokio::test]
+async fn env_files_messages_quiet_context_mcp_rules_and_the_audit_trail() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool(
+            "t",
+            "Bash",
+            json!({"command": "set -u; echo \"greeting=$GREETING\""})
+        )])),
+        respond(json!([text("done")])),
+    ]));
+    let ctx = r#"{"suppressOutput": true, "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "the build is red"}}"#;
+    let post = r#"{"systemMessage": "formatted the file", "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "ran the formatter"}}"#;
+    write_json(
+        &env.project.join(".claude/settings.json"),
+        &json!({
+            "permissions": {"allow": ["Bash(set -u*)", "mcp__github__*", "mcp__my-server", "mcp__db__query"]},
+            "hooks": {
+                "SessionStart": [{"hooks": [command("echo 'export GREETING=hello' >> \"$CLAUDE_ENV_FILE\"; echo '{\"hookSpecificOutput\": {\"hookEventName\": \"SessionStart\", \"additionalContext\": \"branch main\"}}'")]}],
+                "UserPromptSubmit": [{"hooks": [command(&format!("echo '{ctx}'"))]}],
+                "PostToolUse": [{"matcher": "Bash", "hooks": [command(&format!("echo '{post}'"))]}]
+            }
+        }),
+    );
+    let (conn, session) = run(env).await;
+    assert_eq!(output(&conn, &session, "t").trim(), "greeting=hello");
+    let log = conn.env.log(&session);
+    let notices: Vec<&Value> = log
+        .iter()
+        .filter(|r| r["type"] == "session/notice")
+        .collect();
+    assert!(
+        notices
+            .iter()
+            .all(|n| !n["text"].as_str().unwrap().contains("not a tool name")),
+        "{notices:?}"
+    );
+    let message = notices
+        .iter()
+        .find(|n| n["text"].as_str().unwrap().contains("formatted the file"))
+        .expect("the systemMessage was not shown");
+    assert_eq!(message["level"], "info");
+    // Quiet context: the model has it, the user was not shown it.
+    let quiet = log
+        .iter()
+        .find(|r| r["type"] == "hook/context" && r["event"] == "UserPromptSubmit")
+        .unwrap();
+    assert_eq!(quiet["quiet"], true);
+    assert!(
+        conn.env.model_requests()[0]["messages"]
+            .to_string()
+            .contains("the build is red")
+    );
+    assert!(!notices_of(&conn).contains("the build is red"));
+    // The audit trail has every context the model was given.
+    let env = conn.end().await;
+    #[allow(clippy::disallowed_methods)] // the test runs the binary under test
+    let audit = |json: bool| {
+        let mut cmd = std::process::Command::new(candor_bin());
+        cmd.args(["audit", &session])
+            .env("CANDOR_HOME", &env.home)
+            .env("RUST_LOG", "off");
+        if json {
+            cmd.arg("--json");
+        }
+        String::from_utf8(cmd.output().unwrap().stdout).unwrap()
+    };
+    let text = audit(false);
+    for said in ["branch main", "the build is red", "ran the formatter"] {
+        assert!(text.contains(said), "{said}: {text}");
+    }
+    assert!(
+        text.contains("told the model (not shown to the user)"),
+        "{text}"
+    );
+    let json: Value = serde_json::from_str(&audit(true)).unwrap();
+    let kinds: Vec<&str> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "hookContext").count(),
+        2,
+        "{kinds:?}"
+    );
+    let call = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "call")
+        .unwrap();
+    assert_eq!(call["hookNotes"][0]["text"], "ran the formatter");
+}
+
+fn notices_of(conn: &Conn) -> String {
+    notices(conn).join("\n")
+}

@@ -1,12 +1,17 @@
 //! `candor demo`: a whole scripted session, seen the way an editor sees it.
 //!
-//! The demo makes a small project in a temporary directory, starts candor
-//! itself as a child process with the scripted model
-//! (`protocol/examples/demo-script.json`), and acts as a minimal ACP
-//! client: `initialize`, `session/new`, two prompts. It prints the
-//! conversation as it streams and each tool card (title, kind, status
-//! changes, input, output) once the card is final, then points at the
-//! session's event log, from which every frame was derived.
+//! The demo makes a small project in a temporary directory, with Claude
+//! Code settings of its own (`.claude/settings.json`: a PreToolUse hook
+//! that wraps every command in `timeout 10s`, an allow rule for `ls`, a
+//! deny rule for `rm -rf`), starts candor itself as a child process with
+//! the scripted model (`protocol/examples/demo-script.json`) and no other
+//! settings, and acts as a minimal ACP client: `initialize`,
+//! `session/new`, two prompts, answering candor's questions as a user
+//! would (trust the project for the session, allow once). It prints the
+//! conversation as it streams and each tool card once it is final (the
+//! rewritten command, with the original beside it), then the session's
+//! audit trail (`candor audit`), read from the event log every frame was
+//! derived from.
 
 use std::collections::HashMap;
 use std::io::{self, IsTerminal, Write};
@@ -40,9 +45,19 @@ async fn run_in(out: &mut dyn Write, root: &Path, s: Style) -> io::Result<ExitCo
     std::fs::write(&script, SCRIPT)?;
     let exe = std::env::current_exe()?;
     let mut cmd = exec::agent(&exe, &[]);
+    // Only the demo's own settings: not the user's Claude Code or Codex
+    // hooks, nor their candor config.
+    let user = root.join("user");
     cmd.env("CANDOR_PROVIDER", "scripted")
         .env("CANDOR_SCRIPT", &script)
         .env("CANDOR_HOME", &home)
+        .env("HOME", &user)
+        .env("XDG_CONFIG_HOME", user.join(".config"))
+        .env("CLAUDE_CONFIG_DIR", user.join(".claude"))
+        .env("CODEX_HOME", user.join(".codex"))
+        .env("CANDOR_CLAUDE_MANAGED_DIR", user.join("managed"))
+        .env_remove("CANDOR_POLICY")
+        .env_remove("CANDOR_MODEL")
         .env("RUST_LOG", "warn");
     let mut child = ProcessGroup::spawn(cmd)?;
     let (Some(stdin), Some(stdout)) = (
@@ -60,6 +75,7 @@ async fn run_in(out: &mut dyn Write, root: &Path, s: Style) -> io::Result<ExitCo
         cards: HashMap::new(),
         order: Vec::new(),
         in_text: None,
+        column: 0,
         style: s,
     };
 
@@ -72,7 +88,7 @@ async fn run_in(out: &mut dyn Write, root: &Path, s: Style) -> io::Result<ExitCo
     writeln!(out)?;
 
     let init = client
-        .request(out, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "candor-demo", "version": env!("CARGO_PKG_VERSION")}}))
+        .request(out, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {"session": {"notices": {}}}, "clientInfo": {"name": "candor-demo", "version": env!("CARGO_PKG_VERSION")}}))
         .await?;
     writeln!(
         out,
@@ -115,29 +131,25 @@ async fn run_in(out: &mut dyn Write, root: &Path, s: Style) -> io::Result<ExitCo
 
     drop(client);
     let _ = child.child_mut().wait().await;
-    let log = home.join("sessions").join(format!("{session_id}.jsonl"));
-    let records = std::fs::read_to_string(&log).unwrap_or_default();
-    let mut counts: Vec<(String, usize)> = Vec::new();
-    for line in records.lines() {
-        let kind = serde_json::from_str::<Value>(line)
-            .ok()
-            .and_then(|v| v["type"].as_str().map(str::to_owned))
-            .unwrap_or_else(|| "?".into());
-        match counts.iter_mut().find(|(k, _)| *k == kind) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((kind, 1)),
-        }
-    }
+    let sessions = home.join("sessions");
     writeln!(out)?;
     writeln!(
         out,
         "{}",
-        s.bold("Everything above was derived from the session's event log:")
+        s.bold("Everything above was derived from the session's event log.")
     )?;
-    writeln!(out, "  {}", log.display())?;
-    let summary: Vec<String> = counts.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
-    writeln!(out, "  {}", s.dim(&summary.join(", ")))?;
-    writeln!(out, "{}", s.dim("Inspect it with: jq -c . <that file>"))?;
+    writeln!(
+        out,
+        "{}",
+        s.bold("Its audit trail (`candor audit <session>`): what ran, and why:")
+    )?;
+    writeln!(out)?;
+    let mut trail = Vec::new();
+    crate::audit::run(&sessions, &session_id, false, &mut trail).map_err(io::Error::other)?;
+    for line in String::from_utf8_lossy(&trail).lines() {
+        writeln!(out, "{}", fit(line, 79))?;
+    }
+
     Ok(ExitCode::SUCCESS)
 }
 
@@ -154,8 +166,38 @@ fn make_project() -> io::Result<PathBuf> {
         cwd.join("greet.sh"),
         "#!/usr/bin/env bash\ncase \"$1\" in\n  --*) echo \"greet.sh: unknown option $1\" >&2; exit 2 ;;\nesac\necho \"Hello, ${1:-world}!\"\n",
     )?;
+    std::fs::create_dir_all(cwd.join("build"))?;
+    std::fs::write(cwd.join("build/greet.old"), "old build output\n")?;
+    std::fs::create_dir_all(cwd.join(".claude/hooks"))?;
+    std::fs::write(cwd.join(".claude/settings.json"), DEMO_SETTINGS)?;
+    std::fs::write(cwd.join(".claude/hooks/timeout.sh"), DEMO_HOOK)?;
     Ok(root)
 }
+
+/// The demo project's Claude Code settings.
+const DEMO_SETTINGS: &str = r#"{
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "sh .claude/hooks/timeout.sh"}]}
+    ]
+  },
+  "permissions": {
+    "allow": ["Bash(ls)", "Bash(ls *)"],
+    "deny": ["Bash(rm -rf *)"]
+  }
+}
+"#;
+
+/// A Claude Code PreToolUse hook: every command runs under `timeout 10s`
+/// (the command is taken from the compact JSON candor sends on stdin).
+const DEMO_HOOK: &str = r#"#!/bin/sh
+# Wraps every Bash command in `timeout 10s`, so nothing the agent runs hangs.
+command=$(sed -n 's/.*"command":"\([^"]*\)".*/\1/p')
+case "$command" in
+  ""|"timeout "*) exit 0 ;;
+esac
+printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"command":"timeout 10s %s"}}}\n' "$command"
+"#;
 
 /// What the demo remembers of a card until it is final.
 struct Card {
@@ -163,7 +205,25 @@ struct Card {
     kind: String,
     statuses: Vec<String>,
     input: Value,
+    /// What the model asked for, when a hook rewrote it, and who did.
+    original: Option<(Value, String)>,
     output: String,
+}
+
+/// The original input and the rewriting hooks a card or prompt carries.
+fn rewrite_of(call: &Value) -> Option<(Value, String)> {
+    let meta = &call["_meta"]["candor"];
+    let original = meta.get("originalInput")?.clone();
+    let by = meta["rewrittenBy"]
+        .as_array()
+        .map(|b| {
+            b.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    Some((original, by))
 }
 
 struct Client {
@@ -174,6 +234,8 @@ struct Client {
     order: Vec<String>,
     /// Inside a streamed message: `Some(true)` for thoughts.
     in_text: Option<bool>,
+    /// The column the streamed text has reached.
+    column: usize,
     style: Style,
 }
 
@@ -237,25 +299,62 @@ impl Client {
             ));
         }
         self.end_text(out)?;
-        let title = params["toolCall"]["title"].as_str().unwrap_or("?");
+        let call = &params["toolCall"];
+        let title = call["title"].as_str().unwrap_or("?");
         let options: Vec<&str> = params["options"]
             .as_array()
             .map(|o| o.iter().filter_map(|o| o["name"].as_str()).collect())
             .unwrap_or_default();
-        writeln!(
-            out,
-            "  {} {}",
-            s.bold(&s.blue("?")),
-            s.bold(&format!("candor asks to run: {title}"))
-        )?;
+        let answer = match call["rawInput"]["wants"].as_array() {
+            // The trust question: what the project's settings want.
+            Some(wants) => {
+                writeln!(
+                    out,
+                    "  {} {}",
+                    s.bold(&s.blue("?")),
+                    s.bold("candor asks: trust this project's own settings?")
+                )?;
+                for want in wants.iter().filter_map(Value::as_str) {
+                    writeln!(out, "    {}", fit(&format!("- {want}"), 74))?;
+                }
+                "Trust it for this session"
+            }
+            None => {
+                writeln!(
+                    out,
+                    "  {} {}",
+                    s.bold(&s.blue("?")),
+                    s.bold(&fit(&format!("candor asks to run: {title}"), 74))
+                )?;
+                if let Some((original, by)) = rewrite_of(call) {
+                    let was = original["command"].as_str().unwrap_or("?");
+                    writeln!(
+                        out,
+                        "    {}",
+                        fit(&format!("the model asked for: {was}"), 74)
+                    )?;
+                    writeln!(
+                        out,
+                        "    {}",
+                        fit(&format!("rewritten by hook:   {by}"), 74)
+                    )?;
+                }
+                "Allow once"
+            }
+        };
         writeln!(
             out,
             "    {}",
-            s.dim(&format!("options: {}", options.join(" · ")))
+            s.dim(&fit(&format!("options: {}", options.join(" · ")), 74))
         )?;
-        writeln!(out, "    {}", s.dim("the demo answers: Allow once"))?;
+        writeln!(out, "    {}", s.dim(&format!("the demo answers: {answer}")))?;
+        let option = params["options"]
+            .as_array()
+            .and_then(|o| o.iter().find(|o| o["name"] == answer))
+            .and_then(|o| o["optionId"].as_str())
+            .unwrap_or("allow_once");
         Ok(Ok(
-            json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}),
+            json!({"outcome": {"outcome": "selected", "optionId": option}}),
         ))
     }
 
@@ -269,26 +368,59 @@ impl Client {
                     self.end_text(out)?;
                     if thought {
                         write!(out, "{} ", s.dim("  thinking ▸"))?;
+                        self.column = 13;
                     } else {
                         write!(out, "{} ", s.bold(&s.green("candor ▸")))?;
+                        self.column = 9;
                     }
                     self.in_text = Some(thought);
                 }
+                // Wrapped at a space before 80 columns.
+                let mut wrapped = String::new();
+                for c in text.chars() {
+                    if c == '\n' {
+                        self.column = 0;
+                    } else if c == ' ' && self.column >= 70 {
+                        wrapped.push_str("\n          ");
+                        self.column = 10;
+                        continue;
+                    } else {
+                        self.column += 1;
+                    }
+                    wrapped.push(c);
+                }
                 if thought {
-                    write!(out, "{}", s.dim(text))?;
+                    write!(out, "{}", s.dim(&wrapped))?;
                 } else {
-                    write!(out, "{text}")?;
+                    write!(out, "{wrapped}")?;
                 }
                 out.flush()?;
+            }
+            "notice" => {
+                self.end_text(out)?;
+                let text = update["title"].as_str().unwrap_or("");
+                let first = text.lines().next().unwrap_or("");
+                let more = if text.lines().count() > 1 { " …" } else { "" };
+                let level = update["severity"].as_str().unwrap_or("info");
+                writeln!(
+                    out,
+                    "  {}",
+                    s.dim(&fit(&format!("{level}: {first}{more}"), 76))
+                )?;
             }
             "tool_call" => {
                 self.end_text(out)?;
                 let id = update["toolCallId"].as_str().unwrap_or("").to_owned();
+                // The trust question was shown as it was asked.
+                if id.starts_with("candor-trust-") {
+                    return Ok(());
+                }
                 let card = Card {
                     title: update["title"].as_str().unwrap_or("").to_owned(),
                     kind: update["kind"].as_str().unwrap_or("other").to_owned(),
                     statuses: vec![update["status"].as_str().unwrap_or("pending").to_owned()],
                     input: update["rawInput"].clone(),
+                    original: rewrite_of(update),
                     output: content_text(update),
                 };
                 self.order.push(id.clone());
@@ -340,15 +472,27 @@ impl Client {
             "    {}",
             s.dim(&format!("status  {}", card.statuses.join(" → ")))
         )?;
-        writeln!(out, "    {}", s.dim(&format!("input   {}", card.input)))?;
+        writeln!(
+            out,
+            "    {}",
+            s.dim(&fit(&format!("input   {}", card.input), 74))
+        )?;
+        if let Some((original, by)) = &card.original {
+            writeln!(
+                out,
+                "    {}",
+                s.bold(&fit(&format!("was     {original}"), 74))
+            )?;
+            writeln!(out, "    {}", s.dim(&fit(&format!("by hook {by}"), 74)))?;
+        }
         let lines: Vec<&str> = card
             .output
             .lines()
-            .filter(|l| !l.starts_with("```"))
+            .filter(|l| !l.starts_with("```") && !l.starts_with("Rewritten by hook"))
             .collect();
         const SHOWN: usize = 8;
         for line in lines.iter().take(SHOWN) {
-            writeln!(out, "    {} {line}", s.dim("│"))?;
+            writeln!(out, "    {} {}", s.dim("│"), fit(line, 72))?;
         }
         if lines.len() > SHOWN {
             writeln!(
@@ -367,6 +511,15 @@ impl Client {
         }
         Ok(())
     }
+}
+
+/// A line cut to `max` characters (the demo reads well on 80 columns).
+fn fit(line: &str, max: usize) -> String {
+    if line.chars().count() <= max {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(max - 1).collect();
+    format!("{cut}…")
 }
 
 fn is_terminal(statuses: &[String]) -> bool {

@@ -184,15 +184,34 @@ async fn the_demo_runs_a_whole_session() {
     );
     for expected in [
         "you ▸ What is in this project?",
-        "✓ execute  ls -la",
+        // The project's own hook, trusted for the session by the demo user.
+        "candor asks: trust this project's own settings?",
+        "- PreToolUse hook (Bash): sh .claude/hooks/timeout.sh",
+        "the demo answers: Trust it for this session",
+        // The card shows what ran, with what the model asked for beside it.
+        "✓ execute  timeout 10s ls",
+        "was     {\"command\":\"ls\"}",
+        "by hook sh .claude/hooks/timeout.sh (project settings)",
         "status  pending → in_progress → completed",
         "Read ",
-        "✗ execute  bash greet.sh --shout",
-        "Exited with code 2.",
+        // A deny rule stops another, through the hook's wrapper.
+        "✗ execute  timeout 10s rm -rf build",
+        "Refused by rule Bash(rm -rf *)",
+        // The prompt shows the command that will run.
+        "candor asks to run: timeout 10s bash greet.sh candor",
+        "the model asked for: bash greet.sh candor",
+        "Hello, candor!",
         "■ end_turn",
-        "event log",
+        // The audit trail, original against effective.
+        "audit trail",
+        "-   \"command\": \"bash greet.sh candor\"",
+        "+   \"command\": \"timeout 10s bash greet.sh candor\"",
+        "decision: deny by rule:Bash(rm -rf *)",
     ] {
         assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
+    }
+    for line in out.lines() {
+        assert!(line.chars().count() <= 80, "wider than 80 columns: {line}");
     }
     // No colour codes when stdout is not a terminal.
     assert!(!out.contains('\u{1b}'));

@@ -27,6 +27,7 @@ pub mod config;
 pub mod conversation;
 pub mod demo;
 pub(crate) mod dispatch;
+pub mod doctor;
 pub mod event_log;
 pub mod harness;
 pub mod history;

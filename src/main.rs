@@ -32,6 +32,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show what a session in a directory would load: the model and its key variable, each
+    /// settings file (loaded, skipped and why, or the error with its line), every hook with its
+    /// matchers, the permission rules, the starting mode and whether the project is trusted.
+    /// Exits 1 when something is broken.
+    Doctor {
+        /// The directory a session would work in (default: the current one).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<std::path::PathBuf>,
+        /// Print the report as JSON (protocol/doctor.md).
+        #[arg(long)]
+        json: bool,
+    },
     /// Run protocol conformance scenarios against candor or another ACP agent.
     Harness {
         /// Run the scenarios against this agent command (run by `bash -c`) instead of candor;
@@ -114,6 +126,26 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 tracing::warn!("{warning}");
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Doctor { cwd, json }) => {
+            let config = candor::Config::from_env();
+            let cwd = match cwd {
+                Some(dir) => dir,
+                None => std::env::current_dir()?,
+            };
+            let report = candor::doctor::report(&config, &cwd);
+            let text = if json {
+                serde_json::to_string_pretty(&report)? + "\n"
+            } else {
+                candor::doctor::render(&report)
+            };
+            use std::io::Write as _;
+            std::io::stdout().write_all(text.as_bytes())?;
+            Ok(if report.broken {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Some(Command::Demo) => Ok(runtime.block_on(candor::demo::run(&mut std::io::stdout()))?),
         Some(Command::Harness {

@@ -93,6 +93,24 @@ struct Condition {
     never: bool,
 }
 
+/// A loaded hook as `candor doctor` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookSummary {
+    /// `Claude Code` or `Codex`.
+    pub tool: String,
+    /// The settings it came from (`user`, `project`, `Codex user`, …).
+    pub source: String,
+    pub event: String,
+    /// Each matcher it was configured with (with any `if` filter).
+    pub matchers: Vec<String>,
+    pub command: String,
+    pub timeout_secs: u64,
+    /// Why it may never run (a matcher no tool candor offers matches).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
 /// One command hook for one event, with every place it was configured.
 #[derive(Debug)]
 pub struct CommandHook {
@@ -332,6 +350,64 @@ fn parse_command(flavor: Flavor, handler: &Value, project: &Path) -> Result<Hook
 impl CommandHook {
     pub fn event(&self) -> HookEvent {
         self.event
+    }
+
+    /// The hook, described for `candor doctor`.
+    pub fn summary(&self) -> HookSummary {
+        let command = match &self.command.args {
+            None => self.command.command.clone(),
+            Some(args) => {
+                let mut all = vec![self.command.command.clone()];
+                all.extend(args.iter().cloned());
+                serde_json::to_string(&all).unwrap_or_default()
+            }
+        };
+        let matchers = self
+            .conditions
+            .iter()
+            .map(|c| match &c.filter {
+                Some(rule) => format!("{} if {}", c.matcher.describe(), rule.text()),
+                None => c.matcher.describe(),
+            })
+            .collect();
+        let tools: Vec<&str> = crate::tools::Tool::ALL
+            .iter()
+            .map(|t| t.name())
+            .chain(["apply_patch"])
+            .collect();
+        let matches_a_tool = self
+            .conditions
+            .iter()
+            .any(|c| !c.never && tools.iter().any(|t| c.matcher.matches(t)));
+        let warning = if !self.event.is_tool_event() || matches_a_tool {
+            None
+        } else if self
+            .conditions
+            .iter()
+            .any(|c| c.matcher.describe().contains("mcp__"))
+        {
+            Some("it matches only MCP tools; candor offers none yet, so it never runs".into())
+        } else {
+            Some(format!(
+                "its matcher matches none of candor's tools ({}), so it never runs",
+                tools[..tools.len() - 1].join(", ")
+            ))
+        };
+        HookSummary {
+            tool: self.flavor.name().to_owned(),
+            source: self
+                .id
+                .rsplit_once(" (")
+                .map_or("", |(_, s)| {
+                    s.trim_end_matches(')').trim_end_matches(" settings")
+                })
+                .to_owned(),
+            event: self.event.name().to_owned(),
+            matchers,
+            command,
+            timeout_secs: self.command.timeout.as_secs(),
+            warning,
+        }
     }
 
     /// What running this hook means, for a user deciding whether to trust

@@ -140,6 +140,8 @@ pub struct Loaded {
     /// listed whether applied (trusted) or not, so that what is applied is
     /// what the user was shown (its digest is what an answer binds to).
     pub wants: Vec<String>,
+    /// Every hook loaded, described (for `candor doctor`).
+    pub summaries: Vec<hook::HookSummary>,
 }
 
 impl Loaded {
@@ -148,6 +150,7 @@ impl Loaded {
         self.problems.extend(table.problems);
         self.remarks.extend(table.remarks);
         for hook in table.hooks {
+            self.summaries.push(hook.summary());
             let event = hook.event();
             let hook = Arc::new(hook);
             match event {

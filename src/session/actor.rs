@@ -207,6 +207,7 @@ pub(crate) fn start(
         shells: shells.clone(),
         settings,
         env_file: config.claude.is_some().then(|| context.env_file.clone()),
+        config: Arc::new(config.clone()),
     };
     let handle = SessionHandle::new(
         id.clone(),

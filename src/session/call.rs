@@ -58,6 +58,8 @@ pub(crate) struct Gate {
     pub(crate) settings: super::settings::Inbox,
     /// The session's `CLAUDE_ENV_FILE` (when Claude Code hooks are read).
     pub(crate) env_file: Option<std::path::PathBuf>,
+    /// What the session was started with (`/doctor` reports on it).
+    pub(crate) config: Arc<crate::config::Config>,
 }
 
 /// The model is told this when the user says no.

@@ -3,6 +3,7 @@
 //! `candor audit` prints them).
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use super::call::Gate;
 use crate::event_log::{OfferedCommand, Record};
@@ -13,6 +14,10 @@ pub(crate) fn offered() -> Vec<OfferedCommand> {
         OfferedCommand {
             name: "hooks".into(),
             description: "List the active hooks, with the settings file each comes from, and the permission rules and mode".into(),
+        },
+        OfferedCommand {
+            name: "doctor".into(),
+            description: "Show what this session loaded and why: the model and its key, each settings file, hooks with their matchers, rules, mode and project trust".into(),
         },
         OfferedCommand {
             name: "audit".into(),
@@ -27,14 +32,19 @@ pub(crate) fn parse(prompt: &str) -> Option<&'static str> {
     match word {
         "/hooks" => Some("hooks"),
         "/audit" => Some("audit"),
+        "/doctor" => Some("doctor"),
         _ => None,
     }
 }
 
 /// The answer to a command.
-pub(crate) fn run(command: &str, gate: &Gate, records: &[Record]) -> String {
+pub(crate) fn run(command: &str, gate: &Gate, records: &[Record], cwd: &Path) -> String {
     match command {
         "hooks" => hooks(gate),
+        "doctor" => {
+            let report = crate::doctor::report(&gate.config, cwd);
+            format!("```text\n{}```\n", crate::doctor::render(&report))
+        }
         _ => {
             let text = crate::audit::render(&crate::audit::timeline(records));
             if text.trim().is_empty() {

@@ -39,6 +39,8 @@ pub(crate) struct Built {
     /// What the project's settings want that only trust gives (applied
     /// when the build trusted the project).
     pub(crate) wants: Vec<String>,
+    /// The hooks loaded, described.
+    pub(crate) hooks: Vec<crate::bridges::hook::HookSummary>,
 }
 
 /// Builds a session's policy (see [`Built`]). A broken policy file is an
@@ -61,22 +63,26 @@ pub(crate) fn build(
     policy.rules.home = config.user_home.clone();
     let mut notices = Vec::new();
     let mut wants = Vec::new();
+    let mut hooks = Vec::new();
     // The user's Claude Code, then Codex, hooks and rules join the policy;
     // a broken settings file is a notice, never a failed session.
     if let Some(locations) = &config.claude {
         let mut loaded = bridges::claude::load(locations, context, trusted);
         wants.append(&mut loaded.wants);
+        hooks.append(&mut loaded.summaries);
         notices.extend(loaded.merge_into(&mut policy, cwd, home, mode_set));
     }
     if let Some(locations) = &config.codex {
         let mut loaded = bridges::codex::load(locations, context, trusted);
         wants.append(&mut loaded.wants);
+        hooks.append(&mut loaded.summaries);
         notices.extend(loaded.merge_into(&mut policy, cwd, home, mode_set));
     }
     Ok(Built {
         policy,
         notices,
         wants,
+        hooks,
     })
 }
 

@@ -95,7 +95,7 @@ async fn steps(
     let prompt_text = crate::history::flatten_prompt(&prompt);
     c.commit(Event::UserMessage { content: prompt })?;
     if let Some(command) = super::commands::parse(&prompt_text) {
-        let output = super::commands::run(command, gate, c.records());
+        let output = super::commands::run(command, gate, c.records(), &control.cwd);
         c.commit(Event::CommandRan {
             command: command.to_owned(),
             output,

@@ -17,6 +17,7 @@ mod claude;
 mod clients;
 mod codex;
 mod crash;
+mod doctor;
 mod harness;
 mod interception;
 mod models;

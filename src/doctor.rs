@@ -1,0 +1,514 @@
+//! `candor doctor [--cwd DIR] [--json]` (and `/doctor` in a session): what a
+//! session in a directory would load, and why, so that "why isn't my hook
+//! running?" has an answer without reading the protocol documents.
+//!
+//! The report is built from the very code a session starts with
+//! (`session::trust::build`, the bridges, `Provider::for_session`), plus a
+//! look at each settings file on its own (so a broken file's error has its
+//! line and column). Its JSON form is documented in `protocol/doctor.md`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::bridges::hook::HookSummary;
+use crate::bridges::{self, SessionContext, trust};
+use crate::config::Config;
+use crate::event_log::NoticeLevel;
+use crate::providers::Provider;
+
+/// Version of the JSON form.
+pub const FORMAT: u32 = 1;
+
+/// What a session in `directory` would load.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub format: u32,
+    pub directory: PathBuf,
+    pub candor: Candor,
+    pub provider: ProviderInfo,
+    /// Every settings file candor would look at, in the order it reads them.
+    pub settings: Vec<FileStatus>,
+    pub hooks: Vec<HookSummary>,
+    pub rules: Vec<RuleInfo>,
+    /// The mode a new session starts in.
+    pub mode: String,
+    pub trust: TrustInfo,
+    /// MCP servers candor would start (none: candor has no MCP support yet).
+    pub mcp_servers: Vec<String>,
+    /// Editor set-ups in candor's `editors/` for editors found on this machine.
+    pub editors: Vec<EditorInfo>,
+    /// What loading had to say, as a session would show it.
+    pub notices: Vec<NoticeInfo>,
+    /// Something is broken (`candor doctor` exits 1).
+    pub broken: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Candor {
+    pub version: String,
+    /// `CANDOR_HOME`.
+    pub home: PathBuf,
+    /// Where session logs go.
+    pub sessions: PathBuf,
+    /// Where candor's own log goes.
+    pub logs: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderInfo {
+    /// `anthropic`, `openai`, `openai-responses`, `scripted`, or `none`.
+    pub name: String,
+    pub model: Option<String>,
+    /// The environment variable that holds its key (never the key).
+    pub key_variable: Option<String>,
+    pub key_present: bool,
+    /// Why a session could not use it.
+    pub problem: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileStatus {
+    /// `Claude Code`, `Codex` or `candor`.
+    pub tool: String,
+    /// `user`, `project`, `local`, `managed`, `policy`.
+    pub source: String,
+    pub path: PathBuf,
+    /// `loaded`, `missing`, `skipped` or `error`.
+    pub status: String,
+    /// Why skipped, what the error is (with line and column), or what of a
+    /// loaded file applies.
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuleInfo {
+    /// `allow`, `ask` or `deny`.
+    pub kind: String,
+    pub rule: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrustInfo {
+    /// `not needed` (the project's files want nothing that needs trust),
+    /// `trusted`, `refused` (the user said never) or `untrusted`.
+    pub state: String,
+    pub by: Option<String>,
+    /// What the project's own files want that only trust gives.
+    pub wants: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EditorInfo {
+    pub editor: String,
+    /// Where candor's set-up for it is, in its repository.
+    pub setup: String,
+    /// What showed the editor is here.
+    pub found: PathBuf,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NoticeInfo {
+    pub level: NoticeLevel,
+    pub text: String,
+}
+
+/// Builds the report for a session in `cwd`.
+pub fn report(config: &Config, cwd: &Path) -> Report {
+    let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_owned());
+    let context = Arc::new(SessionContext::new(
+        "doctor".into(),
+        config.sessions_dir().join("doctor.jsonl"),
+        cwd.clone(),
+        config.user_home.clone(),
+    ));
+    let mut broken = false;
+    let mut settings = files(config, &cwd);
+    broken |= settings.iter().any(|f| f.status == "error");
+    // What a session would load: untrusted first, as a session starts.
+    let mut trust_info = TrustInfo {
+        state: "not needed".into(),
+        by: None,
+        wants: Vec::new(),
+    };
+    let built = match crate::session::trust::build(config, &context, false) {
+        Err(e) => {
+            broken = true;
+            settings.push(FileStatus {
+                tool: "candor".into(),
+                source: "policy".into(),
+                path: config.policy.clone().unwrap_or_default(),
+                status: "error".into(),
+                detail: Some(format!("{e}; a session here fails to start")),
+            });
+            None
+        }
+        Ok(untrusted) if untrusted.wants.is_empty() => Some(untrusted),
+        Ok(untrusted) => {
+            trust_info.wants = untrusted.wants.clone();
+            let digest = trust::digest(&untrusted.wants);
+            let store = trust::Store::new(&config.home);
+            if let Some(by) = trust::trusted_by(config, &cwd) {
+                trust_info.state = "trusted".into();
+                trust_info.by = Some(by);
+            } else {
+                match store.answer(&cwd, &digest) {
+                    Some(true) => {
+                        trust_info.state = "trusted".into();
+                        trust_info.by = Some(format!("your answer ({})", store.path().display()));
+                    }
+                    Some(false) => {
+                        trust_info.state = "refused".into();
+                        trust_info.by = Some(format!("your answer ({})", store.path().display()));
+                    }
+                    None => trust_info.state = "untrusted".into(),
+                }
+            }
+            if trust_info.state == "trusted" {
+                crate::session::trust::build(config, &context, true).ok()
+            } else {
+                Some(untrusted)
+            }
+        }
+    };
+    let (hooks, rules, mode, notices) = match built {
+        Some(b) => {
+            let mut rules = Vec::new();
+            for (kind, list) in [
+                ("allow", &b.policy.rules.allow),
+                ("ask", &b.policy.rules.ask),
+                ("deny", &b.policy.rules.deny),
+            ] {
+                rules.extend(list.iter().map(|r| RuleInfo {
+                    kind: kind.into(),
+                    rule: r.text().to_owned(),
+                }));
+            }
+            let notices: Vec<NoticeInfo> = b
+                .notices
+                .into_iter()
+                .map(|(level, text)| NoticeInfo { level, text })
+                .collect();
+            (b.hooks, rules, b.policy.mode.id().to_owned(), notices)
+        }
+        None => (Vec::new(), Vec::new(), "default".into(), Vec::new()),
+    };
+    if matches!(trust_info.state.as_str(), "untrusted" | "refused") {
+        for f in settings.iter_mut().filter(|f| {
+            f.status == "loaded"
+                && matches!(f.source.as_str(), "project" | "local")
+                && f.tool != "candor"
+        }) {
+            f.detail = Some(
+                "the project is not trusted: only what restricts applies (deny and ask rules, plan mode); its hooks and allow rules wait for trust".into(),
+            );
+        }
+    }
+    let provider = provider(config, &cwd);
+    broken |= provider.problem.is_some();
+    Report {
+        format: FORMAT,
+        directory: cwd,
+        candor: Candor {
+            version: env!("CARGO_PKG_VERSION").into(),
+            home: config.home.clone(),
+            sessions: config.sessions_dir(),
+            logs: "stderr (the editor's log of its agent); RUST_LOG sets the level".into(),
+        },
+        provider,
+        settings,
+        hooks,
+        rules,
+        mode,
+        trust: trust_info,
+        mcp_servers: Vec::new(),
+        editors: editors(config),
+        notices,
+        broken,
+    }
+}
+
+fn provider(config: &Config, cwd: &Path) -> ProviderInfo {
+    let p = Provider::for_session(config, cwd);
+    let (key_variable, key_present) = match p.name() {
+        "anthropic" => (
+            Some("ANTHROPIC_API_KEY".to_owned()),
+            config.anthropic_api_key.is_some(),
+        ),
+        "openai" | "openai-responses" => (
+            Some("OPENAI_API_KEY".to_owned()),
+            config.openai_api_key.is_some(),
+        ),
+        _ => (None, false),
+    };
+    let problem = match &p {
+        Provider::Unconfigured { reason } => Some(reason.clone()),
+        _ if key_variable.is_some() && !key_present => Some(format!(
+            "{} is not set: prompts will fail until it is",
+            key_variable.as_deref().unwrap_or_default()
+        )),
+        _ => None,
+    };
+    ProviderInfo {
+        name: p.name().into(),
+        model: p.model().map(str::to_owned),
+        key_variable,
+        key_present,
+        problem,
+    }
+}
+
+/// Each settings file, looked at on its own.
+fn files(config: &Config, cwd: &Path) -> Vec<FileStatus> {
+    let mut out = Vec::new();
+    let status = |tool: &str, source: &str, path: PathBuf, toml: bool| -> FileStatus {
+        let (status, detail) = match bridges::read_settings(&path) {
+            Ok(None) => ("missing", None),
+            Err(e) => ("error", Some(format!("{e}; skipped"))),
+            Ok(Some(text)) => {
+                let parsed = if toml {
+                    toml::from_str::<toml::Table>(&text)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string().trim().replace('\n', " "))
+                } else {
+                    match serde_json::from_str::<serde_json::Value>(&text) {
+                        Ok(serde_json::Value::Object(_)) => Ok(()),
+                        Ok(_) => Err("not a JSON object".to_owned()),
+                        Err(e) => Err(format!(
+                            "invalid JSON at line {}, column {}: {e}",
+                            e.line(),
+                            e.column()
+                        )),
+                    }
+                };
+                match parsed {
+                    Ok(()) => ("loaded", None),
+                    Err(e) => ("error", Some(format!("{e}; skipped"))),
+                }
+            }
+        };
+        FileStatus {
+            tool: tool.into(),
+            source: source.into(),
+            path,
+            status: status.into(),
+            detail,
+        }
+    };
+    match &config.user_settings {
+        Ok(_) => {}
+        Err(e) => out.push(FileStatus {
+            tool: "candor".into(),
+            source: "user".into(),
+            path: PathBuf::from("config.toml"),
+            status: "error".into(),
+            detail: Some(e.clone()),
+        }),
+    }
+    let project_config = cwd.join(crate::config::PROJECT_CONFIG);
+    out.push(status("candor", "project", project_config, true));
+    match &config.claude {
+        None => out.push(FileStatus {
+            tool: "Claude Code".into(),
+            source: "all".into(),
+            path: PathBuf::new(),
+            status: "skipped".into(),
+            detail: Some("CANDOR_CLAUDE_HOOKS=0: Claude Code settings are not read".into()),
+        }),
+        Some(locations) => {
+            for (source, path) in bridges::claude::files(locations, cwd) {
+                out.push(status("Claude Code", source.name(), path, false));
+            }
+        }
+    }
+    match &config.codex {
+        None => out.push(FileStatus {
+            tool: "Codex".into(),
+            source: "all".into(),
+            path: PathBuf::new(),
+            status: "skipped".into(),
+            detail: Some("CANDOR_CODEX_HOOKS=0: Codex hooks are not read".into()),
+        }),
+        Some(locations) => {
+            if let Some(home) = &locations.home {
+                out.push(status("Codex", "user", home.join("hooks.json"), false));
+                out.push(status("Codex", "user", home.join("config.toml"), true));
+            }
+            out.push(status(
+                "Codex",
+                "project",
+                cwd.join(".codex/hooks.json"),
+                false,
+            ));
+            out.push(status(
+                "Codex",
+                "project",
+                cwd.join(".codex/config.toml"),
+                true,
+            ));
+        }
+    }
+    out
+}
+
+/// candor's editor set-ups (`editors/` in its repository) for the editors
+/// whose configuration is on this machine.
+fn editors(config: &Config) -> Vec<EditorInfo> {
+    let Some(home) = &config.user_home else {
+        return Vec::new();
+    };
+    [
+        ("Zed", "editors/zed/", ".config/zed"),
+        ("JetBrains IDEs", "editors/jetbrains/", ".config/JetBrains"),
+        ("Neovim", "editors/neovim/", ".config/nvim"),
+        ("Emacs", "editors/emacs/", ".emacs.d"),
+        ("Emacs", "editors/emacs/", ".config/emacs"),
+    ]
+    .into_iter()
+    .filter_map(|(editor, setup, dir)| {
+        let found = home.join(dir);
+        found.exists().then(|| EditorInfo {
+            editor: editor.into(),
+            setup: setup.into(),
+            found,
+        })
+    })
+    .collect()
+}
+
+/// The report as text for a person (an 80-column terminal, or a message in
+/// the editor).
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "candor {} · {}",
+        r.candor.version,
+        r.directory.display()
+    );
+    let _ = writeln!(out, "  home      {}", r.candor.home.display());
+    let _ = writeln!(out, "  sessions  {}", r.candor.sessions.display());
+    let _ = writeln!(out, "  logs      {}", r.candor.logs);
+    let _ = writeln!(out, "\nModel");
+    let p = &r.provider;
+    let _ = writeln!(
+        out,
+        "  {}{}",
+        p.name,
+        p.model
+            .as_ref()
+            .map(|m| format!(", model {m}"))
+            .unwrap_or_default()
+    );
+    if let Some(var) = &p.key_variable {
+        let state = if p.key_present { "set" } else { "NOT SET" };
+        let _ = writeln!(out, "  key       ${var} ({state})");
+    }
+    if let Some(problem) = &p.problem {
+        let _ = writeln!(out, "  problem   {problem}");
+    }
+    let _ = writeln!(out, "\nSettings files");
+    for f in &r.settings {
+        let _ = writeln!(
+            out,
+            "  {:<8} {} {} {}",
+            f.status,
+            f.tool,
+            f.source,
+            f.path.display()
+        );
+        if let Some(d) = &f.detail {
+            let _ = writeln!(out, "           {d}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nProject trust: {}{}",
+        r.trust.state,
+        r.trust
+            .by
+            .as_ref()
+            .map(|b| format!(" (by {b})"))
+            .unwrap_or_default()
+    );
+    for want in &r.trust.wants {
+        let applied = if r.trust.state == "trusted" {
+            "applied"
+        } else {
+            "withheld"
+        };
+        let _ = writeln!(out, "  {applied}: {want}");
+    }
+    let _ = writeln!(out, "\nHooks");
+    if r.hooks.is_empty() {
+        let _ = writeln!(out, "  none");
+    }
+    for h in &r.hooks {
+        let _ = writeln!(
+            out,
+            "  {} {} [{} {}] on {}",
+            h.event,
+            h.command,
+            h.tool,
+            h.source,
+            h.matchers.join(", ")
+        );
+        if let Some(w) = &h.warning {
+            let _ = writeln!(out, "    warning: {w}");
+        }
+    }
+    let _ = writeln!(out, "\nPermission rules (starting mode: {})", r.mode);
+    if r.rules.is_empty() {
+        let _ = writeln!(out, "  none");
+    }
+    for rule in &r.rules {
+        let _ = writeln!(out, "  {:<5} {}", rule.kind, rule.rule);
+    }
+    let _ = writeln!(
+        out,
+        "\nMCP servers\n  none (candor does not start MCP servers yet)"
+    );
+    if !r.editors.is_empty() {
+        let _ = writeln!(out, "\nEditors found");
+        for e in &r.editors {
+            let _ = writeln!(
+                out,
+                "  {}: see {} in candor's repository ({})",
+                e.editor,
+                e.setup,
+                e.found.display()
+            );
+        }
+    }
+    let problems: Vec<&NoticeInfo> = r
+        .notices
+        .iter()
+        .filter(|n| n.level != NoticeLevel::Info)
+        .collect();
+    if !problems.is_empty() {
+        let _ = writeln!(out, "\nWhat a session here would warn about");
+        for n in problems {
+            let _ = writeln!(out, "  - {}", n.text.replace('\n', "\n    "));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n{}",
+        if r.broken {
+            "Something above is broken."
+        } else {
+            "Nothing is broken."
+        }
+    );
+    crate::audit::visible(&out)
+}

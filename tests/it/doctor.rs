@@ -1,0 +1,191 @@
+//! `candor doctor`: what a session in a directory would load, checked over
+//! fixture homes, as text and as JSON (`protocol/doctor.md`).
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// Runs `candor doctor` for the test project; (exit code, JSON, text).
+fn doctor(env: &TestEnv, extra: &[(&str, &str)]) -> (i32, Value, String) {
+    let script = env.dir.path().join("doctor-script.json");
+    std::fs::write(&script, json!({"responses": []}).to_string()).unwrap();
+    let run = |json: bool| {
+        #[allow(clippy::disallowed_methods)] // the test runs the binary under test
+        let mut cmd = std::process::Command::new(candor_bin());
+        cmd.arg("doctor")
+            .arg("--cwd")
+            .arg(&env.project)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", env.dir.path())
+            .env("CANDOR_HOME", &env.home)
+            .env("CANDOR_CLAUDE_MANAGED_DIR", env.dir.path().join("managed"))
+            .env("CANDOR_PROVIDER", "scripted")
+            .env("CANDOR_SCRIPT", &script)
+            .env("RUST_LOG", "off");
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.output().unwrap()
+    };
+    let out = run(true);
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let text = String::from_utf8(run(false).stdout).unwrap();
+    (out.status.code().unwrap(), report, text)
+}
+
+fn file<'a>(report: &'a Value, tool: &str, source: &str) -> &'a Value {
+    report["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["tool"] == tool && f["source"] == source)
+        .unwrap_or_else(|| panic!("no {tool} {source} in {report}"))
+}
+
+#[test]
+fn a_clean_setup_is_not_broken_and_says_where_things_are() {
+    let env = TestEnv::new();
+    let (code, report, text) = doctor(&env, &[]);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(report["format"], 1);
+    assert_eq!(report["provider"]["name"], "scripted");
+    assert_eq!(report["trust"]["state"], "not needed");
+    assert_eq!(report["mode"], "default");
+    assert_eq!(
+        report["candor"]["sessions"],
+        json!(env.home.join("sessions"))
+    );
+    assert_eq!(file(&report, "Claude Code", "user")["status"], "missing");
+    assert!(text.contains("Nothing is broken."), "{text}");
+}
+
+#[test]
+fn a_broken_settings_file_is_an_error_with_its_line_and_column() {
+    let env = TestEnv::new();
+    write(
+        &env.dir.path().join(".claude/settings.json"),
+        "{\n  \"hooks\": {,\n}\n",
+    );
+    let (code, report, text) = doctor(&env, &[]);
+    assert_eq!(code, 1, "{text}");
+    let user = file(&report, "Claude Code", "user");
+    assert_eq!(user["status"], "error");
+    let detail = user["detail"].as_str().unwrap();
+    assert!(detail.contains("line 2, column 13"), "{detail}");
+    assert!(text.contains("Something above is broken."), "{text}");
+}
+
+#[test]
+fn an_untrusted_project_lists_what_it_wants_and_what_waits() {
+    let env = TestEnv::new();
+    write(
+        &env.project.join(".claude/settings.json"),
+        &json!({"permissions": {"allow": ["Bash"], "deny": ["Read(.env)"]},
+                "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh"}]}]}})
+        .to_string(),
+    );
+    let (code, report, text) = doctor(&env, &[]);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(report["trust"]["state"], "untrusted");
+    let wants = report["trust"]["wants"].to_string();
+    assert!(
+        wants.contains("allow rule: Bash") && wants.contains("./guard.sh"),
+        "{wants}"
+    );
+    assert!(
+        file(&report, "Claude Code", "project")["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not trusted"),
+        "{report}"
+    );
+    // What restricts applies already; what loosens waits.
+    let rules = report["rules"].to_string();
+    assert!(
+        rules.contains("Read(.env)") && !rules.contains("\"Bash\""),
+        "{rules}"
+    );
+    assert!(report["hooks"].as_array().unwrap().is_empty());
+    assert!(text.contains("withheld: allow rule: Bash"), "{text}");
+    // Trusted in Claude Code: applied.
+    env.trust_project();
+    let (_, report, _) = doctor(&env, &[]);
+    assert_eq!(report["trust"]["state"], "trusted");
+    assert!(
+        report["trust"]["by"]
+            .as_str()
+            .unwrap()
+            .contains("Claude Code")
+    );
+    assert_eq!(report["hooks"][0]["command"], "./guard.sh");
+    assert_eq!(report["hooks"][0]["matchers"], json!(["Bash"]));
+}
+
+#[test]
+fn a_disabled_bridge_and_a_hook_that_matches_nothing_are_said() {
+    let env = TestEnv::new();
+    write(
+        &env.dir.path().join(".claude/settings.json"),
+        &json!({"hooks": {"PreToolUse": [
+            {"matcher": "WebFetch", "hooks": [{"type": "command", "command": "./fetch-guard.sh"}]},
+            {"matcher": "mcp__github__.*", "hooks": [{"type": "command", "command": "./gh.sh"}]},
+            {"matcher": "Edit|MultiEdit", "hooks": [{"type": "command", "command": "./fmt.sh"}]}
+        ]}})
+        .to_string(),
+    );
+    let (_, report, text) = doctor(&env, &[]);
+    let hooks = report["hooks"].as_array().unwrap();
+    let warning = |cmd: &str| {
+        hooks
+            .iter()
+            .find(|h| h["command"] == cmd)
+            .unwrap()
+            .get("warning")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    assert!(
+        warning("./fetch-guard.sh")
+            .unwrap()
+            .contains("none of candor's tools")
+    );
+    assert!(warning("./gh.sh").unwrap().contains("MCP"));
+    assert_eq!(warning("./fmt.sh"), None);
+    assert!(text.contains("warning: its matcher matches none"), "{text}");
+    let (_, report, _) = doctor(&env, &[("CANDOR_CLAUDE_HOOKS", "0")]);
+    let claude = file(&report, "Claude Code", "all");
+    assert_eq!(claude["status"], "skipped");
+    assert!(
+        claude["detail"]
+            .as_str()
+            .unwrap()
+            .contains("CANDOR_CLAUDE_HOOKS=0")
+    );
+    assert!(report["hooks"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn slash_doctor_shows_the_same_in_the_editor() {
+    let env = TestEnv::scripted(script(vec![respond(json!([text("unused")]))]));
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "/doctor").await;
+    let shown = &conn.thread(&session).agent_text;
+    assert!(
+        shown.contains("Settings files") && shown.contains("Project trust"),
+        "{shown}"
+    );
+    assert!(conn.env.model_requests().is_empty(), "the model was asked");
+}

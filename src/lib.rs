@@ -23,6 +23,7 @@
 
 pub mod audit;
 pub mod bridges;
+pub mod client;
 pub mod config;
 pub mod conversation;
 pub mod demo;

@@ -201,7 +201,7 @@ pub(crate) fn start(
         session_id: id.clone(),
         policy,
         grants,
-        outgoing,
+        client: link.clone(),
         files: FileAccess::new((link.read || link.write).then(|| link.clone())),
         terminal: link.terminal.then(|| link.clone()),
         shells: shells.clone(),

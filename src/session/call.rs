@@ -21,13 +21,14 @@ use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{
     PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SessionId,
+    SessionId,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::commit::Committer;
 use super::turn::{KILL_GRACE, TurnControl, TurnError};
+use crate::client::Failed;
 use crate::event_log::{
     Decision, Event, FileDiff, NoticeLevel, Outcome, PermissionChoice, PermissionOutcome,
     ResultStatus,
@@ -37,7 +38,6 @@ use crate::interception::{
     self, ApprovedCall, Aside, Asides, FinishedCall, HookNote, Policy, Settled,
 };
 use crate::presentation::describe_decider;
-use crate::rpc::Outgoing;
 use crate::tools::{ClientLink, FileAccess, Shells, ToolContext, ToolEvent};
 
 /// What the session's calls go through: its policy, what the user has
@@ -47,7 +47,8 @@ pub(crate) struct Gate {
     pub(crate) session_id: String,
     pub(crate) policy: Policy,
     pub(crate) grants: Vec<Rule>,
-    pub(crate) outgoing: Arc<Outgoing>,
+    /// The editor (permission requests; `fs/*` and terminals when offered).
+    pub(crate) client: ClientLink,
     /// Where file tools read and write (the editor's `fs/*`, or the disk).
     pub(crate) files: FileAccess,
     /// The editor, when it offers terminals.
@@ -497,30 +498,22 @@ pub(crate) async fn ask_client(
         .collect();
     let request =
         RequestPermissionRequest::new(SessionId::new(gate.session_id.clone()), card, options);
-    let params = serde_json::to_value(&request).unwrap_or(Value::Null);
-    let reply = gate
-        .outgoing
-        .request_until("session/request_permission", params, cancel)
-        .await;
-    match reply {
-        None => Asked::Cancelled,
-        Some(Err(error)) => Asked::Failed(format!("the client could not ask the user ({error})")),
-        Some(Ok(result)) => match serde_json::from_value::<RequestPermissionResponse>(result) {
-            Err(e) => Asked::Failed(format!("the client's answer could not be read ({e})")),
-            Ok(response) => match response.outcome {
-                RequestPermissionOutcome::Selected(selected) => {
-                    let chosen = selected.option_id.0.as_ref();
-                    if choices.iter().any(|o| o.option_id == chosen) {
-                        Asked::Chose(chosen.to_owned())
-                    } else {
-                        Asked::Failed(format!(
-                            "the client chose an option candor did not offer ({chosen})"
-                        ))
-                    }
+    match gate.client.request_permission(request, cancel).await {
+        Err(Failed::Cancelled) => Asked::Cancelled,
+        Err(error) => Asked::Failed(format!("the client could not ask the user ({error})")),
+        Ok(response) => match response.outcome {
+            RequestPermissionOutcome::Selected(selected) => {
+                let chosen = selected.option_id.0.as_ref();
+                if choices.iter().any(|o| o.option_id == chosen) {
+                    Asked::Chose(chosen.to_owned())
+                } else {
+                    Asked::Failed(format!(
+                        "the client chose an option candor did not offer ({chosen})"
+                    ))
                 }
-                _ if cancel.is_cancelled() => Asked::Cancelled,
-                _ => Asked::Failed("the permission request was dismissed".to_owned()),
-            },
+            }
+            _ if cancel.is_cancelled() => Asked::Cancelled,
+            _ => Asked::Failed("the permission request was dismissed".to_owned()),
         },
     }
 }

@@ -5,7 +5,7 @@
 //! presenter's projection of the appended record. If the append fails,
 //! nothing is shown for it.
 
-use agent_client_protocol_schema::v1::{SessionId, SessionNotification, SessionUpdate};
+use agent_client_protocol_schema::v1::{SessionId, SessionUpdate};
 
 use crate::event_log::{Event, EventLog, LogError, Record};
 use crate::presentation::Presenter;
@@ -124,8 +124,5 @@ fn publish(presenter: &mut Presenter, outbox: &Outbox, session_id: &SessionId, r
 }
 
 fn send(outbox: &Outbox, session_id: &SessionId, update: SessionUpdate) {
-    outbox.notify(
-        "session/update",
-        &SessionNotification::new(session_id.clone(), update),
-    );
+    crate::client::session_update(outbox, session_id, update);
 }

@@ -27,9 +27,11 @@ use super::output::{Capture, Captured};
 use super::{
     ClientLink, Presentation, Tool, ToolContext, ToolEvent, ToolOutput, cap_for_model, parse_input,
 };
+use crate::client::Failed;
 use crate::conversation::ToolSpec;
 use crate::event_log::{OutputFile, ResultStatus};
 use crate::interception::ApprovedCall;
+use agent_client_protocol_schema::v1::{CreateTerminalRequest, EnvVariable};
 use tokio_util::sync::CancellationToken;
 
 /// Default `timeout`, in milliseconds.
@@ -222,55 +224,40 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
     // ACP can only set variables in a terminal, not remove them: the keys
     // (which the editor's environment, candor's parent, likely has) are
     // set empty.
-    let mut env: Vec<Value> = exec::withheld_variables()
+    let mut env: Vec<EnvVariable> = exec::withheld_variables()
         .into_iter()
-        .map(|name| json!({"name": name, "value": ""}))
+        .map(|name| EnvVariable::new(name, ""))
         .collect();
     if let Some(file) = cx.session_env() {
-        env.push(json!({"name": "BASH_ENV", "value": file}));
+        env.push(EnvVariable::new("BASH_ENV", file.display().to_string()));
     }
-    let params = json!({
-        "command": "bash",
-        "args": ["-c", input.command],
-        "cwd": cx.cwd,
-        "env": env,
-        "outputByteLimit": TERMINAL_OUTPUT_LIMIT,
-    });
+    let request = CreateTerminalRequest::new(client.session_id.clone(), "bash")
+        .args(vec!["-c".to_owned(), input.command.clone()])
+        .cwd(cx.cwd.clone())
+        .env(env)
+        .output_byte_limit(TERMINAL_OUTPUT_LIMIT);
     // The command's timeout covers the editor's answer too: an editor that
     // never answers `terminal/create` must not hold the turn (the request
     // is withdrawn, as on cancel).
     let started = tokio::time::Instant::now();
     let budget = Duration::from_millis(timeout_ms);
-    let created = match client
-        .request_within("terminal/create", params, &cx.cancel, budget)
-        .await
-    {
-        Ok(Some(v)) => Ok(v),
-        Ok(None) => {
+    let id = match client.create_terminal(request, &cx.cancel, budget).await {
+        Ok(created) => created.terminal_id.to_string(),
+        Err(Failed::TimedOut) => {
             return ToolOutput::failed(format!(
                 "the editor did not create a terminal within the command's timeout ({timeout_ms} ms); the command was not run by candor"
             ));
         }
-        Err(e) => Err(e),
-    };
-    let id = match created.map(|v| {
-        v.get("terminalId")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    }) {
-        Ok(Some(id)) => id,
-        Ok(None) => return ToolOutput::failed("the editor created a terminal without an id"),
-        Err(e) if cx.cancel.is_cancelled() => {
-            return ToolOutput::cancelled(format!("cancelled by the user ({e})"));
+        Err(Failed::Cancelled) => {
+            return ToolOutput::cancelled("cancelled by the user (cancelled)");
         }
         Err(e) => {
             return ToolOutput::failed(format!("the editor could not create a terminal: {e}"));
         }
     };
     let _ = cx.events.send(ToolEvent::Terminal(id.clone()));
-    let terminal = json!({"terminalId": id});
     let waited = tokio::select! {
-        r = client.request("terminal/wait_for_exit", terminal.clone(), &cx.cancel) => Some(r),
+        r = client.wait_for_terminal_exit(&id, &cx.cancel) => Some(r),
         _ = tokio::time::sleep(budget.saturating_sub(started.elapsed())) => None,
     };
     let ending = match &waited {
@@ -282,46 +269,29 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
     // Cleanup requests must not be cut short by the turn's cancel, but must
     // not wait forever on an editor that stopped answering either.
     let cleanup = CancellationToken::new();
-    let ask = |method: &'static str| {
-        let (terminal, cleanup) = (terminal.clone(), cleanup.clone());
-        async move {
-            client
-                .request_within(method, terminal, &cleanup, TERMINAL_CLEANUP)
-                .await
-                .and_then(|answer| answer.ok_or_else(|| format!("{method} timed out")))
-        }
-    };
     if ending.is_some() {
-        let _ = ask("terminal/kill").await;
+        let _ = client.kill_terminal(&id, &cleanup, TERMINAL_CLEANUP).await;
     }
-    let output = ask("terminal/output").await;
-    let _ = ask("terminal/release").await;
-    let (text, truncated, status) = match &output {
-        Ok(v) => (
-            v.get("output")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned(),
-            v.get("truncated").and_then(Value::as_bool).unwrap_or(false),
-            v.get("exitStatus").cloned(),
-        ),
+    let output = client
+        .terminal_output(&id, &cleanup, TERMINAL_CLEANUP)
+        .await;
+    let _ = client
+        .release_terminal(&id, &cleanup, TERMINAL_CLEANUP)
+        .await;
+    let (text, truncated, status) = match output {
+        Ok(o) => (o.output, o.truncated, o.exit_status),
         Err(e) => (
             format!("(the editor could not give the output: {e})"),
             false,
             None,
         ),
     };
-    let status = status
-        .or_else(|| waited.and_then(Result::ok))
-        .unwrap_or(Value::Null);
+    let status = status.or_else(|| waited.and_then(Result::ok).map(|w| w.exit_status));
     let exit_code = status
-        .get("exitCode")
-        .and_then(Value::as_i64)
+        .as_ref()
+        .and_then(|s| s.exit_code)
         .and_then(|c| i32::try_from(c).ok());
-    let signal = status
-        .get("signal")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    let signal = status.and_then(|s| s.signal);
     let mut out = finish_parts(
         &text,
         ending.unwrap_or(Ending::Exited),

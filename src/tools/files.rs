@@ -6,108 +6,14 @@
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::sync::Arc;
 
-use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::rpc::Outgoing;
+pub use crate::client::ClientLink;
+use crate::client::Failed;
 
 /// Largest text candor reads or writes in one go.
 pub const MAX_TEXT_BYTES: usize = 10 * 1024 * 1024;
-
-/// The editor, as a session's tools see it.
-#[derive(Debug, Clone)]
-pub struct ClientLink {
-    pub(crate) outgoing: Arc<Outgoing>,
-    pub session_id: String,
-    /// `fs.readTextFile` was advertised.
-    pub read: bool,
-    /// `fs.writeTextFile` was advertised.
-    pub write: bool,
-    /// `terminal` was advertised.
-    pub terminal: bool,
-    /// How long a file request waits for the editor's answer.
-    pub fs_timeout: std::time::Duration,
-}
-
-impl ClientLink {
-    /// Like [`request`](Self::request), withdrawn as on cancel if the
-    /// editor has not answered within `wait`: `Ok(None)`.
-    pub async fn request_within(
-        &self,
-        method: &str,
-        params: Value,
-        cancel: &CancellationToken,
-        wait: std::time::Duration,
-    ) -> Result<Option<Value>, String> {
-        let give_up = cancel.child_token();
-        tokio::select! {
-            r = self.request(method, params, &give_up) => r.map(Some),
-            () = tokio::time::sleep(wait) => {
-                give_up.cancel();
-                Ok(None)
-            }
-        }
-    }
-
-    /// A file request (`fs/*`), given up after `fs_timeout`.
-    async fn file_request(
-        &self,
-        method: &str,
-        params: Value,
-        cancel: &CancellationToken,
-    ) -> Result<Value, String> {
-        self.request_within(method, params, cancel, self.fs_timeout)
-            .await?
-            .ok_or_else(|| {
-                format!(
-                    "the editor did not answer {method} within {} s",
-                    self.fs_timeout.as_secs_f64()
-                )
-            })
-    }
-
-    /// An agent→client request that gives up (and withdraws it) on cancel.
-    pub async fn request(
-        &self,
-        method: &str,
-        mut params: Value,
-        cancel: &CancellationToken,
-    ) -> Result<Value, String> {
-        if let Some(obj) = params.as_object_mut() {
-            obj.insert("sessionId".into(), json!(self.session_id));
-        }
-        match self.outgoing.request_until(method, params, cancel).await {
-            None => Err("cancelled".into()),
-            Some(Ok(v)) => Ok(v),
-            Some(Err(e)) => Err(client_error(&e)),
-        }
-    }
-}
-
-/// A client's JSON-RPC error as a reason: its message, and its `data`
-/// when that says more (acpx puts the real reason in `data.details`).
-fn client_error(e: &Value) -> String {
-    let Some(message) = e.get("message").and_then(Value::as_str) else {
-        return e.to_string();
-    };
-    let detail = match e.get("data") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Object(o)) => o
-            .get("details")
-            .or_else(|| o.get("message"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .or_else(|| Some(Value::Object(o.clone()).to_string())),
-        Some(other) => Some(other.to_string()),
-    };
-    match detail {
-        Some(d) if !d.is_empty() && d != message => format!("{message} ({d})"),
-        _ => message.to_owned(),
-    }
-}
 
 /// Where a tool's file reads and writes go.
 #[derive(Debug, Clone, Default)]
@@ -135,19 +41,16 @@ impl FileAccess {
             return Err(why);
         }
         if let Some(client) = self.client.as_ref().filter(|c| c.read) {
-            let params = json!({"path": path});
-            return match client
-                .file_request("fs/read_text_file", params, cancel)
-                .await
-            {
-                Ok(v) => match v.get("content").and_then(Value::as_str) {
-                    Some(text) if text.len() > MAX_TEXT_BYTES => Err(too_big(path, text.len())),
-                    Some(text) => Ok(Some(text.to_owned())),
-                    None => Err(format!(
-                        "the editor's answer for {} has no content",
-                        path.display()
-                    )),
-                },
+            return match client.read_text_file(path, cancel).await {
+                Ok(answer) if answer.content.len() > MAX_TEXT_BYTES => {
+                    Err(too_big(path, answer.content.len()))
+                }
+                Ok(answer) => Ok(Some(answer.content)),
+                Err(Failed::TimedOut) => Err(format!(
+                    "the editor did not answer fs/read_text_file within {} s",
+                    client.fs_timeout.as_secs_f64()
+                )),
+                Err(Failed::Cancelled) => Err("cancelled".into()),
                 // Editors report a missing file each in their own words:
                 // believe the disk when it agrees the file is not there.
                 Err(_) if !path.exists() => Ok(None),
@@ -176,12 +79,17 @@ impl FileAccess {
             return Err(why);
         }
         if let Some(client) = self.client.as_ref().filter(|c| c.write) {
-            let params = json!({"path": path, "content": text});
-            return client
-                .file_request("fs/write_text_file", params, cancel)
-                .await
-                .map(drop)
-                .map_err(|e| format!("the editor could not write {}: {e}", path.display()));
+            return match client.write_text_file(path, text, cancel).await {
+                Ok(()) => Ok(()),
+                Err(Failed::TimedOut) => Err(format!(
+                    "the editor did not answer fs/write_text_file within {} s",
+                    client.fs_timeout.as_secs_f64()
+                )),
+                Err(e) => Err(format!(
+                    "the editor could not write {}: {e}",
+                    path.display()
+                )),
+            };
         }
         let (path, text) = (path.to_owned(), text.to_owned());
         // Not abandoned on cancel: a write that goes on after the card said
@@ -366,20 +274,6 @@ pub fn first_changed_line(old: &str, new: &str) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_clients_error_keeps_its_details() {
-        let e = json!({"code": -32603, "message": "Internal error", "data": {"details": "Permission denied for fs/read_text_file (--deny-all)"}});
-        assert_eq!(
-            client_error(&e),
-            "Internal error (Permission denied for fs/read_text_file (--deny-all))"
-        );
-        assert_eq!(client_error(&json!({"code": 1, "message": "gone"})), "gone");
-        assert_eq!(
-            client_error(&json!({"code": 1, "message": "bad", "data": "no such file"})),
-            "bad (no such file)"
-        );
-    }
 
     #[tokio::test]
     async fn disk_writes_are_atomic_and_keep_permissions() {

@@ -134,3 +134,34 @@ fn ci_runs_the_readme_test_command() {
 fn the_lock_file_is_committed() {
     assert!(root().join("Cargo.lock").exists());
 }
+
+/// ACP method names live at the edges only: `client` (what candor asks of
+/// the editor), `dispatch` (what the editor asks of candor), and the two
+/// programs that play an editor (`harness`, `demo`). Everyone else goes
+/// through them with the schema crate's types. (Tests inside a file do
+/// not count; neither do the event log's own record types.)
+#[test]
+fn acp_method_names_appear_only_at_the_edges() {
+    let allowed = ["src/client.rs", "src/dispatch.rs", "src/demo.rs"];
+    let log_types = ["\"session/started\"", "\"session/notice\""];
+    let mut found = Vec::new();
+    for path in rust_files(&root().join("src")) {
+        let relative = path.strip_prefix(root()).unwrap().to_string_lossy().into_owned();
+        if allowed.contains(&relative.as_str()) || relative.starts_with("src/harness/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (n, line) in code.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for prefix in ["\"fs/", "\"terminal/", "\"session/"] {
+                if line.contains(prefix) && !log_types.iter().any(|t| line.contains(t)) {
+                    found.push(format!("{relative}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "ACP method names outside the edges:\n{}", found.join("\n"));
+}

@@ -3,7 +3,7 @@
 //!
 //! A bridge reads the other tool's settings files when a session starts and
 //! turns them into [`Loaded`]: pre-execute hooks (each a
-//! [`PreToolHook`](crate::interception::PreToolHook), so their rewrites go
+//! [`crate::interception::PreToolHook`], so their rewrites go
 //! through the same consistency unit as every other), post-execute hooks,
 //! event hooks, permission rules and a starting mode, plus the problems it
 //! met (a broken file never stops a session: the problem is a notice and

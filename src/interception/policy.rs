@@ -1170,7 +1170,7 @@ pub enum Disposition {
     Deny { by: String, reason: String },
 }
 
-/// What the hooks concluded (see [`super::Interception`]).
+/// What the hooks concluded (see [`super::settle`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookVerdict {
     pub verdict: Verdict,

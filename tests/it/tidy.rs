@@ -127,6 +127,7 @@ fn ci_runs_the_readme_test_command() {
     assert!(
         ci.contains("cargo fmt --check")
             && ci.contains("cargo clippy --all-targets -- -D warnings")
+            && ci.contains("RUSTDOCFLAGS=\"-D warnings\" cargo doc --no-deps")
     );
 }
 

@@ -515,11 +515,7 @@ impl Client {
 
 /// A line cut to `max` characters (the demo reads well on 80 columns).
 fn fit(line: &str, max: usize) -> String {
-    if line.chars().count() <= max {
-        return line.to_owned();
-    }
-    let cut: String = line.chars().take(max - 1).collect();
-    format!("{cut}…")
+    crate::text::shorten(line, max)
 }
 
 fn is_terminal(statuses: &[String]) -> bool {

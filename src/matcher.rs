@@ -232,24 +232,11 @@ pub fn short(v: &Value) -> String {
 
 /// A frame, shortened for the line under a failed requirement.
 pub fn short_frame(v: &Value) -> String {
-    let s = v.to_string();
-    const MAX: usize = 600;
-    if s.chars().count() <= MAX {
-        s
-    } else {
-        let cut: String = s.chars().take(MAX).collect();
-        format!("{cut}…")
-    }
+    crate::text::shorten(&v.to_string(), 601)
 }
 
 fn short_str(s: &str) -> String {
-    const MAX: usize = 160;
-    if s.chars().count() <= MAX {
-        s.to_owned()
-    } else {
-        let cut: String = s.chars().take(MAX).collect();
-        format!("{cut}…")
-    }
+    crate::text::shorten(s, 161)
 }
 
 #[cfg(test)]

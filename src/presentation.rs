@@ -173,7 +173,7 @@ impl Presenter {
                 } else {
                     format!(
                         "The {event} hook {hook} added context for the model: {}",
-                        crate::bridges::runner::shorten(text, 300)
+                        crate::text::shorten(text, 301)
                     )
                 };
                 self.notice(NoticeLevel::Info, text)
@@ -662,12 +662,7 @@ pub fn rewrite_note(original: &Value, effective: &Value, by: &[String]) -> Strin
 }
 
 fn shorten(s: &str) -> String {
-    const MAX: usize = 300;
-    if s.chars().count() <= MAX {
-        s.to_owned()
-    } else {
-        format!("{}…", s.chars().take(MAX).collect::<String>())
-    }
+    crate::text::shorten(s, 301)
 }
 
 /// Markdown inline code that the text cannot close early.
@@ -715,13 +710,13 @@ impl BoundedText {
 
     fn push(&mut self, mut text: &str) {
         if self.head.len() < Self::HALF {
-            let room = floor_char_boundary(text, Self::HALF - self.head.len());
+            let room = text.floor_char_boundary(Self::HALF - self.head.len());
             self.head.push_str(&text[..room]);
             text = &text[room..];
         }
         self.tail.push_str(text);
         if self.tail.len() > Self::HALF {
-            let cut = ceil_char_boundary(&self.tail, self.tail.len() - Self::HALF);
+            let cut = self.tail.ceil_char_boundary(self.tail.len() - Self::HALF);
             self.tail.drain(..cut);
             self.elided += cut;
         }
@@ -753,23 +748,6 @@ impl BoundedText {
             )
         }
     }
-}
-
-fn floor_char_boundary(s: &str, mut i: usize) -> usize {
-    if i >= s.len() {
-        return s.len();
-    }
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
-    while i < s.len() && !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
 }
 
 #[cfg(test)]

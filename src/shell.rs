@@ -1235,12 +1235,7 @@ fn has_kind(n: Node<'_>, kinds: &[&str]) -> bool {
 
 /// `s` cut to `max` characters, with an ellipsis when cut.
 pub(crate) fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_owned()
-    } else {
-        let cut: String = s.chars().take(max).collect();
-        format!("{cut}…")
-    }
+    crate::text::shorten(s, max + 1)
 }
 
 /// An unquoted word: backslashes removed, globs and brace expansions as

@@ -45,13 +45,7 @@ impl HookCommand {
                 text.push_str(a);
             }
         }
-        let chars: Vec<char> = text.chars().collect();
-        if chars.len() <= 80 {
-            return text;
-        }
-        let head: String = chars[..24].iter().collect();
-        let tail: String = chars[chars.len() - 55..].iter().collect();
-        format!("{head}…{tail}")
+        crate::text::elide_middle(&text, 24, 55)
     }
 }
 
@@ -229,14 +223,7 @@ pub(crate) fn exited(code: i32, stdout: &str, stderr: &str) -> HookRun {
 }
 
 /// `text` cut to `max` characters with an ellipsis.
-pub fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
-    s.push('…');
-    s
-}
+pub use crate::text::shorten;
 
 #[cfg(test)]
 mod tests {

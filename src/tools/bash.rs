@@ -103,8 +103,7 @@ fn command_title(command: &str) -> String {
     let first = command.trim().lines().next().unwrap_or("");
     let multiline = command.trim().lines().nth(1).is_some();
     if first.chars().count() > MAX {
-        let cut: String = first.chars().take(MAX).collect();
-        format!("{cut}…")
+        crate::text::shorten(first, MAX + 1)
     } else if multiline {
         format!("{first} …")
     } else {

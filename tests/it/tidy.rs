@@ -147,7 +147,11 @@ fn acp_method_names_appear_only_at_the_edges() {
     let log_types = ["\"session/started\"", "\"session/notice\""];
     let mut found = Vec::new();
     for path in rust_files(&root().join("src")) {
-        let relative = path.strip_prefix(root()).unwrap().to_string_lossy().into_owned();
+        let relative = path
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         if allowed.contains(&relative.as_str()) || relative.starts_with("src/harness/") {
             continue;
         }
@@ -164,5 +168,9 @@ fn acp_method_names_appear_only_at_the_edges() {
             }
         }
     }
-    assert!(found.is_empty(), "ACP method names outside the edges:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "ACP method names outside the edges:\n{}",
+        found.join("\n")
+    );
 }

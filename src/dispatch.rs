@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_client_protocol_schema::ProtocolVersion;
@@ -48,6 +48,7 @@ use crate::session::actor::Origin;
 use crate::session::restore;
 use crate::session::settings::Change;
 use crate::session::{SessionHandle, actor};
+use crate::sync::lock;
 use crate::transport::{Outbox, mirror_frame};
 use std::path::PathBuf;
 
@@ -689,10 +690,6 @@ fn on_notification(agent: &Agent, method: &str, params: Value) {
         },
         other => tracing::debug!(method = other, "ignoring notification"),
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The mode with this id, or an error listing the modes.

@@ -39,6 +39,7 @@ pub mod providers;
 pub(crate) mod rpc;
 pub(crate) mod session;
 pub mod shell;
+pub(crate) mod sync;
 pub mod text;
 pub mod tools;
 pub(crate) mod transport;

@@ -24,13 +24,14 @@ pub(crate) mod turn;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use agent_client_protocol_schema::v1::{ContentBlock, Error as AcpError, StopReason};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::sync::lock;
 use crate::tools::Shells;
 
 /// The dispatcher's handle on a running session.
@@ -167,10 +168,6 @@ impl Drop for Busy<'_> {
         *lock(&self.0.current) = None;
         self.0.busy.store(false, Ordering::SeqCst);
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn stopped(id: &str) -> AcpError {

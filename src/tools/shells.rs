@@ -8,7 +8,7 @@
 //! starts outlives the session.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_client_protocol_schema::v1::ToolKind;
@@ -21,6 +21,7 @@ use super::exec::{self, ProcessGroup};
 use super::{Presentation, Tool, ToolContext, ToolOutput, cap_for_model, parse_input};
 use crate::conversation::ToolSpec;
 use crate::interception::ApprovedCall;
+use crate::sync::lock;
 
 /// A session's background shells. Cloning shares them.
 #[derive(Debug, Clone, Default)]
@@ -54,10 +55,6 @@ struct ShellState {
     dropped: u64,
     /// How it ended: `exit code N`, `SIGNAL`, `killed`.
     ended: Option<String>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Shells {

@@ -88,7 +88,8 @@ impl Agent {
 
     fn session(&self, id: &str) -> Result<SessionHandle, AcpError> {
         lock(&self.sessions).get(id).cloned().ok_or_else(|| {
-            AcpError::new(-32002, format!("session {id} not found"))
+            crate::rpc::Failure::NotFound
+                .error(format!("session {id} not found"))
                 .data(serde_json::json!({"sessionId": id}))
         })
     }
@@ -97,10 +98,9 @@ impl Agent {
         if self.initialized.load(Ordering::SeqCst) {
             Ok(())
         } else {
-            Err(AcpError::new(
-                -32600,
-                format!("{method} was called before initialize; send initialize first"),
-            ))
+            Err(crate::rpc::Failure::InvalidRequest.error(format!(
+                "{method} was called before initialize; send initialize first"
+            )))
         }
     }
 
@@ -232,7 +232,7 @@ impl Agent {
     ) -> Result<CloseSessionResponse, AcpError> {
         let id = request.session_id.0.to_string();
         let Some(session) = lock(&self.sessions).remove(&id) else {
-            return Err(AcpError::new(-32002, format!("session {id} is not open")));
+            return Err(crate::rpc::Failure::NotFound.error(format!("session {id} is not open")));
         };
         session.cancel();
         Ok(CloseSessionResponse::new())
@@ -286,7 +286,7 @@ impl Agent {
             &lock(&self.client).clone().unwrap_or_default(),
             self.hard_stop.child_token(),
         )
-        .map_err(|e| AcpError::new(-32603, e.to_string()))?;
+        .map_err(|e| crate::rpc::Failure::Internal.error(e.to_string()))?;
         let id = started.handle.id().to_owned();
         lock(&self.sessions).insert(id.clone(), started.handle);
         lock(&self.actors).push(started.task);
@@ -337,9 +337,7 @@ impl Agent {
         if self.model_ready() {
             Ok(AuthenticateResponse::new())
         } else {
-            Err(AcpError::new(
-                -32000,
-                format!(
+            Err(crate::rpc::Failure::AuthRequired.error(format!(
                     "{variable} is not set: set it in the environment your editor starts candor with, then restart candor"
                 ),
             ))
@@ -452,66 +450,22 @@ fn check_prompt(blocks: &[ContentBlock]) -> Result<(), AcpError> {
 pub(crate) fn module(agent: Arc<Agent>) -> RpcModule<Arc<Agent>> {
     let mut module = RpcModule::new(agent);
     let registered = [
-        module
-            .register_method("initialize", |params, agent, _| {
-                let request: InitializeRequest = decode(&params)?;
-                Ok::<_, ErrorObjectOwned>(agent.initialize(request))
-            })
-            .map(drop),
-        module
-            .register_method("session/new", |params, agent, _| {
-                let request: NewSessionRequest = decode(&params)?;
-                agent.new_session(request).map_err(to_rpc)
-            })
-            .map(drop),
-        module
-            .register_method("authenticate", |params, agent, _| {
-                let request: AuthenticateRequest = decode(&params)?;
-                agent.authenticate(request).map_err(to_rpc)
-            })
-            .map(drop),
-        module
-            .register_method("session/set_config_option", |params, agent, _| {
-                let request: SetSessionConfigOptionRequest = decode(&params)?;
-                agent.set_config_option(request).map_err(to_rpc)
-            })
-            .map(drop),
-        module
-            .register_method("session/load", |params, agent, _| {
-                let request: LoadSessionRequest = decode(&params)?;
-                agent.load_session(request).map_err(to_rpc)
-            })
-            .map(drop),
-        module
-            .register_method("session/resume", |params, agent, _| {
-                let request: ResumeSessionRequest = decode(&params)?;
-                agent.resume_session(request).map_err(to_rpc)
-            })
-            .map(drop),
-        module
-            .register_method("session/list", |params, agent, _| {
-                let request: ListSessionsRequest = decode(&params)?;
-                agent.list_sessions(request).map_err(to_rpc)
-            })
-            .map(drop),
-        module
-            .register_method("session/close", |params, agent, _| {
-                let request: CloseSessionRequest = decode(&params)?;
-                agent.close_session(request).map_err(to_rpc)
-            })
-            .map(drop),
-        module
-            .register_method("session/delete", |params, agent, _| {
-                let request: DeleteSessionRequest = decode(&params)?;
-                agent.delete_session(request).map_err(to_rpc)
-            })
-            .map(drop),
-        module
-            .register_method("session/set_mode", |params, agent, _| {
-                let request: SetSessionModeRequest = decode(&params)?;
-                agent.set_mode(request).map_err(to_rpc)
-            })
-            .map(drop),
+        register(&mut module, "initialize", |agent, r: InitializeRequest| {
+            Ok(agent.initialize(r))
+        }),
+        register(&mut module, "session/new", Agent::new_session),
+        register(&mut module, "authenticate", Agent::authenticate),
+        register(
+            &mut module,
+            "session/set_config_option",
+            Agent::set_config_option,
+        ),
+        register(&mut module, "session/load", Agent::load_session),
+        register(&mut module, "session/resume", Agent::resume_session),
+        register(&mut module, "session/list", Agent::list_sessions),
+        register(&mut module, "session/close", Agent::close_session),
+        register(&mut module, "session/delete", Agent::delete_session),
+        register(&mut module, "session/set_mode", Agent::set_mode),
         module
             .register_async_method("session/prompt", |params, agent, _| async move {
                 let request: PromptRequest = decode(&params)?;
@@ -527,6 +481,25 @@ pub(crate) fn module(agent: Arc<Agent>) -> RpcModule<Arc<Agent>> {
         }
     }
     module
+}
+
+/// Registers one method: its params decoded into the schema type, the
+/// handler called, its answer (or its error, through [`to_rpc`]) encoded.
+fn register<Req, Resp>(
+    module: &mut RpcModule<Arc<Agent>>,
+    method: &'static str,
+    handler: fn(&Agent, Req) -> Result<Resp, AcpError>,
+) -> Result<(), jsonrpsee::core::RegisterMethodError>
+where
+    Req: DeserializeOwned + 'static,
+    Resp: serde::Serialize + Clone + Send + 'static,
+{
+    module
+        .register_method(method, move |params, agent, _| {
+            let request: Req = decode(&params)?;
+            handler(agent, request).map_err(to_rpc)
+        })
+        .map(drop)
 }
 
 /// Decodes params into an ACP type; the error says what is wrong.
@@ -707,8 +680,8 @@ fn mode(id: &str) -> Result<Mode, AcpError> {
 fn load_error(e: restore::LoadError) -> AcpError {
     match e {
         restore::LoadError::NotFound(id) => {
-            AcpError::new(-32002, format!("session {id} not found"))
+            crate::rpc::Failure::NotFound.error(format!("session {id} not found"))
         }
-        restore::LoadError::Log(e) => AcpError::new(-32603, e.to_string()),
+        restore::LoadError::Log(e) => crate::rpc::Failure::Internal.error(e.to_string()),
     }
 }

@@ -264,6 +264,38 @@ impl InFlight {
     }
 }
 
+/// The JSON-RPC errors candor answers with, by name: ACP's codes
+/// (`ErrorCode`), each with candor's own message. The one place a code is
+/// chosen; `dispatch::to_rpc` is the one place an error becomes a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// `-32600`: the request cannot be served as sent.
+    InvalidRequest,
+    /// `-32002`: no such session (or resource).
+    NotFound,
+    /// `-32000`: the model needs a key the user has not given.
+    AuthRequired,
+    /// `-32603`: candor could not do it (a log it cannot write, a failed turn).
+    Internal,
+}
+
+impl Failure {
+    /// The error, with `message` for the user.
+    pub(crate) fn error(
+        self,
+        message: impl Into<String>,
+    ) -> agent_client_protocol_schema::v1::Error {
+        use agent_client_protocol_schema::v1::ErrorCode;
+        let code = match self {
+            Failure::InvalidRequest => ErrorCode::InvalidRequest,
+            Failure::NotFound => ErrorCode::ResourceNotFound,
+            Failure::AuthRequired => ErrorCode::AuthRequired,
+            Failure::Internal => ErrorCode::InternalError,
+        };
+        agent_client_protocol_schema::v1::Error::new(i32::from(code), message)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -359,11 +359,12 @@ async fn run(
                         Ok(stop) => Ok(stop_reason(stop)),
                         Err(TurnError::Provider(e)) if e.auth_variable().is_some() => {
                             tracing::warn!(error = %e, "the model needs a key");
-                            Err(AcpError::new(-32000, e.to_string()))
+                            Err(crate::rpc::Failure::AuthRequired.error(e.to_string()))
                         }
                         Err(e) => {
                             tracing::error!(error = %e, "turn failed");
-                            Err(AcpError::new(-32603, format!("the turn failed: {e}")))
+                            Err(crate::rpc::Failure::Internal
+                                .error(format!("the turn failed: {e}")))
                         }
                     };
                 let _ = reply.send(answer);

@@ -185,24 +185,16 @@ impl ClientLink {
         }
     }
 
-    /// A session-scoped terminal request's `(session, terminal)`.
-    fn terminal_ids(
-        &self,
-        terminal: &str,
-    ) -> (SessionId, agent_client_protocol_schema::v1::TerminalId) {
-        (self.session(), terminal.to_owned().into())
-    }
-
     /// `terminal/wait_for_exit`, until `cancel` (the caller bounds it).
     pub async fn wait_for_terminal_exit(
         &self,
         terminal: &str,
         cancel: &CancellationToken,
     ) -> Result<WaitForTerminalExitResponse, Failed> {
-        let (s, t) = self.terminal_ids(terminal);
+        let request = WaitForTerminalExitRequest::new(self.session(), terminal.to_owned());
         match self
             .call(
-                AgentRequest::WaitForTerminalExitRequest(WaitForTerminalExitRequest::new(s, t)),
+                AgentRequest::WaitForTerminalExitRequest(request),
                 cancel,
                 None,
             )
@@ -220,10 +212,10 @@ impl ClientLink {
         cancel: &CancellationToken,
         within: Duration,
     ) -> Result<TerminalOutputResponse, Failed> {
-        let (s, t) = self.terminal_ids(terminal);
+        let request = TerminalOutputRequest::new(self.session(), terminal.to_owned());
         match self
             .call(
-                AgentRequest::TerminalOutputRequest(TerminalOutputRequest::new(s, t)),
+                AgentRequest::TerminalOutputRequest(request),
                 cancel,
                 Some(within),
             )
@@ -241,18 +233,14 @@ impl ClientLink {
         cancel: &CancellationToken,
         within: Duration,
     ) -> Result<(), Failed> {
-        let (s, t) = self.terminal_ids(terminal);
-        match self
-            .call(
-                AgentRequest::KillTerminalRequest(KillTerminalRequest::new(s, t)),
-                cancel,
-                Some(within),
-            )
-            .await?
-        {
-            ClientResponse::KillTerminalResponse(_) => Ok(()),
-            _ => Err(unexpected()),
-        }
+        let request = KillTerminalRequest::new(self.session(), terminal.to_owned());
+        self.call(
+            AgentRequest::KillTerminalRequest(request),
+            cancel,
+            Some(within),
+        )
+        .await
+        .map(drop)
     }
 
     /// `terminal/release`, within `within`.
@@ -262,18 +250,14 @@ impl ClientLink {
         cancel: &CancellationToken,
         within: Duration,
     ) -> Result<(), Failed> {
-        let (s, t) = self.terminal_ids(terminal);
-        match self
-            .call(
-                AgentRequest::ReleaseTerminalRequest(ReleaseTerminalRequest::new(s, t)),
-                cancel,
-                Some(within),
-            )
-            .await?
-        {
-            ClientResponse::ReleaseTerminalResponse(_) => Ok(()),
-            _ => Err(unexpected()),
-        }
+        let request = ReleaseTerminalRequest::new(self.session(), terminal.to_owned());
+        self.call(
+            AgentRequest::ReleaseTerminalRequest(request),
+            cancel,
+            Some(within),
+        )
+        .await
+        .map(drop)
     }
 }
 

@@ -353,23 +353,39 @@ impl CommandHook {
     }
 
     /// The hook, described for `candor doctor`.
-    pub fn summary(&self) -> HookSummary {
-        let command = match &self.command.args {
+    /// The whole command: shell form as written, exec form as its JSON list.
+    fn command_line(&self) -> String {
+        match &self.command.args {
             None => self.command.command.clone(),
             Some(args) => {
                 let mut all = vec![self.command.command.clone()];
                 all.extend(args.iter().cloned());
                 serde_json::to_string(&all).unwrap_or_default()
             }
-        };
-        let matchers = self
-            .conditions
+        }
+    }
+
+    /// Each matcher it was configured with, with any `if` filter.
+    fn matchers(&self) -> Vec<String> {
+        self.conditions
             .iter()
             .map(|c| match &c.filter {
                 Some(rule) => format!("{} if {}", c.matcher.describe(), rule.text()),
                 None => c.matcher.describe(),
             })
-            .collect();
+            .collect()
+    }
+
+    /// The settings it came from, as its id names them.
+    fn source(&self) -> &str {
+        self.id
+            .rsplit_once(" (")
+            .map_or("", |(_, s)| s.trim_end_matches(')'))
+    }
+
+    pub fn summary(&self) -> HookSummary {
+        let command = self.command_line();
+        let matchers = self.matchers();
         let tools: Vec<&str> = crate::tools::Tool::ALL
             .iter()
             .map(|t| t.name())
@@ -395,13 +411,7 @@ impl CommandHook {
         };
         HookSummary {
             tool: self.flavor.name().to_owned(),
-            source: self
-                .id
-                .rsplit_once(" (")
-                .map_or("", |(_, s)| {
-                    s.trim_end_matches(')').trim_end_matches(" settings")
-                })
-                .to_owned(),
+            source: self.source().trim_end_matches(" settings").to_owned(),
             event: self.event.name().to_owned(),
             matchers,
             command,
@@ -415,33 +425,12 @@ impl CommandHook {
     /// command (an exec form as its JSON list), its timeout and its source.
     /// Nothing is shortened: an answer binds to the digest of this text.
     pub fn wanted(&self) -> String {
-        let command = match &self.command.args {
-            None => self.command.command.clone(),
-            Some(args) => {
-                let mut all = vec![self.command.command.clone()];
-                all.extend(args.iter().cloned());
-                serde_json::to_string(&all).unwrap_or_default()
-            }
-        };
-        let on: Vec<String> = self
-            .conditions
-            .iter()
-            .map(|c| {
-                let mut on = c.matcher.describe();
-                if let Some(rule) = &c.filter {
-                    on.push_str(&format!(" if {}", rule.text()));
-                }
-                on
-            })
-            .collect();
         format!(
             "{} hook ({}): {}  [{}; timeout {} s]",
             self.event.name(),
-            on.join(", "),
-            command,
-            self.id
-                .rsplit_once(" (")
-                .map_or("", |(_, s)| s.trim_end_matches(')')),
+            self.matchers().join(", "),
+            self.command_line(),
+            self.source(),
             self.command.timeout.as_secs()
         )
     }

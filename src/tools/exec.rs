@@ -359,17 +359,7 @@ pub fn end_strays() {
         let mut more = false;
         // Reap what was killed before (never a pid tokio waits for: those
         // carry a live scope, or were not killed here).
-        strays.killed.retain(|pid| {
-            !matches!(
-                nix::sys::wait::waitpid(
-                    Pid::from_raw(*pid),
-                    Some(nix::sys::wait::WaitPidFlag::WNOHANG)
-                ),
-                Ok(nix::sys::wait::WaitStatus::Exited(..)
-                    | nix::sys::wait::WaitStatus::Signaled(..))
-                    | Err(_)
-            )
-        });
+        reap(&mut strays.killed);
         let children = own_children();
         // A leader tokio has reaped is no longer a child.
         strays
@@ -447,22 +437,24 @@ pub fn end_everything() {
                 strays.killed.insert(pid);
             }
         }
-        strays.killed.retain(|pid| {
-            !matches!(
-                nix::sys::wait::waitpid(
-                    Pid::from_raw(*pid),
-                    Some(nix::sys::wait::WaitPidFlag::WNOHANG)
-                ),
-                Ok(nix::sys::wait::WaitStatus::Exited(..)
-                    | nix::sys::wait::WaitStatus::Signaled(..))
-                    | Err(_)
-            )
-        });
+        reap(&mut strays.killed);
         if !more {
             break;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// Reaps those of `killed` that have died (never a pid tokio waits for:
+/// only strays are killed here), keeping the rest for later.
+fn reap(killed: &mut std::collections::HashSet<i32>) {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    killed.retain(|pid| {
+        !matches!(
+            waitpid(Pid::from_raw(*pid), Some(WaitPidFlag::WNOHANG)),
+            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) | Err(_)
+        )
+    });
 }
 
 /// candor's children, from every thread's `children` list.

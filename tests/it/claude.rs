@@ -859,17 +859,7 @@ async fn env_files_messages_quiet_context_mcp_rules_and_the_audit_trail() {
     assert!(!notices_of(&conn).contains("the build is red"));
     // The audit trail has every context the model was given.
     let env = conn.end().await;
-    #[allow(clippy::disallowed_methods)] // the test runs the binary under test
-    let audit = |json: bool| {
-        let mut cmd = std::process::Command::new(candor_bin());
-        cmd.args(["audit", &session])
-            .env("CANDOR_HOME", &env.home)
-            .env("RUST_LOG", "off");
-        if json {
-            cmd.arg("--json");
-        }
-        String::from_utf8(cmd.output().unwrap().stdout).unwrap()
-    };
+    let audit = |json: bool| audit(&env.home, &session, json);
     let text = audit(false);
     for said in ["branch main", "the build is red", "ran the formatter"] {
         assert!(text.contains(said), "{said}: {text}");

@@ -416,23 +416,7 @@ async fn hooks_and_audit_commands_answer_without_the_model() {
 
     // The same trail from the command line, for people and for machines.
     let env = conn.end().await;
-    #[allow(clippy::disallowed_methods)] // the test runs the binary under test
-    let run = |json: bool| {
-        let mut cmd = std::process::Command::new(candor_bin());
-        cmd.args(["audit", &session])
-            .env("CANDOR_HOME", &env.home)
-            .env("RUST_LOG", "off");
-        if json {
-            cmd.arg("--json");
-        }
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let run = |json: bool| crate::support::audit(&env.home, &session, json);
     let text = run(false);
     assert!(text.contains(&format!("session {session}")), "{text}");
     assert!(text.contains("prompt: status"), "{text}");

@@ -170,6 +170,25 @@ impl TestEnv {
     }
 }
 
+/// `candor audit <session> [--json]` against the state in `home`.
+pub fn audit(home: &Path, session: &str, json: bool) -> String {
+    #[allow(clippy::disallowed_methods)] // the test runs the binary under test
+    let mut cmd = std::process::Command::new(candor_bin());
+    cmd.args(["audit", session])
+        .env("CANDOR_HOME", home)
+        .env("RUST_LOG", "off");
+    if json {
+        cmd.arg("--json");
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// The candor binary under test.
 pub fn candor_bin() -> &'static str {
     env!("CARGO_BIN_EXE_candor")

@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::tools::Tool;
+use crate::tools::{Tool, ToolInput};
 use policy::{Disposition, HookVerdict, Mode, Rule, Rules};
 
 /// What one pre-execute hook says about one call.
@@ -322,6 +322,9 @@ pub struct Settled {
     disposition: Disposition,
     digest: String,
     asides: Vec<Aside>,
+    /// The effective arguments parsed into the tool's input type (once,
+    /// when the call is settled).
+    input: Option<ToolInput>,
 }
 
 impl Settled {
@@ -393,8 +396,8 @@ impl Settled {
 
     /// The approved call, when policy lets it run without asking.
     pub fn approve(&self) -> Option<ApprovedCall> {
-        match (&self.disposition, self.tool) {
-            (Disposition::Run { .. }, Some(tool)) => Some(self.approved(tool)),
+        match (&self.disposition, &self.input) {
+            (Disposition::Run { .. }, Some(input)) => Some(self.approved(input)),
             _ => None,
         }
     }
@@ -402,19 +405,20 @@ impl Settled {
     /// The approved call, after the user allowed it: only if the answer was
     /// given for exactly these arguments (`digest`).
     pub fn approve_answered(&self, digest: &str) -> Option<ApprovedCall> {
-        match (&self.disposition, self.tool) {
-            (Disposition::Ask { .. }, Some(tool)) if digest == self.digest => {
-                Some(self.approved(tool))
+        match (&self.disposition, &self.input) {
+            (Disposition::Ask { .. }, Some(input)) if digest == self.digest => {
+                Some(self.approved(input))
             }
             _ => None,
         }
     }
 
-    fn approved(&self, tool: Tool) -> ApprovedCall {
+    fn approved(&self, input: &ToolInput) -> ApprovedCall {
         ApprovedCall {
             id: self.id.clone(),
-            tool,
+            tool: input.tool(),
             arguments: self.effective.clone(),
+            input: input.clone(),
             file_base: None,
         }
     }
@@ -426,6 +430,8 @@ pub struct ApprovedCall {
     id: String,
     tool: Tool,
     arguments: Value,
+    /// The arguments as the tool's input: what runs.
+    input: ToolInput,
     /// For a file tool the user allowed on a diff: the file's `base` then.
     file_base: Option<String>,
 }
@@ -441,6 +447,11 @@ impl ApprovedCall {
     /// See [`bound_to_file`](Self::bound_to_file).
     pub fn file_base(&self) -> Option<&str> {
         self.file_base.as_deref()
+    }
+
+    /// What runs: the effective arguments as the tool's input.
+    pub fn input(&self) -> &ToolInput {
+        &self.input
     }
 
     /// The call id (the model's `tool_use` id).
@@ -509,6 +520,7 @@ pub async fn settle(
         disposition: Disposition::Run { by: CANDOR.into() },
         digest: String::new(),
         asides: Vec::new(),
+        input: None,
     };
     let refusal = match settled.tool {
         None => {
@@ -555,6 +567,14 @@ pub async fn settle(
         cwd,
     );
     settled.digest = digest(name, &settled.effective);
+    // The one parse the tool will run from (the effective arguments were
+    // checked against the schema above; a failure here refuses the call).
+    if let Some(tool) = settled.tool {
+        match ToolInput::parse(tool, &settled.effective) {
+            Ok(input) => settled.input = Some(input),
+            Err(reason) => settled.refuse(CANDOR, reason),
+        }
+    }
     settled
 }
 

@@ -311,7 +311,7 @@ fn finish_with(
 }
 
 enum Answer {
-    Allowed(ApprovedCall),
+    Allowed(Box<ApprovedCall>),
     Refused(String),
     Cancelled,
 }
@@ -349,7 +349,7 @@ async fn ask(
         match now {
             Some(Ok(diff)) if diff.base.as_deref() == Some(base.as_str()) => {
                 grant(gate);
-                return Ok(Answer::Allowed(call.bound_to_file(Some(base))));
+                return Ok(Answer::Allowed(Box::new(call.bound_to_file(Some(base)))));
             }
             Some(Ok(diff)) => {
                 let diff = bounded(diff);
@@ -451,7 +451,7 @@ async fn ask_once(
     let answer = match outcome {
         PermissionOutcome::AllowedOnce | PermissionOutcome::AllowedAlways => {
             match s.approve_answered(&digest) {
-                Some(call) => Answer::Allowed(call),
+                Some(call) => Answer::Allowed(Box::new(call)),
                 None => Answer::Refused(
                     "the answer does not match the arguments shown, so the call did not run".into(),
                 ),
@@ -540,11 +540,15 @@ async fn execute(
         files: gate.files.clone(),
         terminal: gate.terminal.clone(),
         shells: gate.shells.clone(),
-        read_denies: crate::interception::policy::ReadDenies::of(&gate.policy.rules),
+        read_denies: {
+            let denies = crate::interception::policy::ReadDenies::of(&gate.policy.rules);
+            crate::tools::ReadFilter::new(move |path| denies.denies(path))
+        },
         spill: Some(crate::tools::output::spill_path(c.log_path(), &id)),
         env_file: gate.env_file.clone(),
+        file_base: call.file_base().map(str::to_owned),
     };
-    let running = call.tool().run(call, cx);
+    let running = call.input().run(cx);
     tokio::pin!(running);
     let event = |id: &str, e: ToolEvent| match e {
         ToolEvent::Output(chunk) => Event::ToolOutput {

@@ -30,7 +30,6 @@ use super::{
 use crate::client::Failed;
 use crate::conversation::ToolSpec;
 use crate::event_log::{OutputFile, ResultStatus};
-use crate::interception::ApprovedCall;
 use agent_client_protocol_schema::v1::{CreateTerminalRequest, EnvVariable};
 use tokio_util::sync::CancellationToken;
 
@@ -119,11 +118,7 @@ enum Ending {
     Cancelled,
 }
 
-pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
-    let input = match parse(call.arguments()) {
-        Ok(input) => input,
-        Err(e) => return ToolOutput::failed(e),
-    };
+pub(crate) async fn run(input: &BashInput, cx: ToolContext) -> ToolOutput {
     if input.run_in_background == Some(true) {
         return match cx
             .shells
@@ -136,7 +131,7 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
         };
     }
     if let Some(client) = cx.terminal.clone() {
-        return in_terminal(&input, &client, cx).await;
+        return in_terminal(input, &client, cx).await;
     }
     let timeout_ms = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
     let spawned = exec::bash(&input.command, &cx.cwd).and_then(|(mut cmd, output)| {

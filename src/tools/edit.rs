@@ -14,7 +14,6 @@ use super::files::{FileAccess, base_of, first_changed_line};
 use super::{Tool, ToolContext, ToolOutput, parse_input};
 use crate::conversation::ToolSpec;
 use crate::event_log::FileDiff;
-use crate::interception::ApprovedCall;
 
 /// The input, as Claude Code defines it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -75,7 +74,14 @@ pub(crate) async fn preview(
     files: &FileAccess,
     cancel: &CancellationToken,
 ) -> Result<FileDiff, String> {
-    let input = parse(input)?;
+    preview_of(&parse(input)?, files, cancel).await
+}
+
+async fn preview_of(
+    input: &EditInput,
+    files: &FileAccess,
+    cancel: &CancellationToken,
+) -> Result<FileDiff, String> {
     let path = Path::new(&input.file_path).to_owned();
     let shown = path.display().to_string();
     let Some(old) = files.read(&path, cancel).await? else {
@@ -84,7 +90,7 @@ pub(crate) async fn preview(
             return Ok(FileDiff {
                 path,
                 old_text: None,
-                new_text: input.new_string,
+                new_text: input.new_string.clone(),
                 line,
                 base: Some(base_of(None)),
                 unread: false,
@@ -124,12 +130,12 @@ pub(crate) async fn preview(
     })
 }
 
-pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
-    let diff = match preview(call.arguments(), &cx.files, &cx.cancel).await {
+pub(crate) async fn run(input: &EditInput, cx: ToolContext) -> ToolOutput {
+    let diff = match preview_of(input, &cx.files, &cx.cancel).await {
         Ok(d) => d,
         Err(e) => return ToolOutput::failed(e),
     };
-    if let Err(e) = super::files::unchanged_since_allowed(call, &diff) {
+    if let Err(e) = super::files::unchanged_since_allowed(cx.file_base.as_deref(), &diff) {
         return ToolOutput::failed(e);
     }
     if let Err(e) = cx.files.write(&diff.path, &diff.new_text, &cx.cancel).await {

@@ -246,10 +246,10 @@ pub fn base_of(text: Option<&str>) -> String {
 /// Refuses a write whose file is no longer the one the user allowed the
 /// change on (the diff's `base` differs from the answer's).
 pub fn unchanged_since_allowed(
-    call: &crate::interception::ApprovedCall,
+    allowed: Option<&str>,
     diff: &crate::event_log::FileDiff,
 ) -> Result<(), String> {
-    match call.file_base() {
+    match allowed {
         Some(allowed) if diff.base.as_deref() != Some(allowed) => Err(format!(
             "{} changed after you allowed this change; nothing was written (ask again to apply it to the file as it is now)",
             diff.path.display()

@@ -8,7 +8,8 @@
 //! * `validate`: the typed parse of an input (a failure is told to the model);
 //! * `present`: a pure function from arguments to the card's title, kind and
 //!   locations (no I/O, so a replayed log presents identically);
-//! * `run`: executes an [`ApprovedCall`], the only input a tool accepts.
+//! * `run`: executes a [`ToolInput`] that interception approved (an
+//!   `ApprovedCall` carries it; nothing else reaches a tool).
 //!
 //! Tool failures are data: a failed run produces a [`ToolOutput`] with
 //! status `failed` and a message for the model, never an error that ends
@@ -26,6 +27,7 @@ pub mod todo;
 pub mod write;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol_schema::v1::{ToolCallLocation, ToolKind};
@@ -35,7 +37,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::conversation::ToolSpec;
 use crate::event_log::{FileDiff, ResultStatus};
-use crate::interception::ApprovedCall;
 pub use files::{ClientLink, FileAccess};
 pub use shells::Shells;
 
@@ -128,17 +129,7 @@ impl Tool {
 
     /// Checks an input against the tool's schema; `Err` says what is wrong.
     pub fn validate(self, input: &Value) -> Result<(), String> {
-        match self {
-            Tool::Bash => bash::parse(input).map(drop),
-            Tool::BashOutput => shells::parse_output(input).map(drop),
-            Tool::KillShell => shells::parse_kill(input).map(drop),
-            Tool::Read => read::parse(input).map(drop),
-            Tool::Write => write::parse(input).map(drop),
-            Tool::Edit => edit::parse(input).map(drop),
-            Tool::Glob => search::parse_glob(input).map(drop),
-            Tool::Grep => search::parse_grep(input).map(drop),
-            Tool::TodoWrite => todo::parse(input).map(drop),
-        }
+        ToolInput::parse(self, input).map(drop)
     }
 
     /// The field that names the tool's path, if it has one.
@@ -217,19 +208,66 @@ impl Tool {
             | Tool::TodoWrite => None,
         }
     }
+}
 
-    /// Runs an approved call to completion (or until cancelled).
-    pub async fn run(self, call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
+/// A call's input, parsed once, when the call is settled (one variant a
+/// tool); the approved call carries it and runs it. (MCP tools will be a
+/// variant of their own, holding their JSON.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolInput {
+    Bash(bash::BashInput),
+    BashOutput(shells::OutputInput),
+    KillShell(shells::KillInput),
+    Read(read::ReadInput),
+    Write(write::WriteInput),
+    Edit(edit::EditInput),
+    Glob(search::GlobInput),
+    Grep(search::GrepInput),
+    TodoWrite(todo::TodoInput),
+}
+
+impl ToolInput {
+    /// Parses `input` as `tool`'s; `Err` says what is wrong.
+    pub fn parse(tool: Tool, input: &Value) -> Result<ToolInput, String> {
+        Ok(match tool {
+            Tool::Bash => ToolInput::Bash(bash::parse(input)?),
+            Tool::BashOutput => ToolInput::BashOutput(shells::parse_output(input)?),
+            Tool::KillShell => ToolInput::KillShell(shells::parse_kill(input)?),
+            Tool::Read => ToolInput::Read(read::parse(input)?),
+            Tool::Write => ToolInput::Write(write::parse(input)?),
+            Tool::Edit => ToolInput::Edit(edit::parse(input)?),
+            Tool::Glob => ToolInput::Glob(search::parse_glob(input)?),
+            Tool::Grep => ToolInput::Grep(search::parse_grep(input)?),
+            Tool::TodoWrite => ToolInput::TodoWrite(todo::parse(input)?),
+        })
+    }
+
+    pub fn tool(&self) -> Tool {
         match self {
-            Tool::Bash => bash::run(call, cx).await,
-            Tool::BashOutput => shells::output(call, cx).await,
-            Tool::KillShell => shells::kill(call, cx).await,
-            Tool::Read => read::run(call, cx).await,
-            Tool::Write => write::run(call, cx).await,
-            Tool::Edit => edit::run(call, cx).await,
-            Tool::Glob => search::glob(call, cx).await,
-            Tool::Grep => search::grep(call, cx).await,
-            Tool::TodoWrite => todo::run(call, cx).await,
+            ToolInput::Bash(_) => Tool::Bash,
+            ToolInput::BashOutput(_) => Tool::BashOutput,
+            ToolInput::KillShell(_) => Tool::KillShell,
+            ToolInput::Read(_) => Tool::Read,
+            ToolInput::Write(_) => Tool::Write,
+            ToolInput::Edit(_) => Tool::Edit,
+            ToolInput::Glob(_) => Tool::Glob,
+            ToolInput::Grep(_) => Tool::Grep,
+            ToolInput::TodoWrite(_) => Tool::TodoWrite,
+        }
+    }
+
+    /// Runs the call to completion (or until cancelled).
+    pub async fn run(&self, cx: ToolContext) -> ToolOutput {
+        match self {
+            ToolInput::Bash(i) => bash::run(i, cx).await,
+            ToolInput::BashOutput(i) => shells::output(i, cx).await,
+            ToolInput::KillShell(i) => shells::kill(i, cx).await,
+            ToolInput::Read(i) => read::run(i, cx).await,
+            ToolInput::Write(i) => write::run(i, cx).await,
+            ToolInput::Edit(i) => edit::run(i, cx).await,
+            ToolInput::Glob(i) => search::glob(i, cx).await,
+            ToolInput::Grep(i) => search::grep(i, cx).await,
+            ToolInput::TodoWrite(i) => todo::run(i, cx).await,
         }
     }
 }
@@ -285,13 +323,16 @@ pub struct ToolContext {
     /// The session's background shells.
     pub shells: Shells,
     /// Files a Read deny rule forbids: searches leave them out.
-    pub read_denies: crate::interception::policy::ReadDenies,
+    pub read_denies: ReadFilter,
     /// Where this call's whole output goes if it is too big to keep
     /// (`output::spill_path`); `None`: nowhere.
     pub spill: Option<PathBuf>,
     /// The session's `CLAUDE_ENV_FILE`: a Bash command's shell reads it
     /// first (as `BASH_ENV`) when SessionStart hooks wrote to it.
     pub env_file: Option<PathBuf>,
+    /// For a file tool the user allowed on a diff: the file's `base` then
+    /// (the tool writes only while the file is still that).
+    pub file_base: Option<String>,
 }
 
 impl ToolContext {
@@ -300,6 +341,35 @@ impl ToolContext {
         self.env_file
             .as_deref()
             .filter(|f| std::fs::metadata(f).is_ok_and(|m| m.is_file() && m.len() > 0))
+    }
+}
+
+/// Which files the session's rules forbid reading, as the search tools
+/// ask it (the session builds it from its policy; tools do not know rules).
+#[derive(Clone, Default)]
+pub struct ReadFilter(Option<Arc<PathTest>>);
+
+/// A test on a path.
+type PathTest = dyn Fn(&Path) -> bool + Send + Sync;
+
+impl ReadFilter {
+    pub fn new(denies: impl Fn(&Path) -> bool + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(denies)))
+    }
+
+    /// Whether reading `path` is denied.
+    pub fn denies(&self, path: &Path) -> bool {
+        self.0.as_ref().is_some_and(|f| f(path))
+    }
+}
+
+impl std::fmt::Debug for ReadFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ReadFilter(rules)"
+        } else {
+            "ReadFilter(none)"
+        })
     }
 }
 

@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 
 use super::{Presentation, Tool, ToolContext, ToolOutput, cap_for_model, parse_input, resolve};
 use crate::conversation::ToolSpec;
-use crate::interception::ApprovedCall;
 
 /// Lines returned when no `limit` is given.
 pub const DEFAULT_LIMIT: u64 = 2000;
@@ -92,17 +91,13 @@ pub(crate) fn present(input: &Value, cwd: &Path) -> Presentation {
     }
 }
 
-pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
-    let input = match parse(call.arguments()) {
-        Ok(input) => input,
-        Err(e) => return ToolOutput::failed(e),
-    };
+pub(crate) async fn run(input: &ReadInput, cx: ToolContext) -> ToolOutput {
     let path = resolve(&cx.cwd, &input.file_path);
     if cx.files.reads_through_editor() {
         // The editor's view of the file (unsaved changes included).
         let shown = path.display().to_string();
         return match cx.files.read(&path, &cx.cancel).await {
-            Ok(Some(text)) => match number(text.as_bytes(), &input, &shown) {
+            Ok(Some(text)) => match number(text.as_bytes(), input, &shown) {
                 Ok(text) => ToolOutput::completed(cap_for_model(&text)),
                 Err(e) => ToolOutput::failed(e),
             },
@@ -111,6 +106,7 @@ pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
             Err(e) => ToolOutput::failed(e),
         };
     }
+    let input = input.clone();
     let result = tokio::task::spawn_blocking(move || read_numbered(&path, &input));
     tokio::select! {
         done = result => match done {

@@ -22,10 +22,9 @@ use ignore::types::TypesBuilder;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::ReadFilter;
 use super::{Presentation, Tool, ToolContext, ToolOutput, cap_for_model, parse_input, resolve};
 use crate::conversation::ToolSpec;
-use crate::interception::ApprovedCall;
-use crate::interception::policy::ReadDenies;
 
 /// Most paths Glob returns.
 pub const GLOB_LIMIT: usize = 100;
@@ -201,7 +200,7 @@ pub(crate) fn present(tool: Tool, input: &Value, cwd: &Path) -> Presentation {
 fn walk(
     root: &Path,
     types: Option<ignore::types::Types>,
-    denies: &ReadDenies,
+    denies: &ReadFilter,
 ) -> (Vec<(PathBuf, SystemTime)>, LeftOut) {
     let (all, cut) = walk_all(root, types);
     let before = all.len();
@@ -286,16 +285,13 @@ fn search_root(cx: &ToolContext, path: &Option<String>) -> Result<PathBuf, Strin
     }
 }
 
-pub(crate) async fn glob(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
-    let input = match parse_glob(call.arguments()) {
-        Ok(i) => i,
-        Err(e) => return ToolOutput::failed(e),
-    };
+pub(crate) async fn glob(input: &GlobInput, cx: ToolContext) -> ToolOutput {
     let root = match search_root(&cx, &input.path) {
         Ok(r) => r,
         Err(e) => return ToolOutput::failed(e),
     };
     let denies = cx.read_denies.clone();
+    let input = input.clone();
     let work = tokio::task::spawn_blocking(move || {
         let matcher = glob_matcher(&input.pattern)?;
         let (found, left_out) = walk(&root, None, &denies);
@@ -322,16 +318,13 @@ pub(crate) async fn glob(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
     cancellable(&cx, work).await
 }
 
-pub(crate) async fn grep(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
-    let input = match parse_grep(call.arguments()) {
-        Ok(i) => i,
-        Err(e) => return ToolOutput::failed(e),
-    };
+pub(crate) async fn grep(input: &GrepInput, cx: ToolContext) -> ToolOutput {
     let root = match search_root(&cx, &input.path) {
         Ok(r) => r,
         Err(e) => return ToolOutput::failed(e),
     };
     let denies = cx.read_denies.clone();
+    let input = input.clone();
     let work = tokio::task::spawn_blocking(move || grep_blocking(&input, &root, &denies));
     cancellable(&cx, work).await
 }
@@ -352,7 +345,7 @@ async fn cancellable(
     }
 }
 
-fn grep_blocking(input: &GrepInput, root: &Path, denies: &ReadDenies) -> Result<String, String> {
+fn grep_blocking(input: &GrepInput, root: &Path, denies: &ReadFilter) -> Result<String, String> {
     let matcher = matcher(input)?;
     let filter = input.glob.as_deref().map(glob_matcher).transpose()?;
     let types = input.file_type.as_deref().map(types).transpose()?;
@@ -508,7 +501,7 @@ mod tests {
     }
 
     fn grep_with(root: &Path, v: Value) -> String {
-        grep_blocking(&parse_grep(&v).unwrap(), root, &ReadDenies::default()).unwrap()
+        grep_blocking(&parse_grep(&v).unwrap(), root, &ReadFilter::default()).unwrap()
     }
 
     #[test]
@@ -522,7 +515,10 @@ mod tests {
             ],
             ..Default::default()
         };
-        let denies = ReadDenies::of(&rules);
+        let denies = {
+            let d = crate::interception::policy::ReadDenies::of(&rules);
+            ReadFilter::new(move |p| d.denies(p))
+        };
         let v = json!({"pattern": "fn", "output_mode": "content"});
         let out = grep_blocking(&parse_grep(&v).unwrap(), root, &denies).unwrap();
         assert!(!out.contains("delta"), "{out}");
@@ -592,7 +588,7 @@ mod tests {
     fn glob_matches_relative_paths_newest_first() {
         let dir = project();
         let root = dir.path();
-        let (all, _) = walk(root, None, &ReadDenies::default());
+        let (all, _) = walk(root, None, &ReadFilter::default());
         assert!(all.iter().all(|(p, _)| !p.starts_with(root.join("target"))));
         let m = glob_matcher("**/*.rs").unwrap();
         let mut found: Vec<_> = all

@@ -20,7 +20,6 @@ use tokio_util::sync::CancellationToken;
 use super::exec::{self, ProcessGroup};
 use super::{Presentation, Tool, ToolContext, ToolOutput, cap_for_model, parse_input};
 use crate::conversation::ToolSpec;
-use crate::interception::ApprovedCall;
 use crate::sync::lock;
 
 /// A session's background shells. Cloning shares them.
@@ -212,11 +211,7 @@ pub(crate) fn present(tool: Tool, input: &Value) -> Presentation {
     }
 }
 
-pub(crate) async fn output(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
-    let input = match parse_output(call.arguments()) {
-        Ok(i) => i,
-        Err(e) => return ToolOutput::failed(e),
-    };
+pub(crate) async fn output(input: &OutputInput, cx: ToolContext) -> ToolOutput {
     let Some(shell) = cx.shells.get(&input.bash_id) else {
         return ToolOutput::failed(format!("there is no background command {}", input.bash_id));
     };
@@ -259,11 +254,7 @@ pub(crate) async fn output(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
     ToolOutput::completed(format!("{body}\n{status}"))
 }
 
-pub(crate) async fn kill(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
-    let input = match parse_kill(call.arguments()) {
-        Ok(i) => i,
-        Err(e) => return ToolOutput::failed(e),
-    };
+pub(crate) async fn kill(input: &KillInput, cx: ToolContext) -> ToolOutput {
     let Some(shell) = cx.shells.get(&input.shell_id) else {
         return ToolOutput::failed(format!("there is no background command {}", input.shell_id));
     };

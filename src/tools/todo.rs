@@ -9,7 +9,6 @@ use serde_json::{Value, json};
 
 use super::{Presentation, Tool, ToolContext, ToolOutput, parse_input};
 use crate::conversation::ToolSpec;
-use crate::interception::ApprovedCall;
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct TodoInput {
@@ -103,11 +102,7 @@ pub fn plan_entries(input: &Value) -> Option<Vec<PlanEntry>> {
     )
 }
 
-pub(crate) async fn run(call: &ApprovedCall, _cx: ToolContext) -> ToolOutput {
-    let input = match parse(call.arguments()) {
-        Ok(i) => i,
-        Err(e) => return ToolOutput::failed(e),
-    };
+pub(crate) async fn run(input: &TodoInput, _cx: ToolContext) -> ToolOutput {
     let done = input
         .todos
         .iter()

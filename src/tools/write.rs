@@ -13,7 +13,6 @@ use super::files::{FileAccess, first_changed_line};
 use super::{Presentation, Tool, ToolContext, ToolOutput, parse_input, resolve};
 use crate::conversation::ToolSpec;
 use crate::event_log::FileDiff;
-use crate::interception::ApprovedCall;
 
 /// The input, as Claude Code defines it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -85,7 +84,14 @@ pub(crate) async fn preview(
     files: &FileAccess,
     cancel: &CancellationToken,
 ) -> Result<FileDiff, String> {
-    let input = parse(input)?;
+    preview_of(&parse(input)?, files, cancel).await
+}
+
+async fn preview_of(
+    input: &WriteInput,
+    files: &FileAccess,
+    cancel: &CancellationToken,
+) -> Result<FileDiff, String> {
     let path = Path::new(&input.file_path).to_owned();
     let old = files.read(&path, cancel).await?;
     let line = first_changed_line(old.as_deref().unwrap_or(""), &input.content);
@@ -93,18 +99,18 @@ pub(crate) async fn preview(
         path,
         base: Some(super::files::base_of(old.as_deref())),
         old_text: old,
-        new_text: input.content,
+        new_text: input.content.clone(),
         line,
         unread: false,
     })
 }
 
-pub(crate) async fn run(call: &ApprovedCall, cx: ToolContext) -> ToolOutput {
-    let diff = match preview(call.arguments(), &cx.files, &cx.cancel).await {
+pub(crate) async fn run(input: &WriteInput, cx: ToolContext) -> ToolOutput {
+    let diff = match preview_of(input, &cx.files, &cx.cancel).await {
         Ok(d) => d,
         Err(e) => return ToolOutput::failed(e),
     };
-    if let Err(e) = super::files::unchanged_since_allowed(call, &diff) {
+    if let Err(e) = super::files::unchanged_since_allowed(cx.file_base.as_deref(), &diff) {
         return ToolOutput::failed(e);
     }
     if let Err(e) = cx.files.write(&diff.path, &diff.new_text, &cx.cancel).await {

@@ -141,7 +141,7 @@ pub fn report(config: &Config, cwd: &Path) -> Report {
         by: None,
         wants: Vec::new(),
     };
-    let built = match crate::session::trust::build(config, &context, false) {
+    let built = match bridges::policy::build(config, &context, false) {
         Err(e) => {
             broken = true;
             settings.push(FileStatus {
@@ -175,7 +175,7 @@ pub fn report(config: &Config, cwd: &Path) -> Report {
                 }
             }
             if trust_info.state == "trusted" {
-                crate::session::trust::build(config, &context, true).ok()
+                bridges::policy::build(config, &context, true).ok()
             } else {
                 Some(untrusted)
             }

@@ -21,8 +21,9 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 pub use record::{
-    Decision, DeltaChannel, Event, FORMAT_VERSION, FileDiff, NoticeLevel, OfferedCommand, Outcome,
-    OutputFile, PermissionChoice, PermissionOutcome, Record, ResultStatus, TrustOutcome, TurnStop,
+    Decision, DeltaChannel, Event, FORMAT_VERSION, FileDiff, HookNote, HookRecord, NoticeLevel,
+    OfferedCommand, Outcome, OutputFile, PermissionChoice, PermissionOutcome, Record, ResultStatus,
+    TrustOutcome, TurnStop, Verdict,
 };
 
 /// Why the log could not be written or read.

@@ -33,7 +33,6 @@ use serde_json::Value;
 
 use crate::conversation::AssistantBlock;
 use crate::conversation::ModelStop;
-use crate::interception::{HookNote, HookRecord};
 
 /// Version of the record format, written in `session/started`.
 pub const FORMAT_VERSION: u32 = 1;
@@ -258,6 +257,44 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+/// A decision's strength, weakest first: the strictest of a fold wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    Allow,
+    Ask,
+    Deny,
+}
+
+/// A post-execute hook's say, as `tool/result` records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookNote {
+    pub hook: String,
+    /// `accept`, `quiet` (accepted, its context told to the model but not
+    /// shown: `suppressOutput`), `block`, or `error` (the hook failed;
+    /// shown, not told to the model).
+    pub decision: String,
+    pub text: String,
+}
+
+/// One hook's say about one call, as the log records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookRecord {
+    pub hook: String,
+    pub decision: Verdict,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The hook's rewrite took effect.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rewrote: bool,
+    /// The hook failed and was passed over (a bridge hook fails open).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A slash command candor offers.

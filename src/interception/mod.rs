@@ -34,10 +34,10 @@ use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+pub use crate::event_log::{HookNote, HookRecord, Verdict};
 use crate::tools::{Tool, ToolInput};
 use policy::{Disposition, HookVerdict, Mode, Rule, Rules};
 
@@ -82,16 +82,6 @@ impl PreToolDecision {
             PreToolDecision::Deny { reason } => (Some(reason), None),
         }
     }
-}
-
-/// A decision's strength, weakest first: the strictest of a fold wins.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Pass,
-    Allow,
-    Ask,
-    Deny,
 }
 
 /// What a hook is shown: a read-only view of the call.
@@ -236,18 +226,6 @@ pub trait PostToolHook: Send + Sync + fmt::Debug {
     fn after<'a>(&'a self, call: FinishedCall<'a>) -> PostHookFuture<'a>;
 }
 
-/// A post-execute hook's say, as `tool/result` records it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HookNote {
-    pub hook: String,
-    /// `accept`, `quiet` (accepted, its context told to the model but not
-    /// shown: `suppressOutput`), `block`, or `error` (the hook failed;
-    /// shown, not told to the model).
-    pub decision: String,
-    pub text: String,
-}
-
 /// Runs the post-execute hooks that apply, all at once (nothing they say
 /// changes what the others are shown); returns what they said, in
 /// configured order.
@@ -288,22 +266,6 @@ pub struct Policy {
     pub event_hooks: Vec<Arc<dyn events::EventHook>>,
     pub rules: Rules,
     pub mode: Mode,
-}
-
-/// One hook's say about one call, as the log records it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HookRecord {
-    pub hook: String,
-    pub decision: Verdict,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// The hook's rewrite took effect.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub rewrote: bool,
-    /// The hook failed and was passed over (a bridge hook fails open).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
 }
 
 /// Who candor names as the decider for its own checks.

@@ -22,69 +22,12 @@ use std::sync::Arc;
 use super::call::{Asked, Gate, ask_client};
 use super::commit::Committer;
 use super::events;
+use crate::bridges::SessionContext;
+use crate::bridges::policy::{Built, build};
 use crate::bridges::trust::{self, Answer, Store};
-use crate::bridges::{self, SessionContext};
 use crate::config::Config;
 use crate::event_log::{Event, LogError, NoticeLevel, PermissionChoice, TrustOutcome};
-use crate::interception::Policy;
-use crate::interception::scripted::PolicyFile;
 use crate::presentation::trust_card_id;
-
-/// A session's policy as loaded: the policy file's, then the user's Claude
-/// Code and Codex hooks and rules (and the project's, when trusted).
-pub(crate) struct Built {
-    pub(crate) policy: Policy,
-    /// What loading had to say (problems as warnings, remarks as info).
-    pub(crate) notices: Vec<(NoticeLevel, String)>,
-    /// What the project's settings want that only trust gives (applied
-    /// when the build trusted the project).
-    pub(crate) wants: Vec<String>,
-    /// The hooks loaded, described.
-    pub(crate) hooks: Vec<crate::bridges::hook::HookSummary>,
-}
-
-/// Builds a session's policy (see [`Built`]). A broken policy file is an
-/// `Err`: candor does not run tools under a policy it could not read.
-pub(crate) fn build(
-    config: &Config,
-    context: &Arc<SessionContext>,
-    trusted: bool,
-) -> Result<Built, String> {
-    let cwd = &context.project_dir;
-    let home = config.user_home.as_deref();
-    let (mut policy, mode_set) = match &config.policy {
-        Some(path) => {
-            let file = PolicyFile::load(path)?;
-            let policy = file.policy(cwd, home)?;
-            (policy, file.mode.is_some())
-        }
-        None => (Policy::default(), false),
-    };
-    policy.rules.home = config.user_home.clone();
-    let mut notices = Vec::new();
-    let mut wants = Vec::new();
-    let mut hooks = Vec::new();
-    // The user's Claude Code, then Codex, hooks and rules join the policy;
-    // a broken settings file is a notice, never a failed session.
-    if let Some(locations) = &config.claude {
-        let mut loaded = bridges::claude::load(locations, context, trusted);
-        wants.append(&mut loaded.wants);
-        hooks.append(&mut loaded.summaries);
-        notices.extend(loaded.merge_into(&mut policy, cwd, home, mode_set));
-    }
-    if let Some(locations) = &config.codex {
-        let mut loaded = bridges::codex::load(locations, context, trusted);
-        wants.append(&mut loaded.wants);
-        hooks.append(&mut loaded.summaries);
-        notices.extend(loaded.merge_into(&mut policy, cwd, home, mode_set));
-    }
-    Ok(Built {
-        policy,
-        notices,
-        wants,
-        hooks,
-    })
-}
 
 /// A question to ask at the first prompt.
 #[derive(Debug)]

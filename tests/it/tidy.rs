@@ -174,3 +174,57 @@ fn acp_method_names_appear_only_at_the_edges() {
         found.join("\n")
     );
 }
+
+/// The top-level modules of `src/` form no circle: none imports (through
+/// `crate::…`, outside tests and comments) a module that imports it back,
+/// directly or through others.
+#[test]
+fn top_level_modules_import_each_other_in_no_circle() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let src = root().join("src");
+    let mut deps: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for path in rust_files(&src) {
+        let relative = path.strip_prefix(&src).unwrap();
+        let first = relative
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let module = first.trim_end_matches(".rs").to_owned();
+        if module == "lib" || module == "main" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        let entry = deps.entry(module.clone()).or_default();
+        for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            for (i, _) in line.match_indices("crate::") {
+                let used: String = line[i + 7..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                    .collect();
+                if !used.is_empty() && used != module {
+                    entry.insert(used);
+                }
+            }
+        }
+    }
+    // A module is in a circle if it can reach itself.
+    for start in deps.keys() {
+        let mut seen = BTreeSet::new();
+        let mut todo: Vec<(String, Vec<String>)> = vec![(start.clone(), vec![start.clone()])];
+        while let Some((at, path)) = todo.pop() {
+            for next in deps.get(&at).into_iter().flatten() {
+                if next == start {
+                    panic!("a circle of imports: {} → {start}", path.join(" → "));
+                }
+                if deps.contains_key(next) && seen.insert(next.clone()) {
+                    let mut longer = path.clone();
+                    longer.push(next.clone());
+                    todo.push((next.clone(), longer));
+                }
+            }
+        }
+    }
+}

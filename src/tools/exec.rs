@@ -239,7 +239,7 @@ impl Drop for ProcessGroup {
         // longer names their scope), so that they are reaped.
         let leader = self.pgid.map(Pid::as_raw);
         let adopted: Vec<i32> = if SUBREAPER.load(std::sync::atomic::Ordering::Relaxed) {
-            own_children()
+            adopted_children()
                 .into_iter()
                 .filter(|pid| Some(*pid) != leader)
                 .filter(|pid| scope_of(*pid).as_deref() == Some(self.scope.as_str()))
@@ -353,6 +353,10 @@ const REAP_EVERY: Duration = Duration::from_millis(500);
 /// Kills candor's adopted children whose scope has ended, and reaps those
 /// killed before.
 pub fn end_strays() {
+    // Without the subreaper nothing is adopted, and nothing was killed here.
+    if !SUBREAPER.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     let ours = format!("{}-", std::process::id());
     let mut strays = strays();
     for _ in 0..SWEEP_ROUNDS {
@@ -360,7 +364,7 @@ pub fn end_strays() {
         // Reap what was killed before (never a pid tokio waits for: those
         // carry a live scope, or were not killed here).
         reap(&mut strays.killed);
-        let children = own_children();
+        let children = adopted_children();
         // A leader tokio has reaped is no longer a child.
         strays
             .leaders
@@ -455,6 +459,21 @@ fn reap(killed: &mut std::collections::HashSet<i32>) {
             Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) | Err(_)
         )
     });
+}
+
+/// The children candor adopted (orphans reparented to the subreaper): the
+/// kernel gives them to the first living thread of the process, its main
+/// thread, so one list is read, not every thread's (a sweep runs at every
+/// group's end).
+fn adopted_children() -> Vec<i32> {
+    let main = std::process::id();
+    let mut pids: Vec<i32> = std::fs::read_to_string(format!("/proc/self/task/{main}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse::<i32>().ok())
+        .collect();
+    pids.sort_unstable();
+    pids
 }
 
 /// candor's children, from every thread's `children` list.

@@ -24,7 +24,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::hook::{
-    Flavor, Stdout, Table, common_asides, read_stdout, specific, stderr_reason, string,
+    CommandHook, Dialect, DialectFuture, HookEvent, Stdout, Table, common_asides, read_stdout,
+    specific, stderr_reason, string, tool_fields,
 };
 use super::runner::{Exit, HookRun};
 use super::{Loaded, SessionContext};
@@ -167,14 +168,14 @@ pub fn load(locations: &ClaudeLocations, session: &Arc<SessionContext>, trusted:
             && let Some(hooks) = map.get("hooks")
         {
             if project {
-                wanted.read(Flavor::Claude, hooks, path, source.name(), session);
+                wanted.read(&CLAUDE, hooks, path, source.name(), session);
             }
             if trusted || !project {
-                table.read(Flavor::Claude, hooks, path, source.name(), session);
+                table.read(&CLAUDE, hooks, path, source.name(), session);
             }
         }
     }
-    table.finish(Flavor::Claude);
+    table.finish(&CLAUDE);
     loaded.add(table);
     loaded.wants.extend(wanted.hooks.iter().map(|h| h.wanted()));
     read_mode(&mut loaded, &settings, trusted);
@@ -319,7 +320,7 @@ pub fn pre_tool_use(
         Exit::Code(2) => Ok(PreToolDecision::Deny {
             reason: stderr_reason(run, "blocked by the hook (exit status 2)"),
         }),
-        Exit::Code(0) => match read_stdout(run, Flavor::Claude) {
+        Exit::Code(0) => match read_stdout(run, &CLAUDE) {
             Stdout::Text(_) => Ok(PreToolDecision::Pass { rewrite: None }),
             Stdout::Invalid(e) => Err(HookFailure::open(e)),
             Stdout::Json(out) => {
@@ -422,7 +423,7 @@ pub fn post_tool_use(run: &HookRun, hook: &str) -> (Result<PostToolDecision, Str
         Exit::Code(2) => Ok(PostToolDecision::Block {
             reason: stderr_reason(run, "the hook objected to this result (exit status 2)"),
         }),
-        Exit::Code(0) => match read_stdout(run, Flavor::Claude) {
+        Exit::Code(0) => match read_stdout(run, &CLAUDE) {
             Stdout::Text(_) => Ok(PostToolDecision::Accept {
                 context: None,
                 quiet: false,
@@ -471,7 +472,7 @@ pub fn session_event(event: SessionEvent, run: &HookRun) -> EventAnswer {
                 answer.notices.push(run.stderr.trim().to_owned());
             }
         }
-        Exit::Code(0) => match read_stdout(run, Flavor::Claude) {
+        Exit::Code(0) => match read_stdout(run, &CLAUDE) {
             Stdout::Text(text) => {
                 if text_is_context && !text.is_empty() {
                     answer.context = Some(text);
@@ -509,6 +510,93 @@ pub fn session_event(event: SessionEvent, run: &HookRun) -> EventAnswer {
         )),
     }
     answer
+}
+
+/// Claude Code's hook rules (the [`Dialect`] of hooks read from its settings).
+#[derive(Debug)]
+pub struct Claude;
+
+/// The Claude Code dialect.
+pub static CLAUDE: Claude = Claude;
+
+impl Dialect for Claude {
+    fn name(&self) -> &'static str {
+        "Claude Code"
+    }
+
+    fn exact(&self) -> fn(char) -> bool {
+        |c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ' ' | ',' | '|')
+    }
+
+    fn claude_handlers(&self) -> bool {
+        true
+    }
+
+    fn timeout(&self) -> (&'static [&'static str], f64) {
+        (&["timeout"], 0.0)
+    }
+
+    fn matched_names(&self, tool: &str) -> Vec<String> {
+        vec![tool.to_owned()]
+    }
+
+    fn add_fields(&self, _session: &SessionContext, _input: &mut Map<String, Value>) {}
+
+    fn env(&self, session: &SessionContext, event: HookEvent) -> Vec<(String, String)> {
+        let mut env = vec![(
+            "CLAUDE_PROJECT_DIR".to_owned(),
+            session.project_dir.display().to_string(),
+        )];
+        // A SessionStart hook may leave `export` lines for the session's
+        // later commands.
+        if event == HookEvent::Session(SessionEvent::SessionStart) {
+            let file = &session.env_file;
+            if !file.exists() {
+                let _ = std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(file);
+            }
+            env.push(("CLAUDE_ENV_FILE".to_owned(), file.display().to_string()));
+        }
+        env
+    }
+
+    fn json_arrays(&self) -> bool {
+        false
+    }
+
+    fn pre_tool_use<'a>(
+        &'a self,
+        hook: &'a CommandHook,
+        call: crate::interception::ProposedCall<'a>,
+        mut input: Map<String, Value>,
+    ) -> DialectFuture<'a, Result<PreToolDecision, HookFailure>> {
+        Box::pin(async move {
+            tool_fields(&mut input, call.tool, call.input.clone(), call.id);
+            let run = hook.run(input, call.cwd).await;
+            pre_tool_use(&run, hook.id_str())
+        })
+    }
+
+    fn post_tool_use<'a>(
+        &'a self,
+        hook: &'a CommandHook,
+        call: FinishedCall<'a>,
+        mut input: Map<String, Value>,
+    ) -> DialectFuture<'a, Result<PostToolDecision, String>> {
+        Box::pin(async move {
+            tool_fields(&mut input, call.tool, call.input.clone(), call.id);
+            input.insert("tool_response".into(), tool_response(&call));
+            let run = hook.run(input, call.cwd).await;
+            post_tool_use(&run, hook.id_str())
+        })
+    }
+
+    fn session_event(&self, event: SessionEvent, run: &HookRun) -> EventAnswer {
+        session_event(event, run)
+    }
 }
 
 #[cfg(test)]

@@ -27,7 +27,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::hook::{
-    Flavor, Stdout, Table, common_asides, read_stdout, specific, stderr_reason, string,
+    CommandHook, Dialect, DialectFuture, HookEvent, Stdout, Table, common_asides, read_stdout,
+    specific, stderr_reason, string, tool_fields,
 };
 use super::runner::{Exit, HookRun};
 use super::{Loaded, SessionContext};
@@ -131,7 +132,7 @@ pub fn load(locations: &CodexLocations, session: &Arc<SessionContext>, trusted: 
     let read =
         |table: &mut Table, path: &Path, settings: Option<Map<String, Value>>, source: &str| {
             if let Some(hooks) = settings.as_ref().and_then(|s| s.get("hooks")) {
-                table.read(Flavor::Codex, hooks, path, source, session);
+                table.read(&CODEX, hooks, path, source, session);
             }
         };
     if let Some(home) = &locations.home {
@@ -181,7 +182,7 @@ pub fn load(locations: &CodexLocations, session: &Arc<SessionContext>, trusted: 
             "Codex project",
         );
     }
-    table.finish(Flavor::Codex);
+    table.finish(&CODEX);
     loaded.add(table);
     loaded
 }
@@ -448,7 +449,7 @@ pub fn pre_tool_use(
         Exit::Code(2) => Ok(PreToolDecision::Deny {
             reason: stderr_reason(run, ""),
         }),
-        Exit::Code(0) => match read_stdout(run, Flavor::Codex) {
+        Exit::Code(0) => match read_stdout(run, &CODEX) {
             Stdout::Text(_) => Ok(PreToolDecision::Pass { rewrite: None }),
             Stdout::Invalid(e) => Err(HookFailure::open(e)),
             Stdout::Json(out) => pre_decision(&out, hook, tool, original, presented, &mut asides),
@@ -570,7 +571,7 @@ pub fn post_tool_use(run: &HookRun, hook: &str) -> (Result<PostToolDecision, Str
             Exit::Code(2) => Ok(PostToolDecision::Block {
                 reason: stderr_reason(run, ""),
             }),
-            Exit::Code(0) => match read_stdout(run, Flavor::Codex) {
+            Exit::Code(0) => match read_stdout(run, &CODEX) {
                 Stdout::Text(_) => Ok(PostToolDecision::Accept {
                     context: None,
                     quiet: false,
@@ -612,7 +613,7 @@ pub fn session_event(event: SessionEvent, run: &HookRun) -> EventAnswer {
         ),
         Exit::Code(2) if blocks => answer.block = Some(stderr_reason(run, "")),
         Exit::Code(2) => answer.notices.push(run.stderr.trim().to_owned()),
-        Exit::Code(0) => match read_stdout(run, Flavor::Codex) {
+        Exit::Code(0) => match read_stdout(run, &CODEX) {
             // Codex ignores plain text.
             Stdout::Text(_) => {}
             Stdout::Invalid(e) => answer.notices.push(format!("the hook failed: {e}")),
@@ -639,6 +640,87 @@ pub fn session_event(event: SessionEvent, run: &HookRun) -> EventAnswer {
             .push(format!("the hook failed and was passed over: it {}", run.failure())),
     }
     answer
+}
+
+/// Codex's hook rules (the [`Dialect`] of hooks read from its settings).
+#[derive(Debug)]
+pub struct Codex;
+
+/// The Codex dialect.
+pub static CODEX: Codex = Codex;
+
+impl Dialect for Codex {
+    fn name(&self) -> &'static str {
+        "Codex"
+    }
+
+    fn exact(&self) -> fn(char) -> bool {
+        |c| c.is_ascii_alphanumeric() || matches!(c, '_' | '|')
+    }
+
+    fn claude_handlers(&self) -> bool {
+        false
+    }
+
+    fn timeout(&self) -> (&'static [&'static str], f64) {
+        (&["timeout", "timeoutSec"], 1.0)
+    }
+
+    fn matched_names(&self, tool: &str) -> Vec<String> {
+        match presented_name(tool) {
+            // apply_patch is matched by Edit and Write matchers too.
+            Some("apply_patch") => vec!["apply_patch".into(), "Edit".into(), "Write".into()],
+            Some(name) => vec![name.to_owned()],
+            None => Vec::new(),
+        }
+    }
+
+    fn add_fields(&self, session: &SessionContext, input: &mut Map<String, Value>) {
+        let turn = session.turn();
+        input.insert("turn_id".into(), json!(turn.turn_id));
+        input.insert("model".into(), json!(turn.model));
+    }
+
+    fn env(&self, _session: &SessionContext, _event: HookEvent) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    fn json_arrays(&self) -> bool {
+        true
+    }
+
+    fn pre_tool_use<'a>(
+        &'a self,
+        hook: &'a CommandHook,
+        call: crate::interception::ProposedCall<'a>,
+        mut input: Map<String, Value>,
+    ) -> DialectFuture<'a, Result<PreToolDecision, HookFailure>> {
+        Box::pin(async move {
+            let presented = present(call.tool, call.input).await;
+            tool_fields(&mut input, presented.name, presented.input.clone(), call.id);
+            let run = hook.run(input, call.cwd).await;
+            pre_tool_use(&run, hook.id_str(), call.tool, call.input, &presented)
+        })
+    }
+
+    fn post_tool_use<'a>(
+        &'a self,
+        hook: &'a CommandHook,
+        call: crate::interception::FinishedCall<'a>,
+        mut input: Map<String, Value>,
+    ) -> DialectFuture<'a, Result<PostToolDecision, String>> {
+        Box::pin(async move {
+            let presented = present(call.tool, call.input).await;
+            tool_fields(&mut input, presented.name, presented.input, call.id);
+            input.insert("tool_response".into(), json!(call.output));
+            let run = hook.run(input, call.cwd).await;
+            post_tool_use(&run, hook.id_str())
+        })
+    }
+
+    fn session_event(&self, event: SessionEvent, run: &HookRun) -> EventAnswer {
+        session_event(event, run)
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! "hooks": [{"type": "command", …}]}]}`, the format Claude Code and Codex
 //! both use) into [`CommandHook`]s, and the hook itself, which plugs into
 //! the interception seam. What a hook is shown and what its answer means
-//! depend on its [`Flavor`]; those rules live in `claude.rs` and `codex.rs`.
+//! depend on its [`Dialect`], implemented in `claude.rs` and `codex.rs`;
+//! this file calls a dialect and never asks which one it is.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -12,42 +13,64 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::runner::{self, HookCommand, HookRun};
-use super::{Matcher, SessionContext, claude, codex};
+use super::{Matcher, SessionContext};
+use crate::interception::events::EventAnswer;
 use crate::interception::events::{EventFuture, EventHook, EventInput, SessionEvent};
 use crate::interception::policy::{Mode, Rule};
 use crate::interception::{
-    Aside, FinishedCall, HookFuture, PostHookFuture, PostToolHook, PreToolHook, ProposedCall,
+    Aside, FinishedCall, HookFailure, HookFuture, PostHookFuture, PostToolDecision, PostToolHook,
+    PreToolDecision, PreToolHook, ProposedCall,
 };
 
 /// A command hook's timeout when none is configured (both upstreams).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// Whose rules a hook follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavor {
-    Claude,
-    Codex,
-}
-
-impl Flavor {
-    /// How notices name the tool.
-    pub fn name(self) -> &'static str {
-        match self {
-            Flavor::Claude => "Claude Code",
-            Flavor::Codex => "Codex",
-        }
-    }
-
+/// One upstream's hook rules: what Claude Code and Codex do differently
+/// with the same hook table (each in its own file, `claude.rs`, `codex.rs`).
+pub trait Dialect: std::fmt::Debug + Sync {
+    /// How notices name the tool (`Claude Code`, `Codex`).
+    fn name(&self) -> &'static str;
     /// Characters that keep a matcher a list of exact names.
-    fn exact(self) -> fn(char) -> bool {
-        match self {
-            Flavor::Claude => {
-                |c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ' ' | ',' | '|')
-            }
-            Flavor::Codex => |c| c.is_ascii_alphanumeric() || matches!(c, '_' | '|'),
-        }
-    }
+    fn exact(&self) -> fn(char) -> bool;
+    /// Whether handlers may give `args` (exec form) and `if` filters, and
+    /// `${CLAUDE_PROJECT_DIR}` is put in.
+    fn claude_handlers(&self) -> bool;
+    /// The keys a handler's timeout may be given under, and its least value.
+    fn timeout(&self) -> (&'static [&'static str], f64);
+    /// The names a tool hook's matcher is tried on for a call of `tool`;
+    /// empty: this dialect shows hooks no such call.
+    fn matched_names(&self, tool: &str) -> Vec<String>;
+    /// Its own fields in every input.
+    fn add_fields(&self, session: &SessionContext, input: &mut Map<String, Value>);
+    /// Its own variables for a hook of `event`.
+    fn env(&self, session: &SessionContext, event: HookEvent) -> Vec<(String, String)>;
+    /// Whether output starting with `[` is JSON too.
+    fn json_arrays(&self) -> bool;
+    /// Runs a PreToolUse hook on `call` (`input`: the common fields) and
+    /// reads its answer.
+    fn pre_tool_use<'a>(
+        &'a self,
+        hook: &'a CommandHook,
+        call: ProposedCall<'a>,
+        input: Map<String, Value>,
+    ) -> DialectFuture<'a, Result<PreToolDecision, HookFailure>>;
+    /// Runs a PostToolUse hook on `call` and reads its answer.
+    fn post_tool_use<'a>(
+        &'a self,
+        hook: &'a CommandHook,
+        call: FinishedCall<'a>,
+        input: Map<String, Value>,
+    ) -> DialectFuture<'a, Result<PostToolDecision, String>>;
+    /// What a hook's run on a session event means.
+    fn session_event(&self, event: SessionEvent, run: &HookRun) -> EventAnswer;
 }
+
+/// A dialect's answer to a tool event, with what the hook said beside it.
+pub type DialectFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = (T, Vec<Aside>)> + Send + 'a>>;
+
+/// Whose rules a hook follows.
+pub type Flavor = &'static dyn Dialect;
 
 /// The hook events candor runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,10 +258,14 @@ impl Table {
             return Ok(());
         }
         let command = parse_command(flavor, handler, &session.project_dir)?;
-        let (filter, never) = match (flavor, handler.get("if").and_then(Value::as_str)) {
-            (Flavor::Codex, _) | (_, None) => (None, false),
-            (Flavor::Claude, Some(_)) if !event.is_tool_event() => (None, true),
-            (Flavor::Claude, Some(rule)) => {
+        let filter_text = handler
+            .get("if")
+            .and_then(Value::as_str)
+            .filter(|_| flavor.claude_handlers());
+        let (filter, never) = match filter_text {
+            None => (None, false),
+            Some(_) if !event.is_tool_event() => (None, true),
+            Some(rule) => {
                 match Rule::parse(rule, &session.project_dir, session.home.as_deref()) {
                     Ok(r) => (Some(r), false),
                     Err(e) => {
@@ -257,7 +284,7 @@ impl Table {
             never,
         };
         match self.hooks.iter_mut().find(|k| {
-            k.flavor == flavor
+            k.flavor.name() == flavor.name()
                 && k.event == event
                 && k.command.command == command.command
                 && k.command.args == command.args
@@ -304,37 +331,35 @@ impl Table {
 /// timeout; Claude Code's `${CLAUDE_PROJECT_DIR}` is put in.
 fn parse_command(flavor: Flavor, handler: &Value, project: &Path) -> Result<HookCommand, String> {
     let project = project.display().to_string();
-    let expand = |s: &str| match flavor {
-        Flavor::Claude => s.replace("${CLAUDE_PROJECT_DIR}", &project),
-        Flavor::Codex => s.to_owned(),
+    let expand = |s: &str| {
+        if flavor.claude_handlers() {
+            s.replace("${CLAUDE_PROJECT_DIR}", &project)
+        } else {
+            s.to_owned()
+        }
     };
     let command = match handler.get("command") {
         Some(Value::String(c)) if !c.trim().is_empty() => expand(c),
         _ => return Err("a command hook needs a non-empty `command` string".into()),
     };
-    let args = match (flavor, handler.get("args")) {
-        (Flavor::Codex, _) | (_, None | Some(Value::Null)) => None,
-        (Flavor::Claude, Some(Value::Array(items))) => Some(
+    let args = match handler.get("args").filter(|_| flavor.claude_handlers()) {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) => Some(
             items
                 .iter()
                 .map(|a| a.as_str().map(expand))
                 .collect::<Option<Vec<String>>>()
                 .ok_or("`args` must be a list of strings")?,
         ),
-        (Flavor::Claude, Some(_)) => return Err("`args` must be a list of strings".into()),
+        Some(_) => return Err("`args` must be a list of strings".into()),
     };
-    let configured = match flavor {
-        Flavor::Claude => handler.get("timeout"),
-        Flavor::Codex => handler.get("timeout").or_else(|| handler.get("timeoutSec")),
-    };
+    let (keys, least) = flavor.timeout();
+    let configured = keys.iter().find_map(|k| handler.get(*k));
     let timeout = match configured {
         None | Some(Value::Null) => DEFAULT_TIMEOUT,
         Some(v) => match v.as_f64() {
             Some(s) if s > 0.0 && s.is_finite() => {
-                let s = match flavor {
-                    Flavor::Codex => s.max(1.0),
-                    Flavor::Claude => s,
-                };
+                let s = s.max(least);
                 Duration::from_secs_f64(s.min(86_400.0))
             }
             _ => return Err("`timeout` must be a positive number of seconds".into()),
@@ -435,25 +460,8 @@ impl CommandHook {
         )
     }
 
-    /// The tool name the hook's matcher sees, and whether it sees the tool
-    /// at all (Codex presents only shell calls and file edits).
-    fn presented_name(&self, tool: &str) -> Option<&'static str> {
-        match self.flavor {
-            Flavor::Claude => None,
-            Flavor::Codex => codex::presented_name(tool),
-        }
-    }
-
     fn tool_applies(&self, tool: &str, input: &Value, root: &Path) -> bool {
-        let names: Vec<&str> = match self.flavor {
-            Flavor::Claude => vec![tool],
-            Flavor::Codex => match self.presented_name(tool) {
-                // apply_patch is matched by Edit and Write matchers too.
-                Some("apply_patch") => vec!["apply_patch", "Edit", "Write"],
-                Some(name) => vec![name],
-                None => return false,
-            },
-        };
+        let names = self.flavor.matched_names(tool);
         self.conditions.iter().any(|c| {
             !c.never
                 && names.iter().any(|n| c.matcher.matches(n))
@@ -467,11 +475,7 @@ impl CommandHook {
     fn input(&self, cwd: &Path, mode: Mode) -> Map<String, Value> {
         let mut input = Map::new();
         input.insert("session_id".into(), json!(self.session.session_id));
-        if self.flavor == Flavor::Codex {
-            let turn = self.session.turn();
-            input.insert("turn_id".into(), json!(turn.turn_id));
-            input.insert("model".into(), json!(turn.model));
-        }
+        self.flavor.add_fields(&self.session, &mut input);
         input.insert(
             "transcript_path".into(),
             json!(self.session.transcript_path.display().to_string()),
@@ -482,30 +486,15 @@ impl CommandHook {
         input
     }
 
-    async fn run(&self, input: Map<String, Value>, cwd: &Path) -> HookRun {
-        let mut env = match self.flavor {
-            Flavor::Claude => vec![(
-                "CLAUDE_PROJECT_DIR".to_owned(),
-                self.session.project_dir.display().to_string(),
-            )],
-            Flavor::Codex => Vec::new(),
-        };
-        // A SessionStart hook may leave `export` lines for the session's
-        // later commands, as in Claude Code.
-        if self.flavor == Flavor::Claude
-            && self.event == HookEvent::Session(SessionEvent::SessionStart)
-        {
-            let file = &self.session.env_file;
-            if !file.exists() {
-                let _ = std::fs::OpenOptions::new()
-                    .create(true)
-                    .truncate(false)
-                    .write(true)
-                    .open(file);
-            }
-            env.push(("CLAUDE_ENV_FILE".to_owned(), file.display().to_string()));
-        }
+    /// Runs the hook's command with `input` on stdin.
+    pub(crate) async fn run(&self, input: Map<String, Value>, cwd: &Path) -> HookRun {
+        let env = self.flavor.env(&self.session, self.event);
         runner::run(&self.command, &Value::Object(input), cwd, &env).await
+    }
+
+    /// The hook's id (its command and settings file).
+    pub(crate) fn id_str(&self) -> &str {
+        &self.id
     }
 }
 
@@ -520,20 +509,8 @@ impl PreToolHook for CommandHook {
 
     fn check<'a>(&'a self, call: ProposedCall<'a>) -> HookFuture<'a> {
         Box::pin(async move {
-            let mut input = self.input(call.cwd, call.mode);
-            let (decision, asides) = match self.flavor {
-                Flavor::Claude => {
-                    tool_fields(&mut input, call.tool, call.input.clone(), call.id);
-                    let run = self.run(input, call.cwd).await;
-                    claude::pre_tool_use(&run, &self.id)
-                }
-                Flavor::Codex => {
-                    let presented = codex::present(call.tool, call.input).await;
-                    tool_fields(&mut input, presented.name, presented.input.clone(), call.id);
-                    let run = self.run(input, call.cwd).await;
-                    codex::pre_tool_use(&run, &self.id, call.tool, call.input, &presented)
-                }
-            };
+            let input = self.input(call.cwd, call.mode);
+            let (decision, asides) = self.flavor.pre_tool_use(self, call, input).await;
             for aside in asides {
                 call.asides.push(aside);
             }
@@ -553,22 +530,8 @@ impl PostToolHook for CommandHook {
 
     fn after<'a>(&'a self, call: FinishedCall<'a>) -> PostHookFuture<'a> {
         Box::pin(async move {
-            let mut input = self.input(call.cwd, call.mode);
-            let (decision, asides) = match self.flavor {
-                Flavor::Claude => {
-                    tool_fields(&mut input, call.tool, call.input.clone(), call.id);
-                    input.insert("tool_response".into(), claude::tool_response(&call));
-                    let run = self.run(input, call.cwd).await;
-                    claude::post_tool_use(&run, &self.id)
-                }
-                Flavor::Codex => {
-                    let presented = codex::present(call.tool, call.input).await;
-                    tool_fields(&mut input, presented.name, presented.input, call.id);
-                    input.insert("tool_response".into(), json!(call.output));
-                    let run = self.run(input, call.cwd).await;
-                    codex::post_tool_use(&run, &self.id)
-                }
-            };
+            let input = self.input(call.cwd, call.mode);
+            let (decision, asides) = self.flavor.post_tool_use(self, call, input).await;
             for aside in asides {
                 call.asides.push(aside);
             }
@@ -607,10 +570,7 @@ impl EventHook for CommandHook {
             let mut input = self.input(event.cwd, event.mode);
             input.extend(event.fields.clone());
             let run = CommandHook::run(self, input, event.cwd).await;
-            match self.flavor {
-                Flavor::Claude => claude::session_event(event.event, &run),
-                Flavor::Codex => codex::session_event(event.event, &run),
-            }
+            self.flavor.session_event(event.event, &run)
         })
     }
 }
@@ -626,7 +586,7 @@ pub(crate) enum Stdout {
 /// or `[`), else text.
 pub(crate) fn read_stdout(run: &HookRun, flavor: Flavor) -> Stdout {
     let text = run.stdout.trim_start();
-    let json_like = text.starts_with('{') || (flavor == Flavor::Codex && text.starts_with('['));
+    let json_like = text.starts_with('{') || (flavor.json_arrays() && text.starts_with('['));
     if !json_like {
         return Stdout::Text(run.stdout.trim().to_owned());
     }
@@ -679,7 +639,7 @@ pub(crate) fn common_asides(out: &Map<String, Value>, hook: &str) -> Vec<Aside> 
 }
 
 /// The tool fields of a tool event's input.
-fn tool_fields(input: &mut Map<String, Value>, name: &str, tool_input: Value, id: &str) {
+pub(crate) fn tool_fields(input: &mut Map<String, Value>, name: &str, tool_input: Value, id: &str) {
     input.insert("tool_name".into(), json!(name));
     input.insert("tool_input".into(), tool_input);
     input.insert("tool_use_id".into(), json!(id));

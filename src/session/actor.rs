@@ -4,17 +4,16 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_client_protocol_schema::v1::{
-    ClientCapabilities, ContentBlock, Error as AcpError, SessionId, StopReason,
-};
+use agent_client_protocol_schema::v1::{ClientCapabilities, SessionId, StopReason};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::call::Gate;
 use super::commit::Committer;
+use super::context::Gate;
+use super::context::{TurnControl, TurnError};
+use super::handle::{Command, SessionHandle, Started};
 use super::settings::{self, Change};
-use super::turn::{self, TurnControl, TurnError};
-use super::{SessionHandle, Started};
+use super::turn;
 use super::{events, restore};
 use crate::bridges::{SessionContext, TurnInfo};
 use crate::config::Config;
@@ -24,17 +23,6 @@ use crate::providers::Provider;
 use crate::rpc::Outgoing;
 use crate::tools::{ClientLink, FileAccess, Shells};
 use crate::transport::Outbox;
-
-/// What the dispatcher asks of a session.
-#[derive(Debug)]
-pub(crate) enum Command {
-    /// Run a turn; answer with its stop reason.
-    Prompt {
-        content: Vec<ContentBlock>,
-        cancel: CancellationToken,
-        reply: oneshot::Sender<Result<StopReason, AcpError>>,
-    },
-}
 
 /// Why a session could not start.
 #[derive(Debug, thiserror::Error)]
@@ -384,17 +372,8 @@ fn idle_change(
     change: Change,
 ) -> Result<(), LogError> {
     gate.settings.record(change, c, &mut gate.policy.mode)?;
-    apply_model(&mut gate.settings, provider);
+    gate.settings.apply_model(provider);
     Ok(())
-}
-
-/// Switches the provider to the model the client chose, if it chose one.
-pub(crate) fn apply_model(settings: &mut settings::Inbox, provider: &mut Provider) {
-    if let Some(model) = settings.take_model()
-        && !provider.set_model(&model)
-    {
-        tracing::warn!(model, "the provider refused the model");
-    }
 }
 
 /// The ACP stop reason of a turn that ended normally.

@@ -17,8 +17,6 @@
 //! `tool/call` and `permission/resolved` are flushed to disk before
 //! anything runs. A cancel at any point finishes the call as `cancelled`.
 
-use std::sync::Arc;
-
 use agent_client_protocol_schema::v1::{
     PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
     SessionId,
@@ -27,41 +25,16 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::commit::Committer;
-use super::turn::{KILL_GRACE, TurnControl, TurnError};
+use super::context::{Gate, KILL_GRACE, TurnControl, TurnError};
 use crate::client::Failed;
 use crate::event_log::{
     Decision, Event, FileDiff, NoticeLevel, Outcome, PermissionChoice, PermissionOutcome,
     ResultStatus,
 };
 use crate::interception::policy::{self, Disposition, Rule};
-use crate::interception::{
-    self, ApprovedCall, Aside, Asides, FinishedCall, HookNote, Policy, Settled,
-};
+use crate::interception::{self, ApprovedCall, Aside, Asides, FinishedCall, HookNote, Settled};
 use crate::presentation::describe_decider;
-use crate::tools::{ClientLink, FileAccess, Shells, ToolContext, ToolEvent};
-
-/// What the session's calls go through: its policy, what the user has
-/// allowed for the rest of the session, and the way to ask the user.
-#[derive(Debug)]
-pub(crate) struct Gate {
-    pub(crate) session_id: String,
-    pub(crate) policy: Policy,
-    pub(crate) grants: Vec<Rule>,
-    /// The editor (permission requests; `fs/*` and terminals when offered).
-    pub(crate) client: ClientLink,
-    /// Where file tools read and write (the editor's `fs/*`, or the disk).
-    pub(crate) files: FileAccess,
-    /// The editor, when it offers terminals.
-    pub(crate) terminal: Option<ClientLink>,
-    /// The session's background shells.
-    pub(crate) shells: Shells,
-    /// Mode and model changes from the client.
-    pub(crate) settings: super::settings::Inbox,
-    /// The session's `CLAUDE_ENV_FILE` (when Claude Code hooks are read).
-    pub(crate) env_file: Option<std::path::PathBuf>,
-    /// What the session was started with (`/doctor` reports on it).
-    pub(crate) config: Arc<crate::config::Config>,
-}
+use crate::tools::{ToolContext, ToolEvent};
 
 /// The model is told this when the user says no.
 pub(crate) const REFUSED_BY_USER: &str = "The user refused to run this call.";

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::call::Gate;
+use super::context::Gate;
 use crate::event_log::{OfferedCommand, Record};
 
 /// The commands every session offers.

@@ -12,8 +12,8 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::call::Gate;
 use super::commit::Committer;
+use super::context::Gate;
 use crate::event_log::{Event, LogError, NoticeLevel};
 use crate::interception::events::{EventInput, EventOutcome, SessionEvent, on_event};
 

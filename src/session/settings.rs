@@ -171,4 +171,13 @@ impl Inbox {
     pub(crate) fn take_model(&mut self) -> Option<String> {
         self.pending_model.take()
     }
+
+    /// Switches `provider` to the model the client chose, if it chose one.
+    pub(crate) fn apply_model(&mut self, provider: &mut crate::providers::Provider) {
+        if let Some(model) = self.take_model()
+            && !provider.set_model(&model)
+        {
+            tracing::warn!(model, "the provider refused the model");
+        }
+    }
 }

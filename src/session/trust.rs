@@ -19,8 +19,9 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::call::{Asked, Gate, ask_client};
+use super::call::{Asked, ask_client};
 use super::commit::Committer;
+use super::context::Gate;
 use super::events;
 use crate::bridges::SessionContext;
 use crate::bridges::policy::{Built, build};

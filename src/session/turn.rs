@@ -18,44 +18,22 @@
 //! and the turn ends `cancelled`. A log write failure ends the turn at once
 //! with an error: no tool runs without its `tool/call` record.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
 use agent_client_protocol_schema::v1::ContentBlock;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::call::{Gate, Next, finish, run_call};
+use super::call::{Next, finish, run_call};
 use super::commit::Committer;
+use super::context::{Gate, TurnControl, TurnError};
 use super::events;
 use crate::conversation::{AssistantBlock, ModelRequest, ModelStop};
 use crate::event_log::{DeltaChannel, Event, LogError, NoticeLevel, ResultStatus, TurnStop};
 use crate::history::derive_messages;
-use crate::providers::{Provider, ProviderError, StreamDelta};
+use crate::providers::{Provider, StreamDelta};
 use crate::tools;
 
 /// Model requests one prompt may make before it ends `max_turn_requests`.
 pub(crate) const MAX_MODEL_REQUESTS: usize = 100;
-/// Between SIGTERM and SIGKILL for a cancelled command.
-pub(crate) const KILL_GRACE: Duration = Duration::from_secs(2);
-
-/// What a turn needs besides the committer and the model.
-#[derive(Debug, Clone)]
-pub(crate) struct TurnControl {
-    pub(crate) cwd: PathBuf,
-    pub(crate) cancel: CancellationToken,
-    pub(crate) hard_stop: CancellationToken,
-}
-
-/// Why a turn could not finish normally.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum TurnError {
-    #[error(transparent)]
-    Log(#[from] LogError),
-    #[error(transparent)]
-    Provider(#[from] ProviderError),
-}
-
 /// Runs a whole turn and appends its `turn/ended` record.
 pub(crate) async fn run(
     c: &mut Committer,
@@ -115,7 +93,7 @@ async fn steps(
             return Ok(TurnStop::Cancelled);
         }
         gate.settings.apply(c, &mut gate.policy.mode)?;
-        super::actor::apply_model(&mut gate.settings, provider);
+        gate.settings.apply_model(provider);
         let request = ModelRequest {
             system: system_prompt(control),
             messages: derive_messages(c.records(), provider.rewrite_strategy()),

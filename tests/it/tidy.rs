@@ -228,3 +228,88 @@ fn top_level_modules_import_each_other_in_no_circle() {
         }
     }
 }
+
+/// Inside `session/` no module imports one that imports it back (the
+/// context, the handle and the commit are shared below the actor, the turn
+/// and the call).
+#[test]
+fn the_session_modules_import_each_other_in_no_circle() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let dir = root().join("src/session");
+    let modules: BTreeSet<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".rs").map(str::to_owned)
+        })
+        .collect();
+    let mut deps: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for module in &modules {
+        let text = std::fs::read_to_string(dir.join(format!("{module}.rs"))).unwrap();
+        let code: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or("")
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut used = BTreeSet::new();
+        if module == "mod" {
+            // The parent: its uses of a child's items (not its `mod` lines).
+            for other in &modules {
+                if code.contains(&format!("{other}::")) {
+                    used.insert(other.clone());
+                }
+            }
+        } else {
+            for (i, _) in code.match_indices("super::") {
+                let rest = &code[i + 7..];
+                let names: Vec<String> = if let Some(group) = rest.strip_prefix('{') {
+                    group
+                        .split('}')
+                        .next()
+                        .unwrap_or("")
+                        .split(',')
+                        .map(|n| n.trim().split("::").next().unwrap_or("").to_owned())
+                        .collect()
+                } else {
+                    vec![
+                        rest.chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect(),
+                    ]
+                };
+                for name in names {
+                    if modules.contains(&name) {
+                        used.insert(name);
+                    } else if name.chars().next().is_some_and(char::is_uppercase) {
+                        used.insert("mod".to_owned());
+                    }
+                }
+            }
+        }
+        used.remove(module);
+        deps.insert(module.clone(), used);
+    }
+    for start in &modules {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![(start.clone(), vec![start.clone()])];
+        while let Some((at, path)) = todo.pop() {
+            for next in deps.get(&at).into_iter().flatten() {
+                assert_ne!(
+                    next,
+                    start,
+                    "a circle in session/: {} → {start}",
+                    path.join(" → ")
+                );
+                if seen.insert(next.clone()) {
+                    let mut longer = path.clone();
+                    longer.push(next.clone());
+                    todo.push((next.clone(), longer));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! The session's context: what a turn and its calls work with ([`Gate`]:
+//! policy, grants, the editor, files, shells, settings), how a turn is
+//! controlled ([`TurnControl`]) and how it fails ([`TurnError`]). Its own
+//! module, so that `turn`, `call`, `events`, `commands` and `trust` all
+//! depend on it and on none of each other in a circle.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::event_log::LogError;
+use crate::interception::Policy;
+use crate::interception::policy::Rule;
+use crate::providers::ProviderError;
+use crate::tools::{ClientLink, FileAccess, Shells};
+
+/// What the session's calls go through: its policy, what the user has
+/// allowed for the rest of the session, and the way to ask the user.
+#[derive(Debug)]
+pub(crate) struct Gate {
+    pub(crate) session_id: String,
+    pub(crate) policy: Policy,
+    pub(crate) grants: Vec<Rule>,
+    /// The editor (permission requests; `fs/*` and terminals when offered).
+    pub(crate) client: ClientLink,
+    /// Where file tools read and write (the editor's `fs/*`, or the disk).
+    pub(crate) files: FileAccess,
+    /// The editor, when it offers terminals.
+    pub(crate) terminal: Option<ClientLink>,
+    /// The session's background shells.
+    pub(crate) shells: Shells,
+    /// Mode and model changes from the client.
+    pub(crate) settings: super::settings::Inbox,
+    /// The session's `CLAUDE_ENV_FILE` (when Claude Code hooks are read).
+    pub(crate) env_file: Option<std::path::PathBuf>,
+    /// What the session was started with (`/doctor` reports on it).
+    pub(crate) config: Arc<crate::config::Config>,
+}
+
+/// Between SIGTERM and SIGKILL for a cancelled command.
+pub(crate) const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// What a turn needs besides the committer and the model.
+#[derive(Debug, Clone)]
+pub(crate) struct TurnControl {
+    pub(crate) cwd: PathBuf,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) hard_stop: CancellationToken,
+}
+
+/// Why a turn could not finish normally.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TurnError {
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+}

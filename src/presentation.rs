@@ -211,101 +211,7 @@ impl Presenter {
                     DeltaChannel::Thinking => SessionUpdate::AgentThoughtChunk(chunk),
                 }]
             }
-            Event::ToolCall {
-                tool_call_id,
-                tool,
-                arguments,
-                original_arguments,
-                digest,
-                decision,
-                hooks,
-                rewritten_by,
-                preview,
-            } => {
-                if self.cards.contains_key(tool_call_id) || self.ended.contains(tool_call_id) {
-                    return Vec::new();
-                }
-                let known = Tool::from_name(tool);
-                if known.is_some_and(|t| !t.shows_card()) && decision.outcome != Outcome::Deny {
-                    // The plan tool shows as the session's plan, once it ran.
-                    if let Some(entries) = tools::todo::plan_entries(arguments) {
-                        self.plans.insert(tool_call_id.clone(), entries);
-                    }
-                    return Vec::new();
-                }
-                let mut shown = match known {
-                    Some(t) => t.present(arguments, &self.cwd),
-                    None => tools::present_unknown(tool),
-                };
-                if let Some(p) = preview {
-                    shown.locations = vec![ToolCallLocation::new(p.path.clone()).line(p.line)];
-                }
-                let note = original_arguments
-                    .as_ref()
-                    .map(|original| rewrite_note(original, arguments, rewritten_by));
-                let mut content: Vec<ToolCallContent> =
-                    note.iter().map(|n| text_content(n.clone())).collect();
-                content.extend(preview.as_ref().map(diff_content));
-                if preview.as_ref().is_some_and(|p| p.unread) {
-                    content.push(text_content(
-                        "candor has not read this file (it is outside the project, or a rule denies reading it): this is the change the call proposes; the file is read once you allow it.".into(),
-                    ));
-                }
-                let mut meta = serde_json::Map::new();
-                meta.insert("decision".into(), json!(decision));
-                meta.insert("digest".into(), json!(digest));
-                if let Some(original) = original_arguments {
-                    meta.insert("originalInput".into(), original.clone());
-                    meta.insert("rewrittenBy".into(), json!(rewritten_by));
-                }
-                if !hooks.is_empty() {
-                    meta.insert("hooks".into(), json!(hooks));
-                }
-                let status = match decision.outcome {
-                    Outcome::Allow | Outcome::Ask => ToolCallStatus::Pending,
-                    Outcome::Deny => {
-                        let by = describe_decider(decision.by.as_deref().unwrap_or("candor"));
-                        let reason = decision.reason.as_deref().unwrap_or("no reason given");
-                        content.push(text_content(format!("Refused by {by}: {reason}")));
-                        ToolCallStatus::Failed
-                    }
-                };
-                let mut candor = serde_json::Map::new();
-                candor.insert("candor".into(), Value::Object(meta));
-                let call = ToolCall::new(tool_call_id.clone(), shown.title)
-                    .name(tool.clone())
-                    .kind(shown.kind)
-                    .locations(shown.locations)
-                    .raw_input(arguments.clone())
-                    .content(content)
-                    .meta(candor)
-                    .status(status);
-                let ask_reason = match decision.outcome {
-                    Outcome::Ask => Some(decision.reason.clone().unwrap_or_else(|| {
-                        format!(
-                            "asked by {}",
-                            describe_decider(decision.by.as_deref().unwrap_or("default"))
-                        )
-                    })),
-                    Outcome::Allow | Outcome::Deny => None,
-                };
-                if matches!(status, ToolCallStatus::Completed | ToolCallStatus::Failed) {
-                    self.ended.insert(tool_call_id.clone());
-                    return vec![SessionUpdate::ToolCall(call)];
-                }
-                self.cards.insert(
-                    tool_call_id.clone(),
-                    Card {
-                        status,
-                        output: BoundedText::default(),
-                        note,
-                        shown: call.clone(),
-                        ask_reason,
-                        terminal: None,
-                    },
-                );
-                vec![SessionUpdate::ToolCall(call)]
-            }
+            Event::ToolCall { .. } => self.tool_call(record),
             Event::PermissionRequested {
                 tool_call_id,
                 preview: Some(diff),
@@ -334,77 +240,8 @@ impl Presenter {
                 )]
             }
             Event::PermissionRequested { .. } | Event::PermissionResolved { .. } => Vec::new(),
-            Event::TrustRequested { wants, digest, .. } => {
-                let id = trust_card_id(record.seq);
-                if self.cards.contains_key(&id) || self.ended.contains(&id) {
-                    return Vec::new();
-                }
-                self.trust_cards.insert(digest.clone(), id.clone());
-                let shown: Vec<String> = wants
-                    .iter()
-                    .map(|w| crate::shell::truncate(w, 2000))
-                    .collect();
-                let content = vec![text_content(format!(
-                    "This project's own settings want the following. None of it applies until you trust the project (deny and ask rules, and `plan` mode, apply anyway):\n{}",
-                    fenced(&shown.join("\n"), "text")
-                ))];
-                let call = ToolCall::new(id.clone(), "Trust this project's settings?")
-                    .kind(ToolKind::Other)
-                    .raw_input(json!({ "wants": wants }))
-                    .content(content)
-                    .status(ToolCallStatus::Pending);
-                self.cards.insert(
-                    id,
-                    Card {
-                        status: ToolCallStatus::Pending,
-                        output: BoundedText::default(),
-                        note: None,
-                        shown: call.clone(),
-                        ask_reason: None,
-                        terminal: None,
-                    },
-                );
-                vec![SessionUpdate::ToolCall(call)]
-            }
-            Event::TrustResolved {
-                digest,
-                outcome,
-                reason,
-            } => {
-                let Some(id) = self.trust_cards.remove(digest) else {
-                    return Vec::new();
-                };
-                let (status, text) = match outcome {
-                    TrustOutcome::Trusted => (
-                        ToolCallStatus::Completed,
-                        "Trusted: the project's settings apply from now on, in this and later sessions (until they change).".to_owned(),
-                    ),
-                    TrustOutcome::TrustedOnce => (
-                        ToolCallStatus::Completed,
-                        "Trusted for this session: the project's settings apply until it ends.".to_owned(),
-                    ),
-                    TrustOutcome::Refused => (
-                        ToolCallStatus::Failed,
-                        "Not trusted: candor will not ask again unless these settings change.".to_owned(),
-                    ),
-                    TrustOutcome::Cancelled => (
-                        ToolCallStatus::Failed,
-                        "Not answered (the prompt was cancelled): candor asks again at your next prompt.".to_owned(),
-                    ),
-                    TrustOutcome::NotNow | TrustOutcome::Failed => (
-                        ToolCallStatus::Failed,
-                        format!(
-                            "Not trusted for now{}: candor asks again in the next session.",
-                            reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
-                        ),
-                    ),
-                };
-                self.advance(&id, status, |card| {
-                    let mut content = card.shown.content.clone();
-                    content.push(text_content(text));
-                    ToolCallUpdateFields::new().status(status).content(content)
-                })
-            }
+            Event::TrustRequested { .. } => self.trust_requested(record),
+            Event::TrustResolved { .. } => self.trust_resolved(record),
             Event::ToolTerminal {
                 tool_call_id,
                 terminal_id,
@@ -446,76 +283,261 @@ impl Presenter {
                     ToolCallUpdateFields::new().content(content),
                 )]
             }
-            Event::ToolResult {
-                tool_call_id,
-                status,
-                output,
-                exit_code,
-                signal,
-                hook_notes,
-                diff,
-                output_file: _,
-            } => {
-                if let Some(entries) = self.plans.remove(tool_call_id) {
-                    return match status {
-                        ResultStatus::Completed => vec![SessionUpdate::Plan(Plan::new(entries))],
-                        ResultStatus::Failed | ResultStatus::Cancelled => Vec::new(),
-                    };
-                }
-                let mode = self.mode;
-                let wire_status = match status {
-                    ResultStatus::Completed => ToolCallStatus::Completed,
-                    ResultStatus::Failed | ResultStatus::Cancelled => ToolCallStatus::Failed,
-                };
-                self.advance(tool_call_id, wire_status, |card| {
-                    let mut content = vec![match (&card.terminal, diff) {
-                        (Some(id), _) if mode == Mode::Live => terminal_content(id),
-                        (_, Some(d)) => diff_content(d),
-                        _ if !card.output.is_empty() => {
-                            text_content(fenced(&card.output.render(), "console"))
-                        }
-                        _ => text_content(match status {
-                            ResultStatus::Completed => fenced(output, ""),
-                            ResultStatus::Failed | ResultStatus::Cancelled => output.clone(),
-                        }),
-                    }];
-                    if let Some(trailer) = trailer(*status, *exit_code, signal.as_deref()) {
-                        content.push(text_content(trailer));
-                    }
-                    for note in hook_notes.iter().filter(|n| n.decision != "quiet") {
-                        let what = match note.decision.as_str() {
-                            "block" => "flagged this result",
-                            "error" => "failed",
-                            _ => "adds",
-                        };
-                        content.push(text_content(format!(
-                            "Hook {} {what}: {}",
-                            note.hook, note.text
-                        )));
-                    }
-                    let content = card.content(content);
-                    let mut raw = serde_json::Map::new();
-                    if let Some(code) = exit_code {
-                        raw.insert("exitCode".into(), json!(code));
-                    }
-                    if let Some(signal) = signal {
-                        raw.insert("signal".into(), json!(signal));
-                    }
-                    let mut fields = ToolCallUpdateFields::new()
-                        .status(wire_status)
-                        .content(content);
-                    if let Some(d) = diff {
-                        fields = fields
-                            .locations(vec![ToolCallLocation::new(d.path.clone()).line(d.line)]);
-                    }
-                    if raw.is_empty() {
-                        fields
-                    } else {
-                        fields.raw_output(Value::Object(raw))
-                    }
-                })
-            }
+            Event::ToolResult { .. } => self.tool_result(record),
         }
+    }
+
+    fn tool_call(&mut self, record: &Record) -> Vec<SessionUpdate> {
+        let Event::ToolCall {
+            tool_call_id,
+            tool,
+            arguments,
+            original_arguments,
+            digest,
+            decision,
+            hooks,
+            rewritten_by,
+            preview,
+        } = &record.event
+        else {
+            return Vec::new();
+        };
+        if self.cards.contains_key(tool_call_id) || self.ended.contains(tool_call_id) {
+            return Vec::new();
+        }
+        let known = Tool::from_name(tool);
+        if known.is_some_and(|t| !t.shows_card()) && decision.outcome != Outcome::Deny {
+            // The plan tool shows as the session's plan, once it ran.
+            if let Some(entries) = tools::todo::plan_entries(arguments) {
+                self.plans.insert(tool_call_id.clone(), entries);
+            }
+            return Vec::new();
+        }
+        let mut shown = match known {
+            Some(t) => t.present(arguments, &self.cwd),
+            None => tools::present_unknown(tool),
+        };
+        if let Some(p) = preview {
+            shown.locations = vec![ToolCallLocation::new(p.path.clone()).line(p.line)];
+        }
+        let note = original_arguments
+            .as_ref()
+            .map(|original| rewrite_note(original, arguments, rewritten_by));
+        let mut content: Vec<ToolCallContent> =
+            note.iter().map(|n| text_content(n.clone())).collect();
+        content.extend(preview.as_ref().map(diff_content));
+        if preview.as_ref().is_some_and(|p| p.unread) {
+            content.push(text_content(
+                "candor has not read this file (it is outside the project, or a rule denies reading it): this is the change the call proposes; the file is read once you allow it.".into(),
+            ));
+        }
+        let mut meta = serde_json::Map::new();
+        meta.insert("decision".into(), json!(decision));
+        meta.insert("digest".into(), json!(digest));
+        if let Some(original) = original_arguments {
+            meta.insert("originalInput".into(), original.clone());
+            meta.insert("rewrittenBy".into(), json!(rewritten_by));
+        }
+        if !hooks.is_empty() {
+            meta.insert("hooks".into(), json!(hooks));
+        }
+        let status = match decision.outcome {
+            Outcome::Allow | Outcome::Ask => ToolCallStatus::Pending,
+            Outcome::Deny => {
+                let by = describe_decider(decision.by.as_deref().unwrap_or("candor"));
+                let reason = decision.reason.as_deref().unwrap_or("no reason given");
+                content.push(text_content(format!("Refused by {by}: {reason}")));
+                ToolCallStatus::Failed
+            }
+        };
+        let mut candor = serde_json::Map::new();
+        candor.insert("candor".into(), Value::Object(meta));
+        let call = ToolCall::new(tool_call_id.clone(), shown.title)
+            .name(tool.clone())
+            .kind(shown.kind)
+            .locations(shown.locations)
+            .raw_input(arguments.clone())
+            .content(content)
+            .meta(candor)
+            .status(status);
+        let ask_reason = match decision.outcome {
+            Outcome::Ask => Some(decision.reason.clone().unwrap_or_else(|| {
+                format!(
+                    "asked by {}",
+                    describe_decider(decision.by.as_deref().unwrap_or("default"))
+                )
+            })),
+            Outcome::Allow | Outcome::Deny => None,
+        };
+        if matches!(status, ToolCallStatus::Completed | ToolCallStatus::Failed) {
+            self.ended.insert(tool_call_id.clone());
+            return vec![SessionUpdate::ToolCall(call)];
+        }
+        self.cards.insert(
+            tool_call_id.clone(),
+            Card {
+                status,
+                output: BoundedText::default(),
+                note,
+                shown: call.clone(),
+                ask_reason,
+                terminal: None,
+            },
+        );
+        vec![SessionUpdate::ToolCall(call)]
+    }
+
+    fn trust_requested(&mut self, record: &Record) -> Vec<SessionUpdate> {
+        let Event::TrustRequested { wants, digest, .. } = &record.event else {
+            return Vec::new();
+        };
+        let id = trust_card_id(record.seq);
+        if self.cards.contains_key(&id) || self.ended.contains(&id) {
+            return Vec::new();
+        }
+        self.trust_cards.insert(digest.clone(), id.clone());
+        let shown: Vec<String> = wants
+            .iter()
+            .map(|w| crate::shell::truncate(w, 2000))
+            .collect();
+        let content = vec![text_content(format!(
+            "This project's own settings want the following. None of it applies until you trust the project (deny and ask rules, and `plan` mode, apply anyway):\n{}",
+            fenced(&shown.join("\n"), "text")
+        ))];
+        let call = ToolCall::new(id.clone(), "Trust this project's settings?")
+            .kind(ToolKind::Other)
+            .raw_input(json!({ "wants": wants }))
+            .content(content)
+            .status(ToolCallStatus::Pending);
+        self.cards.insert(
+            id,
+            Card {
+                status: ToolCallStatus::Pending,
+                output: BoundedText::default(),
+                note: None,
+                shown: call.clone(),
+                ask_reason: None,
+                terminal: None,
+            },
+        );
+        vec![SessionUpdate::ToolCall(call)]
+    }
+
+    fn trust_resolved(&mut self, record: &Record) -> Vec<SessionUpdate> {
+        let Event::TrustResolved {
+            digest,
+            outcome,
+            reason,
+        } = &record.event
+        else {
+            return Vec::new();
+        };
+        let Some(id) = self.trust_cards.remove(digest) else {
+            return Vec::new();
+        };
+        let (status, text) = match outcome {
+            TrustOutcome::Trusted => (
+                ToolCallStatus::Completed,
+                "Trusted: the project's settings apply from now on, in this and later sessions (until they change).".to_owned(),
+            ),
+            TrustOutcome::TrustedOnce => (
+                ToolCallStatus::Completed,
+                "Trusted for this session: the project's settings apply until it ends.".to_owned(),
+            ),
+            TrustOutcome::Refused => (
+                ToolCallStatus::Failed,
+                "Not trusted: candor will not ask again unless these settings change.".to_owned(),
+            ),
+            TrustOutcome::Cancelled => (
+                ToolCallStatus::Failed,
+                "Not answered (the prompt was cancelled): candor asks again at your next prompt.".to_owned(),
+            ),
+            TrustOutcome::NotNow | TrustOutcome::Failed => (
+                ToolCallStatus::Failed,
+                format!(
+                    "Not trusted for now{}: candor asks again in the next session.",
+                    reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
+                ),
+            ),
+        };
+        self.advance(&id, status, |card| {
+            let mut content = card.shown.content.clone();
+            content.push(text_content(text));
+            ToolCallUpdateFields::new().status(status).content(content)
+        })
+    }
+
+    fn tool_result(&mut self, record: &Record) -> Vec<SessionUpdate> {
+        let Event::ToolResult {
+            tool_call_id,
+            status,
+            output,
+            exit_code,
+            signal,
+            hook_notes,
+            diff,
+            output_file: _,
+        } = &record.event
+        else {
+            return Vec::new();
+        };
+        if let Some(entries) = self.plans.remove(tool_call_id) {
+            return match status {
+                ResultStatus::Completed => vec![SessionUpdate::Plan(Plan::new(entries))],
+                ResultStatus::Failed | ResultStatus::Cancelled => Vec::new(),
+            };
+        }
+        let mode = self.mode;
+        let wire_status = match status {
+            ResultStatus::Completed => ToolCallStatus::Completed,
+            ResultStatus::Failed | ResultStatus::Cancelled => ToolCallStatus::Failed,
+        };
+        self.advance(tool_call_id, wire_status, |card| {
+            let mut content = vec![match (&card.terminal, diff) {
+                (Some(id), _) if mode == Mode::Live => terminal_content(id),
+                (_, Some(d)) => diff_content(d),
+                _ if !card.output.is_empty() => {
+                    text_content(fenced(&card.output.render(), "console"))
+                }
+                _ => text_content(match status {
+                    ResultStatus::Completed => fenced(output, ""),
+                    ResultStatus::Failed | ResultStatus::Cancelled => output.clone(),
+                }),
+            }];
+            if let Some(trailer) = trailer(*status, *exit_code, signal.as_deref()) {
+                content.push(text_content(trailer));
+            }
+            for note in hook_notes.iter().filter(|n| n.decision != "quiet") {
+                let what = match note.decision.as_str() {
+                    "block" => "flagged this result",
+                    "error" => "failed",
+                    _ => "adds",
+                };
+                content.push(text_content(format!(
+                    "Hook {} {what}: {}",
+                    note.hook, note.text
+                )));
+            }
+            let content = card.content(content);
+            let mut raw = serde_json::Map::new();
+            if let Some(code) = exit_code {
+                raw.insert("exitCode".into(), json!(code));
+            }
+            if let Some(signal) = signal {
+                raw.insert("signal".into(), json!(signal));
+            }
+            let mut fields = ToolCallUpdateFields::new()
+                .status(wire_status)
+                .content(content);
+            if let Some(d) = diff {
+                fields = fields.locations(vec![ToolCallLocation::new(d.path.clone()).line(d.line)]);
+            }
+            if raw.is_empty() {
+                fields
+            } else {
+                fields.raw_output(Value::Object(raw))
+            }
+        })
     }
 
     /// What a permission request shows: the card as it is, with why candor

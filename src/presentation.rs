@@ -213,78 +213,97 @@ impl Presenter {
             }
             Event::ToolCall { .. } => self.tool_call(record),
             Event::PermissionRequested {
-                tool_call_id,
-                preview: Some(diff),
-                ..
-            } => {
-                // Asked again: the file changed; the card shows the change
-                // as it would now be.
-                let Some(card) = self.open_card(tool_call_id) else {
-                    return Vec::new();
-                };
-                let content = card.content(vec![
-                    diff_content(diff),
-                    text_content(
-                        "The file changed before your answer: this is the change as it would now be."
-                            .into(),
-                    ),
-                ]);
-                let locations = vec![ToolCallLocation::new(diff.path.clone()).line(diff.line)];
-                card.shown.content.clone_from(&content);
-                card.shown.locations.clone_from(&locations);
-                vec![update(
-                    tool_call_id,
-                    ToolCallUpdateFields::new()
-                        .content(content)
-                        .locations(locations),
-                )]
-            }
+                preview: Some(_), ..
+            } => self.asked_again(record),
             Event::PermissionRequested { .. } | Event::PermissionResolved { .. } => Vec::new(),
             Event::TrustRequested { .. } => self.trust_requested(record),
             Event::TrustResolved { .. } => self.trust_resolved(record),
-            Event::ToolTerminal {
-                tool_call_id,
-                terminal_id,
-            } => {
-                let mode = self.mode;
-                let Some(card) = self.open_card(tool_call_id) else {
-                    return Vec::new();
-                };
-                card.terminal = Some(terminal_id.clone());
-                if mode == Mode::Replay {
-                    // The terminal is gone; the result shows its output.
-                    return Vec::new();
-                }
-                let content = card.content(vec![terminal_content(terminal_id)]);
-                vec![update(
-                    tool_call_id,
-                    ToolCallUpdateFields::new().content(content),
-                )]
-            }
+            Event::ToolTerminal { .. } => self.tool_terminal(record),
             Event::ToolStarted { tool_call_id } => {
                 self.advance(tool_call_id, ToolCallStatus::InProgress, |_| {
                     ToolCallUpdateFields::new().status(ToolCallStatus::InProgress)
                 })
             }
-            Event::ToolOutput {
-                tool_call_id,
-                text,
-                skipped,
-            } => {
-                let Some(card) = self.open_card(tool_call_id) else {
-                    return Vec::new();
-                };
-                card.output.skip(*skipped);
-                card.output.push(text);
-                let content =
-                    card.content(vec![text_content(fenced(&card.output.render(), "console"))]);
-                vec![update(
-                    tool_call_id,
-                    ToolCallUpdateFields::new().content(content),
-                )]
-            }
+            Event::ToolOutput { .. } => self.tool_output(record),
             Event::ToolResult { .. } => self.tool_result(record),
         }
+    }
+
+    fn asked_again(&mut self, record: &Record) -> Vec<SessionUpdate> {
+        let Event::PermissionRequested {
+            tool_call_id,
+            preview: Some(diff),
+            ..
+        } = &record.event
+        else {
+            return Vec::new();
+        };
+        // Asked again: the file changed; the card shows the change
+        // as it would now be.
+        let Some(card) = self.open_card(tool_call_id) else {
+            return Vec::new();
+        };
+        let content = card.content(vec![
+            diff_content(diff),
+            text_content(
+                "The file changed before your answer: this is the change as it would now be."
+                    .into(),
+            ),
+        ]);
+        let locations = vec![ToolCallLocation::new(diff.path.clone()).line(diff.line)];
+        card.shown.content.clone_from(&content);
+        card.shown.locations.clone_from(&locations);
+        vec![update(
+            tool_call_id,
+            ToolCallUpdateFields::new()
+                .content(content)
+                .locations(locations),
+        )]
+    }
+
+    fn tool_terminal(&mut self, record: &Record) -> Vec<SessionUpdate> {
+        let Event::ToolTerminal {
+            tool_call_id,
+            terminal_id,
+        } = &record.event
+        else {
+            return Vec::new();
+        };
+        let mode = self.mode;
+        let Some(card) = self.open_card(tool_call_id) else {
+            return Vec::new();
+        };
+        card.terminal = Some(terminal_id.clone());
+        if mode == Mode::Replay {
+            // The terminal is gone; the result shows its output.
+            return Vec::new();
+        }
+        let content = card.content(vec![terminal_content(terminal_id)]);
+        vec![update(
+            tool_call_id,
+            ToolCallUpdateFields::new().content(content),
+        )]
+    }
+
+    fn tool_output(&mut self, record: &Record) -> Vec<SessionUpdate> {
+        let Event::ToolOutput {
+            tool_call_id,
+            text,
+            skipped,
+        } = &record.event
+        else {
+            return Vec::new();
+        };
+        let Some(card) = self.open_card(tool_call_id) else {
+            return Vec::new();
+        };
+        card.output.skip(*skipped);
+        card.output.push(text);
+        let content = card.content(vec![text_content(fenced(&card.output.render(), "console"))]);
+        vec![update(
+            tool_call_id,
+            ToolCallUpdateFields::new().content(content),
+        )]
     }
 
     fn tool_call(&mut self, record: &Record) -> Vec<SessionUpdate> {

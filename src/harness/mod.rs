@@ -504,102 +504,9 @@ impl Runner<'_> {
             self.conn.answer_permissions(&step.permissions);
         }
 
-        // What response this step waits for: Some(id) (Null for a raw line
-        // the agent cannot read an id from).
-        let mut awaited: Option<Value> = None;
-        if let Some(params) = &step.initialize {
-            let params = if params.is_null() {
-                json!({
-                    "protocolVersion": 1,
-                    "clientCapabilities": self.scenario.client_capabilities.clone().unwrap_or(json!({})),
-                    "clientInfo": {"name": "candor-harness", "version": env!("CARGO_PKG_VERSION")}
-                })
-            } else {
-                self.substitute(params)
-            };
-            if let Some(caps) = params.get("clientCapabilities") {
-                self.conn.caps = Caps::from_client_capabilities(caps);
-            }
-            awaited = Some(self.conn.request(
-                "initialize",
-                params,
-                step.initialize.as_ref().is_some_and(Value::is_null),
-            ));
-        } else if let Some(extra) = &step.new_session {
-            let mut params = json!({"cwd": self.project, "mcpServers": []});
-            if let (Some(p), Some(e)) = (params.as_object_mut(), self.substitute(extra).as_object())
-            {
-                for (k, v) in e {
-                    p.insert(k.clone(), v.clone());
-                }
-            }
-            awaited = Some(self.conn.request("session/new", params, extra.is_null()));
-        } else if let Some(prompt) = &step.prompt {
-            let blocks = match self.substitute(prompt) {
-                Value::String(text) => json!([{"type": "text", "text": text}]),
-                other => other,
-            };
-            let params =
-                json!({"sessionId": self.session.clone().unwrap_or_default(), "prompt": blocks});
-            awaited = Some(self.conn.request("session/prompt", params, true));
-        } else if let Some(request) = &step.request {
-            let method = request["method"].as_str().unwrap_or_default().to_owned();
-            let params = self.substitute(&request["params"]);
-            awaited = Some(self.conn.request(&method, params, false));
-        } else if let Some(notification) = &step.notify {
-            let method = notification["method"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            let params = self.substitute(&notification["params"]);
-            self.conn.notify(&method, params);
-        } else if let Some(line) = &step.send {
-            let line = match self.substitute(&json!(line)) {
-                Value::String(s) => s,
-                _ => line.clone(),
-            };
-            awaited = Some(self.conn.send_raw(&line).unwrap_or(Value::Null));
-        } else if step.cancel {
-            let session = self.session.clone().unwrap_or_default();
-            self.conn
-                .notify("session/cancel", json!({"sessionId": session}));
-        } else if let Some(label) = &step.await_label {
-            match self.labels.get(label) {
-                Some(id) => awaited = Some(id.clone()),
-                None => {
-                    self.record(
-                        format!("{name}: the awaited request exists"),
-                        Err(format!("no request labelled {label:?}")),
-                        None,
-                    );
-                    return;
-                }
-            }
-        } else if step.close_input {
-            let within = Duration::from_millis(
-                step.expect
-                    .as_ref()
-                    .and_then(|e| e.within_ms)
-                    .unwrap_or(5000),
-            );
-            let code = self.conn.finish(within).await;
-            self.exited = Some(code);
-            self.check_exit(&name, step, started, code);
-            self.check_common(&name, step, updates_from).await;
+        let Some(awaited) = self.act(&name, step, updates_from, started).await else {
             return;
-        } else if let Some(ms) = step.sleep_ms {
-            self.conn
-                .pump_until(Instant::now() + Duration::from_millis(ms))
-                .await;
-        } else {
-            self.record(
-                format!("{name}: the step has an action"),
-                Err("no action in this step".into()),
-                None,
-            );
-            return;
-        }
-
+        };
         if let (Some(label), Some(id)) = (&step.label, &awaited) {
             self.labels.insert(label.clone(), id.clone());
         }
@@ -700,6 +607,136 @@ impl Runner<'_> {
                 Some(&response),
             );
         }
+        let marks = Marks {
+            updates: updates_from,
+            requests: requests_from,
+            cards: cards_from,
+            permissions: permissions_from,
+            client_requests: client_requests_from,
+        };
+        self.check_expectations(&name, &expect, marks);
+        self.check_common(&name, step, updates_from).await;
+    }
+
+    /// Sends the step's action; `Some(awaited)`: the response it waits for
+    /// (`Some(id)`, or `Null` for a raw line the agent cannot read an id
+    /// from); `None`: the step is over already.
+    async fn act(
+        &mut self,
+        name: &str,
+        step: &Step,
+        updates_from: usize,
+        started: Instant,
+    ) -> Option<Option<Value>> {
+        // What response this step waits for: Some(id) (Null for a raw line
+        // the agent cannot read an id from).
+        let mut awaited: Option<Value> = None;
+        if let Some(params) = &step.initialize {
+            let params = if params.is_null() {
+                json!({
+                    "protocolVersion": 1,
+                    "clientCapabilities": self.scenario.client_capabilities.clone().unwrap_or(json!({})),
+                    "clientInfo": {"name": "candor-harness", "version": env!("CARGO_PKG_VERSION")}
+                })
+            } else {
+                self.substitute(params)
+            };
+            if let Some(caps) = params.get("clientCapabilities") {
+                self.conn.caps = Caps::from_client_capabilities(caps);
+            }
+            awaited = Some(self.conn.request(
+                "initialize",
+                params,
+                step.initialize.as_ref().is_some_and(Value::is_null),
+            ));
+        } else if let Some(extra) = &step.new_session {
+            let mut params = json!({"cwd": self.project, "mcpServers": []});
+            if let (Some(p), Some(e)) = (params.as_object_mut(), self.substitute(extra).as_object())
+            {
+                for (k, v) in e {
+                    p.insert(k.clone(), v.clone());
+                }
+            }
+            awaited = Some(self.conn.request("session/new", params, extra.is_null()));
+        } else if let Some(prompt) = &step.prompt {
+            let blocks = match self.substitute(prompt) {
+                Value::String(text) => json!([{"type": "text", "text": text}]),
+                other => other,
+            };
+            let params =
+                json!({"sessionId": self.session.clone().unwrap_or_default(), "prompt": blocks});
+            awaited = Some(self.conn.request("session/prompt", params, true));
+        } else if let Some(request) = &step.request {
+            let method = request["method"].as_str().unwrap_or_default().to_owned();
+            let params = self.substitute(&request["params"]);
+            awaited = Some(self.conn.request(&method, params, false));
+        } else if let Some(notification) = &step.notify {
+            let method = notification["method"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let params = self.substitute(&notification["params"]);
+            self.conn.notify(&method, params);
+        } else if let Some(line) = &step.send {
+            let line = match self.substitute(&json!(line)) {
+                Value::String(s) => s,
+                _ => line.clone(),
+            };
+            awaited = Some(self.conn.send_raw(&line).unwrap_or(Value::Null));
+        } else if step.cancel {
+            let session = self.session.clone().unwrap_or_default();
+            self.conn
+                .notify("session/cancel", json!({"sessionId": session}));
+        } else if let Some(label) = &step.await_label {
+            match self.labels.get(label) {
+                Some(id) => awaited = Some(id.clone()),
+                None => {
+                    self.record(
+                        format!("{name}: the awaited request exists"),
+                        Err(format!("no request labelled {label:?}")),
+                        None,
+                    );
+                    return None;
+                }
+            }
+        } else if step.close_input {
+            let within = Duration::from_millis(
+                step.expect
+                    .as_ref()
+                    .and_then(|e| e.within_ms)
+                    .unwrap_or(5000),
+            );
+            let code = self.conn.finish(within).await;
+            self.exited = Some(code);
+            self.check_exit(name, step, started, code);
+            self.check_common(name, step, updates_from).await;
+            return None;
+        } else if let Some(ms) = step.sleep_ms {
+            self.conn
+                .pump_until(Instant::now() + Duration::from_millis(ms))
+                .await;
+        } else {
+            self.record(
+                format!("{name}: the step has an action"),
+                Err("no action in this step".into()),
+                None,
+            );
+            return None;
+        }
+
+        Some(awaited)
+    }
+
+    /// Checks what the step's expectations say of its updates, cards and
+    /// requests (everything since `from`).
+    fn check_expectations(&mut self, name: &str, expect: &scenario::Expect, from: Marks) {
+        let (updates_from, requests_from, cards_from, permissions_from, client_requests_from) = (
+            from.updates,
+            from.requests,
+            from.cards,
+            from.permissions,
+            from.client_requests,
+        );
         let session = self.session.clone().unwrap_or_default();
         let step_updates: Vec<Value> = self.conn.updates[updates_from..]
             .iter()
@@ -796,7 +833,6 @@ impl Runner<'_> {
                 frame.as_ref(),
             );
         }
-        self.check_common(&name, step, updates_from).await;
     }
 
     /// Waits for the response to `id`, cancelling the turn on the way if the
@@ -981,4 +1017,15 @@ fn action_name(step: &Step) -> &'static str {
     } else {
         "?"
     }
+}
+
+/// Where a step's updates, model requests, cards, permission requests and
+/// client requests begin in what the connection has seen.
+#[derive(Debug, Clone, Copy)]
+struct Marks {
+    updates: usize,
+    requests: usize,
+    cards: usize,
+    permissions: usize,
+    client_requests: usize,
 }

@@ -75,37 +75,7 @@ pub(crate) fn start(
     let (built, consent) = super::trust::start(config, &context).map_err(StartError::Policy)?;
     let mut policy = built.policy;
     let mut start_notices = built.notices;
-    let mut damaged = None;
-    let (log, stored) = match origin {
-        Origin::New => (EventLog::create(&config.sessions_dir(), &id)?, None),
-        Origin::Stored {
-            id: _,
-            read,
-            replay,
-        } => {
-            let path = log_path.clone();
-            if let Some(len) = read.torn {
-                start_notices.push((
-                    NoticeLevel::Warning,
-                    format!(
-                        "The session log's last line was cut short ({len} bytes, a write interrupted by a crash); it never was a record and was removed. Everything before it loaded."
-                    ),
-                ));
-            }
-            let log = match read.corrupt {
-                None => EventLog::open(&path, read)?,
-                Some(damage) => {
-                    tracing::warn!(error = %damage, "loading a damaged session log read-only");
-                    let reason = damage.to_string();
-                    damaged = Some(format!(
-                        "{reason}. candor does not append after damage: start a new session to go on"
-                    ));
-                    EventLog::damaged(&path, read.records, reason)?
-                }
-            };
-            (log, Some(replay))
-        }
-    };
+    let (log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
     let mut log = log;
     log.fail_at(config.log_fails_at);
     let mut provider = Provider::for_session(config, &cwd);
@@ -129,42 +99,14 @@ pub(crate) fn start(
             context_window: provider.context_window(),
         })?,
         Some(replay) => {
-            // The conversation as the client saw it, then what a crash left
-            // open, closed; both before the response.
-            let restored = restore::settings(committer.records());
-            if let Some(Event::SessionStarted { cwd: first, .. }) =
-                committer.records().first().map(|r| &r.event)
-                && *first != cwd
-            {
-                start_notices.push((
-                    NoticeLevel::Info,
-                    format!(
-                        "This session was started in {}; it now works in {} (session/list still files it under the first).",
-                        first.display(),
-                        cwd.display()
-                    ),
-                ));
-            }
-            if let Some(mode) = restored.mode {
-                policy.mode = mode;
-            }
-            if let Some(model) = &restored.model
-                && provider.model().is_some_and(|m| m != model)
-            {
-                provider.set_model(model);
-            }
-            grants = restore::grants(&restored.grants);
-            provider.resume(committer.records());
-            committer.replay(replay);
-            match restore::recover(&mut committer) {
-                Ok(0) => {}
-                Ok(n) => {
-                    tracing::info!(session = %id, records = n, "closed what a crash left open")
-                }
-                // A damaged log takes no records; the notice says why.
-                Err(LogError::Damaged { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
+            let restored = Restoring {
+                committer: &mut committer,
+                provider: &mut provider,
+                policy: &mut policy,
+                cwd: &cwd,
+                notices: &mut start_notices,
+            };
+            grants = restored.restore(replay)?;
         }
     }
     // Capacity: the handle lets one prompt through at a time; a few slots
@@ -229,6 +171,104 @@ pub(crate) fn start(
         settings: view,
         opened,
     })
+}
+
+/// A new session's log, or a stored one opened (read-only when damaged:
+/// why, for the user); `Some(replay)` for a stored one.
+fn open_log(
+    config: &Config,
+    id: &str,
+    log_path: &std::path::Path,
+    origin: Origin,
+    notices: &mut Vec<(NoticeLevel, String)>,
+) -> Result<(EventLog, Option<bool>, Option<String>), StartError> {
+    let mut damaged = None;
+    let (log, stored) = match origin {
+        Origin::New => (EventLog::create(&config.sessions_dir(), id)?, None),
+        Origin::Stored {
+            id: _,
+            read,
+            replay,
+        } => {
+            let path = log_path.to_owned();
+            if let Some(len) = read.torn {
+                notices.push((
+                    NoticeLevel::Warning,
+                    format!(
+                        "The session log's last line was cut short ({len} bytes, a write interrupted by a crash); it never was a record and was removed. Everything before it loaded."
+                    ),
+                ));
+            }
+            let log = match read.corrupt {
+                None => EventLog::open(&path, read)?,
+                Some(damage) => {
+                    tracing::warn!(error = %damage, "loading a damaged session log read-only");
+                    let reason = damage.to_string();
+                    damaged = Some(format!(
+                        "{reason}. candor does not append after damage: start a new session to go on"
+                    ));
+                    EventLog::damaged(&path, read.records, reason)?
+                }
+            };
+            (log, Some(replay))
+        }
+    };
+    Ok((log, stored, damaged))
+}
+
+/// What a stored session's restoring works on.
+struct Restoring<'a> {
+    committer: &'a mut Committer,
+    provider: &'a mut Provider,
+    policy: &'a mut crate::interception::Policy,
+    cwd: &'a std::path::Path,
+    notices: &'a mut Vec<(NoticeLevel, String)>,
+}
+
+impl Restoring<'_> {
+    /// Brings a stored session back: its settings and grants from the
+    /// records, the conversation replayed to the client (`replay`), and
+    /// what a crash left open closed; all before the response. Returns the
+    /// session's grants.
+    fn restore(self, replay: bool) -> Result<Vec<crate::interception::policy::Rule>, StartError> {
+        // The conversation as the client saw it, then what a crash left
+        // open, closed; both before the response.
+        let restored = restore::settings(self.committer.records());
+        if let Some(Event::SessionStarted { cwd: first, .. }) =
+            self.committer.records().first().map(|r| &r.event)
+            && first != self.cwd
+        {
+            self.notices.push((
+                NoticeLevel::Info,
+                format!(
+                    "This session was started in {}; it now works in {} (session/list still files it under the first).",
+                    first.display(),
+                    self.cwd.display()
+                ),
+            ));
+        }
+        if let Some(mode) = restored.mode {
+            self.policy.mode = mode;
+        }
+        if let Some(model) = &restored.model
+            && self.provider.model().is_some_and(|m| m != model)
+        {
+            self.provider.set_model(model);
+        }
+        let grants = restore::grants(&restored.grants);
+        self.provider.resume(self.committer.records());
+        self.committer.replay(replay);
+        match restore::recover(self.committer) {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!(records = n, "closed what a crash left open")
+            }
+            // A damaged log takes no records; the notice says why.
+            Err(LogError::Damaged { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        Ok(grants)
+    }
 }
 
 /// What the actor does first, once the client has the session's id.

@@ -15,7 +15,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::event_log::{
-    Decision, Event, NoticeLevel, PermissionOutcome, Record, ResultStatus, TrustOutcome, TurnStop,
+    Decision, Event, NoteKind, NoticeLevel, PermissionOutcome, Record, ResultStatus, TrustOutcome,
+    TurnStop,
 };
 use crate::history::flatten_prompt;
 use crate::interception::HookRecord;
@@ -265,7 +266,7 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
             }),
             Event::ConfigChanged { config_id, value } => entries.push(Entry::Setting {
                 at,
-                setting: config_id.clone(),
+                setting: config_id.id().to_owned(),
                 value: value.clone(),
             }),
             Event::TurnEnded { stop_reason, error } => entries.push(Entry::TurnEnded {
@@ -302,7 +303,7 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 quiet,
             } => entries.push(Entry::HookContext {
                 at,
-                event: event.clone(),
+                event: event.name().to_owned(),
                 hook: hook.clone(),
                 text: text.clone(),
                 quiet: *quiet,
@@ -549,11 +550,11 @@ fn render_call(out: &mut String, c: &Call) {
     };
     let _ = writeln!(out, "            ended: {ended}");
     for note in &c.hook_notes {
-        let what = match note.decision.as_str() {
-            "block" => "objected",
-            "error" => "failed",
-            "quiet" => "told the model (not shown to the user)",
-            _ => "told the model",
+        let what = match note.decision {
+            NoteKind::Block => "objected",
+            NoteKind::Error => "failed",
+            NoteKind::Quiet => "told the model (not shown to the user)",
+            NoteKind::Accept | NoteKind::Context => "told the model",
         };
         let _ = writeln!(out, "            hook {} {what}: {}", note.hook, note.text);
     }

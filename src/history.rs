@@ -23,7 +23,7 @@ use serde_json::Value;
 use crate::conversation::{
     AssistantBlock, AssistantTurn, Message, ModelStop, RewriteStrategy, ToolOutcome,
 };
-use crate::event_log::{Event, Record, ResultStatus};
+use crate::event_log::{Event, NoteKind, Record, ResultStatus, SessionEvent};
 
 /// What the model is told about a call that has no result in the log.
 pub const INTERRUPTED: &str = "interrupted: candor stopped before this finished";
@@ -104,8 +104,8 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
             Event::HookContext {
                 event, hook, text, ..
             } => {
-                let note = context_note(event, hook, text);
-                if event == "Stop" {
+                let note = context_note(event.name(), hook, text);
+                if *event == SessionEvent::Stop {
                     flush(&mut awaiting, &mut messages);
                     messages.push(Message::User { text: note });
                 } else {
@@ -200,16 +200,17 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
                         content.truncate(content.trim_end_matches('\n').len());
                     }
                     for n in hook_notes {
-                        match n.decision.as_str() {
-                            "accept" | "quiet" | "context" => content.push_str(&format!(
-                                "\n\n[candor] The hook {} adds: {}",
-                                n.hook, n.text
-                            )),
-                            "block" => content.push_str(&format!(
+                        match n.decision {
+                            NoteKind::Accept | NoteKind::Quiet | NoteKind::Context => content
+                                .push_str(&format!(
+                                    "\n\n[candor] The hook {} adds: {}",
+                                    n.hook, n.text
+                                )),
+                            NoteKind::Block => content.push_str(&format!(
                                 "\n\n[candor] The hook {} flagged this result: {}",
                                 n.hook, n.text
                             )),
-                            _ => {}
+                            NoteKind::Error => {}
                         }
                     }
                     // The model is answered under its own id for the call.

@@ -27,8 +27,10 @@ use agent_client_protocol_schema::v1::{
 use serde_json::{Value, json};
 
 use crate::conversation::AssistantBlock;
+use crate::event_log::SessionEvent;
 use crate::event_log::{
-    DeltaChannel, Event, FileDiff, NoticeLevel, Outcome, Record, ResultStatus, TrustOutcome,
+    ConfigId, DeltaChannel, Event, FileDiff, NoteKind, NoticeLevel, Outcome, Record, ResultStatus,
+    TrustOutcome,
 };
 use crate::tools::{self, Tool};
 
@@ -157,7 +159,10 @@ impl Presenter {
                     _ => Vec::new(),
                 }
             }
-            Event::ConfigChanged { config_id, value } if config_id == "mode" => {
+            Event::ConfigChanged {
+                config_id: ConfigId::Mode,
+                value,
+            } => {
                 vec![SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
                     value.clone(),
                 ))]
@@ -168,11 +173,12 @@ impl Presenter {
             Event::HookContext {
                 event, hook, text, ..
             } => {
-                let text = if event == "Stop" {
+                let text = if *event == SessionEvent::Stop {
                     format!("The Stop hook {hook} did not let the turn end: {text}")
                 } else {
                     format!(
-                        "The {event} hook {hook} added context for the model: {}",
+                        "The {} hook {hook} added context for the model: {}",
+                        event.name(),
                         crate::text::shorten(text, 301)
                     )
                 };
@@ -526,11 +532,11 @@ impl Presenter {
             if let Some(trailer) = trailer(*status, *exit_code, signal.as_deref()) {
                 content.push(text_content(trailer));
             }
-            for note in hook_notes.iter().filter(|n| n.decision != "quiet") {
-                let what = match note.decision.as_str() {
-                    "block" => "flagged this result",
-                    "error" => "failed",
-                    _ => "adds",
+            for note in hook_notes.iter().filter(|n| n.decision != NoteKind::Quiet) {
+                let what = match note.decision {
+                    NoteKind::Block => "flagged this result",
+                    NoteKind::Error => "failed",
+                    NoteKind::Accept | NoteKind::Quiet | NoteKind::Context => "adds",
                 };
                 content.push(text_content(format!(
                     "Hook {} {what}: {}",

@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 pub use record::{
-    Decision, DeltaChannel, Event, FORMAT_VERSION, FileDiff, HookNote, HookRecord, NoticeLevel,
-    OfferedCommand, Outcome, OutputFile, PermissionChoice, PermissionOutcome, Record, ResultStatus,
-    TrustOutcome, TurnStop, Verdict,
+    ConfigId, Decision, DeltaChannel, Event, FORMAT_VERSION, FileDiff, HookNote, HookRecord,
+    NoteKind, NoticeLevel, OfferedCommand, Outcome, OutputFile, PermissionChoice,
+    PermissionOutcome, Record, ResultStatus, SessionEvent, TrustOutcome, TurnStop, Verdict,
 };
 
 /// Why the log could not be written or read.

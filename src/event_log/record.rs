@@ -77,7 +77,7 @@ pub enum Event {
     Notice { level: NoticeLevel, text: String },
     /// A session setting changed (`session/set_config_option`).
     #[serde(rename = "config/changed")]
-    ConfigChanged { config_id: String, value: String },
+    ConfigChanged { config_id: ConfigId, value: String },
     /// A prompt from the user, as the client sent it (ACP content blocks).
     /// It opens a turn.
     #[serde(rename = "user/message")]
@@ -88,7 +88,7 @@ pub enum Event {
     #[serde(rename = "hook/context")]
     HookContext {
         /// The hook event: `SessionStart`, `UserPromptSubmit` or `Stop`.
-        event: String,
+        event: SessionEvent,
         hook: String,
         text: String,
         /// For the model only: the hook asked for it not to be shown
@@ -274,11 +274,32 @@ pub enum Verdict {
 #[serde(rename_all = "camelCase")]
 pub struct HookNote {
     pub hook: String,
-    /// `accept`, `quiet` (accepted, its context told to the model but not
-    /// shown: `suppressOutput`), `block`, or `error` (the hook failed;
-    /// shown, not told to the model).
-    pub decision: String,
+    pub decision: NoteKind,
     pub text: String,
+}
+
+/// What a hook's note is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoteKind {
+    /// Accepted the result; its context is told to the model and shown.
+    Accept,
+    /// Accepted; its context is told to the model, not shown
+    /// (`suppressOutput`).
+    Quiet,
+    /// Context a PreToolUse hook gave with the call.
+    Context,
+    /// Objected to the result (told to the model; nothing is undone).
+    Block,
+    /// The hook failed (shown, not told to the model).
+    Error,
+}
+
+impl NoteKind {
+    /// Whether the model is told the note.
+    pub fn told_to_model(self) -> bool {
+        !matches!(self, NoteKind::Error)
+    }
 }
 
 /// One hook's say about one call, as the log records it.
@@ -295,6 +316,48 @@ pub struct HookRecord {
     /// The hook failed and was passed over (a bridge hook fails open).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// The events candor runs hooks on, by their Claude Code names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionEvent {
+    /// A prompt arrived, before the model sees it. A block refuses it.
+    UserPromptSubmit,
+    /// The model ended its turn. A block makes it go on, told the reason.
+    Stop,
+    /// The session opened (`source`: `startup` or `resume`).
+    SessionStart,
+    /// The session is closing (`reason`). Answers are not used.
+    SessionEnd,
+}
+
+impl SessionEvent {
+    pub fn name(self) -> &'static str {
+        match self {
+            SessionEvent::UserPromptSubmit => "UserPromptSubmit",
+            SessionEvent::Stop => "Stop",
+            SessionEvent::SessionStart => "SessionStart",
+            SessionEvent::SessionEnd => "SessionEnd",
+        }
+    }
+}
+
+/// The session settings a client changes (`config/changed.configId`, the
+/// ACP config option ids).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfigId {
+    Mode,
+    Model,
+}
+
+impl ConfigId {
+    pub fn id(self) -> &'static str {
+        match self {
+            ConfigId::Mode => "mode",
+            ConfigId::Model => "model",
+        }
+    }
 }
 
 /// A slash command candor offers.

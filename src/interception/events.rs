@@ -16,29 +16,7 @@ use serde_json::{Map, Value};
 use super::Policy;
 use super::policy::Mode;
 
-/// The events candor runs hooks on, by their Claude Code names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SessionEvent {
-    /// A prompt arrived, before the model sees it. A block refuses it.
-    UserPromptSubmit,
-    /// The model ended its turn. A block makes it go on, told the reason.
-    Stop,
-    /// The session opened (`source`: `startup` or `resume`).
-    SessionStart,
-    /// The session is closing (`reason`). Answers are not used.
-    SessionEnd,
-}
-
-impl SessionEvent {
-    pub fn name(self) -> &'static str {
-        match self {
-            SessionEvent::UserPromptSubmit => "UserPromptSubmit",
-            SessionEvent::Stop => "Stop",
-            SessionEvent::SessionStart => "SessionStart",
-            SessionEvent::SessionEnd => "SessionEnd",
-        }
-    }
-}
+pub use crate::event_log::SessionEvent;
 
 /// What an event hook is shown.
 #[derive(Debug, Clone, Copy)]

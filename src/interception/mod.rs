@@ -37,7 +37,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-pub use crate::event_log::{HookNote, HookRecord, Verdict};
+pub use crate::event_log::{HookNote, HookRecord, NoteKind, Verdict};
 use crate::tools::{Tool, ToolInput};
 use policy::{Disposition, HookVerdict, Mode, Rule, Rules};
 
@@ -244,13 +244,20 @@ pub async fn after_execution(policy: &Policy, call: FinishedCall<'_>) -> Vec<Hoo
                 Ok(PostToolDecision::Accept {
                     context: Some(text),
                     quiet,
-                }) => (if quiet { "quiet" } else { "accept" }, text),
-                Ok(PostToolDecision::Block { reason }) => ("block", reason),
-                Err(e) => ("error", format!("the hook {id} failed: {e}")),
+                }) => (
+                    if quiet {
+                        NoteKind::Quiet
+                    } else {
+                        NoteKind::Accept
+                    },
+                    text,
+                ),
+                Ok(PostToolDecision::Block { reason }) => (NoteKind::Block, reason),
+                Err(e) => (NoteKind::Error, format!("the hook {id} failed: {e}")),
             };
             Some(HookNote {
                 hook: id.to_owned(),
-                decision: decision.to_owned(),
+                decision,
                 text,
             })
         })

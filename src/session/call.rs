@@ -107,7 +107,7 @@ fn say_asides(
             })?,
             Aside::Context { hook, text } => notes.push(HookNote {
                 hook,
-                decision: "context".into(),
+                decision: crate::event_log::NoteKind::Context,
                 text,
             }),
             Aside::StopTurn { hook, reason } => {

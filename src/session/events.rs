@@ -66,7 +66,7 @@ fn record(c: &mut Committer, event: SessionEvent, outcome: &EventOutcome) -> Res
     }
     for (hook, text) in &outcome.context {
         c.commit(Event::HookContext {
-            event: event.name().to_owned(),
+            event,
             hook: hook.clone(),
             text: text.clone(),
             quiet: outcome.quiet.contains(hook),
@@ -154,7 +154,7 @@ pub(crate) async fn stop_requested(
     record(c, SessionEvent::Stop, &outcome)?;
     if let Some((hook, reason)) = outcome.block {
         c.commit(Event::HookContext {
-            event: SessionEvent::Stop.name().to_owned(),
+            event: SessionEvent::Stop,
             hook: hook.clone(),
             text: reason.clone(),
             quiet: false,

@@ -15,7 +15,9 @@ use std::path::Path;
 
 use super::commit::Committer;
 use crate::conversation::{AssistantBlock, ModelStop};
-use crate::event_log::{DeltaChannel, Event, LogError, ReadLog, Record, ResultStatus, TurnStop};
+use crate::event_log::{
+    ConfigId, DeltaChannel, Event, LogError, ReadLog, Record, ResultStatus, TurnStop,
+};
 use crate::history::INTERRUPTED;
 use crate::interception::policy::{Mode, Rule};
 
@@ -198,10 +200,16 @@ pub(crate) fn settings(records: &[Record]) -> Restored {
     for record in records {
         match &record.event {
             Event::SessionStarted { model, .. } => restored.model.clone_from(model),
-            Event::ConfigChanged { config_id, value } if config_id == "mode" => {
+            Event::ConfigChanged {
+                config_id: ConfigId::Mode,
+                value,
+            } => {
                 restored.mode = Mode::from_id(value).or(restored.mode);
             }
-            Event::ConfigChanged { config_id, value } if config_id == "model" => {
+            Event::ConfigChanged {
+                config_id: ConfigId::Model,
+                value,
+            } => {
                 restored.model = Some(value.clone());
             }
             Event::PermissionResolved {
@@ -432,11 +440,11 @@ mod tests {
     fn settings_come_back_from_the_records() {
         let records = recs(vec![
             Event::ConfigChanged {
-                config_id: "mode".into(),
+                config_id: ConfigId::Mode,
                 value: "acceptEdits".into(),
             },
             Event::ConfigChanged {
-                config_id: "model".into(),
+                config_id: ConfigId::Model,
                 value: "claude-b".into(),
             },
             Event::PermissionResolved {

@@ -33,11 +33,11 @@ impl Change {
     pub(crate) fn record(&self) -> Event {
         match self {
             Change::Mode(mode) => Event::ConfigChanged {
-                config_id: "mode".into(),
+                config_id: crate::event_log::ConfigId::Mode,
                 value: mode.id().into(),
             },
             Change::Model(model) => Event::ConfigChanged {
-                config_id: "model".into(),
+                config_id: crate::event_log::ConfigId::Model,
                 value: model.clone(),
             },
         }

@@ -104,7 +104,7 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
             Event::HookContext {
                 event, hook, text, ..
             } => {
-                let note = context_note(event.name(), hook, text);
+                let note = context_note(*event, hook, text);
                 if *event == SessionEvent::Stop {
                     flush(&mut awaiting, &mut messages);
                     messages.push(Message::User { text: note });
@@ -250,11 +250,11 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
 }
 
 /// How hook context reads in the model's history.
-fn context_note(event: &str, hook: &str, text: &str) -> String {
-    if event == "Stop" {
+fn context_note(event: SessionEvent, hook: &str, text: &str) -> String {
+    if event == SessionEvent::Stop {
         format!("[candor] The Stop hook {hook} did not let you end the turn yet: {text}")
     } else {
-        format!("[candor] Context from the {event} hook {hook}:\n{text}")
+        format!("[candor] Context from the {} hook {hook}:\n{text}", event.name())
     }
 }
 

@@ -194,32 +194,7 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                     *blocked = Some((hook.clone(), reason.clone()));
                 }
             }
-            Event::ToolCall {
-                tool_call_id,
-                tool,
-                arguments,
-                original_arguments,
-                decision,
-                hooks,
-                rewritten_by,
-                ..
-            } => entries.push(Entry::Call(Box::new(Call {
-                at,
-                id: tool_call_id.clone(),
-                tool: tool.clone(),
-                decision: decision.clone(),
-                hooks: hooks.clone(),
-                arguments: arguments.clone(),
-                original_arguments: original_arguments.clone(),
-                rewritten_by: rewritten_by.clone(),
-                permission: None,
-                grant: None,
-                status: None,
-                exit_code: None,
-                signal: None,
-                duration_ms: None,
-                hook_notes: Vec::new(),
-            }))),
+            Event::ToolCall { .. } => entries.extend(call_entry(at, &record.event)),
             Event::PermissionResolved {
                 tool_call_id,
                 outcome,
@@ -274,28 +249,9 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 stop_reason: *stop_reason,
                 error: error.clone(),
             }),
-            Event::TrustRequested { wants, .. } => entries.push(Entry::Notice {
-                at,
-                level: NoticeLevel::Info,
-                text: format!(
-                    "asked the user to trust this project's settings, which want:\n{}",
-                    wants.join("\n")
-                ),
-            }),
-            Event::TrustResolved {
-                outcome, reason, ..
-            } => entries.push(Entry::Notice {
-                at,
-                level: NoticeLevel::Info,
-                text: format!(
-                    "the user answered: {}{}",
-                    trust_answer(*outcome),
-                    reason
-                        .as_ref()
-                        .map(|r| format!(" ({r})"))
-                        .unwrap_or_default()
-                ),
-            }),
+            Event::TrustRequested { .. } | Event::TrustResolved { .. } => {
+                entries.extend(trust_entry(at, &record.event))
+            }
             Event::HookContext {
                 event,
                 hook,
@@ -318,6 +274,66 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
         }
     }
     entries
+}
+
+/// The entry of a `tool/call` record.
+fn call_entry(at: String, event: &Event) -> Option<Entry> {
+    let Event::ToolCall {
+        tool_call_id,
+        tool,
+        arguments,
+        original_arguments,
+        decision,
+        hooks,
+        rewritten_by,
+        ..
+    } = event
+    else {
+        return None;
+    };
+    Some(Entry::Call(Box::new(Call {
+        at,
+        id: tool_call_id.clone(),
+        tool: tool.clone(),
+        decision: decision.clone(),
+        hooks: hooks.clone(),
+        arguments: arguments.clone(),
+        original_arguments: original_arguments.clone(),
+        rewritten_by: rewritten_by.clone(),
+        permission: None,
+        grant: None,
+        status: None,
+        exit_code: None,
+        signal: None,
+        duration_ms: None,
+        hook_notes: Vec::new(),
+    })))
+}
+
+/// The entry of a trust question or its answer.
+fn trust_entry(at: String, event: &Event) -> Option<Entry> {
+    let text = match event {
+        Event::TrustRequested { wants, .. } => format!(
+            "asked the user to trust this project's settings, which want:\n{}",
+            wants.join("\n")
+        ),
+        Event::TrustResolved {
+            outcome, reason, ..
+        } => format!(
+            "the user answered: {}{}",
+            trust_answer(*outcome),
+            reason
+                .as_ref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        ),
+        _ => return None,
+    };
+    Some(Entry::Notice {
+        at,
+        level: NoticeLevel::Info,
+        text,
+    })
 }
 
 fn trust_answer(outcome: TrustOutcome) -> &'static str {

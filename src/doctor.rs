@@ -449,6 +449,32 @@ pub fn render(r: &Report) -> String {
         };
         let _ = writeln!(out, "  {applied}: {want}");
     }
+    render_hooks_and_rules(&mut out, r);
+    let problems: Vec<&NoticeInfo> = r
+        .notices
+        .iter()
+        .filter(|n| n.level != NoticeLevel::Info)
+        .collect();
+    if !problems.is_empty() {
+        let _ = writeln!(out, "\nWhat a session here would warn about");
+        for n in problems {
+            let _ = writeln!(out, "  - {}", n.text.replace('\n', "\n    "));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n{}",
+        if r.broken {
+            "Something above is broken."
+        } else {
+            "Nothing is broken."
+        }
+    );
+    crate::audit::visible(&out)
+}
+
+/// The hooks, rules, MCP servers and editors of a report.
+fn render_hooks_and_rules(out: &mut String, r: &Report) {
     let _ = writeln!(out, "\nHooks");
     if r.hooks.is_empty() {
         let _ = writeln!(out, "  none");
@@ -490,25 +516,4 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
-    let problems: Vec<&NoticeInfo> = r
-        .notices
-        .iter()
-        .filter(|n| n.level != NoticeLevel::Info)
-        .collect();
-    if !problems.is_empty() {
-        let _ = writeln!(out, "\nWhat a session here would warn about");
-        for n in problems {
-            let _ = writeln!(out, "  - {}", n.text.replace('\n', "\n    "));
-        }
-    }
-    let _ = writeln!(
-        out,
-        "\n{}",
-        if r.broken {
-            "Something above is broken."
-        } else {
-            "Nothing is broken."
-        }
-    );
-    crate::audit::visible(&out)
 }

@@ -254,7 +254,10 @@ fn context_note(event: SessionEvent, hook: &str, text: &str) -> String {
     if event == SessionEvent::Stop {
         format!("[candor] The Stop hook {hook} did not let you end the turn yet: {text}")
     } else {
-        format!("[candor] Context from the {} hook {hook}:\n{text}", event.name())
+        format!(
+            "[candor] Context from the {} hook {hook}:\n{text}",
+            event.name()
+        )
     }
 }
 

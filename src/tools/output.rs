@@ -103,11 +103,6 @@ impl Capture {
         }
     }
 
-    /// Every byte printed so far.
-    pub fn total(&self) -> u64 {
-        self.total
-    }
-
     /// Takes bytes the command printed.
     pub fn push(&mut self, bytes: &[u8]) {
         let fits = (KEEP_HEAD + KEEP_TAIL) as u64;
@@ -394,6 +389,36 @@ mod tests {
         assert!(done.text.trim_end().ends_with(&"y".repeat(100)));
         assert!(done.text.contains("bytes of output not kept here"));
         assert!(done.text.len() < KEEP_HEAD + KEEP_TAIL + 100);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn characters_split_across_reads_reach_the_card_whole() {
+        let mut c = Capture::new(None);
+        // "é" is two bytes; the read ends between them.
+        c.push("abc\u{e9}".as_bytes().split_last().unwrap().1);
+        let first = c.flush(false).unwrap();
+        assert_eq!(first.text, "abc");
+        c.push(&[0xa9]);
+        tokio::time::advance(FLUSH_EVERY).await;
+        let second = c.flush(false).unwrap();
+        assert_eq!(second.text, "\u{e9}");
+        // Past the streamed head, a cut inside a character starts at the
+        // next one, and counts what it skipped.
+        let mut c = Capture::new(None);
+        c.push(&vec![b'x'; STREAM_HEAD as usize]);
+        while c.flush(true).is_some() {}
+        let tail = "\u{e9}".repeat(LATE_CHUNK);
+        c.push(tail.as_bytes());
+        let late = c.flush(true).unwrap();
+        assert!(
+            !late.text.contains('\u{fffd}'),
+            "a broken character was sent"
+        );
+        assert_eq!(
+            late.text.len() as u64 + late.skipped,
+            tail.len() as u64,
+            "every byte accounted"
+        );
     }
 
     #[test]

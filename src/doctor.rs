@@ -156,24 +156,16 @@ pub fn report(config: &Config, cwd: &Path) -> Report {
         Ok(untrusted) if untrusted.wants.is_empty() => Some(untrusted),
         Ok(untrusted) => {
             trust_info.wants = untrusted.wants.clone();
-            let digest = trust::digest(&untrusted.wants);
             let store = trust::Store::new(&config.home);
-            if let Some(by) = trust::trusted_by(config, &cwd) {
-                trust_info.state = "trusted".into();
-                trust_info.by = Some(by);
-            } else {
-                match store.answer(&cwd, &digest) {
-                    Some(true) => {
-                        trust_info.state = "trusted".into();
-                        trust_info.by = Some(format!("your answer ({})", store.path().display()));
-                    }
-                    Some(false) => {
-                        trust_info.state = "refused".into();
-                        trust_info.by = Some(format!("your answer ({})", store.path().display()));
-                    }
-                    None => trust_info.state = "untrusted".into(),
-                }
-            }
+            let answer = || Some(format!("your answer ({})", store.path().display()));
+            let (state, by) = match trust::standing(config, &store, &cwd, &untrusted.wants) {
+                trust::Standing::Recorded { by } => ("trusted", Some(by)),
+                trust::Standing::Answered { trusted: true } => ("trusted", answer()),
+                trust::Standing::Answered { trusted: false } => ("refused", answer()),
+                trust::Standing::Unknown => ("untrusted", None),
+            };
+            trust_info.state = state.into();
+            trust_info.by = by;
             if trust_info.state == "trusted" {
                 bridges::policy::build(config, &context, true).ok()
             } else {

@@ -35,6 +35,11 @@ const MAX_SETTINGS: u64 = 4 * 1024 * 1024;
 /// repository must not block the session or read its input) or is larger
 /// than 4 MiB.
 pub(crate) fn read_settings(path: &Path) -> Result<Option<String>, String> {
+    read_capped(path, MAX_SETTINGS)
+}
+
+/// [`read_settings`] with another cap (`max` bytes).
+pub(crate) fn read_capped(path: &Path, max: u64) -> Result<Option<String>, String> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let file = match std::fs::OpenOptions::new()
@@ -52,11 +57,11 @@ pub(crate) fn read_settings(path: &Path) -> Result<Option<String>, String> {
         Err(e) => return Err(format!("cannot be read ({e})")),
     }
     let mut text = String::new();
-    file.take(MAX_SETTINGS + 1)
+    file.take(max + 1)
         .read_to_string(&mut text)
         .map_err(|e| format!("cannot be read ({e})"))?;
-    if text.len() as u64 > MAX_SETTINGS {
-        return Err(format!("is larger than {MAX_SETTINGS} bytes"));
+    if text.len() as u64 > max {
+        return Err(format!("is larger than {max} bytes"));
     }
     Ok(Some(text))
 }

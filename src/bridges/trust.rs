@@ -53,6 +53,30 @@ pub fn trusted_by(config: &Config, project: &Path) -> Option<String> {
     None
 }
 
+/// Where a project that wants something stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// The user's own record trusts the folder (`by` names it): whatever
+    /// the project wants applies.
+    Recorded { by: String },
+    /// The user answered candor for exactly these wants.
+    Answered { trusted: bool },
+    /// Neither: candor asks.
+    Unknown,
+}
+
+/// Where `project` stands for `wants` (the user's records first, then
+/// their answers in `store`).
+pub fn standing(config: &Config, store: &Store, project: &Path, wants: &[String]) -> Standing {
+    if let Some(by) = trusted_by(config, project) {
+        return Standing::Recorded { by };
+    }
+    match store.answer(project, &digest(wants)) {
+        Some(trusted) => Standing::Answered { trusted },
+        None => Standing::Unknown,
+    }
+}
+
 /// Whether Claude Code's global config trusts `project` or a folder above.
 pub fn claude_trusts(global_file: &Path, project: &Path) -> bool {
     let Some(Value::Object(config)) = read_json(global_file) else {
@@ -70,14 +94,10 @@ pub fn claude_trusts(global_file: &Path, project: &Path) -> bool {
     })
 }
 
+/// A JSON file of the user's, read as settings are (a regular file, not
+/// blocking on a FIFO, at most [`MAX_STORE`] bytes); `None` for anything else.
 fn read_json(path: &Path) -> Option<Value> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut text = String::new();
-    file.take(MAX_STORE).read_to_string(&mut text).ok()?;
+    let text = super::read_capped(path, MAX_STORE).ok()??;
     serde_json::from_str(&text).ok()
 }
 

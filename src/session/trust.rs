@@ -25,7 +25,7 @@ use super::context::Gate;
 use super::events;
 use crate::bridges::SessionContext;
 use crate::bridges::policy::{Built, build};
-use crate::bridges::trust::{self, Answer, Store};
+use crate::bridges::trust::{self, Answer, Standing, Store};
 use crate::config::Config;
 use crate::event_log::{Event, LogError, NoticeLevel, PermissionChoice, TrustOutcome};
 use crate::presentation::trust_card_id;
@@ -54,14 +54,14 @@ pub(crate) fn start(
     if built.wants.is_empty() {
         return Ok((built, None));
     }
-    if let Some(by) = trust::trusted_by(config, project) {
-        tracing::info!(project = %project.display(), by, "the project is trusted");
-        return Ok((build(config, context, true)?, None));
-    }
     let store = Store::new(&config.home);
     let digest = trust::digest(&built.wants);
-    match store.answer(project, &digest) {
-        Some(true) => {
+    match trust::standing(config, &store, project, &built.wants) {
+        Standing::Recorded { by } => {
+            tracing::info!(project = %project.display(), by, "the project is trusted");
+            return Ok((build(config, context, true)?, None));
+        }
+        Standing::Answered { trusted: true } => {
             let trusted = build(config, context, true)?;
             // Applied only if it is still what was answered for (the files
             // may change between two reads).
@@ -69,7 +69,7 @@ pub(crate) fn start(
                 return Ok((trusted, None));
             }
         }
-        Some(false) => {
+        Standing::Answered { trusted: false } => {
             let listed = listed(&built.wants);
             built.notices.push((
                 NoticeLevel::Info,
@@ -80,7 +80,7 @@ pub(crate) fn start(
             ));
             return Ok((built, None));
         }
-        None => {}
+        Standing::Unknown => {}
     }
     built.notices.push((
         NoticeLevel::Warning,

@@ -429,3 +429,37 @@ async fn settings_that_are_not_files_do_not_hang_the_session() {
     let told = notices(&conn);
     assert!(told.contains("is not a regular file"), "{told}");
 }
+
+/// The user's own records are read as settings are: a `~/.claude.json`
+/// that is a FIFO does not hang the session's start, and trusts nothing.
+#[tokio::test]
+async fn a_claude_json_that_is_not_a_file_trusts_nothing_and_hangs_nothing() {
+    let env = TestEnv::scripted(quiet_script());
+    write(
+        &env.project.join(".claude/settings.json"),
+        &json!({"permissions": {"allow": ["Bash"]}}).to_string(),
+    );
+    nix::unistd::mkfifo(
+        &env.dir.path().join(".claude.json"),
+        nix::sys::stat::Mode::S_IRWXU,
+    )
+    .unwrap();
+    let mut conn = Conn::spawn(env);
+    conn.initialize().await;
+    let cwd = conn.env.project.clone();
+    let id = conn
+        .send_request("session/new", json!({"cwd": cwd, "mcpServers": []}))
+        .await;
+    let answered = tokio::time::timeout(Duration::from_secs(5), conn.response(&id)).await;
+    assert!(answered.is_ok(), "session/new hung on ~/.claude.json");
+    let session = answered.unwrap()["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    conn.answer_permissions(&["reject_once"]);
+    conn.prompt(&session, "go").await;
+    assert_eq!(
+        conn.permission_requests[0]["toolCall"]["title"],
+        "Trust this project's settings?"
+    );
+}

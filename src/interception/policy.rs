@@ -163,6 +163,16 @@ enum Tok {
     Star,
 }
 
+/// A pattern's tokens as text, `*` for a star.
+fn spelled(toks: &[Tok]) -> String {
+    toks.iter()
+        .map(|t| match t {
+            Tok::Ch(c) => *c,
+            Tok::Star => '*',
+        })
+        .collect()
+}
+
 impl fmt::Debug for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
@@ -1682,13 +1692,7 @@ fn expand_on_disk(word: &shell::Word, scope: &Scope<'_>) -> Vec<PathBuf> {
             Piece::Any => toks.push(Tok::Star),
         }
     }
-    let text: String = toks
-        .iter()
-        .map(|t| match t {
-            Tok::Ch(c) => *c,
-            Tok::Star => '*',
-        })
-        .collect();
+    let text = spelled(&toks);
     let prefix: Vec<Tok> = match (text.strip_prefix("~/"), scope.home) {
         (Some(_), Some(h)) => {
             toks.drain(..2);
@@ -1701,13 +1705,7 @@ fn expand_on_disk(word: &shell::Word, scope: &Scope<'_>) -> Vec<PathBuf> {
             .collect(),
     };
     let pattern: Vec<Tok> = prefix.into_iter().chain(toks).collect();
-    let text: String = pattern
-        .iter()
-        .map(|t| match t {
-            Tok::Ch(c) => *c,
-            Tok::Star => '*',
-        })
-        .collect();
+    let text = spelled(&pattern);
     let matches = |path: &Path| {
         let chars: Vec<Tok> = path.to_string_lossy().chars().map(Tok::Ch).collect();
         covers(&pattern, &chars)

@@ -377,10 +377,7 @@ pub fn end_strays() {
             // its environment is not told apart from one candor did not
             // start).
             let scope = scope_of(pid);
-            if scope.is_none()
-                && SUBREAPER.load(std::sync::atomic::Ordering::Relaxed)
-                && is_zombie(pid)
-            {
+            if scope.is_none() && is_zombie(pid) {
                 // An adopted orphan that ended by itself (as a subreaper,
                 // every child of candor's that is not a leader is adopted).
                 let _ = nix::sys::wait::waitpid(

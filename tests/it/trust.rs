@@ -463,3 +463,54 @@ async fn a_claude_json_that_is_not_a_file_trusts_nothing_and_hangs_nothing() {
         "Trust this project's settings?"
     );
 }
+
+/// A trust question nobody answers does not hold the session: a cancel
+/// ends the prompt, nothing of the project applies, and the next prompt
+/// asks again with a card of its own.
+#[tokio::test]
+async fn a_trust_question_left_unanswered_is_ended_by_cancel_and_asked_again() {
+    let env = TestEnv::scripted(quiet_script());
+    let marker = env.dir.path().join("started");
+    write(
+        &env.project.join(".claude/settings.json"),
+        &json!({"hooks": {"SessionStart": [{"hooks": [{"type": "command",
+            "command": format!("touch {}", marker.display())}]}]}})
+        .to_string(),
+    );
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    conn.hold_permissions();
+    let id = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+        )
+        .await;
+    loop {
+        if conn.recv().await["method"] == "session/request_permission" {
+            break;
+        }
+    }
+    conn.notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let response = conn.response(&id).await;
+    assert_eq!(response["result"]["stopReason"], "cancelled", "{response}");
+    assert!(!marker.exists());
+    let resolved = records_of(&conn, &session, "trust/resolved");
+    assert_eq!(resolved[0]["outcome"], "cancelled");
+    // Asked again at the next prompt; a yes applies then.
+    conn.release_permissions();
+    conn.answer_permissions(&["allow_once"]);
+    conn.prompt(&session, "go").await;
+    let asked = records_of(&conn, &session, "trust/requested");
+    assert_eq!(asked.len(), 2);
+    assert!(eventually(Duration::from_secs(2), || marker.exists()).await);
+    let cards: Vec<&str> = conn
+        .thread(&session)
+        .cards
+        .iter()
+        .filter(|c| c.title.contains("Trust"))
+        .map(|c| c.status.as_str())
+        .collect();
+    assert_eq!(cards, ["failed", "completed"]);
+}

@@ -1,0 +1,268 @@
+//! The MCP server candor's tests start (built by `cargo test` with the
+//! other examples; found beside the test binary).
+//!
+//! `mcp_test_server [--http 127.0.0.1:0] [--log FILE] [--delay-ms N]
+//!  [--hang] [--exit-at-start]`
+//!
+//! Over stdio by default; with `--http`, streamable HTTP at `/mcp` (the
+//! port it listens on is printed as `listening <addr>` on stdout). Every
+//! call it receives is appended to `--log` as a JSON line
+//! (`{"tool", "arguments"}`), and so is a cancellation
+//! (`{"cancelled": <tool>}`), so a test can say what the server saw.
+//!
+//! Tools: `echo {text}` (text), `lookup {key}` (annotated read-only),
+//! `picture {}` (an image and a text), `fail {}` (`isError`), `slow
+//! {seconds}` (waits, or until cancelled), `grow {}` (adds the tool `extra`
+//! and says the list changed), `crash {}` (exits mid-call), `rich {}`
+//! (structured content, a resource link, an embedded resource). A prompt
+//! `greet {name}` and a resource `test://readme`.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, ListPromptsResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+/// A 1×1 transparent PNG.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+#[derive(Clone)]
+struct TestServer {
+    log: Option<PathBuf>,
+    grown: Arc<AtomicBool>,
+}
+
+fn from<T: DeserializeOwned>(v: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(v).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
+
+impl TestServer {
+    fn note(&self, line: Value) {
+        if let Some(path) = &self.log
+            && let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+
+    fn tools(&self) -> Value {
+        let text = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
+        let empty = json!({"type": "object", "properties": {}});
+        let mut tools = vec![
+            json!({"name": "echo", "description": "Says the text back", "inputSchema": text}),
+            json!({"name": "lookup", "description": "Looks a key up", "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}, "annotations": {"title": "Look up", "readOnlyHint": true}}),
+            json!({"name": "picture", "description": "Draws a picture", "inputSchema": empty}),
+            json!({"name": "fail", "description": "Always fails", "inputSchema": empty}),
+            json!({"name": "slow", "description": "Takes its time", "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}}),
+            json!({"name": "grow", "description": "Adds a tool", "inputSchema": empty}),
+            json!({"name": "crash", "description": "Exits mid-call", "inputSchema": empty}),
+            json!({"name": "rich", "description": "Answers in every shape", "inputSchema": empty}),
+        ];
+        if self.grown.load(Ordering::SeqCst) {
+            tools.push(json!({"name": "extra", "description": "Arrived later", "inputSchema": empty}));
+        }
+        json!({ "tools": tools })
+    }
+}
+
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_prompts()
+                .enable_resources()
+                .build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        from(self.tools())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.clone().map(Value::Object).unwrap_or(json!({}));
+        let name = request.name.to_string();
+        self.note(json!({"tool": name, "arguments": args}));
+        let result: Value = match name.as_str() {
+            "echo" => {
+                let text = args.get("text").and_then(Value::as_str).unwrap_or_default();
+                json!({"content": [{"type": "text", "text": format!("echo: {text}")}]})
+            }
+            "lookup" | "extra" => json!({"content": [{"type": "text", "text": format!("{name} ok")}]}),
+            "picture" => json!({"content": [
+                {"type": "text", "text": "a picture"},
+                {"type": "image", "data": PNG, "mimeType": "image/png"}
+            ]}),
+            "fail" => json!({"content": [{"type": "text", "text": "it failed on purpose"}], "isError": true}),
+            "slow" => {
+                let seconds = args.get("seconds").and_then(Value::as_f64).unwrap_or(30.0);
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs_f64(seconds)) => {}
+                    _ = context.ct.cancelled() => {
+                        self.note(json!({"cancelled": "slow"}));
+                        return Err(ErrorData::internal_error("cancelled", None));
+                    }
+                }
+                json!({"content": [{"type": "text", "text": "slow done"}]})
+            }
+            "grow" => {
+                self.grown.store(true, Ordering::SeqCst);
+                let _ = context.peer.notify_tool_list_changed().await;
+                json!({"content": [{"type": "text", "text": "grown"}]})
+            }
+            "crash" => {
+                eprintln!("mcp_test_server: crashing as asked");
+                std::process::exit(3);
+            }
+            "rich" => json!({
+                "content": [
+                    {"type": "text", "text": "rich text"},
+                    {"type": "resource_link", "uri": "test://readme", "name": "readme", "mimeType": "text/plain"},
+                    {"type": "resource", "resource": {"uri": "test://inline", "mimeType": "text/plain", "text": "inline body"}}
+                ],
+                "structuredContent": {"answer": 42}
+            }),
+            other => return Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
+        };
+        Ok(from::<CallToolResult>(result)?.into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        from(json!({"prompts": [{
+            "name": "greet",
+            "description": "Greets someone",
+            "arguments": [{"name": "name", "description": "who", "required": true}]
+        }]}))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let args = request.arguments.clone().map(Value::Object).unwrap_or(json!({}));
+        self.note(json!({"prompt": request.name, "arguments": args}));
+        let who = args.get("name").and_then(Value::as_str).unwrap_or("nobody");
+        let result: GetPromptResult = from(json!({
+            "description": "a greeting",
+            "messages": [{"role": "user", "content": {"type": "text", "text": format!("Say hello to {who}.")}}]
+        }))?;
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        from(json!({"resources": [{"uri": "test://readme", "name": "readme", "mimeType": "text/plain"}]}))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.note(json!({"resource": request.uri}));
+        let result: ReadResourceResult = from(json!({"contents": [
+            {"uri": request.uri, "mimeType": "text/plain", "text": "The readme of the test server."}
+        ]}))?;
+        Ok(result.into())
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let mut http = None;
+    let mut log = None;
+    let mut delay = 0;
+    let mut hang = false;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--http" => http = args.next(),
+            "--log" => log = args.next().map(PathBuf::from),
+            "--delay-ms" => delay = args.next().and_then(|d| d.parse().ok()).unwrap_or(0),
+            "--hang" => hang = true,
+            "--exit-at-start" => {
+                eprintln!("mcp_test_server: refusing to start (--exit-at-start)");
+                std::process::exit(1);
+            }
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    eprintln!("mcp_test_server: starting");
+    if hang {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(delay)).await;
+    let server = TestServer {
+        log,
+        grown: Arc::new(AtomicBool::new(false)),
+    };
+    match http {
+        None => {
+            let running = server.serve(rmcp::transport::stdio()).await?;
+            running.waiting().await?;
+        }
+        Some(addr) => serve_http(server, &addr).await?,
+    }
+    Ok(())
+}
+
+async fn serve_http(server: TestServer, addr: &str) -> Result<(), Box<dyn std::error::Error>> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let service: Arc<StreamableHttpService<TestServer, LocalSessionManager>> =
+        Arc::new(StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Default::default(),
+            StreamableHttpServerConfig::default(),
+        ));
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    println!("listening {}", listener.local_addr()?);
+    std::io::stdout().flush()?;
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let service = service.clone();
+        tokio::spawn(async move {
+            let handler = hyper::service::service_fn(move |request| {
+                let service = service.clone();
+                async move { Ok::<_, std::convert::Infallible>(service.handle(request).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), handler)
+                .await;
+        });
+    }
+}

@@ -71,14 +71,14 @@ fn measure(name: &str, hooks: usize, rt: &tokio::runtime::Runtime) {
     rt.block_on(async {
         // Warm up.
         for i in 0..BATCH {
-            settle(&format!("w{i}"), "Bash", &input, &policy, &[], cwd).await;
+            settle(&format!("w{i}"), "Bash", &input, &policy, &[], cwd, None).await;
         }
         for _ in 0..BATCHES {
             let started = Instant::now();
             for _ in 0..BATCH {
                 seq += 1;
                 let id = format!("t{seq}");
-                let s = settle(&id, "Bash", &input, &policy, &[], cwd).await;
+                let s = settle(&id, "Bash", &input, &policy, &[], cwd, None).await;
                 let record = Record {
                     seq,
                     at: String::new(),

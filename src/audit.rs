@@ -95,6 +95,8 @@ pub struct Call {
     /// What post-execute hooks said (context for the model, objections,
     /// failures), and hooks' context given with the call.
     pub hook_notes: Vec<crate::interception::HookNote>,
+    /// For an MCP tool: its server and the server's name for it.
+    pub mcp: Option<crate::event_log::McpTarget>,
 }
 
 /// `candor audit <sessionId|path> [--json]`: finds the log (a path, or a
@@ -270,7 +272,8 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
             | Event::AssistantMessage { .. }
             | Event::PermissionRequested { .. }
             | Event::ToolTerminal { .. }
-            | Event::ToolOutput { .. } => {}
+            | Event::ToolOutput { .. }
+            | Event::ToolContent { .. } => {}
         }
     }
     entries
@@ -286,12 +289,14 @@ fn call_entry(at: String, event: &Event) -> Option<Entry> {
         decision,
         hooks,
         rewritten_by,
+        mcp,
         ..
     } = event
     else {
         return None;
     };
     Some(Entry::Call(Box::new(Call {
+        mcp: mcp.clone(),
         at,
         id: tool_call_id.clone(),
         tool: tool.clone(),
@@ -490,7 +495,10 @@ fn render_call(out: &mut String, c: &Call) {
         out,
         "{}  {} {}  {}\n            decision: {outcome}{by}{reason}",
         clock(&c.at),
-        c.tool,
+        match &c.mcp {
+            Some(m) => format!("{} (MCP server {}, tool {})", c.tool, m.server, m.tool),
+            None => c.tool.clone(),
+        },
         c.id,
         compact(&c.arguments)
     );

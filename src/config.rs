@@ -127,6 +127,9 @@ pub struct Settings {
     /// its own `CANDOR_*` settings) that they should get anyway. Not allowed
     /// in a project file.
     pub pass_env: Option<Vec<String>>,
+    /// How long a prompt waits for MCP servers still starting, in seconds
+    /// (default 10; at most 300).
+    pub mcp_startup_wait: Option<u64>,
 }
 
 impl Settings {
@@ -145,6 +148,7 @@ impl Settings {
             reasoning_effort: self.reasoning_effort.or(lower.reasoning_effort),
             rewrite_strategy: self.rewrite_strategy.or(lower.rewrite_strategy),
             pass_env: self.pass_env.or(lower.pass_env),
+            mcp_startup_wait: self.mcp_startup_wait.or(lower.mcp_startup_wait),
         }
     }
 
@@ -246,6 +250,16 @@ pub struct ClaudeLocations {
     /// Claude Code's global config, where it records the folders the user
     /// trusted (`~/.claude.json`, or `$CLAUDE_CONFIG_DIR/.claude.json`).
     pub global_file: Option<PathBuf>,
+}
+
+impl Config {
+    /// How long a prompt waits for MCP servers still starting (the user
+    /// config's `mcp_startup_wait`, default 10 s).
+    pub fn mcp_startup_wait(&self) -> std::time::Duration {
+        let user = self.user_settings.as_ref().ok().and_then(|s| s.mcp_startup_wait);
+        let seconds = self.env_settings.mcp_startup_wait.or(user).unwrap_or(10);
+        std::time::Duration::from_secs(seconds.min(300))
+    }
 }
 
 /// A project's config file, relative to the session's directory.

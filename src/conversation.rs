@@ -162,6 +162,18 @@ pub struct ToolOutcome {
     pub tool_use_id: String,
     pub content: String,
     pub is_error: bool,
+    /// Images the tool answered with (an MCP tool's), sent the way each API
+    /// takes images in a tool's answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+}
+
+/// An image for the model: its media type and base64 data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Image {
+    pub media_type: String,
+    pub data: String,
 }
 
 /// One message of the history sent to a provider.
@@ -200,8 +212,8 @@ pub enum RewriteStrategy {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolSpec {
-    pub name: &'static str,
-    pub description: &'static str,
+    pub name: std::borrow::Cow<'static, str>,
+    pub description: std::borrow::Cow<'static, str>,
     pub input_schema: Value,
 }
 

@@ -128,7 +128,13 @@ impl Agent {
                             .close(SessionCloseCapabilities::new())
                             .delete(SessionDeleteCapabilities::new()),
                     )
-                    .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
+                    .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                    // Streamable HTTP and stdio; not the older HTTP+SSE.
+                    .mcp_capabilities(
+                        agent_client_protocol_schema::v1::McpCapabilities::new()
+                            .http(true)
+                            .sse(false),
+                    ),
             )
             .agent_info(Implementation::new("candor", env!("CARGO_PKG_VERSION")).title("candor"))
             .auth_methods(auth_methods())
@@ -136,7 +142,7 @@ impl Agent {
 
     fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse, AcpError> {
         let (id, settings) =
-            self.open_session(request.cwd, request.mcp_servers.len(), Origin::New)?;
+            self.open_session(request.cwd, &request.mcp_servers, Origin::New)?;
         Ok(NewSessionResponse::new(id)
             .config_options(settings.config_options())
             .modes(settings.modes()))
@@ -149,7 +155,7 @@ impl Agent {
         &self,
         id: &str,
         cwd: PathBuf,
-        mcp_servers: usize,
+        mcp_servers: &[agent_client_protocol_schema::v1::McpServer],
         replay: bool,
     ) -> Result<crate::session::settings::View, AcpError> {
         if lock(&self.sessions).contains_key(id) {
@@ -171,7 +177,7 @@ impl Agent {
         let settings = self.reopen_session(
             &request.session_id.0,
             request.cwd,
-            request.mcp_servers.len(),
+            &request.mcp_servers,
             true,
         )?;
         Ok(LoadSessionResponse::new()
@@ -186,7 +192,7 @@ impl Agent {
         let settings = self.reopen_session(
             &request.session_id.0,
             request.cwd,
-            request.mcp_servers.len(),
+            &request.mcp_servers,
             false,
         )?;
         Ok(ResumeSessionResponse::new()
@@ -256,7 +262,7 @@ impl Agent {
     fn open_session(
         &self,
         cwd: PathBuf,
-        mcp_servers: usize,
+        mcp_servers: &[agent_client_protocol_schema::v1::McpServer],
         origin: Origin,
     ) -> Result<(String, crate::session::settings::View), AcpError> {
         if !cwd.is_absolute() {
@@ -271,12 +277,6 @@ impl Agent {
                 cwd.display()
             )));
         }
-        if mcp_servers > 0 {
-            tracing::info!(
-                count = mcp_servers,
-                "MCP servers were offered; this version of candor does not use them yet"
-            );
-        }
         let started = actor::start(
             &self.config,
             cwd,
@@ -285,6 +285,7 @@ impl Agent {
             self.outgoing.clone(),
             &lock(&self.client).clone().unwrap_or_default(),
             self.hard_stop.child_token(),
+            mcp_servers,
         )
         .map_err(|e| crate::rpc::Failure::Internal.error(e.to_string()))?;
         let id = started.handle.id().to_owned();

@@ -83,6 +83,32 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
             _ => {}
         }
     }
+    // The images an MCP tool answered with, for its result.
+    let mut images: HashMap<&str, Vec<crate::conversation::Image>> = HashMap::new();
+    for record in records {
+        if let Event::ToolContent {
+            tool_call_id,
+            content,
+            ..
+        } = &record.event
+        {
+            images.insert(
+                tool_call_id,
+                content
+                    .iter()
+                    .filter_map(|c| match c {
+                        crate::event_log::ResultContent::Image { mime_type, data } => {
+                            Some(crate::conversation::Image {
+                                media_type: mime_type.clone(),
+                                data: data.clone(),
+                            })
+                        }
+                        _ => None,
+                    })
+                    .collect(),
+            );
+        }
+    }
     let mut messages = Vec::new();
     let mut awaiting: Option<Awaiting> = None;
     // Hook context with no user message to join yet (SessionStart): it
@@ -223,6 +249,7 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
                     a.results
                         .entry(tool_call_id.clone())
                         .or_insert(ToolOutcome {
+                            images: images.remove(tool_call_id.as_str()).unwrap_or_default(),
                             tool_use_id: model_id,
                             content,
                             is_error: *status != ResultStatus::Completed,
@@ -242,6 +269,7 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
             | Event::ToolTerminal { .. }
             | Event::ToolStarted { .. }
             | Event::ToolOutput { .. }
+            | Event::ToolContent { .. }
             | Event::TurnEnded { .. } => {}
         }
     }
@@ -276,6 +304,7 @@ fn flush(awaiting: &mut Option<Awaiting>, messages: &mut Vec<Message>) {
         .iter()
         .map(|(model, card)| {
             a.results.remove(card).unwrap_or_else(|| ToolOutcome {
+                images: Vec::new(),
                 tool_use_id: model.clone(),
                 content: INTERRUPTED.to_owned(),
                 is_error: true,

@@ -29,10 +29,45 @@ use serde_json::{Value, json};
 use crate::conversation::AssistantBlock;
 use crate::event_log::SessionEvent;
 use crate::event_log::{
-    ConfigId, DeltaChannel, Event, FileDiff, NoteKind, NoticeLevel, Outcome, Record, ResultStatus,
-    TrustOutcome,
+    ConfigId, DeltaChannel, Event, FileDiff, NoteKind, NoticeLevel, Outcome, Record,
+    ResultContent, ResultStatus, TrustOutcome,
 };
 use crate::tools::{self, Tool};
+
+/// A block of an MCP tool's answer as card content.
+fn result_content(c: &ResultContent) -> ToolCallContent {
+    use agent_client_protocol_schema::v1::{
+        EmbeddedResource, EmbeddedResourceResource, ImageContent, ResourceLink,
+        TextResourceContents,
+    };
+    let block = match c {
+        ResultContent::Image { mime_type, data } => {
+            ContentBlock::Image(ImageContent::new(data.clone(), mime_type.clone()))
+        }
+        ResultContent::ResourceLink {
+            uri,
+            name,
+            mime_type,
+        } => ContentBlock::ResourceLink(
+            ResourceLink::new(name.clone(), uri.clone()).mime_type(mime_type.clone()),
+        ),
+        ResultContent::Resource {
+            uri,
+            mime_type,
+            text,
+        } => ContentBlock::Resource(EmbeddedResource::new(
+            EmbeddedResourceResource::TextResourceContents(
+                TextResourceContents::new(
+                    text.clone()
+                        .unwrap_or_else(|| "(binary content, not shown)".into()),
+                    uri.clone(),
+                )
+                .mime_type(mime_type.clone()),
+            ),
+        )),
+    };
+    ToolCallContent::from(block)
+}
 
 /// Whether updates go to a live client or replay a stored session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +109,10 @@ struct Card {
     ask_reason: Option<String>,
     /// The editor terminal the command runs in.
     terminal: Option<String>,
+    /// What an MCP tool answered beside its text (`tool/content`).
+    extra: Vec<ToolCallContent>,
+    /// An MCP tool's structured content (the card's `rawOutput`).
+    structured: Option<Value>,
 }
 
 impl Card {
@@ -168,6 +207,17 @@ impl Presenter {
                 ))]
             }
             Event::TurnEnded { .. } | Event::ConfigChanged { .. } => Vec::new(),
+            Event::ToolContent {
+                tool_call_id,
+                content,
+                structured,
+            } => {
+                if let Some(card) = self.open_card(tool_call_id) {
+                    card.extra = content.iter().map(result_content).collect();
+                    card.structured = structured.clone();
+                }
+                Vec::new()
+            }
             Event::Notice { level, text } => self.notice(*level, text.clone()),
             Event::HookContext { quiet: true, .. } => Vec::new(),
             Event::HookContext {
@@ -323,6 +373,7 @@ impl Presenter {
             hooks,
             rewritten_by,
             preview,
+            mcp,
         } = &record.event
         else {
             return Vec::new();
@@ -338,9 +389,10 @@ impl Presenter {
             }
             return Vec::new();
         }
-        let mut shown = match known {
-            Some(t) => t.present(arguments, &self.cwd),
-            None => tools::present_unknown(tool),
+        let mut shown = match (known, mcp) {
+            (Some(t), _) => t.present(arguments, &self.cwd),
+            (None, Some(target)) => tools::present_mcp(target),
+            (None, None) => tools::present_unknown(tool),
         };
         if let Some(p) = preview {
             shown.locations = vec![ToolCallLocation::new(p.path.clone()).line(p.line)];
@@ -407,6 +459,8 @@ impl Presenter {
                 shown: call.clone(),
                 ask_reason,
                 terminal: None,
+                extra: Vec::new(),
+                structured: None,
             },
         );
         vec![SessionUpdate::ToolCall(call)]
@@ -443,6 +497,8 @@ impl Presenter {
                 shown: call.clone(),
                 ask_reason: None,
                 terminal: None,
+                extra: Vec::new(),
+                structured: None,
             },
         );
         vec![SessionUpdate::ToolCall(call)]
@@ -529,6 +585,7 @@ impl Presenter {
                     ResultStatus::Failed | ResultStatus::Cancelled => output.clone(),
                 }),
             }];
+            content.extend(card.extra.iter().cloned());
             if let Some(trailer) = trailer(*status, *exit_code, signal.as_deref()) {
                 content.push(text_content(trailer));
             }
@@ -550,6 +607,9 @@ impl Presenter {
             }
             if let Some(signal) = signal {
                 raw.insert("signal".into(), json!(signal));
+            }
+            if let Some(structured) = card.structured.clone() {
+                raw.insert("structuredContent".into(), structured);
             }
             let mut fields = ToolCallUpdateFields::new()
                 .status(wire_status)

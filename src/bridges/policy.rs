@@ -22,6 +22,9 @@ pub struct Built {
     pub wants: Vec<String>,
     /// The hooks loaded, described.
     pub hooks: Vec<super::hook::HookSummary>,
+    /// The MCP servers the user's and (when trusted) the project's
+    /// configuration give.
+    pub mcp: Vec<crate::mcp::ServerSpec>,
 }
 
 /// Builds a session's policy (see [`Built`]). A broken policy file is an
@@ -59,10 +62,23 @@ pub fn build(
         hooks.append(&mut loaded.summaries);
         notices.extend(loaded.merge_into(&mut policy, cwd, home, mode_set));
     }
+    let mcp = crate::mcp::config::configured(
+        config.claude.as_ref(),
+        config.codex.as_ref(),
+        cwd,
+        trusted,
+    );
+    wants.extend(mcp.wants);
+    notices.extend(
+        mcp.problems
+            .into_iter()
+            .map(|p| (NoticeLevel::Warning, format!("MCP settings {p}"))),
+    );
     Ok(Built {
         policy,
         notices,
         wants,
         hooks,
+        mcp: mcp.servers,
     })
 }

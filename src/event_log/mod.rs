@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 pub use record::{
-    ConfigId, Decision, DeltaChannel, Event, FORMAT_VERSION, FileDiff, HookNote, HookRecord,
+    ConfigId, Decision, DeltaChannel, Event, FORMAT_VERSION, FileDiff, HookNote, HookRecord, McpTarget, ResultContent,
     NoteKind, NoticeLevel, OfferedCommand, Outcome, OutputFile, PermissionChoice,
     PermissionOutcome, Record, ResultStatus, SessionEvent, TrustOutcome, TurnStop, Verdict,
 };

@@ -158,6 +158,10 @@ pub enum Event {
         /// in a permission prompt).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         preview: Option<FileDiff>,
+        /// For an MCP tool: which server and tool (`tool` is the name the
+        /// model called), as the card shows them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mcp: Option<McpTarget>,
     },
     /// candor asked the user whether the call may run (`decision` was `ask`).
     #[serde(rename = "permission/requested")]
@@ -249,6 +253,16 @@ pub enum Event {
         /// of it (`output` keeps its head and tail).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         output_file: Option<OutputFile>,
+    },
+    /// What an MCP tool answered beside its text (images, resource links,
+    /// embedded resources, structured content), just before its
+    /// `tool/result`: the card shows it, and the model is given it.
+    #[serde(rename = "tool/content")]
+    ToolContent {
+        tool_call_id: String,
+        content: Vec<ResultContent>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        structured: Option<Value>,
     },
     /// The turn is over; `session/prompt` answers from this record.
     #[serde(rename = "turn/ended")]
@@ -424,6 +438,53 @@ pub enum Outcome {
     Allow,
     Ask,
     Deny,
+}
+
+/// The MCP server and tool a `tool/call` is for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpTarget {
+    pub server: String,
+    /// The server's own name for the tool.
+    pub tool: String,
+    /// The tool's title, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// `readOnlyHint`: the card's kind is `read` (`fetch` when it also
+    /// reaches the outside world, `openWorldHint`).
+    #[serde(default)]
+    pub read_only: bool,
+    #[serde(default)]
+    pub open_world: bool,
+}
+
+/// One block of what an MCP tool answered (MCP's content types; text
+/// blocks are in the result's `output`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ResultContent {
+    /// An image, base64 as the server sent it (at most
+    /// `mcp::MAX_IMAGE_BYTES` of base64 each; a bigger one is left out and
+    /// said so in `output`).
+    #[serde(rename_all = "camelCase")]
+    Image { mime_type: String, data: String },
+    /// A link to a resource.
+    #[serde(rename_all = "camelCase")]
+    ResourceLink {
+        uri: String,
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+    },
+    /// A resource embedded in the answer (its text, when it is text).
+    #[serde(rename_all = "camelCase")]
+    Resource {
+        uri: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
 }
 
 /// A change to one text file.

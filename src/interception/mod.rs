@@ -294,6 +294,8 @@ pub struct Settled {
     /// The effective arguments parsed into the tool's input type (once,
     /// when the call is settled).
     input: Option<ToolInput>,
+    /// The MCP tool the name is, when it is not one of candor's.
+    mcp: Option<crate::mcp::McpTool>,
 }
 
 impl Settled {
@@ -363,6 +365,29 @@ impl Settled {
         self.tool
     }
 
+    /// For an MCP tool: the server and tool, as `tool/call` records them.
+    pub fn mcp_target(&self) -> Option<crate::event_log::McpTarget> {
+        self.mcp.as_ref().map(crate::tools::mcp::target)
+    }
+
+    /// Checks `input` as the tool's input (candor's own or the MCP tool's).
+    fn check(&self, input: &Value) -> Result<(), String> {
+        match (self.tool, &self.mcp) {
+            (Some(tool), _) => tool.validate(input),
+            (None, Some(mcp)) => crate::tools::mcp::parse(mcp, input).map(drop),
+            (None, None) => Err(format!("candor has no tool named {:?}", self.name)),
+        }
+    }
+
+    /// Parses `input` as the tool's input.
+    fn parse(&self, input: &Value) -> Result<ToolInput, String> {
+        match (self.tool, &self.mcp) {
+            (Some(tool), _) => ToolInput::parse(tool, input),
+            (None, Some(mcp)) => crate::tools::mcp::parse(mcp, input).map(ToolInput::Mcp),
+            (None, None) => Err(format!("candor has no tool named {:?}", self.name)),
+        }
+    }
+
     /// The approved call, when policy lets it run without asking.
     pub fn approve(&self) -> Option<ApprovedCall> {
         match (&self.disposition, &self.input) {
@@ -385,7 +410,7 @@ impl Settled {
     fn approved(&self, input: &ToolInput) -> ApprovedCall {
         ApprovedCall {
             id: self.id.clone(),
-            tool: input.tool(),
+            name: self.name.clone(),
             arguments: self.effective.clone(),
             input: input.clone(),
             file_base: None,
@@ -397,7 +422,8 @@ impl Settled {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovedCall {
     id: String,
-    tool: Tool,
+    /// The tool's name as the model called it.
+    name: String,
     arguments: Value,
     /// The arguments as the tool's input: what runs.
     input: ToolInput,
@@ -428,8 +454,10 @@ impl ApprovedCall {
         &self.id
     }
 
-    pub fn tool(&self) -> Tool {
-        self.tool
+    /// The tool's name as the model called it (candor's, or
+    /// `mcp__<server>__<tool>`).
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The effective arguments: what runs, is logged and is shown.
@@ -469,7 +497,8 @@ fn canonical(v: &Value) -> String {
     }
 }
 
-/// Settles one proposed call (see the module docs for the order).
+/// Settles one proposed call (see the module docs for the order). `mcp`:
+/// the session's MCP tool of that name, when it is one.
 pub async fn settle(
     id: &str,
     name: &str,
@@ -477,11 +506,14 @@ pub async fn settle(
     policy: &Policy,
     grants: &[Rule],
     cwd: &Path,
+    mcp: Option<crate::mcp::McpTool>,
 ) -> Settled {
+    let tool = Tool::from_name(name);
     let mut settled = Settled {
         id: id.to_owned(),
         name: name.to_owned(),
-        tool: Tool::from_name(name),
+        tool,
+        mcp: if tool.is_none() { mcp } else { None },
         original: arguments.clone(),
         effective: arguments.clone(),
         hooks: Vec::new(),
@@ -491,15 +523,15 @@ pub async fn settle(
         asides: Vec::new(),
         input: None,
     };
-    let refusal = match settled.tool {
-        None => {
+    let refusal = match (settled.tool, &settled.mcp) {
+        (None, None) => {
             let names: Vec<_> = Tool::ALL.iter().map(|t| t.name()).collect();
             Some(format!(
-                "candor has no tool named {name:?}; the tools are {}",
+                "candor has no tool named {name:?}; the tools are {} (and those of the session's MCP servers, named mcp__<server>__<tool>, that are running)",
                 names.join(", ")
             ))
         }
-        Some(tool) => tool.validate(arguments).err(),
+        _ => settled.check(arguments).err(),
     };
     if let Some(reason) = refusal {
         settled.disposition = Disposition::Deny {
@@ -528,6 +560,7 @@ pub async fn settle(
             tool: name,
             args: &settled.effective,
             spelled: &spelled,
+            mcp_read_only: settled.mcp.as_ref().map(|m| m.read_only),
         },
         &verdict,
         policy.mode,
@@ -538,11 +571,9 @@ pub async fn settle(
     settled.digest = digest(name, &settled.effective);
     // The one parse the tool will run from (the effective arguments were
     // checked against the schema above; a failure here refuses the call).
-    if let Some(tool) = settled.tool {
-        match ToolInput::parse(tool, &settled.effective) {
-            Ok(input) => settled.input = Some(input),
-            Err(reason) => settled.refuse(CANDOR, reason),
-        }
+    match settled.parse(&settled.effective) {
+        Ok(input) => settled.input = Some(input),
+        Err(reason) => settled.refuse(CANDOR, reason),
     }
     settled
 }
@@ -595,8 +626,8 @@ async fn fold_hooks(
         };
         let mut verdict = verdict;
         if let Some(rewrite) = rewrite.filter(|r| *r != settled.effective) {
-            match settled.tool.map(|t| t.validate(&rewrite)) {
-                Some(Err(e)) => {
+            match settled.check(&rewrite) {
+                Err(e) => {
                     verdict = Verdict::Deny;
                     reason = Some(format!(
                         "the hook {}'s rewrite is not valid input: {e}",
@@ -681,7 +712,7 @@ mod tests {
     }
 
     async fn run(p: &Policy, args: Value) -> Settled {
-        settle("t", "Bash", &args, p, &[], Path::new("/p")).await
+        settle("t", "Bash", &args, p, &[], Path::new("/p"), None).await
     }
 
     #[tokio::test]
@@ -807,7 +838,7 @@ mod tests {
     #[tokio::test]
     async fn unknown_tools_and_bad_model_input_are_refused_before_hooks() {
         let p = policy(vec![Arc::new(Append("x"))]);
-        let s = settle("t", "Teleport", &json!({}), &p, &[], Path::new("/p")).await;
+        let s = settle("t", "Teleport", &json!({}), &p, &[], Path::new("/p"), None).await;
         assert!(matches!(s.disposition(), Disposition::Deny { by, .. } if by == CANDOR));
         assert!(s.hooks().is_empty());
         let s = run(&p, json!({"cmd": "ls"})).await;

@@ -1197,6 +1197,9 @@ pub struct Subject<'a> {
     /// The paths as they were written (made absolute, not resolved), when
     /// they differ from the arguments'.
     pub spelled: &'a [PathBuf],
+    /// For an MCP tool: whether the server marks it read-only
+    /// (`readOnlyHint`).
+    pub mcp_read_only: Option<bool>,
 }
 
 /// Decides a call, in this order: a denying hook; a deny rule; plan mode
@@ -1242,7 +1245,18 @@ pub fn decide(
         };
     }
     let known = Tool::from_name(tool);
-    let read_only = known.is_some_and(Tool::is_read_only);
+    let read_only = match call.mcp_read_only {
+        Some(marked) => marked,
+        None => known.is_some_and(Tool::is_read_only),
+    };
+    // An MCP tool says itself whether it changes things; plan mode asks
+    // for one that does not say it is read-only rather than refusing it.
+    if mode == Mode::Plan && !read_only && call.mcp_read_only.is_some() {
+        return Disposition::Ask {
+            by: "mode:plan".into(),
+            reason: Some("plan mode asks before an MCP tool its server does not mark read-only".into()),
+        };
+    }
     if mode == Mode::Plan && !read_only {
         return Disposition::Deny {
             by: "mode:plan".into(),
@@ -1363,6 +1377,14 @@ pub fn decide(
                     by: format!("rule:{rule}"),
                 };
             }
+            if let Some(rule) = grants
+                .iter()
+                .find(|r| r.names(tool) && r.pattern.is_none())
+            {
+                return Disposition::Run {
+                    by: format!("grant:{rule}"),
+                };
+            }
         }
     }
     // Tools without paths (a plan, a background shell's output) are inside
@@ -1394,6 +1416,10 @@ pub fn decide(
     } else if known.is_some_and(Tool::edits_files) {
         "edits ask before they change a file (acceptEdits mode lets edits inside the project run)"
             .to_owned()
+    } else if call.mcp_read_only.is_some() {
+        format!(
+            "MCP tools ask before they run unless their server marks them read-only (an allow rule such as {tool}, or \"Always allow\", lets it run)"
+        )
     } else {
         "commands ask before they run (an allow rule, or a session grant from \"Always allow\", lets them run)"
             .to_owned()
@@ -1772,6 +1798,8 @@ pub fn grant_for(tool: &str, args: &Value, root: &Path, home: Option<&Path>) -> 
             }
             Rule::grant(&format!("{tool}({})", path.display())).ok()
         }
+        // An MCP tool: the whole tool, as Claude Code's "don't ask again".
+        View::Other if tool.starts_with("mcp__") => Rule::grant(tool).ok(),
         View::Other => None,
     }
 }
@@ -1830,6 +1858,7 @@ mod tests {
             tool,
             args: &args,
             spelled: &[],
+            mcp_read_only: None,
         };
         decide(call, &no_hooks(), mode, rules, &[], Path::new("/p"))
     }
@@ -1852,6 +1881,7 @@ mod tests {
             tool: "Bash",
             args: &args,
             spelled: &[],
+            mcp_read_only: None,
         };
         decide(call, hooks, mode, rules, grants, root)
     }

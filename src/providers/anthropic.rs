@@ -164,7 +164,13 @@ fn tool_result(r: &ToolOutcome) -> Value {
     let mut block = Map::new();
     block.insert("type".into(), json!("tool_result"));
     block.insert("tool_use_id".into(), json!(r.tool_use_id));
-    if !r.content.is_empty() {
+    if !r.images.is_empty() {
+        let mut parts = vec![json!({"type": "text", "text": r.content})];
+        parts.extend(r.images.iter().map(|i| {
+            json!({"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data}})
+        }));
+        block.insert("content".into(), Value::Array(parts));
+    } else if !r.content.is_empty() {
         block.insert("content".into(), json!(r.content));
     }
     if r.is_error {
@@ -641,6 +647,7 @@ mod tests {
                 }),
                 Message::ToolResults {
                     results: vec![ToolOutcome {
+                        images: Vec::new(),
                         tool_use_id: "t1".into(),
                         content: "a b".into(),
                         is_error: false,
@@ -651,8 +658,8 @@ mod tests {
                 },
             ],
             tools: vec![ToolSpec {
-                name: "Bash",
-                description: "run",
+                name: "Bash".into(),
+                description: "run".into(),
                 input_schema: json!({"type":"object"}),
             }],
         };

@@ -107,6 +107,21 @@ pub fn messages(request: &ModelRequest) -> Vec<Value> {
                 for r in results {
                     out.push(json!({"role": "tool", "tool_call_id": r.tool_use_id, "content": r.content}));
                 }
+                // A tool message carries text only: images come next, in a
+                // user message that says whose they are.
+                let images: Vec<Value> = results
+                    .iter()
+                    .flat_map(|r| {
+                        std::iter::once(json!({"type": "text", "text": format!("[candor] The images the tool call {} answered with:", r.tool_use_id)}))
+                            .filter(|_| !r.images.is_empty())
+                            .chain(r.images.iter().map(|i| {
+                                json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{}", i.media_type, i.data)}})
+                            }))
+                    })
+                    .collect();
+                if !images.is_empty() {
+                    out.push(json!({"role": "user", "content": images}));
+                }
             }
             Message::Assistant(turn) => out.push(match turn.raw(WireApi::OpenaiChat) {
                 Some(raw) => overlay(raw, turn),

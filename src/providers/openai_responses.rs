@@ -104,7 +104,16 @@ pub fn input(request: &ModelRequest) -> Vec<Value> {
             })),
             Message::ToolResults { results } => {
                 for r in results {
-                    out.push(json!({"type": "function_call_output", "call_id": r.tool_use_id, "output": r.content}));
+                    let output = if r.images.is_empty() {
+                        json!(r.content)
+                    } else {
+                        let mut parts = vec![json!({"type": "input_text", "text": r.content})];
+                        parts.extend(r.images.iter().map(|i| {
+                            json!({"type": "input_image", "image_url": format!("data:{};base64,{}", i.media_type, i.data)})
+                        }));
+                        Value::Array(parts)
+                    };
+                    out.push(json!({"type": "function_call_output", "call_id": r.tool_use_id, "output": output}));
                 }
             }
             Message::Assistant(turn) => match turn.raw(WireApi::OpenaiResponses) {

@@ -57,6 +57,7 @@ pub(crate) fn start(
     outgoing: Arc<Outgoing>,
     client: &ClientCapabilities,
     hard_stop: CancellationToken,
+    mcp_servers: &[agent_client_protocol_schema::v1::McpServer],
 ) -> Result<Started, StartError> {
     let id = match &origin {
         Origin::New => uuid::Uuid::new_v4().to_string(),
@@ -75,6 +76,13 @@ pub(crate) fn start(
     let (built, consent) = super::trust::start(config, &context).map_err(StartError::Policy)?;
     let mut policy = built.policy;
     let mut start_notices = built.notices;
+    // MCP servers: the editor's, then the configured ones; all start now,
+    // none is waited for here.
+    let (mut specs, problems) = crate::mcp::config::from_editor(mcp_servers);
+    start_notices.extend(problems.into_iter().map(|p| (NoticeLevel::Warning, p)));
+    specs.extend(built.mcp);
+    let mcp = crate::mcp::Servers::default();
+    mcp.start(crate::mcp::config::choose(specs).servers, &cwd);
     let (log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
     let mut log = log;
     log.fail_at(config.log_fails_at);
@@ -138,6 +146,7 @@ pub(crate) fn start(
         settings,
         env_file: config.claude.is_some().then(|| context.env_file.clone()),
         config: Arc::new(config.clone()),
+        mcp,
     };
     let handle = SessionHandle::new(
         id.clone(),
@@ -402,6 +411,7 @@ async fn run(
     events::session_end(&mut committer, &gate, &cwd, "other").await;
     // The session is over: nothing it started may outlive it.
     gate.shells.kill_all();
+    gate.mcp.stop();
 }
 
 /// A change that arrived while no turn ran: recorded and applied at once.

@@ -62,7 +62,9 @@ pub(crate) async fn run_call(
     // A mode the client chose while this turn ran decides this call.
     gate.settings.apply(c, &mut gate.policy.mode)?;
     let mut settled = tokio::select! {
-        s = interception::settle(id, name, input, &gate.policy, &gate.grants, &control.cwd) => s,
+        s = interception::settle(
+            id, name, input, &gate.policy, &gate.grants, &control.cwd, gate.mcp.tool(name),
+        ) => s,
         _ = control.cancel.cancelled() => {
             finish(c, id, ResultStatus::Cancelled, "cancelled by the user before it ran")?;
             return Ok(Next::Continue);
@@ -248,6 +250,7 @@ fn tool_call_record(s: &Settled, preview: Option<FileDiff>) -> Event {
         hooks: s.hooks().to_vec(),
         rewritten_by: s.rewritten_by().to_vec(),
         preview,
+        mcp: s.mcp_target(),
     }
 }
 
@@ -520,6 +523,7 @@ async fn execute(
         spill: Some(crate::tools::output::spill_path(c.log_path(), &id)),
         env_file: gate.env_file.clone(),
         file_base: call.file_base().map(str::to_owned),
+        mcp: Some(gate.mcp.clone()),
     };
     let running = call.input().run(cx);
     tokio::pin!(running);
@@ -532,6 +536,14 @@ async fn execute(
         ToolEvent::Terminal(terminal_id) => Event::ToolTerminal {
             tool_call_id: id.to_owned(),
             terminal_id,
+        },
+        ToolEvent::Content {
+            content,
+            structured,
+        } => Event::ToolContent {
+            tool_call_id: id.to_owned(),
+            content,
+            structured,
         },
     };
     let output = loop {
@@ -548,7 +560,7 @@ async fn execute(
     let asides = Asides::default();
     let finished = FinishedCall {
         id: &id,
-        tool: call.tool().name(),
+        tool: call.name(),
         input: call.arguments(),
         output: &output.text,
         status: output.status,

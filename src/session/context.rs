@@ -37,6 +37,8 @@ pub(crate) struct Gate {
     pub(crate) env_file: Option<std::path::PathBuf>,
     /// What the session was started with (`/doctor` reports on it).
     pub(crate) config: Arc<crate::config::Config>,
+    /// The session's MCP servers.
+    pub(crate) mcp: crate::mcp::Servers,
 }
 
 /// Between SIGTERM and SIGKILL for a cancelled command.

@@ -230,6 +230,9 @@ async fn apply(
             c.commit(Event::Notice { level, text })?;
         }
     }
+    // The project's MCP servers start now (those of the editor, of the
+    // same names, stay).
+    gate.mcp.start(built.mcp, &consent.context.project_dir);
     let mut policy = built.policy;
     if policy.mode != gate.policy.mode {
         c.commit(Event::Notice {

@@ -55,8 +55,8 @@ pub struct BashInput {
 
 pub(crate) fn spec() -> ToolSpec {
     ToolSpec {
-        name: "Bash",
-        description: "Runs a bash command in the project's working directory and returns its combined stdout and stderr. Use it for builds, tests, git and file system operations. Output beyond 30000 characters is elided in the middle.",
+        name: "Bash".into(),
+        description: "Runs a bash command in the project's working directory and returns its combined stdout and stderr. Use it for builds, tests, git and file system operations. Output beyond 30000 characters is elided in the middle.".into(),
         input_schema: json!({
             "type": "object",
             "properties": {

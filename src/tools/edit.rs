@@ -28,8 +28,8 @@ pub struct EditInput {
 
 pub(crate) fn spec() -> ToolSpec {
     ToolSpec {
-        name: "Edit",
-        description: "Replaces old_string with new_string in a file. old_string must match exactly once (include surrounding lines to make it unique) unless replace_all is true. An empty old_string creates a new file.",
+        name: "Edit".into(),
+        description: "Replaces old_string with new_string in a file. old_string must match exactly once (include surrounding lines to make it unique) unless replace_all is true. An empty old_string creates a new file.".into(),
         input_schema: json!({
             "type": "object",
             "properties": {

@@ -147,6 +147,36 @@ pub fn hook(
     cmd
 }
 
+/// An MCP server started over stdio: a program with arguments (no shell)
+/// in `cwd`, with `env` added to what children inherit (the provider keys
+/// and `CANDOR_*` withheld, unless the server's own entry sets them),
+/// stdin, stdout and stderr piped, in its own process group.
+pub fn mcp_server(program: &str, args: &[String], env: &[(String, String)], cwd: &Path) -> Command {
+    #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
+    let mut cmd = Command::new(program);
+    scrub(&mut cmd);
+    cmd.args(args)
+        .current_dir(cwd)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd
+}
+
+/// How a process ended, for people ("exited with status 3", "killed by
+/// SIGKILL").
+pub fn describe_status(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("killed by {}", signal_name(signal)),
+        (None, None) => "ended".to_owned(),
+    }
+}
+
 /// A child process and its process group.
 #[derive(Debug)]
 pub struct ProcessGroup {

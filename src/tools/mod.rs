@@ -19,6 +19,7 @@ pub mod bash;
 pub mod edit;
 pub mod exec;
 pub mod files;
+pub mod mcp;
 pub mod output;
 pub mod read;
 pub mod search;
@@ -224,6 +225,8 @@ pub enum ToolInput {
     Glob(search::GlobInput),
     Grep(search::GrepInput),
     TodoWrite(todo::TodoInput),
+    /// A tool of one of the session's MCP servers.
+    Mcp(mcp::McpInput),
 }
 
 impl ToolInput {
@@ -242,8 +245,10 @@ impl ToolInput {
         })
     }
 
-    pub fn tool(&self) -> Tool {
-        match self {
+    /// The built-in tool, or `None` for an MCP tool.
+    pub fn tool(&self) -> Option<Tool> {
+        Some(match self {
+            ToolInput::Mcp(_) => return None,
             ToolInput::Bash(_) => Tool::Bash,
             ToolInput::BashOutput(_) => Tool::BashOutput,
             ToolInput::KillShell(_) => Tool::KillShell,
@@ -253,7 +258,7 @@ impl ToolInput {
             ToolInput::Glob(_) => Tool::Glob,
             ToolInput::Grep(_) => Tool::Grep,
             ToolInput::TodoWrite(_) => Tool::TodoWrite,
-        }
+        })
     }
 
     /// Runs the call to completion (or until cancelled).
@@ -268,13 +273,23 @@ impl ToolInput {
             ToolInput::Glob(i) => search::glob(i, cx).await,
             ToolInput::Grep(i) => search::grep(i, cx).await,
             ToolInput::TodoWrite(i) => todo::run(i, cx).await,
+            ToolInput::Mcp(i) => mcp::run(i, cx).await,
         }
     }
 }
 
-/// The specs of every tool, for a model request.
-pub fn specs() -> Vec<ToolSpec> {
-    Tool::ALL.into_iter().map(Tool::spec).collect()
+/// The specs of every tool, for a model request: candor's own, then the
+/// MCP servers' (`mcp__<server>__<tool>`).
+pub fn specs(mcp: &[crate::mcp::McpTool]) -> Vec<ToolSpec> {
+    Tool::ALL
+        .into_iter()
+        .map(Tool::spec)
+        .chain(mcp.iter().map(|t| ToolSpec {
+            name: t.exposed.clone().into(),
+            description: t.description.clone().into(),
+            input_schema: t.input_schema.clone(),
+        }))
+        .collect()
 }
 
 /// What a card shows about a call before it runs.
@@ -294,6 +309,21 @@ pub fn present_unknown(name: &str) -> Presentation {
     }
 }
 
+/// A card for a call to an MCP tool: `server: tool`, its kind from the
+/// tool's annotations (`read`, `fetch` when it also reaches the outside
+/// world, else `other`).
+pub fn present_mcp(target: &crate::event_log::McpTarget) -> Presentation {
+    Presentation {
+        title: format!("{}: {}", target.server, target.tool),
+        kind: match (target.read_only, target.open_world) {
+            (true, true) => ToolKind::Fetch,
+            (true, false) => ToolKind::Read,
+            (false, _) => ToolKind::Other,
+        },
+        locations: Vec::new(),
+    }
+}
+
 /// Something a running tool tells the session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolEvent {
@@ -301,6 +331,11 @@ pub enum ToolEvent {
     Output(output::Chunk),
     /// The command runs in this editor terminal: the card shows it.
     Terminal(String),
+    /// What an MCP tool answered beside its text.
+    Content {
+        content: Vec<crate::event_log::ResultContent>,
+        structured: Option<Value>,
+    },
 }
 
 /// What a tool gets besides its call.
@@ -333,6 +368,8 @@ pub struct ToolContext {
     /// For a file tool the user allowed on a diff: the file's `base` then
     /// (the tool writes only while the file is still that).
     pub file_base: Option<String>,
+    /// The session's MCP servers (for `ToolInput::Mcp`).
+    pub mcp: Option<crate::mcp::Servers>,
 }
 
 impl ToolContext {

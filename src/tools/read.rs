@@ -36,8 +36,8 @@ pub struct ReadInput {
 
 pub(crate) fn spec() -> ToolSpec {
     ToolSpec {
-        name: "Read",
-        description: "Reads a text file and returns its lines numbered like `cat -n`. Use offset (1-based line) and limit (number of lines) for large files; at most 2000 lines are returned by default.",
+        name: "Read".into(),
+        description: "Reads a text file and returns its lines numbered like `cat -n`. Use offset (1-based line) and limit (number of lines) for large files; at most 2000 lines are returned by default.".into(),
         input_schema: json!({
             "type": "object",
             "properties": {

@@ -79,8 +79,8 @@ pub struct GrepInput {
 
 pub(crate) fn glob_spec() -> ToolSpec {
     ToolSpec {
-        name: "Glob",
-        description: "Finds files by path pattern (e.g. \"**/*.rs\", \"src/**/*.ts\"), respecting .gitignore. Returns paths, most recently modified first.",
+        name: "Glob".into(),
+        description: "Finds files by path pattern (e.g. \"**/*.rs\", \"src/**/*.ts\"), respecting .gitignore. Returns paths, most recently modified first.".into(),
         input_schema: json!({
             "type": "object",
             "properties": {
@@ -95,8 +95,8 @@ pub(crate) fn glob_spec() -> ToolSpec {
 
 pub(crate) fn grep_spec() -> ToolSpec {
     ToolSpec {
-        name: "Grep",
-        description: "Searches file contents with a regular expression (ripgrep syntax), respecting .gitignore. output_mode: files_with_matches (default), content, or count.",
+        name: "Grep".into(),
+        description: "Searches file contents with a regular expression (ripgrep syntax), respecting .gitignore. output_mode: files_with_matches (default), content, or count.".into(),
         input_schema: json!({
             "type": "object",
             "properties": {

@@ -154,8 +154,8 @@ pub struct KillInput {
 
 pub(crate) fn output_spec() -> ToolSpec {
     ToolSpec {
-        name: "BashOutput",
-        description: "Reads the output a background command (started with Bash run_in_background) wrote since the last read, and whether it is still running.",
+        name: "BashOutput".into(),
+        description: "Reads the output a background command (started with Bash run_in_background) wrote since the last read, and whether it is still running.".into(),
         input_schema: json!({
             "type": "object",
             "properties": {
@@ -170,8 +170,8 @@ pub(crate) fn output_spec() -> ToolSpec {
 
 pub(crate) fn kill_spec() -> ToolSpec {
     ToolSpec {
-        name: "KillShell",
-        description: "Stops a background command started with Bash run_in_background.",
+        name: "KillShell".into(),
+        description: "Stops a background command started with Bash run_in_background.".into(),
         input_schema: json!({
             "type": "object",
             "properties": {"shell_id": {"type": "string", "description": "The id Bash returned"}},

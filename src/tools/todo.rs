@@ -34,8 +34,8 @@ pub enum TodoStatus {
 
 pub(crate) fn spec() -> ToolSpec {
     ToolSpec {
-        name: "TodoWrite",
-        description: "Replaces the task list shown to the user as the plan. Send the whole list each time; mark one item in_progress while you work on it and completed when it is done.",
+        name: "TodoWrite".into(),
+        description: "Replaces the task list shown to the user as the plan. Send the whole list each time; mark one item in_progress while you work on it and completed when it is done.".into(),
         input_schema: json!({
             "type": "object",
             "properties": {

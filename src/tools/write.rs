@@ -24,8 +24,8 @@ pub struct WriteInput {
 
 pub(crate) fn spec() -> ToolSpec {
     ToolSpec {
-        name: "Write",
-        description: "Writes a text file, replacing it if it exists. Prefer Edit for changing part of an existing file.",
+        name: "Write".into(),
+        description: "Writes a text file, replacing it if it exists. Prefer Edit for changing part of an existing file.".into(),
         input_schema: json!({
             "type": "object",
             "properties": {

@@ -84,6 +84,7 @@ fn results(pairs: &[(&str, &str)]) -> Message {
         results: pairs
             .iter()
             .map(|(id, out)| ToolOutcome {
+                images: Vec::new(),
                 tool_use_id: (*id).into(),
                 content: (*out).into(),
                 is_error: false,

@@ -1,0 +1,566 @@
+//! Which MCP servers a session starts, and from where.
+//!
+//! Sources, strongest first (a name given by several is taken from the
+//! strongest; the others are listed by `/mcp` as shadowed):
+//!
+//! 1. the editor's `mcpServers` in `session/new`, `load` or `resume`;
+//! 2. Claude Code's local servers for this folder (`~/.claude.json`,
+//!    `projects[<cwd>].mcpServers`, which the user added with
+//!    `claude mcp add --scope local`);
+//! 3. the project's `.mcp.json`: only servers the user enabled
+//!    (`enableAllProjectMcpServers`, `enabledMcpjsonServers`, less
+//!    `disabledMcpjsonServers`, in any Claude Code settings file or the
+//!    folder's entry in `~/.claude.json`), and only in a trusted project
+//!    (untrusted, each is one of the project's wants, shown in the trust
+//!    question, and started on a yes);
+//! 4. the user's own: Claude Code's `mcpServers` in `~/.claude.json`, then
+//!    Codex's `[mcp_servers.<name>]` in `$CODEX_HOME/config.toml` (without
+//!    `enabled = false`).
+//!
+//! `${VAR}` and `${VAR:-default}` in Claude Code's entries are expanded
+//! from candor's environment, as Claude Code does.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agent_client_protocol_schema::v1::McpServer;
+use serde_json::{Map, Value};
+
+use crate::config::{ClaudeLocations, CodexLocations};
+
+/// One server to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    pub name: String,
+    pub source: Source,
+    pub transport: Transport,
+    /// How long it may take to start (Codex's `startup_timeout_sec`);
+    /// `None`: the session's default.
+    pub startup_timeout: Option<Duration>,
+    /// How long one call may take (Codex's `tool_timeout_sec`).
+    pub tool_timeout: Option<Duration>,
+}
+
+/// How candor speaks to a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// A program candor starts, spoken to over its stdin and stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP.
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+    /// The older HTTP+SSE transport (not supported: the server is reported
+    /// as failed, saying so).
+    Sse {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl Transport {
+    /// What it runs or where it connects, for people (`/mcp`, the trust
+    /// question). Header values are left out (they hold tokens).
+    pub fn describe(&self) -> String {
+        match self {
+            Transport::Stdio { command, args, .. } => {
+                let mut words = vec![command.clone()];
+                words.extend(args.iter().cloned());
+                format!("stdio: {}", words.join(" "))
+            }
+            Transport::Http { url, .. } => format!("http: {url}"),
+            Transport::Sse { url, .. } => format!("sse: {url}"),
+        }
+    }
+}
+
+/// Where a server's entry came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The editor (`session/new`).
+    Editor,
+    /// Claude Code's local scope (`~/.claude.json`, this folder's entry).
+    ClaudeLocal(PathBuf),
+    /// The project's `.mcp.json`.
+    Project(PathBuf),
+    /// Claude Code's user scope (`~/.claude.json`).
+    ClaudeUser(PathBuf),
+    /// Codex's `config.toml`.
+    Codex(PathBuf),
+}
+
+impl Source {
+    /// Strongest first (see the module docs).
+    fn rank(&self) -> u8 {
+        match self {
+            Source::Editor => 0,
+            Source::ClaudeLocal(_) => 1,
+            Source::Project(_) => 2,
+            Source::ClaudeUser(_) => 3,
+            Source::Codex(_) => 4,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Source::Editor => "the editor".into(),
+            Source::ClaudeLocal(p) => format!("{} (local)", p.display()),
+            Source::Project(p) => p.display().to_string(),
+            Source::ClaudeUser(p) => format!("{} (user)", p.display()),
+            Source::Codex(p) => p.display().to_string(),
+        }
+    }
+}
+
+/// What the user's and the project's configuration give.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Configured {
+    /// To start (the project's only when trusted).
+    pub servers: Vec<ServerSpec>,
+    /// The project's enabled servers held back until it is trusted, each as
+    /// the trust question lists it.
+    pub wants: Vec<String>,
+    /// What was wrong, naming the file.
+    pub problems: Vec<String>,
+}
+
+/// The servers a session starts, and those a stronger source shadowed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Chosen {
+    pub servers: Vec<ServerSpec>,
+    /// Each with the source of the entry that won.
+    pub shadowed: Vec<(ServerSpec, Source)>,
+}
+
+/// Picks one entry per name, the strongest source's (see the module docs);
+/// in the order of `specs` otherwise.
+pub fn choose(specs: Vec<ServerSpec>) -> Chosen {
+    let mut chosen = Chosen::default();
+    let mut order: Vec<ServerSpec> = specs;
+    order.sort_by_key(|s| s.source.rank());
+    for spec in order {
+        match chosen.servers.iter().find(|s| s.name == spec.name) {
+            Some(winner) => {
+                let source = winner.source.clone();
+                chosen.shadowed.push((spec, source));
+            }
+            None => chosen.servers.push(spec),
+        }
+    }
+    chosen
+}
+
+/// The editor's servers. A transport candor does not know is skipped with
+/// a problem.
+pub fn from_editor(servers: &[McpServer]) -> (Vec<ServerSpec>, Vec<String>) {
+    let mut specs = Vec::new();
+    let mut problems = Vec::new();
+    let pairs = |items: Vec<(String, String)>| items;
+    for server in servers {
+        let (name, transport) = match server {
+            McpServer::Stdio(s) => (
+                s.name.clone(),
+                Transport::Stdio {
+                    command: s.command.display().to_string(),
+                    args: s.args.clone(),
+                    env: pairs(
+                        s.env
+                            .iter()
+                            .map(|e| (e.name.clone(), e.value.clone()))
+                            .collect(),
+                    ),
+                    cwd: None,
+                },
+            ),
+            McpServer::Http(s) => (
+                s.name.clone(),
+                Transport::Http {
+                    url: s.url.clone(),
+                    headers: s
+                        .headers
+                        .iter()
+                        .map(|h| (h.name.clone(), h.value.clone()))
+                        .collect(),
+                },
+            ),
+            McpServer::Sse(s) => (
+                s.name.clone(),
+                Transport::Sse {
+                    url: s.url.clone(),
+                    headers: s
+                        .headers
+                        .iter()
+                        .map(|h| (h.name.clone(), h.value.clone()))
+                        .collect(),
+                },
+            ),
+            #[allow(unreachable_patterns)]
+            _ => {
+                problems.push(
+                    "the editor offered an MCP server over a transport candor does not know; skipped"
+                        .to_owned(),
+                );
+                continue;
+            }
+        };
+        specs.push(ServerSpec {
+            name,
+            source: Source::Editor,
+            transport,
+            startup_timeout: None,
+            tool_timeout: None,
+        });
+    }
+    (specs, problems)
+}
+
+/// The servers of the user's Claude Code and Codex configuration and of
+/// the project's `.mcp.json` (see the module docs).
+pub fn configured(
+    claude: Option<&ClaudeLocations>,
+    codex: Option<&CodexLocations>,
+    cwd: &Path,
+    trusted: bool,
+) -> Configured {
+    let mut out = Configured::default();
+    if let Some(locations) = claude {
+        claude_servers(locations, cwd, trusted, &mut out);
+    }
+    if let Some(home) = codex.and_then(|c| c.home.as_ref()) {
+        codex_servers(&home.join("config.toml"), &mut out);
+    }
+    out
+}
+
+fn read_json(path: &Path, out: &mut Configured) -> Option<Map<String, Value>> {
+    let text = match crate::bridges::read_settings(path) {
+        Ok(Some(text)) => text,
+        Ok(None) => return None,
+        Err(e) => {
+            out.problems.push(format!("{}: {e}; skipped", path.display()));
+            return None;
+        }
+    };
+    match serde_json::from_str(&text) {
+        Ok(Value::Object(map)) => Some(map),
+        Ok(_) => {
+            out.problems
+                .push(format!("{}: not a JSON object; skipped", path.display()));
+            None
+        }
+        Err(e) => {
+            out.problems
+                .push(format!("{}: invalid JSON ({e}); skipped", path.display()));
+            None
+        }
+    }
+}
+
+fn claude_servers(locations: &ClaudeLocations, cwd: &Path, trusted: bool, out: &mut Configured) {
+    let global = locations
+        .global_file
+        .as_ref()
+        .and_then(|p| read_json(p, out).map(|m| (p.clone(), m)));
+    let folder = global.as_ref().and_then(|(_, map)| {
+        map.get("projects")
+            .and_then(|p| p.get(cwd.display().to_string()))
+            .and_then(Value::as_object)
+            .cloned()
+    });
+    if let (Some((path, _)), Some(entry)) = (&global, &folder) {
+        add_claude_map(entry, Source::ClaudeLocal(path.clone()), out);
+    }
+    // The project's .mcp.json: enabled servers only.
+    let mcp_json = cwd.join(".mcp.json");
+    if let Some(map) = read_json(&mcp_json, out) {
+        let mut enabling: Vec<Map<String, Value>> = crate::bridges::claude::files(locations, cwd)
+            .into_iter()
+            .filter_map(|(_, path)| read_json(&path, out))
+            .collect();
+        enabling.extend(folder.clone());
+        let all = enabling
+            .iter()
+            .any(|m| m.get("enableAllProjectMcpServers") == Some(&Value::Bool(true)));
+        let listed = |key: &str| -> Vec<String> {
+            enabling
+                .iter()
+                .filter_map(|m| m.get(key).and_then(Value::as_array))
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        };
+        let enabled = listed("enabledMcpjsonServers");
+        let disabled = listed("disabledMcpjsonServers");
+        let mut project = Configured::default();
+        add_claude_map(&map, Source::Project(mcp_json.clone()), &mut project);
+        out.problems.append(&mut project.problems);
+        for spec in project.servers {
+            if disabled.contains(&spec.name) || !(all || enabled.contains(&spec.name)) {
+                continue;
+            }
+            if trusted {
+                out.servers.push(spec);
+            } else {
+                out.wants.push(format!(
+                    "MCP server {:?} ({}): {}",
+                    spec.name,
+                    mcp_json.display(),
+                    spec.transport.describe()
+                ));
+            }
+        }
+    }
+    if let Some((path, map)) = &global {
+        add_claude_map(map, Source::ClaudeUser(path.clone()), out);
+    }
+}
+
+/// Adds the entries of a Claude Code `mcpServers` table.
+fn add_claude_map(map: &Map<String, Value>, source: Source, out: &mut Configured) {
+    let Some(servers) = map.get("mcpServers").and_then(Value::as_object) else {
+        return;
+    };
+    for (name, entry) in servers {
+        match claude_entry(entry) {
+            Ok(transport) => out.servers.push(ServerSpec {
+                name: name.clone(),
+                source: source.clone(),
+                transport,
+                startup_timeout: None,
+                tool_timeout: None,
+            }),
+            Err(e) => out.problems.push(format!(
+                "{}: MCP server {name:?}: {e}; skipped",
+                source.describe()
+            )),
+        }
+    }
+}
+
+fn claude_entry(entry: &Value) -> Result<Transport, String> {
+    let text = |key: &str| entry.get(key).and_then(Value::as_str).map(expand);
+    let table = |key: &str| -> Vec<(String, String)> {
+        entry
+            .get(key)
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), expand(v))))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let kind = entry.get("type").and_then(Value::as_str).unwrap_or("stdio");
+    match kind {
+        "stdio" => {
+            let command = text("command").ok_or("no \"command\"")?;
+            let args = entry
+                .get("args")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(expand).collect())
+                .unwrap_or_default();
+            Ok(Transport::Stdio {
+                command,
+                args,
+                env: table("env"),
+                cwd: None,
+            })
+        }
+        "http" | "streamable-http" => Ok(Transport::Http {
+            url: text("url").ok_or("no \"url\"")?,
+            headers: table("headers"),
+        }),
+        "sse" => Ok(Transport::Sse {
+            url: text("url").ok_or("no \"url\"")?,
+            headers: table("headers"),
+        }),
+        other => Err(format!("unknown \"type\" {other:?}")),
+    }
+}
+
+/// `${VAR}` and `${VAR:-default}` from candor's environment; an unset
+/// variable without a default is left as written.
+fn expand(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((n, d)) => (n, Some(d)),
+            None => (inner, None),
+        };
+        match (std::env::var(name), default) {
+            (Ok(v), _) => out.push_str(&v),
+            (Err(_), Some(d)) => out.push_str(d),
+            (Err(_), None) => out.push_str(&rest[start..start + 3 + end]),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn codex_servers(path: &Path, out: &mut Configured) {
+    let text = match crate::bridges::read_settings(path) {
+        Ok(Some(text)) => text,
+        Ok(None) => return,
+        Err(e) => {
+            out.problems.push(format!("{}: {e}; skipped", path.display()));
+            return;
+        }
+    };
+    let table: toml::Table = match toml::from_str(&text) {
+        Ok(t) => t,
+        // The Codex bridge already reports a broken config.toml.
+        Err(_) => return,
+    };
+    let Some(servers) = table.get("mcp_servers").and_then(toml::Value::as_table) else {
+        return;
+    };
+    let servers: BTreeMap<_, _> = servers.iter().collect();
+    for (name, entry) in servers {
+        let Some(entry) = entry.as_table() else {
+            continue;
+        };
+        if entry.get("enabled").and_then(toml::Value::as_bool) == Some(false) {
+            continue;
+        }
+        let text = |key: &str| entry.get(key).and_then(toml::Value::as_str);
+        let strings = |key: &str| -> Vec<(String, String)> {
+            entry
+                .get(key)
+                .and_then(toml::Value::as_table)
+                .map(|t| {
+                    t.iter()
+                        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let seconds = |key: &str| {
+            entry
+                .get(key)
+                .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .map(|s| Duration::from_secs_f64(s.min(3600.0)))
+        };
+        let transport = if let Some(url) = text("url") {
+            let mut headers = strings("http_headers");
+            for (header, var) in strings("env_http_headers") {
+                if let Ok(value) = std::env::var(&var) {
+                    headers.push((header, value));
+                }
+            }
+            if let Some(var) = text("bearer_token_env_var")
+                && let Ok(token) = std::env::var(var)
+            {
+                headers.push(("Authorization".into(), format!("Bearer {token}")));
+            }
+            Transport::Http {
+                url: url.to_owned(),
+                headers,
+            }
+        } else if let Some(command) = text("command") {
+            Transport::Stdio {
+                command: command.to_owned(),
+                args: entry
+                    .get("args")
+                    .and_then(toml::Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(toml::Value::as_str)
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                env: strings("env"),
+                cwd: text("cwd").map(PathBuf::from),
+            }
+        } else {
+            out.problems.push(format!(
+                "{}: MCP server {name:?} has neither \"command\" nor \"url\"; skipped",
+                path.display()
+            ));
+            continue;
+        };
+        out.servers.push(ServerSpec {
+            name: name.clone(),
+            source: Source::Codex(path.to_owned()),
+            transport,
+            startup_timeout: seconds("startup_timeout_sec"),
+            tool_timeout: seconds("tool_timeout_sec"),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, source: Source) -> ServerSpec {
+        ServerSpec {
+            name: name.into(),
+            source,
+            transport: Transport::Http {
+                url: "http://127.0.0.1:1/mcp".into(),
+                headers: Vec::new(),
+            },
+            startup_timeout: None,
+            tool_timeout: None,
+        }
+    }
+
+    #[test]
+    fn the_editor_wins_then_the_project_then_the_user() {
+        let chosen = choose(vec![
+            spec("a", Source::ClaudeUser("u".into())),
+            spec("a", Source::Project("p".into())),
+            spec("b", Source::Codex("c".into())),
+            spec("a", Source::Editor),
+            spec("b", Source::Project("p".into())),
+        ]);
+        let names: Vec<_> = chosen
+            .servers
+            .iter()
+            .map(|s| (s.name.as_str(), s.source.rank()))
+            .collect();
+        assert_eq!(names, [("a", 0), ("b", 2)]);
+        assert_eq!(chosen.shadowed.len(), 3);
+        assert!(
+            chosen
+                .shadowed
+                .iter()
+                .all(|(lost, won)| won.rank() < lost.source.rank())
+        );
+    }
+
+    #[test]
+    fn variables_expand_as_claude_code_expands_them() {
+        // SAFETY-free: a variable of this test's own name.
+        let home = std::env::var("HOME").unwrap_or_default();
+        assert_eq!(expand("${HOME}/x"), format!("{home}/x"));
+        assert_eq!(
+            expand("${CANDOR_TEST_SURELY_UNSET:-fallback}"),
+            "fallback"
+        );
+        assert_eq!(
+            expand("a ${CANDOR_TEST_SURELY_UNSET} b"),
+            "a ${CANDOR_TEST_SURELY_UNSET} b"
+        );
+        assert_eq!(expand("${unclosed"), "${unclosed");
+    }
+}

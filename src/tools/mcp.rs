@@ -1,0 +1,226 @@
+//! Calls to MCP tools (`mcp__<server>__<tool>`): settled like every other
+//! call; run by sending `tools/call` to the server (`crate::mcp::Servers`).
+//!
+//! The model is told the answer's text blocks, then each resource link,
+//! embedded resource (its text) and the structured content (as JSON), all
+//! capped like any tool's output; images go to the model as images (at
+//! most [`MAX_IMAGE_BYTES`] of base64 each, [`MAX_IMAGES`] a call; beyond,
+//! the text says what was left out). The card shows the same, through a
+//! `tool/content` record. `isError` fails the card.
+
+use serde_json::{Map, Value};
+
+use super::{ToolContext, ToolEvent, ToolOutput, cap_for_model};
+use crate::event_log::{McpTarget, ResultContent};
+use crate::mcp::{CallOutcome, McpTool};
+
+/// Most base64 bytes of one image kept.
+pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+/// Most images of one answer kept.
+pub const MAX_IMAGES: usize = 8;
+
+/// An MCP call's input: which tool, and the arguments (a JSON object).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpInput {
+    pub server: String,
+    pub tool: String,
+    pub arguments: Map<String, Value>,
+}
+
+/// Checks `input` against the tool's input schema and takes it.
+pub(crate) fn parse(tool: &McpTool, input: &Value) -> Result<McpInput, String> {
+    let Value::Object(arguments) = input else {
+        return Err(format!("{} input must be a JSON object", tool.exposed));
+    };
+    // A schema candor cannot compile is left to the server to apply.
+    if let Ok(validator) = jsonschema::validator_for(&tool.input_schema) {
+        let errors: Vec<String> = validator
+            .iter_errors(input)
+            .take(3)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect();
+        if !errors.is_empty() {
+            return Err(format!(
+                "invalid {} input: {}",
+                tool.exposed,
+                errors.join("; ")
+            ));
+        }
+    }
+    Ok(McpInput {
+        server: tool.server.clone(),
+        tool: tool.tool.clone(),
+        arguments: arguments.clone(),
+    })
+}
+
+/// What a `tool/call` record says of the tool.
+pub fn target(tool: &McpTool) -> McpTarget {
+    McpTarget {
+        server: tool.server.clone(),
+        tool: tool.tool.clone(),
+        title: tool.title.clone(),
+        read_only: tool.read_only,
+        open_world: tool.open_world,
+    }
+}
+
+pub(crate) async fn run(input: &McpInput, cx: ToolContext) -> ToolOutput {
+    let Some(servers) = &cx.mcp else {
+        return ToolOutput::failed("this session has no MCP servers");
+    };
+    let outcome = servers
+        .call(&input.server, &input.tool, input.arguments.clone(), &cx.cancel)
+        .await;
+    match outcome {
+        CallOutcome::Cancelled => ToolOutput::cancelled("cancelled by the user"),
+        CallOutcome::Failed(why) => ToolOutput::failed(why),
+        CallOutcome::Done(result) => {
+            let answer = read_answer(&result);
+            if !answer.content.is_empty() || answer.structured.is_some() {
+                let _ = cx.events.send(ToolEvent::Content {
+                    content: answer.content,
+                    structured: answer.structured,
+                });
+            }
+            let text = cap_for_model(&answer.text);
+            if answer.is_error {
+                ToolOutput::failed(text)
+            } else {
+                ToolOutput::completed(text)
+            }
+        }
+    }
+}
+
+/// An MCP `CallToolResult` read for the model and the card.
+#[derive(Debug, Default, PartialEq)]
+struct Answer {
+    text: String,
+    content: Vec<ResultContent>,
+    structured: Option<Value>,
+    is_error: bool,
+}
+
+fn read_answer(result: &Value) -> Answer {
+    let mut answer = Answer {
+        is_error: result.get("isError").and_then(Value::as_bool) == Some(true),
+        structured: result.get("structuredContent").cloned(),
+        ..Answer::default()
+    };
+    let mut parts: Vec<String> = Vec::new();
+    let mut images = 0;
+    let blocks = result.get("content").and_then(Value::as_array);
+    for block in blocks.into_iter().flatten() {
+        let text = |k: &str| block.get(k).and_then(Value::as_str).map(str::to_owned);
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => parts.extend(text("text")),
+            Some("image") => {
+                let (Some(data), Some(mime_type)) = (text("data"), text("mimeType")) else {
+                    continue;
+                };
+                if data.len() > MAX_IMAGE_BYTES || images >= MAX_IMAGES {
+                    parts.push(format!(
+                        "[candor] An image ({mime_type}, {} bytes of base64) was left out: over candor's limit.",
+                        data.len()
+                    ));
+                    continue;
+                }
+                images += 1;
+                answer.content.push(ResultContent::Image { mime_type, data });
+            }
+            Some("audio") => parts.push("[candor] The tool answered with audio, which candor does not pass on.".into()),
+            Some("resource_link") => {
+                let uri = text("uri").unwrap_or_default();
+                let name = text("name").unwrap_or_else(|| uri.clone());
+                parts.push(format!("Resource link: {name} <{uri}>"));
+                answer.content.push(ResultContent::ResourceLink {
+                    uri,
+                    name,
+                    mime_type: text("mimeType"),
+                });
+            }
+            Some("resource") => {
+                let resource = block.get("resource");
+                let field = |k: &str| {
+                    resource
+                        .and_then(|r| r.get(k))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                };
+                let uri = field("uri").unwrap_or_default();
+                let body = field("text");
+                parts.push(match &body {
+                    Some(t) => format!("Resource {uri}:\n{t}"),
+                    None => format!("Resource {uri} (binary, not shown)"),
+                });
+                answer.content.push(ResultContent::Resource {
+                    uri,
+                    mime_type: field("mimeType"),
+                    text: body,
+                });
+            }
+            _ => {}
+        }
+    }
+    if let Some(structured) = &answer.structured {
+        parts.push(format!("Structured content: {structured}"));
+    }
+    answer.text = parts.join("\n\n");
+    answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_kind_of_block_reaches_the_model_or_says_why_not() {
+        let answer = read_answer(&json!({
+            "content": [
+                {"type": "text", "text": "hello"},
+                {"type": "image", "data": "QUJD", "mimeType": "image/png"},
+                {"type": "image", "data": "x".repeat(MAX_IMAGE_BYTES + 1), "mimeType": "image/png"},
+                {"type": "resource_link", "uri": "test://a", "name": "a"},
+                {"type": "resource", "resource": {"uri": "test://b", "text": "body"}},
+                {"type": "unknown"}
+            ],
+            "structuredContent": {"n": 1},
+            "isError": true
+        }));
+        assert!(answer.is_error);
+        assert_eq!(answer.content.len(), 3);
+        assert!(answer.text.starts_with("hello"));
+        assert!(answer.text.contains("left out"));
+        assert!(answer.text.contains("Resource link: a <test://a>"));
+        assert!(answer.text.contains("Resource test://b:\nbody"));
+        assert!(answer.text.ends_with("Structured content: {\"n\":1}"));
+    }
+
+    #[test]
+    fn arguments_are_checked_against_the_tools_schema() {
+        let tool = McpTool {
+            exposed: "mcp__s__t".into(),
+            server: "s".into(),
+            tool: "t".into(),
+            description: String::new(),
+            input_schema: json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+            title: None,
+            read_only: false,
+            open_world: false,
+        };
+        assert!(parse(&tool, &json!({"n": 1})).is_ok());
+        let wrong = parse(&tool, &json!({"n": "one"})).unwrap_err();
+        assert!(wrong.contains("/n"), "{wrong}");
+        assert!(parse(&tool, &json!({})).is_err());
+        assert!(parse(&tool, &json!([1])).is_err());
+    }
+}

@@ -47,7 +47,17 @@ fn policy_with(project: &Path, hooks: Vec<Value>) -> Policy {
 
 fn measure(rt: &tokio::runtime::Runtime, policy: &Policy, cwd: &Path) -> (Duration, Duration) {
     let args = json!({"command": "ls", "description": "list"});
-    let settle = || rt.block_on(interception::settle("t", "Bash", &args, policy, &[], cwd, None));
+    let settle = || {
+        rt.block_on(interception::settle(
+            "t",
+            "Bash",
+            &args,
+            policy,
+            &[],
+            cwd,
+            None,
+        ))
+    };
     for _ in 0..20 {
         std::hint::black_box(settle());
     }

@@ -74,7 +74,9 @@ impl TestServer {
             json!({"name": "rich", "description": "Answers in every shape", "inputSchema": empty}),
         ];
         if self.grown.load(Ordering::SeqCst) {
-            tools.push(json!({"name": "extra", "description": "Arrived later", "inputSchema": empty}));
+            tools.push(
+                json!({"name": "extra", "description": "Arrived later", "inputSchema": empty}),
+            );
         }
         json!({ "tools": tools })
     }
@@ -105,7 +107,11 @@ impl ServerHandler for TestServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let args = request.arguments.clone().map(Value::Object).unwrap_or(json!({}));
+        let args = request
+            .arguments
+            .clone()
+            .map(Value::Object)
+            .unwrap_or(json!({}));
         let name = request.name.to_string();
         self.note(json!({"tool": name, "arguments": args}));
         let result: Value = match name.as_str() {
@@ -113,12 +119,16 @@ impl ServerHandler for TestServer {
                 let text = args.get("text").and_then(Value::as_str).unwrap_or_default();
                 json!({"content": [{"type": "text", "text": format!("echo: {text}")}]})
             }
-            "lookup" | "extra" => json!({"content": [{"type": "text", "text": format!("{name} ok")}]}),
+            "lookup" | "extra" => {
+                json!({"content": [{"type": "text", "text": format!("{name} ok")}]})
+            }
             "picture" => json!({"content": [
                 {"type": "text", "text": "a picture"},
                 {"type": "image", "data": PNG, "mimeType": "image/png"}
             ]}),
-            "fail" => json!({"content": [{"type": "text", "text": "it failed on purpose"}], "isError": true}),
+            "fail" => {
+                json!({"content": [{"type": "text", "text": "it failed on purpose"}], "isError": true})
+            }
             "slow" => {
                 let seconds = args.get("seconds").and_then(Value::as_f64).unwrap_or(30.0);
                 tokio::select! {
@@ -169,7 +179,11 @@ impl ServerHandler for TestServer {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let args = request.arguments.clone().map(Value::Object).unwrap_or(json!({}));
+        let args = request
+            .arguments
+            .clone()
+            .map(Value::Object)
+            .unwrap_or(json!({}));
         self.note(json!({"prompt": request.name, "arguments": args}));
         let who = args.get("name").and_then(Value::as_str).unwrap_or("nobody");
         let result: GetPromptResult = from(json!({
@@ -184,7 +198,9 @@ impl ServerHandler for TestServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        from(json!({"resources": [{"uri": "test://readme", "name": "readme", "mimeType": "text/plain"}]}))
+        from(
+            json!({"resources": [{"uri": "test://readme", "name": "readme", "mimeType": "text/plain"}]}),
+        )
     }
 
     async fn read_resource(
@@ -229,6 +245,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         log,
         grown: Arc::new(AtomicBool::new(false)),
     };
+    server.note(json!({"started": std::process::id()}));
     match http {
         None => {
             let running = server.serve(rmcp::transport::stdio()).await?;

@@ -256,7 +256,11 @@ impl Config {
     /// How long a prompt waits for MCP servers still starting (the user
     /// config's `mcp_startup_wait`, default 10 s).
     pub fn mcp_startup_wait(&self) -> std::time::Duration {
-        let user = self.user_settings.as_ref().ok().and_then(|s| s.mcp_startup_wait);
+        let user = self
+            .user_settings
+            .as_ref()
+            .ok()
+            .and_then(|s| s.mcp_startup_wait);
         let seconds = self.env_settings.mcp_startup_wait.or(user).unwrap_or(10);
         std::time::Duration::from_secs(seconds.min(300))
     }

@@ -141,8 +141,7 @@ impl Agent {
     }
 
     fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse, AcpError> {
-        let (id, settings) =
-            self.open_session(request.cwd, &request.mcp_servers, Origin::New)?;
+        let (id, settings) = self.open_session(request.cwd, &request.mcp_servers, Origin::New)?;
         Ok(NewSessionResponse::new(id)
             .config_options(settings.config_options())
             .modes(settings.modes()))

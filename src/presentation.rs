@@ -29,8 +29,8 @@ use serde_json::{Value, json};
 use crate::conversation::AssistantBlock;
 use crate::event_log::SessionEvent;
 use crate::event_log::{
-    ConfigId, DeltaChannel, Event, FileDiff, NoteKind, NoticeLevel, Outcome, Record,
-    ResultContent, ResultStatus, TrustOutcome,
+    ConfigId, DeltaChannel, Event, FileDiff, NoteKind, NoticeLevel, Outcome, Record, ResultContent,
+    ResultStatus, TrustOutcome,
 };
 use crate::tools::{self, Tool};
 

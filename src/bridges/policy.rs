@@ -62,12 +62,8 @@ pub fn build(
         hooks.append(&mut loaded.summaries);
         notices.extend(loaded.merge_into(&mut policy, cwd, home, mode_set));
     }
-    let mcp = crate::mcp::config::configured(
-        config.claude.as_ref(),
-        config.codex.as_ref(),
-        cwd,
-        trusted,
-    );
+    let mcp =
+        crate::mcp::config::configured(config.claude.as_ref(), config.codex.as_ref(), cwd, trusted);
     wants.extend(mcp.wants);
     notices.extend(
         mcp.problems

@@ -1254,7 +1254,9 @@ pub fn decide(
     if mode == Mode::Plan && !read_only && call.mcp_read_only.is_some() {
         return Disposition::Ask {
             by: "mode:plan".into(),
-            reason: Some("plan mode asks before an MCP tool its server does not mark read-only".into()),
+            reason: Some(
+                "plan mode asks before an MCP tool its server does not mark read-only".into(),
+            ),
         };
     }
     if mode == Mode::Plan && !read_only {
@@ -1377,10 +1379,7 @@ pub fn decide(
                     by: format!("rule:{rule}"),
                 };
             }
-            if let Some(rule) = grants
-                .iter()
-                .find(|r| r.names(tool) && r.pattern.is_none())
-            {
+            if let Some(rule) = grants.iter().find(|r| r.names(tool) && r.pattern.is_none()) {
                 return Disposition::Run {
                     by: format!("grant:{rule}"),
                 };
@@ -1799,7 +1798,7 @@ pub fn grant_for(tool: &str, args: &Value, root: &Path, home: Option<&Path>) -> 
             Rule::grant(&format!("{tool}({})", path.display())).ok()
         }
         // An MCP tool: the whole tool, as Claude Code's "don't ask again".
-        View::Other if tool.starts_with("mcp__") => Rule::grant(tool).ok(),
+        View::Other if tool.starts_with("mcp__") => Rule::parse(tool, root, home).ok(),
         View::Other => None,
     }
 }

@@ -244,7 +244,8 @@ fn read_json(path: &Path, out: &mut Configured) -> Option<Map<String, Value>> {
         Ok(Some(text)) => text,
         Ok(None) => return None,
         Err(e) => {
-            out.problems.push(format!("{}: {e}; skipped", path.display()));
+            out.problems
+                .push(format!("{}: {e}; skipped", path.display()));
             return None;
         }
     };
@@ -419,7 +420,8 @@ fn codex_servers(path: &Path, out: &mut Configured) {
         Ok(Some(text)) => text,
         Ok(None) => return,
         Err(e) => {
-            out.problems.push(format!("{}: {e}; skipped", path.display()));
+            out.problems
+                .push(format!("{}: {e}; skipped", path.display()));
             return;
         }
     };
@@ -553,10 +555,7 @@ mod tests {
         // SAFETY-free: a variable of this test's own name.
         let home = std::env::var("HOME").unwrap_or_default();
         assert_eq!(expand("${HOME}/x"), format!("{home}/x"));
-        assert_eq!(
-            expand("${CANDOR_TEST_SURELY_UNSET:-fallback}"),
-            "fallback"
-        );
+        assert_eq!(expand("${CANDOR_TEST_SURELY_UNSET:-fallback}"), "fallback");
         assert_eq!(
             expand("a ${CANDOR_TEST_SURELY_UNSET} b"),
             "a ${CANDOR_TEST_SURELY_UNSET} b"

@@ -132,6 +132,9 @@ struct Live {
     ready_after: Option<Duration>,
     /// Reported to the user (a notice) since it last changed.
     reported: bool,
+    /// Its tools are read again before the next model request: it was
+    /// called, and says its list can change.
+    relist: bool,
 }
 
 /// A session's MCP servers (cheap to clone; every clone is the same set).
@@ -184,6 +187,7 @@ impl Servers {
                         prompts: Vec::new(),
                         ready_after: None,
                         reported: false,
+                        relist: false,
                     }),
                     stderr: Arc::new(Mutex::new(Vec::new())),
                 });
@@ -261,6 +265,27 @@ impl Servers {
             live.reported = true;
         }
         out
+    }
+
+    /// Reads again the tools of servers called since (those that say
+    /// their list can change): a call may have changed it, and its
+    /// `list_changed` may still be on its way.
+    pub async fn refresh(&self) {
+        for entry in self.entries() {
+            let peer = {
+                let mut live = lock(&entry.live);
+                if !std::mem::take(&mut live.relist) || live.state != State::Ready {
+                    continue;
+                }
+                live.peer.clone()
+            };
+            let Some(peer) = peer else { continue };
+            if let Ok(Ok(tools)) =
+                tokio::time::timeout(Duration::from_secs(5), peer.list_all_tools()).await
+            {
+                lock(&entry.live).tools = tools;
+            }
+        }
     }
 
     /// Every ready server's tools, named (see the module docs).
@@ -363,11 +388,20 @@ impl Servers {
             .into_iter()
             .find(|e| e.spec.name == server)
             .ok_or_else(|| format!("there is no MCP server {server:?}"))?;
-        let live = lock(&entry.live);
+        let mut live = lock(&entry.live);
+        let changes = live.peer.as_ref().is_some_and(|p| {
+            p.peer_info()
+                .and_then(|i| i.capabilities.tools.clone())
+                .and_then(|t| t.list_changed)
+                == Some(true)
+        });
+        live.relist |= changes;
         let timeout = entry.spec.tool_timeout.unwrap_or(CALL_TIMEOUT);
         match (&live.state, &live.peer) {
             (State::Ready, Some(peer)) => Ok((peer.clone(), timeout)),
-            (State::Failed(why), _) => Err(format!("the MCP server {server:?} did not start: {why}")),
+            (State::Failed(why), _) => {
+                Err(format!("the MCP server {server:?} did not start: {why}"))
+            }
             (State::Exited(why), _) => Err(format!("the MCP server {server:?} stopped: {why}")),
             _ => Err(format!("the MCP server {server:?} is not ready")),
         }
@@ -479,7 +513,8 @@ impl Servers {
                 live.peer.clone().filter(|_| live.state == State::Ready)
             };
             let Some(peer) = peer else { continue };
-            let listed = tokio::time::timeout(Duration::from_secs(5), peer.list_all_resources()).await;
+            let listed =
+                tokio::time::timeout(Duration::from_secs(5), peer.list_all_resources()).await;
             if let Ok(Ok(resources)) = listed
                 && resources.iter().any(|r| r.uri == uri)
             {
@@ -572,7 +607,9 @@ impl ClientHandler for Handler {
                 lock(&self.entry.live).tools = tools;
                 self.changed.send_modify(|n| *n += 1);
             }
-            _ => tracing::warn!(server = %self.entry.spec.name, "could not re-read the tools of an MCP server"),
+            _ => {
+                tracing::warn!(server = %self.entry.spec.name, "could not re-read the tools of an MCP server")
+            }
         }
     }
 }
@@ -615,7 +652,10 @@ async fn run_server(
     let peer = service.peer().clone();
     let listed = tokio::time::timeout(limit, async {
         let tools = peer.list_all_tools().await;
-        let prompts = match peer.peer_info().and_then(|i| i.capabilities.prompts.clone()) {
+        let prompts = match peer
+            .peer_info()
+            .and_then(|i| i.capabilities.prompts.clone())
+        {
             Some(_) => peer.list_all_prompts().await.unwrap_or_default(),
             None => Vec::new(),
         };
@@ -761,12 +801,18 @@ mod tests {
 
     #[test]
     fn names_are_what_providers_accept_and_stable() {
-        assert_eq!(sanitize("mcp__git hub__open.issue"), "mcp__git_hub__open_issue");
+        assert_eq!(
+            sanitize("mcp__git hub__open.issue"),
+            "mcp__git_hub__open_issue"
+        );
         let long = format!("mcp__server__{}", "x".repeat(80));
         let a = sanitize(&long);
         assert_eq!(a.len(), 64);
         assert_eq!(a, sanitize(&long));
-        assert!(a.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        );
         let other = format!("mcp__server__{}y", "x".repeat(80));
         assert_ne!(a, sanitize(&other), "two long names stay apart");
         assert_eq!(sanitize("mcp__é__t").len(), "mcp_____t".len());

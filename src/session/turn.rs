@@ -139,6 +139,7 @@ async fn steps(
         gate.settings.apply(c, &mut gate.policy.mode)?;
         gate.settings.apply_model(provider);
         report_mcp(c, gate)?;
+        gate.mcp.refresh().await;
         let request = ModelRequest {
             system: system_prompt(control),
             messages: derive_messages(c.records(), provider.rewrite_strategy()),

@@ -77,7 +77,12 @@ pub(crate) async fn run(input: &McpInput, cx: ToolContext) -> ToolOutput {
         return ToolOutput::failed("this session has no MCP servers");
     };
     let outcome = servers
-        .call(&input.server, &input.tool, input.arguments.clone(), &cx.cancel)
+        .call(
+            &input.server,
+            &input.tool,
+            input.arguments.clone(),
+            &cx.cancel,
+        )
         .await;
     match outcome {
         CallOutcome::Cancelled => ToolOutput::cancelled("cancelled by the user"),
@@ -134,9 +139,13 @@ fn read_answer(result: &Value) -> Answer {
                     continue;
                 }
                 images += 1;
-                answer.content.push(ResultContent::Image { mime_type, data });
+                answer
+                    .content
+                    .push(ResultContent::Image { mime_type, data });
             }
-            Some("audio") => parts.push("[candor] The tool answered with audio, which candor does not pass on.".into()),
+            Some("audio") => parts.push(
+                "[candor] The tool answered with audio, which candor does not pass on.".into(),
+            ),
             Some("resource_link") => {
                 let uri = text("uri").unwrap_or_default();
                 let name = text("name").unwrap_or_else(|| uri.clone());

@@ -20,6 +20,7 @@ mod crash;
 mod doctor;
 mod harness;
 mod interception;
+mod mcp;
 mod models;
 mod permissions;
 mod permissions_property;

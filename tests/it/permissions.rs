@@ -249,6 +249,7 @@ fn judge(
             tool,
             args: &effective,
             spelled: &spelled,
+            mcp_read_only: None,
         },
         hooks,
         mode,

@@ -85,6 +85,7 @@ fn bash(line: &str, mode: Mode, rules: &Rules, root: &Path) -> Disposition {
             tool: "Bash",
             args: &args,
             spelled: &[],
+            mcp_read_only: None,
         },
         &no_hooks(),
         mode,

@@ -61,8 +61,8 @@ fn openai_responses(mock: &MockOpenai) -> Provider {
 
 fn tools() -> Vec<ToolSpec> {
     vec![ToolSpec {
-        name: "Bash",
-        description: "Runs a command.",
+        name: "Bash".into(),
+        description: "Runs a command.".into(),
         input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
     }]
 }

@@ -589,7 +589,11 @@ impl Conn {
     /// the agent's exit) and gives back its environment, for another
     /// connection to the same state.
     pub async fn end(mut self) -> TestEnv {
-        self.close_input();
+        // Shut down, not only dropped: an in-process connection's duplex
+        // reads end of file only then.
+        if let Some(mut tx) = self.tx.take() {
+            let _ = tokio::io::AsyncWriteExt::shutdown(&mut tx).await;
+        }
         self.drain().await;
         match &mut self.agent {
             Agent::Process(child) => {

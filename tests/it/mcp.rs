@@ -1,0 +1,575 @@
+//! MCP servers: the editor's and the user's tools through the same settle,
+//! cards, log, history and replay as candor's own, against the test server
+//! (`examples/mcp_test_server.rs`) over stdio and HTTP.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{
+    Conn, TestEnv, alive, audit, card_frames, eventually, record, respond, script, text, tool,
+};
+
+/// The test server, built if this run of the suite did not build it.
+fn server_bin() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let debug = exe.parent().unwrap().parent().unwrap();
+            let bin = debug.join("examples/mcp_test_server");
+            // Built (or found up to date) once a run: `cargo test --test it`
+            // does not build examples.
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            #[allow(clippy::disallowed_methods)] // the suite builds its own fixture
+            let mut build = std::process::Command::new(cargo);
+            build
+                .args(["build", "--quiet", "--example", "mcp_test_server"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"));
+            // What `cargo test` sets for the test (a build script that
+            // watches one, as ring's does CARGO_MANIFEST_DIR, would rebuild).
+            for (name, _) in std::env::vars_os() {
+                let name = name.to_string_lossy();
+                if (name.starts_with("CARGO_")
+                    && !matches!(&*name, "CARGO_HOME" | "CARGO_TARGET_DIR"))
+                    || name == "OUT_DIR"
+                {
+                    build.env_remove(&*name);
+                }
+            }
+            let status = build.status().unwrap();
+            assert!(status.success(), "could not build the MCP test server");
+            bin
+        })
+        .clone()
+}
+
+/// What the test server saw (its `--log`), one JSON value a line.
+fn seen(log: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The calls the server received.
+fn calls(log: &std::path::Path) -> Vec<Value> {
+    seen(log)
+        .into_iter()
+        .filter(|v| v.get("tool").is_some())
+        .collect()
+}
+
+/// An ACP stdio entry for the test server named `name`.
+fn stdio(name: &str, log: &std::path::Path, extra: &[&str]) -> Value {
+    let mut args = vec![json!("--log"), json!(log)];
+    args.extend(extra.iter().map(|a| json!(a)));
+    json!({"name": name, "command": server_bin(), "args": args, "env": []})
+}
+
+fn mcp_call(id: &str, tool_name: &str, input: Value) -> Value {
+    tool(id, &format!("mcp__test__{tool_name}"), input)
+}
+
+/// A scripted session whose first answer is `calls`, then "done".
+fn scripted(calls: Vec<Value>) -> TestEnv {
+    TestEnv::scripted(script(vec![
+        respond(json!(calls)),
+        respond(json!([text("done")])),
+    ]))
+}
+
+async fn open(conn: &mut Conn, servers: Value) -> String {
+    conn.initialize().await;
+    let cwd = conn.env.project.clone();
+    let result = conn
+        .call("session/new", json!({"cwd": cwd, "mcpServers": servers}))
+        .await;
+    result["sessionId"].as_str().unwrap().to_owned()
+}
+
+fn notices(conn: &Conn, session: &str) -> Vec<String> {
+    conn.env
+        .log(session)
+        .into_iter()
+        .filter(|r| r["type"] == "session/notice")
+        .map(|r| r["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn initialize_says_which_mcp_transports_candor_takes() {
+    let mut conn = Conn::in_process(TestEnv::new());
+    let init = conn.initialize().await;
+    assert_eq!(
+        init["agentCapabilities"]["mcpCapabilities"],
+        json!({"http": true, "sse": false})
+    );
+}
+
+#[tokio::test]
+async fn a_hook_rewrite_of_an_mcp_call_is_what_the_server_gets_the_card_shows_the_log_keeps_and_the_replay_repeats()
+ {
+    let env = scripted(vec![mcp_call("m1", "echo", json!({"text": "original"}))]).with_policy(
+        json!({"hooks": [{"id": "scrub", "tool": "mcp__test__echo", "decision": "allow",
+            "rewrite": {"text": {"replace": "original", "with": "rewritten"}}}]}),
+    );
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, json!([stdio("test", &log, &[])])).await;
+    let answer = conn.prompt(&session, "go").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+
+    // What the server received.
+    let got = calls(&log);
+    assert_eq!(
+        got,
+        [json!({"tool": "echo", "arguments": {"text": "rewritten"}})]
+    );
+    // The record: effective and original arguments, who rewrote, which
+    // server and tool; tool/call on disk before the request went out.
+    let call = record(&conn, &session, "tool/call", "m1").unwrap();
+    assert_eq!(call["tool"], "mcp__test__echo");
+    assert_eq!(call["arguments"], json!({"text": "rewritten"}));
+    assert_eq!(call["originalArguments"], json!({"text": "original"}));
+    assert_eq!(call["rewrittenBy"], json!(["scrub"]));
+    assert_eq!(call["mcp"]["server"], "test");
+    assert_eq!(call["mcp"]["tool"], "echo");
+    let result = record(&conn, &session, "tool/result", "m1").unwrap();
+    assert_eq!(result["status"], "completed");
+    assert_eq!(result["output"], "echo: rewritten");
+    // The card: first frame already the effective arguments, titled by
+    // server and tool, ending completed with the server's text.
+    let frames = card_frames(&conn, &session, "m1");
+    assert_eq!(frames[0]["sessionUpdate"], "tool_call");
+    assert_eq!(frames[0]["title"], "test: echo");
+    assert_eq!(frames[0]["rawInput"], json!({"text": "rewritten"}));
+    for f in &frames {
+        if let Some(raw) = f.get("rawInput") {
+            assert_eq!(
+                raw,
+                &json!({"text": "rewritten"}),
+                "a frame showed another input"
+            );
+        }
+    }
+    let last = frames.last().unwrap();
+    assert_eq!(last["status"], "completed");
+    assert!(last["content"].to_string().contains("echo: rewritten"));
+    // The model's next request: the result under its id, with the note
+    // saying what ran; the MCP tools were offered with their schemas.
+    let requests = conn.env.model_requests();
+    let offered: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(offered.contains(&"mcp__test__echo") && offered.contains(&"Bash"));
+    let echo = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__test__echo")
+        .unwrap();
+    assert_eq!(echo["inputSchema"]["required"], json!(["text"]));
+    let second = requests[1].to_string();
+    assert!(second.contains("echo: rewritten"), "{second}");
+    assert!(
+        second.contains("rewrote this call before it ran"),
+        "{second}"
+    );
+    // The audit names server and tool.
+    let home = conn.env.home.clone();
+    let trail = audit(&home, &session, false);
+    assert!(
+        trail.contains("mcp__test__echo (MCP server test, tool echo)"),
+        "{trail}"
+    );
+    let shown: Vec<Value> = card_frames(&conn, &session, "m1");
+    let env = conn.end().await;
+
+    // A replay after session/load shows the very same card.
+    let mut again = Conn::in_process(env);
+    again.initialize().await;
+    let cwd = again.env.project.clone();
+    let loaded = again
+        .request(
+            "session/load",
+            json!({"sessionId": session, "cwd": cwd, "mcpServers": [stdio("test", &log, &[])]}),
+        )
+        .await;
+    assert!(loaded.get("error").is_none(), "{loaded}");
+    assert_eq!(card_frames(&again, &session, "m1"), shown);
+}
+
+#[tokio::test]
+async fn a_deny_rule_on_an_mcp_tool_keeps_the_call_from_the_server() {
+    let env = scripted(vec![mcp_call("m1", "echo", json!({"text": "hi"}))])
+        .with_policy(json!({"permissions": {"deny": ["mcp__test__echo"]}}));
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, json!([stdio("test", &log, &[])])).await;
+    conn.prompt(&session, "go").await;
+    let call = record(&conn, &session, "tool/call", "m1").unwrap();
+    assert_eq!(call["decision"]["outcome"], "deny");
+    assert_eq!(call["decision"]["by"], "rule:mcp__test__echo");
+    assert!(calls(&log).is_empty(), "the server got a denied call");
+    let frames = card_frames(&conn, &session, "m1");
+    assert_eq!(frames.last().unwrap()["status"], "failed");
+}
+
+#[tokio::test]
+async fn an_mcp_tool_asks_unless_its_server_marks_it_read_only() {
+    let env = scripted(vec![
+        mcp_call("m1", "echo", json!({"text": "hi"})),
+        mcp_call("m2", "lookup", json!({"key": "k"})),
+    ]);
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    conn.answer_permissions(&["allow_always"]);
+    let session = open(&mut conn, json!([stdio("test", &log, &[])])).await;
+    conn.prompt(&session, "go").await;
+    // echo asked (once), lookup ran on its readOnlyHint.
+    assert_eq!(conn.permission_requests.len(), 1);
+    let asked = &conn.permission_requests[0];
+    assert_eq!(asked["toolCall"]["title"], "test: echo");
+    assert_eq!(asked["toolCall"]["rawInput"], json!({"text": "hi"}));
+    let options: Vec<&str> = asked["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        options.contains(&"Always allow mcp__test__echo in this session"),
+        "{options:?}"
+    );
+    let lookup = record(&conn, &session, "tool/call", "m2").unwrap();
+    assert_eq!(lookup["decision"]["outcome"], "allow");
+    assert_eq!(card_frames(&conn, &session, "m2")[0]["kind"], "read");
+    assert_eq!(calls(&log).len(), 2);
+}
+
+#[tokio::test]
+async fn plan_mode_asks_for_an_mcp_tool_that_may_change_things_and_runs_a_read_only_one() {
+    let env = scripted(vec![
+        mcp_call("m1", "echo", json!({"text": "hi"})),
+        mcp_call("m2", "lookup", json!({"key": "k"})),
+    ])
+    .with_policy(json!({"mode": "plan"}));
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    conn.answer_permissions(&["reject_once"]);
+    let session = open(&mut conn, json!([stdio("test", &log, &[])])).await;
+    conn.prompt(&session, "go").await;
+    let echo = record(&conn, &session, "tool/call", "m1").unwrap();
+    assert_eq!(echo["decision"]["outcome"], "ask");
+    assert_eq!(echo["decision"]["by"], "mode:plan");
+    let lookup = record(&conn, &session, "tool/call", "m2").unwrap();
+    assert_eq!(lookup["decision"]["outcome"], "allow");
+    let got: Vec<Value> = calls(&log).into_iter().map(|c| c["tool"].clone()).collect();
+    assert_eq!(
+        got,
+        [json!("lookup")],
+        "the refused call reached the server"
+    );
+}
+
+#[tokio::test]
+async fn cancel_during_a_slow_mcp_call_tells_the_server_ends_the_card_and_leaves_no_process() {
+    let env = scripted(vec![mcp_call("m1", "slow", json!({"seconds": 30}))])
+        .with_policy(json!({"mode": "bypassPermissions"}));
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, json!([stdio("test", &log, &[])])).await;
+    let id = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+        )
+        .await;
+    assert!(
+        eventually(Duration::from_secs(20), || calls(&log).len() == 1).await,
+        "the slow call never reached the server"
+    );
+    conn.notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let answer = conn.response(&id).await;
+    assert_eq!(answer["result"]["stopReason"], "cancelled");
+    assert!(
+        eventually(Duration::from_secs(10), || seen(&log)
+            .iter()
+            .any(|v| v["cancelled"] == "slow"))
+        .await,
+        "the server was not told of the cancel: {:?}",
+        seen(&log)
+    );
+    let frames = card_frames(&conn, &session, "m1");
+    assert_eq!(frames.last().unwrap()["status"], "failed");
+    let result = record(&conn, &session, "tool/result", "m1").unwrap();
+    assert_eq!(result["status"], "cancelled");
+    let pid = seen(&log)
+        .iter()
+        .find_map(|v| v["started"].as_u64())
+        .unwrap() as u32;
+    assert!(alive(pid));
+    conn.end().await;
+    assert!(
+        eventually(Duration::from_secs(10), || !alive(pid)).await,
+        "the MCP server outlived its session"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_crashes_mid_call_fails_the_card_is_a_notice_and_the_next_prompt_works() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([mcp_call("m1", "crash", json!({}))])),
+        respond(json!([text("it crashed")])),
+        respond(json!([text("still here")])),
+    ]))
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, json!([stdio("test", &log, &[])])).await;
+    assert_eq!(
+        conn.prompt(&session, "go").await["result"]["stopReason"],
+        "end_turn"
+    );
+    let result = record(&conn, &session, "tool/result", "m1").unwrap();
+    assert_eq!(result["status"], "failed");
+    assert!(
+        result["output"].as_str().unwrap().contains("test"),
+        "{result}"
+    );
+    assert_eq!(
+        card_frames(&conn, &session, "m1").last().unwrap()["status"],
+        "failed"
+    );
+    assert_eq!(
+        conn.prompt(&session, "again").await["result"]["stopReason"],
+        "end_turn"
+    );
+    let said = notices(&conn, &session);
+    assert!(
+        said.iter()
+            .any(|n| n.contains("The MCP server test stopped") && n.contains("crashing as asked")),
+        "{said:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_never_starts_leaves_the_session_usable_and_says_so() {
+    let env = TestEnv::scripted(script(vec![respond(json!([text("hello")]))]));
+    let log = env.dir.path().join("server.jsonl");
+    let mut config = env.config();
+    config.env_settings.mcp_startup_wait = Some(1);
+    let mut conn = Conn::in_process_with(env, config);
+    let started = std::time::Instant::now();
+    let session = open(
+        &mut conn,
+        json!([
+            stdio("stuck", &log, &["--hang"]),
+            stdio("broken", &log, &["--exit-at-start"])
+        ]),
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "session/new waited for servers"
+    );
+    assert_eq!(
+        conn.prompt(&session, "hi").await["result"]["stopReason"],
+        "end_turn"
+    );
+    let said = notices(&conn, &session);
+    assert!(
+        said.iter()
+            .any(|n| n.contains("The MCP server stuck is still starting")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter()
+            .any(|n| n.contains("The MCP server broken did not start")
+                && n.contains("refusing to start")),
+        "{said:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_over_streamable_http_serves_its_tools() {
+    let env = scripted(vec![mcp_call("m1", "echo", json!({"text": "over http"}))])
+        .with_policy(json!({"mode": "bypassPermissions"}));
+    let log = env.dir.path().join("server.jsonl");
+    #[allow(clippy::disallowed_methods)] // the test's own server
+    let mut server = tokio::process::Command::new(server_bin())
+        .args(["--http", "127.0.0.1:0", "--log"])
+        .arg(&log)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(server.stdout.take().unwrap()));
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let addr = line.strip_prefix("listening ").unwrap().to_owned();
+    let mut conn = Conn::in_process(env);
+    let session = open(
+        &mut conn,
+        json!([{"type": "http", "name": "test", "url": format!("http://{addr}/mcp"), "headers": [{"name": "X-Test", "value": "1"}]}]),
+    )
+    .await;
+    assert_eq!(
+        conn.prompt(&session, "go").await["result"]["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(
+        record(&conn, &session, "tool/result", "m1").unwrap()["output"],
+        "echo: over http"
+    );
+    assert_eq!(calls(&log).len(), 1);
+}
+
+#[tokio::test]
+async fn images_resources_and_errors_reach_the_card_and_the_model() {
+    let env = scripted(vec![
+        mcp_call("m1", "picture", json!({})),
+        mcp_call("m2", "rich", json!({})),
+        mcp_call("m3", "fail", json!({})),
+    ])
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, json!([stdio("test", &log, &[])])).await;
+    conn.prompt(&session, "go").await;
+    let picture = card_frames(&conn, &session, "m1");
+    let last = picture.last().unwrap();
+    assert_eq!(last["status"], "completed");
+    let blocks: Vec<&str> = last["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["content"]["type"].as_str())
+        .collect();
+    assert!(blocks.contains(&"image"), "{last}");
+    let rich = card_frames(&conn, &session, "m2");
+    let last = rich.last().unwrap();
+    assert_eq!(
+        last["rawOutput"]["structuredContent"],
+        json!({"answer": 42})
+    );
+    let kinds: Vec<&str> = last["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["content"]["type"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"resource_link") && kinds.contains(&"resource"),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        card_frames(&conn, &session, "m3").last().unwrap()["status"],
+        "failed"
+    );
+    // The model: the image as an image, the rest as text, the error as one.
+    let requests = conn.env.model_requests();
+    let results = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool_results")
+        .unwrap()["results"]
+        .clone();
+    assert_eq!(results[0]["images"][0]["mediaType"], "image/png");
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("inline body")
+    );
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("\"answer\":42")
+    );
+    assert_eq!(results[2]["isError"], true);
+    // The log holds the tool/content record the card came from.
+    assert!(record(&conn, &session, "tool/content", "m1").is_some());
+}
+
+#[tokio::test]
+async fn a_server_that_changes_its_tools_is_read_again() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([mcp_call("m1", "grow", json!({}))])),
+        respond(json!([mcp_call("m2", "extra", json!({}))])),
+        respond(json!([text("done")])),
+    ]))
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, json!([stdio("test", &log, &[])])).await;
+    conn.prompt(&session, "go").await;
+    let names = |r: &Value| -> Vec<String> {
+        r["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let requests = conn.env.model_requests();
+    assert!(!names(&requests[0]).contains(&"mcp__test__extra".to_owned()));
+    assert!(names(&requests[1]).contains(&"mcp__test__extra".to_owned()));
+    assert_eq!(
+        record(&conn, &session, "tool/result", "m2").unwrap()["output"],
+        "extra ok"
+    );
+}
+
+#[tokio::test]
+async fn a_projects_mcp_json_starts_only_enabled_servers_and_only_once_trusted() {
+    let env = TestEnv::scripted(script(vec![respond(json!([text("hi")]))]));
+    let log = env.dir.path().join("server.jsonl");
+    let entry = json!({"command": server_bin(), "args": ["--log", log]});
+    env.file(
+        ".mcp.json",
+        &json!({"mcpServers": {"proj": entry, "other": entry}}).to_string(),
+    );
+    env.file(
+        ".claude/settings.json",
+        &json!({"enabledMcpjsonServers": ["proj"]}).to_string(),
+    );
+    // Untrusted: the server is one of the project's wants, not started.
+    let mut conn = Conn::in_process(env);
+    conn.answer_permissions(&["reject_once"]);
+    let session = conn.ready().await;
+    conn.prompt(&session, "hi").await;
+    let asked = conn
+        .env
+        .log(&session)
+        .into_iter()
+        .find(|r| r["type"] == "trust/requested")
+        .unwrap();
+    let wants = asked["wants"].to_string();
+    assert!(wants.contains("MCP server \\\"proj\\\""), "{wants}");
+    assert!(!wants.contains("\\\"other\\\""), "{wants}");
+    assert!(seen(&log).is_empty(), "an untrusted project's server ran");
+    let env = conn.end().await;
+    // Trusted (as Claude Code records it): started, and only the enabled one.
+    env.trust_project();
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "hi").await;
+    let requests = conn.env.model_requests();
+    let tools = requests.last().unwrap()["tools"].to_string();
+    assert!(tools.contains("mcp__proj__echo"), "{tools}");
+    assert!(!tools.contains("mcp__other__"), "{tools}");
+}

@@ -4,11 +4,12 @@
 //! shown or run, [`settle`] decides:
 //!
 //! 1. candor's own checks: the tool exists and the model's arguments pass
-//!    its input schema (else the call is refused by `candor`);
+//!    its input schema (else the call is refused by `candor`); passing it
+//!    is parsing them into the tool's typed input ([`Tool::accept`]);
 //! 2. the pre-execute hooks, in configured order, as a fold: each hook sees
 //!    the previous hook's effective input (read-only) and returns a
-//!    [`PreToolDecision`]; a rewrite must pass the tool's schema (else it is
-//!    a deny naming the hook); the strictest decision wins
+//!    [`PreToolDecision`]; a rewrite must pass the tool's schema the same
+//!    way (else it is a deny naming the hook); the strictest decision wins
 //!    (deny > ask > allow > pass) and a deny ends the fold;
 //! 3. permission rules and the session mode, on the *effective* arguments
 //!    ([`policy::decide`]), so a rewrite can never slip past a deny rule.
@@ -30,7 +31,7 @@ pub mod scripted;
 
 use std::fmt;
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -291,8 +292,10 @@ pub struct Settled {
     disposition: Disposition,
     digest: String,
     asides: Vec<Aside>,
-    /// The effective arguments parsed into the tool's input type (once,
-    /// when the call is settled).
+    /// The effective arguments as the tool's input: each input (the
+    /// model's, a hook's rewrite) is parsed once, when it is checked
+    /// against the tool's schema ([`Tool::accept`]), and the last one
+    /// accepted is what runs.
     input: Option<ToolInput>,
 }
 
@@ -491,37 +494,39 @@ pub async fn settle(
         asides: Vec::new(),
         input: None,
     };
-    let refusal = match settled.tool {
+    // Candor's own checks: the tool exists and the model's arguments pass
+    // its schema (parsed, once, into the input that will run). Paths are
+    // made absolute before anyone looks: hooks, rules, the card and the log
+    // all see the file the call is about. Symlinks are followed too; the
+    // path as written is kept for the rules (a rule is checked on both, the
+    // stricter answer wins).
+    let accepted = match settled.tool {
         None => {
             let names: Vec<_> = Tool::ALL.iter().map(|t| t.name()).collect();
-            Some(format!(
+            Err(format!(
                 "candor has no tool named {name:?}; the tools are {}",
                 names.join(", ")
             ))
         }
-        Some(tool) => tool.validate(arguments).err(),
+        Some(tool) => tool.accept(arguments, cwd).map(|a| (tool, a)),
     };
-    if let Some(reason) = refusal {
-        settled.disposition = Disposition::Deny {
-            by: CANDOR.into(),
-            reason,
-        };
-        settled.digest = digest(name, arguments);
-        return settled;
-    }
-    // Paths are made absolute before anyone looks: hooks, rules, the card
-    // and the log all see the file the call is about.
-    // Symlinks are followed too; the path as written is kept for the rules
-    // (a rule is checked on both, the stricter answer wins).
-    let mut spelled = Vec::new();
-    if let Some(tool) = settled.tool {
-        let (normalized, as_written) = tool.normalize_spelled(arguments, cwd);
-        settled.original = normalized;
-        settled.effective = settled.original.clone();
-        spelled.extend(as_written);
-    }
+    let (tool, accepted) = match accepted {
+        Ok(accepted) => accepted,
+        Err(reason) => {
+            settled.disposition = Disposition::Deny {
+                by: CANDOR.into(),
+                reason,
+            };
+            settled.digest = digest(name, arguments);
+            return settled;
+        }
+    };
+    settled.original = accepted.arguments.clone();
+    settled.effective = accepted.arguments;
+    settled.input = Some(accepted.input);
+    let mut spelled: Vec<PathBuf> = accepted.spelled.into_iter().collect();
     let asides = Asides::default();
-    let verdict = fold_hooks(&mut settled, policy, cwd, &asides, &mut spelled).await;
+    let verdict = fold_hooks(&mut settled, tool, policy, cwd, &asides, &mut spelled).await;
     settled.asides = asides.take();
     settled.disposition = policy::decide(
         policy::Subject {
@@ -536,24 +541,17 @@ pub async fn settle(
         cwd,
     );
     settled.digest = digest(name, &settled.effective);
-    // The one parse the tool will run from (the effective arguments were
-    // checked against the schema above; a failure here refuses the call).
-    if let Some(tool) = settled.tool {
-        match ToolInput::parse(tool, &settled.effective) {
-            Ok(input) => settled.input = Some(input),
-            Err(reason) => settled.refuse(CANDOR, reason),
-        }
-    }
     settled
 }
 
 /// Runs the hooks in order over the call; returns the strictest verdict.
 async fn fold_hooks(
     settled: &mut Settled,
+    tool: Tool,
     policy: &Policy,
     cwd: &Path,
     asides: &Asides,
-    spelled: &mut Vec<std::path::PathBuf>,
+    spelled: &mut Vec<PathBuf>,
 ) -> HookVerdict {
     let mut strictest = HookVerdict {
         verdict: Verdict::Pass,
@@ -595,8 +593,8 @@ async fn fold_hooks(
         };
         let mut verdict = verdict;
         if let Some(rewrite) = rewrite.filter(|r| *r != settled.effective) {
-            match settled.tool.map(|t| t.validate(&rewrite)) {
-                Some(Err(e)) => {
+            match tool.accept(&rewrite, cwd) {
+                Err(e) => {
                     verdict = Verdict::Deny;
                     reason = Some(format!(
                         "the hook {}'s rewrite is not valid input: {e}",
@@ -605,16 +603,11 @@ async fn fold_hooks(
                     record.decision = Verdict::Deny;
                     record.reason = reason.clone();
                 }
-                _ => {
-                    settled.effective = match settled.tool {
-                        Some(tool) => {
-                            let (normalized, as_written) = tool.normalize_spelled(&rewrite, cwd);
-                            spelled.clear();
-                            spelled.extend(as_written);
-                            normalized
-                        }
-                        None => rewrite,
-                    };
+                Ok(accepted) => {
+                    settled.effective = accepted.arguments;
+                    settled.input = Some(accepted.input);
+                    spelled.clear();
+                    spelled.extend(accepted.spelled);
                     settled.rewritten_by.push(hook.id().to_owned());
                     record.rewrote = true;
                 }

@@ -12,7 +12,7 @@ use super::commit::Committer;
 use super::context::Gate;
 use super::context::{TurnControl, TurnError};
 use super::handle::{Command, SessionHandle, Started};
-use super::settings::{self, Change};
+use super::settings;
 use super::turn;
 use super::{events, restore};
 use crate::bridges::{SessionContext, TurnInfo};
@@ -247,14 +247,12 @@ impl Restoring<'_> {
                 ),
             ));
         }
-        if let Some(mode) = restored.mode {
-            self.policy.mode = mode;
-        }
-        if let Some(model) = &restored.model
-            && self.provider.model().is_some_and(|m| m != model)
-        {
-            self.provider.set_model(model);
-        }
+        settings::restore(
+            restored.mode,
+            restored.model.as_deref(),
+            &mut self.policy.mode,
+            self.provider,
+        );
         let grants = restore::grants(&restored.grants);
         self.provider.resume(self.committer.records());
         self.committer.replay(replay);
@@ -341,8 +339,9 @@ async fn run(
                 Some(command) => command,
                 None => break,
             },
-            Some(change) = gate.settings.recv() => {
-                if let Err(e) = idle_change(&mut committer, &mut provider, &mut gate, change) {
+            true = gate.settings.arrived() => {
+                // Applied at once, while no turn runs.
+                if let Err(e) = gate.settings.apply(&mut committer, &mut gate.policy.mode, Some(&mut provider)) {
                     tracing::error!(error = %e, "could not record a settings change");
                 }
                 continue;
@@ -402,18 +401,6 @@ async fn run(
     events::session_end(&mut committer, &gate, &cwd, "other").await;
     // The session is over: nothing it started may outlive it.
     gate.shells.kill_all();
-}
-
-/// A change that arrived while no turn ran: recorded and applied at once.
-fn idle_change(
-    c: &mut Committer,
-    provider: &mut Provider,
-    gate: &mut Gate,
-    change: Change,
-) -> Result<(), LogError> {
-    gate.settings.record(change, c, &mut gate.policy.mode)?;
-    gate.settings.apply_model(provider);
-    Ok(())
 }
 
 /// The ACP stop reason of a turn that ended normally.

@@ -92,8 +92,8 @@ async fn steps(
         if control.cancel.is_cancelled() {
             return Ok(TurnStop::Cancelled);
         }
-        gate.settings.apply(c, &mut gate.policy.mode)?;
-        gate.settings.apply_model(provider);
+        gate.settings
+            .apply(c, &mut gate.policy.mode, Some(&mut *provider))?;
         let request = ModelRequest {
             system: system_prompt(control),
             messages: derive_messages(c.records(), provider.rewrite_strategy()),

@@ -87,28 +87,17 @@ pub(crate) fn start(
     };
     let presenter = Presenter::new(cwd.clone(), presenter_mode).with_notices(notices);
     let mut committer = Committer::new(SessionId::new(id.clone()), log, presenter, outbox);
-    let mut grants = Vec::new();
-    match stored {
-        None => committer.commit(Event::SessionStarted {
-            session_id: id.clone(),
-            cwd: cwd.clone(),
-            format: FORMAT_VERSION,
-            candor_version: env!("CARGO_PKG_VERSION").to_owned(),
-            provider: provider.name().to_owned(),
-            model: provider.model().map(str::to_owned),
-            context_window: provider.context_window(),
-        })?,
-        Some(replay) => {
-            let restored = Restoring {
-                committer: &mut committer,
-                provider: &mut provider,
-                policy: &mut policy,
-                cwd: &cwd,
-                notices: &mut start_notices,
-            };
-            grants = restored.restore(replay)?;
-        }
-    }
+    let beginning = Beginning {
+        committer: &mut committer,
+        provider: &mut provider,
+        policy: &mut policy,
+        cwd: &cwd,
+        notices: &mut start_notices,
+    };
+    let grants = match stored {
+        None => beginning.start(&id)?,
+        Some(replay) => beginning.restore(replay)?,
+    };
     // Capacity: the handle lets one prompt through at a time; a few slots
     // are room for commands to come (mode changes, load) without waiting.
     let (inbox, commands) = mpsc::channel(8);
@@ -216,8 +205,9 @@ fn open_log(
     Ok((log, stored, damaged))
 }
 
-/// What a stored session's restoring works on.
-struct Restoring<'a> {
+/// What a session's first records are written with: a new session's
+/// start, or a stored one's restoring.
+struct Beginning<'a> {
     committer: &'a mut Committer,
     provider: &'a mut Provider,
     policy: &'a mut crate::interception::Policy,
@@ -225,7 +215,21 @@ struct Restoring<'a> {
     notices: &'a mut Vec<(NoticeLevel, String)>,
 }
 
-impl Restoring<'_> {
+impl Beginning<'_> {
+    /// A new session's `session/started`; it has no grants yet.
+    fn start(self, id: &str) -> Result<Vec<crate::interception::policy::Rule>, StartError> {
+        self.committer.commit(Event::SessionStarted {
+            session_id: id.to_owned(),
+            cwd: self.cwd.to_owned(),
+            format: FORMAT_VERSION,
+            candor_version: env!("CARGO_PKG_VERSION").to_owned(),
+            provider: self.provider.name().to_owned(),
+            model: self.provider.model().map(str::to_owned),
+            context_window: self.provider.context_window(),
+        })?;
+        Ok(Vec::new())
+    }
+
     /// Brings a stored session back: its settings and grants from the
     /// records, the conversation replayed to the client (`replay`), and
     /// what a crash left open closed; all before the response. Returns the

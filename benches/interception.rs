@@ -56,6 +56,7 @@ fn record_of(id: &str, args: &Value, d: &Disposition) -> Event {
         hooks: Vec::new(),
         rewritten_by: Vec::new(),
         preview: None,
+        mcp: None,
     }
 }
 

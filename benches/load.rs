@@ -93,6 +93,7 @@ fn write_session(dir: &Path, cwd: &Path) -> String {
                 hooks: vec![],
                 rewritten_by: vec![],
                 preview: None,
+                mcp: None,
             })
             .unwrap();
             log.append(Event::ToolStarted {

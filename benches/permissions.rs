@@ -116,6 +116,7 @@ fn decide_bash(args: &Value, rules: &Rules, root: &Path) -> Disposition {
             tool: "Bash",
             args,
             spelled: &[],
+            mcp_read_only: None,
         },
         &hooks(),
         Mode::Default,

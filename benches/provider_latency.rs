@@ -154,8 +154,8 @@ async fn measure(name: &str, frames: (Vec<String>, usize), make: impl Fn(&str) -
         system: "bench".into(),
         messages: vec![Message::User { text: "go".into() }],
         tools: vec![ToolSpec {
-            name: "Bash",
-            description: "Runs a command.",
+            name: "Bash".into(),
+            description: "Runs a command.".into(),
             input_schema: json!({"type": "object"}),
         }],
     };

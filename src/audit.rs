@@ -629,6 +629,7 @@ mod tests {
                     }],
                     rewritten_by: vec!["rtk".into()],
                     preview: None,
+                    mcp: None,
                 },
             ),
             rec(

@@ -1,43 +1,56 @@
-//! The dispatcher: the only module that knows ACP method names.
+//! The dispatcher: the only module that knows the names of the methods the
+//! editor calls.
 //!
-//! [`on_line`] is called by the reader for every input line, in order:
+//! [`on_line`] is called by the reader for every input line, in order, and
+//! the line is parsed once ([`rpc::classify`]):
 //!
 //! * garbage → an error response at once (`-32700`, `-32600`);
 //! * a response → the [`Outgoing`] pending table;
 //! * a notification → handled inline (`session/cancel`, `$/cancel_request`;
 //!   anything else is ignored and logged at debug);
-//! * a request → checked against `initialize`, then run on its own task
-//!   through the jsonrpsee [`RpcModule`] built by [`module`]; the task queues
-//!   exactly one response. `initialize` itself is answered before the next
-//!   line is read (it is instant), so pipelined requests see its effect.
+//! * `initialize` → answered before the next line is read (it is instant),
+//!   so pipelined requests see its effect;
+//! * any other request → its params decoded into the schema crate's type
+//!   ([`Call::decode`], the one table of the methods candor serves),
+//!   checked against `initialize` and the ids still running, then run on
+//!   its own task ([`Agent::serve`]), which queues exactly one response.
 //!
-//! Handlers decode params with the `agent-client-protocol-schema` types and
-//! return its response types; [`to_rpc`] is the single mapping from ACP
-//! errors to JSON-RPC error objects.
+//! Handlers take and return the schema crate's types. Requests are not
+//! routed through a jsonrpsee `RpcModule`: its methods take their params
+//! as JSON text, so a line already parsed would be parsed again to reach
+//! them, and what the dispatcher needs around a request (a prompt's
+//! session, to arm its cancel in wire order; the session a `session/new`
+//! opened, to let it speak once its answer is out) would have to be read
+//! back out of text. jsonrpsee's types frame the answers (`Id`, `Response`,
+//! `ErrorObject`), and [`to_rpc`] is the single mapping from ACP errors to
+//! JSON-RPC error objects.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::v1::{
-    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
-    CancelNotification, CancelRequestNotification, ClientCapabilities, CloseSessionRequest,
-    CloseSessionResponse, ContentBlock, DeleteSessionRequest, DeleteSessionResponse,
-    EmbeddedResourceResource, Error as AcpError, Implementation, InitializeRequest,
-    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, RequestId, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
-    SessionCloseCapabilities, SessionDeleteCapabilities, SessionInfo, SessionListCapabilities,
-    SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    SetSessionModeRequest, SetSessionModeResponse,
+    AgentCapabilities, AgentResponse, AuthMethod, AuthMethodAgent, AuthenticateRequest,
+    AuthenticateResponse, CancelNotification, CancelRequestNotification, ClientCapabilities,
+    CloseSessionRequest, CloseSessionResponse, ContentBlock, DeleteSessionRequest,
+    DeleteSessionResponse, EmbeddedResourceResource, Error as AcpError, Implementation,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, PromptRequest, PromptResponse, RequestId, ResumeSessionRequest,
+    ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
+    SessionDeleteCapabilities, SessionInfo, SessionListCapabilities, SessionResumeCapabilities,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
 use bytes::Bytes;
-use jsonrpsee::RpcModule;
-use jsonrpsee::types::{ErrorObject, ErrorObjectOwned, Params};
+use jsonrpsee::types::{ErrorObject, ErrorObjectOwned, Id, Response, ResponsePayload};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -46,11 +59,10 @@ use crate::interception::policy::Mode;
 use crate::rpc::{self, InFlight, Message, Outgoing, Running};
 use crate::session::actor::Origin;
 use crate::session::restore;
-use crate::session::settings::Change;
+use crate::session::settings::{Change, View};
 use crate::session::{SessionHandle, actor};
 use crate::sync::lock;
 use crate::transport::{Outbox, mirror_frame};
-use std::path::PathBuf;
 
 /// Connection-wide state: what the client told us, and the sessions.
 #[derive(Debug)]
@@ -65,8 +77,6 @@ pub(crate) struct Agent {
     // an `.await`.
     sessions: Mutex<HashMap<String, SessionHandle>>,
     actors: Mutex<Vec<JoinHandle<()>>>,
-    /// New sessions waiting for their `session/new` response to be queued.
-    openers: Mutex<HashMap<String, tokio::sync::oneshot::Sender<()>>>,
     hard_stop: CancellationToken,
 }
 
@@ -81,7 +91,6 @@ impl Agent {
             client: Mutex::new(None),
             sessions: Mutex::new(HashMap::new()),
             actors: Mutex::new(Vec::new()),
-            openers: Mutex::new(HashMap::new()),
             hard_stop: CancellationToken::new(),
         }
     }
@@ -94,14 +103,8 @@ impl Agent {
         })
     }
 
-    fn require_initialized(&self, method: &str) -> Result<(), AcpError> {
-        if self.initialized.load(Ordering::SeqCst) {
-            Ok(())
-        } else {
-            Err(crate::rpc::Failure::InvalidRequest.error(format!(
-                "{method} was called before initialize; send initialize first"
-            )))
-        }
+    fn initialized(&self) -> bool {
+        self.initialized.load(Ordering::SeqCst)
     }
 
     fn initialize(&self, request: InitializeRequest) -> InitializeResponse {
@@ -140,11 +143,12 @@ impl Agent {
             .auth_methods(auth_methods())
     }
 
-    fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse, AcpError> {
-        let (id, settings) = self.open_session(request.cwd, &request.mcp_servers, Origin::New)?;
-        Ok(NewSessionResponse::new(id)
-            .config_options(settings.config_options())
-            .modes(settings.modes()))
+    fn new_session(&self, request: NewSessionRequest) -> Result<Reply, AcpError> {
+        let opened = self.open_session(request.cwd, &request.mcp_servers, Origin::New)?;
+        let response = NewSessionResponse::new(opened.id.clone())
+            .config_options(opened.settings.config_options())
+            .modes(opened.settings.modes());
+        Ok(opened.reply(AgentResponse::NewSessionResponse(response)))
     }
 
     /// `session/load` (`replay`) and `session/resume`: a stored session,
@@ -156,7 +160,7 @@ impl Agent {
         cwd: PathBuf,
         mcp_servers: &[agent_client_protocol_schema::v1::McpServer],
         replay: bool,
-    ) -> Result<crate::session::settings::View, AcpError> {
+    ) -> Result<Opened, AcpError> {
         if lock(&self.sessions).contains_key(id) {
             return Err(AcpError::invalid_request().data(format!(
                 "session {id} is already open; send prompts to it, or close it first"
@@ -169,34 +173,32 @@ impl Agent {
             replay,
         };
         self.open_session(cwd, mcp_servers, origin)
-            .map(|(_, settings)| settings)
     }
 
-    fn load_session(&self, request: LoadSessionRequest) -> Result<LoadSessionResponse, AcpError> {
-        let settings = self.reopen_session(
+    fn load_session(&self, request: LoadSessionRequest) -> Result<Reply, AcpError> {
+        let opened = self.reopen_session(
             &request.session_id.0,
             request.cwd,
             &request.mcp_servers,
             true,
         )?;
-        Ok(LoadSessionResponse::new()
-            .config_options(settings.config_options())
-            .modes(settings.modes()))
+        let response = LoadSessionResponse::new()
+            .config_options(opened.settings.config_options())
+            .modes(opened.settings.modes());
+        Ok(opened.reply(AgentResponse::LoadSessionResponse(response)))
     }
 
-    fn resume_session(
-        &self,
-        request: ResumeSessionRequest,
-    ) -> Result<ResumeSessionResponse, AcpError> {
-        let settings = self.reopen_session(
+    fn resume_session(&self, request: ResumeSessionRequest) -> Result<Reply, AcpError> {
+        let opened = self.reopen_session(
             &request.session_id.0,
             request.cwd,
             &request.mcp_servers,
             false,
         )?;
-        Ok(ResumeSessionResponse::new()
-            .config_options(settings.config_options())
-            .modes(settings.modes()))
+        let response = ResumeSessionResponse::new()
+            .config_options(opened.settings.config_options())
+            .modes(opened.settings.modes());
+        Ok(opened.reply(AgentResponse::ResumeSessionResponse(response)))
     }
 
     /// `session/list`: stored sessions, most recent first, 50 a page (the
@@ -263,7 +265,7 @@ impl Agent {
         cwd: PathBuf,
         mcp_servers: &[agent_client_protocol_schema::v1::McpServer],
         origin: Origin,
-    ) -> Result<(String, crate::session::settings::View), AcpError> {
+    ) -> Result<Opened, AcpError> {
         if !cwd.is_absolute() {
             return Err(AcpError::invalid_params().data(format!(
                 "cwd must be an absolute path, got {:?}",
@@ -278,20 +280,22 @@ impl Agent {
         }
         let started = actor::start(
             &self.config,
-            cwd,
+            actor::Place { cwd, mcp_servers },
             origin,
             self.outbox.clone(),
             self.outgoing.clone(),
             &lock(&self.client).clone().unwrap_or_default(),
             self.hard_stop.child_token(),
-            mcp_servers,
         )
         .map_err(|e| crate::rpc::Failure::Internal.error(e.to_string()))?;
         let id = started.handle.id().to_owned();
         lock(&self.sessions).insert(id.clone(), started.handle);
         lock(&self.actors).push(started.task);
-        lock(&self.openers).insert(id.clone(), started.opened);
-        Ok((id, started.settings))
+        Ok(Opened {
+            id,
+            settings: started.settings,
+            opened: started.opened,
+        })
     }
 
     fn set_config_option(
@@ -405,6 +409,24 @@ impl Agent {
     }
 }
 
+/// A session just opened: its id, its settings (for the response), and
+/// the word that lets it speak once the response is queued.
+#[derive(Debug)]
+struct Opened {
+    id: String,
+    settings: View,
+    opened: oneshot::Sender<()>,
+}
+
+impl Opened {
+    fn reply(self, response: AgentResponse) -> Reply {
+        Reply {
+            response,
+            opened: Some(self.opened),
+        }
+    }
+}
+
 /// How to authenticate: `(method id, environment variable, provider)`.
 const AUTH_METHODS: [(&str, &str, &str); 2] = [
     ("anthropic-api-key", "ANTHROPIC_API_KEY", "Anthropic"),
@@ -446,67 +468,85 @@ fn check_prompt(blocks: &[ContentBlock]) -> Result<(), AcpError> {
     Ok(())
 }
 
-/// The jsonrpsee module with every ACP request candor answers.
-pub(crate) fn module(agent: Arc<Agent>) -> RpcModule<Arc<Agent>> {
-    let mut module = RpcModule::new(agent);
-    let registered = [
-        register(&mut module, "initialize", |agent, r: InitializeRequest| {
-            Ok(agent.initialize(r))
-        }),
-        register(&mut module, "session/new", Agent::new_session),
-        register(&mut module, "authenticate", Agent::authenticate),
-        register(
-            &mut module,
-            "session/set_config_option",
-            Agent::set_config_option,
-        ),
-        register(&mut module, "session/load", Agent::load_session),
-        register(&mut module, "session/resume", Agent::resume_session),
-        register(&mut module, "session/list", Agent::list_sessions),
-        register(&mut module, "session/close", Agent::close_session),
-        register(&mut module, "session/delete", Agent::delete_session),
-        register(&mut module, "session/set_mode", Agent::set_mode),
-        module
-            .register_async_method("session/prompt", |params, agent, _| async move {
-                let request: PromptRequest = decode(&params)?;
-                agent.prompt(request).await.map_err(to_rpc)
-            })
-            .map(drop),
-    ];
-    for result in registered {
-        if let Err(e) = result {
-            // Only possible if a name were registered twice: a programming
-            // error caught by every test run.
-            tracing::error!(error = %e, "method registration failed");
-        }
-    }
-    module
+/// A request candor serves (all but `initialize`), its params decoded
+/// into the schema crate's type.
+#[derive(Debug)]
+enum Call {
+    Authenticate(AuthenticateRequest),
+    NewSession(NewSessionRequest),
+    LoadSession(LoadSessionRequest),
+    ResumeSession(ResumeSessionRequest),
+    ListSessions(ListSessionsRequest),
+    CloseSession(CloseSessionRequest),
+    DeleteSession(DeleteSessionRequest),
+    SetConfigOption(SetSessionConfigOptionRequest),
+    SetMode(SetSessionModeRequest),
+    Prompt(PromptRequest),
 }
 
-/// Registers one method: its params decoded into the schema type, the
-/// handler called, its answer (or its error, through [`to_rpc`]) encoded.
-fn register<Req, Resp>(
-    module: &mut RpcModule<Arc<Agent>>,
-    method: &'static str,
-    handler: fn(&Agent, Req) -> Result<Resp, AcpError>,
-) -> Result<(), jsonrpsee::core::RegisterMethodError>
-where
-    Req: DeserializeOwned + 'static,
-    Resp: serde::Serialize + Clone + Send + 'static,
-{
-    module
-        .register_method(method, move |params, agent, _| {
-            let request: Req = decode(&params)?;
-            handler(agent, request).map_err(to_rpc)
+impl Call {
+    /// The one table of the methods candor serves: the request `method`
+    /// names, with `params` decoded; `None` for a method candor does not
+    /// serve.
+    fn decode(method: &str, params: Value) -> Option<Result<Call, AcpError>> {
+        Some(match method {
+            "authenticate" => decode(params).map(Call::Authenticate),
+            "session/new" => decode(params).map(Call::NewSession),
+            "session/load" => decode(params).map(Call::LoadSession),
+            "session/resume" => decode(params).map(Call::ResumeSession),
+            "session/list" => decode(params).map(Call::ListSessions),
+            "session/close" => decode(params).map(Call::CloseSession),
+            "session/delete" => decode(params).map(Call::DeleteSession),
+            "session/set_config_option" => decode(params).map(Call::SetConfigOption),
+            "session/set_mode" => decode(params).map(Call::SetMode),
+            "session/prompt" => decode(params).map(Call::Prompt),
+            _ => return None,
         })
-        .map(drop)
+    }
+}
+
+/// What a request answers with, and for one that opened a session, the
+/// word that lets the session speak: given once the answer is queued.
+#[derive(Debug)]
+struct Reply {
+    response: AgentResponse,
+    opened: Option<oneshot::Sender<()>>,
+}
+
+impl From<AgentResponse> for Reply {
+    fn from(response: AgentResponse) -> Self {
+        Reply {
+            response,
+            opened: None,
+        }
+    }
+}
+
+impl Agent {
+    /// Runs one request to its answer.
+    async fn serve(&self, call: Call) -> Result<Reply, AcpError> {
+        use AgentResponse as R;
+        Ok(match call {
+            Call::Authenticate(r) => R::AuthenticateResponse(self.authenticate(r)?).into(),
+            Call::NewSession(r) => self.new_session(r)?,
+            Call::LoadSession(r) => self.load_session(r)?,
+            Call::ResumeSession(r) => self.resume_session(r)?,
+            Call::ListSessions(r) => R::ListSessionsResponse(self.list_sessions(r)?).into(),
+            Call::CloseSession(r) => R::CloseSessionResponse(self.close_session(r)?).into(),
+            Call::DeleteSession(r) => R::DeleteSessionResponse(self.delete_session(r)?).into(),
+            Call::SetConfigOption(r) => {
+                R::SetSessionConfigOptionResponse(self.set_config_option(r)?).into()
+            }
+            Call::SetMode(r) => R::SetSessionModeResponse(self.set_mode(r)?).into(),
+            Call::Prompt(r) => R::PromptResponse(self.prompt(r).await?).into(),
+        })
+    }
 }
 
 /// Decodes params into an ACP type; the error says what is wrong.
-fn decode<T: DeserializeOwned>(params: &Params<'_>) -> Result<T, ErrorObjectOwned> {
-    let raw = params.as_str().unwrap_or("null");
-    serde_json::from_str(raw)
-        .map_err(|e| to_rpc(AcpError::invalid_params().data(format!("invalid params: {e}"))))
+fn decode<T: DeserializeOwned>(params: Value) -> Result<T, AcpError> {
+    serde_json::from_value(params)
+        .map_err(|e| AcpError::invalid_params().data(format!("invalid params: {e}")))
 }
 
 /// The single mapping from ACP errors to JSON-RPC error objects.
@@ -514,8 +554,23 @@ pub(crate) fn to_rpc(error: AcpError) -> ErrorObjectOwned {
     ErrorObject::owned(i32::from(error.code), error.message, error.data)
 }
 
+/// The response line to request `id`.
+fn reply_line<T: Serialize + Clone>(id: &Id<'static>, answer: Result<T, AcpError>) -> String {
+    let payload = match answer {
+        Ok(result) => ResponsePayload::success(result),
+        Err(error) => ResponsePayload::error(to_rpc(error)),
+    };
+    serde_json::to_string(&Response::new(payload, id.clone())).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "an answer could not be encoded");
+        let error =
+            crate::rpc::Failure::Internal.error(format!("the answer could not be encoded: {e}"));
+        let payload = ResponsePayload::<()>::error(to_rpc(error));
+        serde_json::to_string(&Response::new(payload, id.clone())).unwrap_or_default()
+    })
+}
+
 /// Handles one input line (see the module docs).
-pub(crate) async fn on_line(agent: &Arc<Agent>, methods: &RpcModule<Arc<Agent>>, line: Bytes) {
+pub(crate) fn on_line(agent: &Arc<Agent>, line: Bytes) {
     if agent.config.log_messages {
         mirror_frame("<-", &line);
     }
@@ -523,111 +578,78 @@ pub(crate) async fn on_line(agent: &Arc<Agent>, methods: &RpcModule<Arc<Agent>>,
         Err(response) => agent.outbox.send_line(response),
         Ok(Message::Response(response)) => agent.outgoing.on_response(&response),
         Ok(Message::Notification { method, params }) => on_notification(agent, &method, params),
-        Ok(Message::Request { id, method, .. }) if method == "initialize" => {
+        Ok(Message::Request { id, method, params }) if method == "initialize" => {
             // Answered before the next line is read, so a client that sends
             // session/new right behind it (without waiting) is served.
-            let text = String::from_utf8_lossy(&line);
-            let response = match methods.raw_json_request(&text, 1).await {
-                Ok((response, _)) => response.get().to_owned(),
-                Err(e) => rpc::error_line(&id, &AcpError::invalid_request().data(e.to_string())),
-            };
-            agent.outbox.send_line(response);
+            let answer = decode(params).map(|request| agent.initialize(request));
+            agent.outbox.send_line(reply_line(&id, answer));
         }
         Ok(Message::Request { id, method, params }) => {
-            on_request(agent, methods, line, id, method, &params)
+            on_request(agent, id, &method, params);
         }
     }
 }
 
-fn on_request(
-    agent: &Arc<Agent>,
-    methods: &RpcModule<Arc<Agent>>,
-    line: Bytes,
-    id: Value,
-    method: String,
-    params: &Value,
-) {
-    if method != "initialize"
-        && !agent.initialized.load(Ordering::SeqCst)
-        && methods.method(&method).is_some()
-    {
-        let error = agent
-            .require_initialized(&method)
-            .err()
-            .unwrap_or_else(AcpError::invalid_request);
-        agent.outbox.send_line(rpc::error_line(&id, &error));
-        return;
-    }
-    // Ids name running requests (for `$/cancel_request` and the answer):
-    // a second one under an id still running is refused, not confused.
-    if agent.in_flight.get(&id).is_some() {
-        let error = AcpError::invalid_request()
-            .data("a request with this id is still running; ids of running requests must differ");
-        agent.outbox.send_line(rpc::error_line(&id, &error));
-        return;
-    }
-    let session_id = (method == "session/prompt")
-        .then(|| {
-            params
-                .get("sessionId")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
-        .flatten();
-    if let Some(session) = session_id
+/// A request other than `initialize`: refused at once, or started on a
+/// task of its own.
+fn on_request(agent: &Arc<Agent>, id: Id<'static>, method: &str, params: Value) {
+    let call = Call::decode(method, params);
+    let call = match call {
+        Some(_) if !agent.initialized() => Err(crate::rpc::Failure::InvalidRequest.error(format!(
+            "{method} was called before initialize; send initialize first"
+        ))),
+        _ if agent.in_flight.get(&id).is_some() => {
+            // Ids name running requests (for `$/cancel_request` and the
+            // answer): a second one under an id still running is refused,
+            // not confused.
+            Err(AcpError::invalid_request().data(
+                "a request with this id is still running; ids of running requests must differ",
+            ))
+        }
+        None => Err(AcpError::method_not_found()),
+        Some(call) => call,
+    };
+    let call = match call {
+        Ok(call) => call,
+        Err(error) => return agent.outbox.send_line(reply_line::<()>(&id, Err(error))),
+    };
+    let prompt_on = match &call {
+        Call::Prompt(request) => Some(request.session_id.0.to_string()),
+        _ => None,
+    };
+    if let Some(session) = prompt_on
         .as_deref()
         .and_then(|sid| lock(&agent.sessions).get(sid).cloned())
     {
         // Armed now, in wire order, so a cancel right behind it is not lost.
         session.arm_prompt();
     }
-    // A session opened by this request may speak once its response is out.
-    let opens = match method.as_str() {
-        "session/new" => Some(None),
-        "session/load" | "session/resume" => Some(
-            params
-                .get("sessionId")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        ),
-        _ => None,
-    };
     let cancel = CancellationToken::new();
     agent.in_flight.start(
         &id,
         Running {
-            method,
-            session_id,
+            prompt_on,
             cancel: cancel.clone(),
         },
     );
     let agent = agent.clone();
-    let methods = methods.clone();
     tokio::spawn(async move {
-        let text = String::from_utf8_lossy(&line);
-        let response = tokio::select! {
+        let reply = tokio::select! {
             // A cancel that is already in wins over a result that is ready too.
             biased;
-            _ = cancel.cancelled() => rpc::error_line(&id, &AcpError::request_cancelled()),
-            result = methods.raw_json_request(&text, 1) => match result {
-                Ok((response, _)) => response.get().to_owned(),
-                Err(e) => rpc::error_line(&id, &AcpError::invalid_request().data(e.to_string())),
-            },
+            _ = cancel.cancelled() => Err(AcpError::request_cancelled()),
+            reply = agent.serve(call) => reply,
         };
         agent.in_flight.finish(&id);
-        let opened = match opens {
-            Some(Some(sid)) => Some(sid),
-            Some(None) => serde_json::from_str::<Value>(&response)
-                .ok()
-                .and_then(|r| r["result"]["sessionId"].as_str().map(str::to_owned)),
-            None => None,
+        let (answer, opened) = match reply {
+            Ok(Reply { response, opened }) => (Ok(response), opened),
+            Err(error) => (Err(error), None),
         };
-        agent.outbox.send_line(response);
-        // Only now may the new session speak (notices, hook output).
-        if let Some(sid) = opened
-            && let Some(opener) = lock(&agent.openers).remove(&sid)
-        {
-            let _ = opener.send(());
+        agent.outbox.send_line(reply_line(&id, answer));
+        // Only now may a session this request opened speak (notices, hook
+        // output).
+        if let Some(opened) = opened {
+            let _ = opened.send(());
         }
     });
 }
@@ -639,29 +661,24 @@ fn on_notification(agent: &Agent, method: &str, params: Value) {
             Err(e) => tracing::warn!(error = %e, "ignoring a malformed session/cancel"),
         },
         "$/cancel_request" => match serde_json::from_value::<CancelRequestNotification>(params) {
-            Ok(n) => {
-                let id = match n.request_id {
-                    RequestId::Number(n) => Value::from(n),
-                    RequestId::Str(s) => Value::from(s),
-                    RequestId::Null => Value::Null,
-                };
-                match agent.in_flight.get(&id) {
-                    // A prompt is cancelled by cancelling its turn; it then
-                    // answers `cancelled`, its one response.
-                    Some(running) if running.method == "session/prompt" => {
-                        if let Some(sid) = running.session_id {
-                            agent.cancel_session(&sid);
-                        }
-                    }
-                    Some(running) => running.cancel.cancel(),
-                    None => {
-                        tracing::debug!(%id, "$/cancel_request for a request that is not running")
-                    }
-                }
-            }
+            Ok(n) => cancel_request(agent, n.request_id),
             Err(e) => tracing::warn!(error = %e, "ignoring a malformed $/cancel_request"),
         },
         other => tracing::debug!(method = other, "ignoring notification"),
+    }
+}
+
+/// `$/cancel_request`: a running request answers `-32800`, a prompt by
+/// cancelling its turn (it then answers `cancelled`, its one response).
+fn cancel_request(agent: &Agent, id: RequestId) {
+    let running = rpc::cancelled_id(id.clone()).and_then(|id| agent.in_flight.get(&id));
+    match running {
+        Some(Running {
+            prompt_on: Some(session),
+            ..
+        }) => agent.cancel_session(&session),
+        Some(running) => running.cancel.cancel(),
+        None => tracing::debug!(?id, "$/cancel_request for a request that is not running"),
     }
 }
 

@@ -23,7 +23,7 @@ use serde_json::Value;
 use crate::conversation::{
     AssistantBlock, AssistantTurn, Message, ModelStop, RewriteStrategy, ToolOutcome,
 };
-use crate::event_log::{Event, NoteKind, Record, ResultStatus, SessionEvent};
+use crate::event_log::{Event, HookNote, NoteKind, Record, ResultStatus, SessionEvent};
 
 /// What the model is told about a call that has no result in the log.
 pub const INTERRUPTED: &str = "interrupted: candor stopped before this finished";
@@ -55,6 +55,23 @@ pub fn rewrite_note(original: &Value, effective: &Value, by: &[String], ran: boo
 
 /// The history a provider is sent, derived from the records.
 pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Message> {
+    let mut history = History {
+        strategy,
+        rewrites: rewrites(records),
+        messages: Vec::new(),
+        awaiting: None,
+        pending: Vec::new(),
+        opened_with: Vec::new(),
+        images: HashMap::new(),
+    };
+    for record in records {
+        history.apply(&record.event);
+    }
+    history.finish()
+}
+
+/// What the log says about each call a hook rewrote, by call id.
+fn rewrites(records: &[Record]) -> HashMap<&str, Rewrite> {
     let mut rewrites: HashMap<&str, Rewrite> = HashMap::new();
     for record in records {
         match &record.event {
@@ -83,18 +100,54 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
             _ => {}
         }
     }
-    // The images an MCP tool answered with, for its result.
-    let mut images: HashMap<&str, Vec<crate::conversation::Image>> = HashMap::new();
-    for record in records {
-        if let Event::ToolContent {
-            tool_call_id,
-            content,
-            ..
-        } = &record.event
-        {
-            images.insert(
+    rewrites
+}
+
+/// The history as it is folded from the records.
+struct History<'a> {
+    strategy: RewriteStrategy,
+    rewrites: HashMap<&'a str, Rewrite>,
+    messages: Vec<Message>,
+    awaiting: Option<Awaiting>,
+    /// Hook context with no user message to join yet (SessionStart): it
+    /// opens the next one.
+    pending: Vec<String>,
+    /// What opened the latest user message, put back if that prompt is
+    /// blocked.
+    opened_with: Vec<String>,
+    /// The images an MCP tool answered with (`tool/content`), for its
+    /// result.
+    images: HashMap<String, Vec<crate::conversation::Image>>,
+}
+
+impl History<'_> {
+    fn apply(&mut self, event: &Event) {
+        match event {
+            Event::UserMessage { content } => self.user_message(content),
+            Event::HookContext {
+                event, hook, text, ..
+            } => self.hook_context(*event, hook, text),
+            // A command candor answered itself is not the model's business.
+            Event::PromptBlocked { .. } | Event::CommandRan { .. } => self.unprompt(),
+            Event::AssistantMessage {
+                content,
+                stop,
+                interrupted,
+                call_ids,
+            } => self.assistant_message(content, *stop, *interrupted, call_ids),
+            Event::ToolResult {
                 tool_call_id,
-                content
+                status,
+                output,
+                hook_notes,
+                ..
+            } => self.tool_result(tool_call_id, *status, output, hook_notes),
+            Event::ToolContent {
+                tool_call_id,
+                content,
+                ..
+            } => {
+                let images = content
                     .iter()
                     .filter_map(|c| match c {
                         crate::event_log::ResultContent::Image { mime_type, data } => {
@@ -105,156 +158,8 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
                         }
                         _ => None,
                     })
-                    .collect(),
-            );
-        }
-    }
-    let mut messages = Vec::new();
-    let mut awaiting: Option<Awaiting> = None;
-    // Hook context with no user message to join yet (SessionStart): it
-    // opens the next one. `opened_with` is what opened the latest one, put
-    // back if that prompt is blocked.
-    let mut pending: Vec<String> = Vec::new();
-    let mut opened_with: Vec<String> = Vec::new();
-    for record in records {
-        match &record.event {
-            Event::UserMessage { content } => {
-                flush(&mut awaiting, &mut messages);
-                let mut text = flatten_prompt(content);
-                if !pending.is_empty() {
-                    text = format!("{}\n\n{text}", pending.join("\n\n"));
-                }
-                opened_with = std::mem::take(&mut pending);
-                messages.push(Message::User { text });
-            }
-            Event::HookContext {
-                event, hook, text, ..
-            } => {
-                let note = context_note(*event, hook, text);
-                if *event == SessionEvent::Stop {
-                    flush(&mut awaiting, &mut messages);
-                    messages.push(Message::User { text: note });
-                } else {
-                    match messages.last_mut() {
-                        Some(Message::User { text }) if awaiting.is_none() => {
-                            text.push_str("\n\n");
-                            text.push_str(&note);
-                        }
-                        _ => pending.push(note),
-                    }
-                }
-            }
-            // A command candor answered itself is not the model's business.
-            Event::PromptBlocked { .. } | Event::CommandRan { .. } => {
-                if matches!(messages.last(), Some(Message::User { .. })) {
-                    messages.pop();
-                    let mut restored = std::mem::take(&mut opened_with);
-                    restored.append(&mut pending);
-                    pending = restored;
-                }
-            }
-            Event::AssistantMessage {
-                content,
-                stop,
-                interrupted,
-                call_ids,
-            } => {
-                flush(&mut awaiting, &mut messages);
-                let mut content: Vec<AssistantBlock> = if *interrupted {
-                    // Only finished text is kept from a cut-off stream.
-                    content
-                        .iter()
-                        .filter(|b| matches!(b, AssistantBlock::Text { text } if !text.is_empty()))
-                        .cloned()
-                        .collect()
-                } else {
-                    content.clone()
-                };
-                if content.is_empty() {
-                    continue;
-                }
-                // Each call's session-unique id (what the other records use),
-                // by its place among the turn's calls.
-                let ids = crate::event_log::record::call_ids_of(&content, call_ids);
-                if strategy == RewriteStrategy::InPlace {
-                    let mut place = 0;
-                    for block in &mut content {
-                        if let AssistantBlock::ToolUse { input, .. } = block {
-                            if let Some(r) = ids
-                                .get(place)
-                                .and_then(|(_, card)| rewrites.get(card.as_str()))
-                            {
-                                *input = r.effective.clone();
-                            }
-                            place += 1;
-                        }
-                    }
-                }
-                let turn = AssistantTurn {
-                    content,
-                    stop: if *interrupted {
-                        ModelStop::EndTurn
-                    } else {
-                        *stop
-                    },
-                };
-                let calls = if *interrupted { Vec::new() } else { ids };
-                messages.push(Message::Assistant(turn));
-                if !calls.is_empty() {
-                    awaiting = Some(Awaiting {
-                        calls,
-                        results: HashMap::new(),
-                    });
-                }
-            }
-            Event::ToolResult {
-                tool_call_id,
-                status,
-                output,
-                hook_notes,
-                ..
-            } => {
-                if let Some(a) = awaiting.as_mut() {
-                    let note = match (strategy, rewrites.get(tool_call_id.as_str())) {
-                        (RewriteStrategy::Note, Some(r)) => {
-                            rewrite_note(&r.original, &r.effective, &r.by, r.ran)
-                        }
-                        _ => String::new(),
-                    };
-                    let mut content = format!("{note}{output}");
-                    if !hook_notes.is_empty() {
-                        content.truncate(content.trim_end_matches('\n').len());
-                    }
-                    for n in hook_notes {
-                        match n.decision {
-                            NoteKind::Accept | NoteKind::Quiet | NoteKind::Context => content
-                                .push_str(&format!(
-                                    "\n\n[candor] The hook {} adds: {}",
-                                    n.hook, n.text
-                                )),
-                            NoteKind::Block => content.push_str(&format!(
-                                "\n\n[candor] The hook {} flagged this result: {}",
-                                n.hook, n.text
-                            )),
-                            NoteKind::Error => {}
-                        }
-                    }
-                    // The model is answered under its own id for the call.
-                    let model_id = a
-                        .calls
-                        .iter()
-                        .find(|(_, card)| card == tool_call_id)
-                        .map(|(model, _)| model.clone())
-                        .unwrap_or_else(|| tool_call_id.clone());
-                    a.results
-                        .entry(tool_call_id.clone())
-                        .or_insert(ToolOutcome {
-                            images: images.remove(tool_call_id.as_str()).unwrap_or_default(),
-                            tool_use_id: model_id,
-                            content,
-                            is_error: *status != ResultStatus::Completed,
-                        });
-                }
+                    .collect();
+                self.images.insert(tool_call_id.clone(), images);
             }
             Event::SessionStarted { .. }
             | Event::CommandsOffered { .. }
@@ -269,12 +174,156 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
             | Event::ToolTerminal { .. }
             | Event::ToolStarted { .. }
             | Event::ToolOutput { .. }
-            | Event::ToolContent { .. }
             | Event::TurnEnded { .. } => {}
         }
     }
-    flush(&mut awaiting, &mut messages);
-    messages
+
+    fn finish(mut self) -> Vec<Message> {
+        flush(&mut self.awaiting, &mut self.messages);
+        self.messages
+    }
+
+    fn user_message(&mut self, content: &[ContentBlock]) {
+        flush(&mut self.awaiting, &mut self.messages);
+        let mut text = flatten_prompt(content);
+        if !self.pending.is_empty() {
+            text = format!("{}\n\n{text}", self.pending.join("\n\n"));
+        }
+        self.opened_with = std::mem::take(&mut self.pending);
+        self.messages.push(Message::User { text });
+    }
+
+    fn hook_context(&mut self, event: SessionEvent, hook: &str, text: &str) {
+        let note = context_note(event, hook, text);
+        if event == SessionEvent::Stop {
+            flush(&mut self.awaiting, &mut self.messages);
+            self.messages.push(Message::User { text: note });
+        } else {
+            match self.messages.last_mut() {
+                Some(Message::User { text }) if self.awaiting.is_none() => {
+                    text.push_str("\n\n");
+                    text.push_str(&note);
+                }
+                _ => self.pending.push(note),
+            }
+        }
+    }
+
+    /// A prompt that did not reach the model: its message is taken back,
+    /// and what opened it waits for the next one.
+    fn unprompt(&mut self) {
+        if matches!(self.messages.last(), Some(Message::User { .. })) {
+            self.messages.pop();
+            let mut restored = std::mem::take(&mut self.opened_with);
+            restored.append(&mut self.pending);
+            self.pending = restored;
+        }
+    }
+
+    fn assistant_message(
+        &mut self,
+        content: &[AssistantBlock],
+        stop: ModelStop,
+        interrupted: bool,
+        call_ids: &[String],
+    ) {
+        flush(&mut self.awaiting, &mut self.messages);
+        let mut content: Vec<AssistantBlock> = if interrupted {
+            // Only finished text is kept from a cut-off stream.
+            content
+                .iter()
+                .filter(|b| matches!(b, AssistantBlock::Text { text } if !text.is_empty()))
+                .cloned()
+                .collect()
+        } else {
+            content.to_vec()
+        };
+        if content.is_empty() {
+            return;
+        }
+        // Each call's session-unique id (what the other records use), by
+        // its place among the turn's calls.
+        let ids = crate::event_log::record::call_ids_of(&content, call_ids);
+        if self.strategy == RewriteStrategy::InPlace {
+            let mut place = 0;
+            for block in &mut content {
+                if let AssistantBlock::ToolUse { input, .. } = block {
+                    if let Some(r) = ids
+                        .get(place)
+                        .and_then(|(_, card)| self.rewrites.get(card.as_str()))
+                    {
+                        *input = r.effective.clone();
+                    }
+                    place += 1;
+                }
+            }
+        }
+        let turn = AssistantTurn {
+            content,
+            stop: if interrupted {
+                ModelStop::EndTurn
+            } else {
+                stop
+            },
+        };
+        let calls = if interrupted { Vec::new() } else { ids };
+        self.messages.push(Message::Assistant(turn));
+        if !calls.is_empty() {
+            self.awaiting = Some(Awaiting {
+                calls,
+                results: HashMap::new(),
+            });
+        }
+    }
+
+    fn tool_result(
+        &mut self,
+        tool_call_id: &str,
+        status: ResultStatus,
+        output: &str,
+        hook_notes: &[HookNote],
+    ) {
+        let images = self.images.remove(tool_call_id).unwrap_or_default();
+        let Some(a) = self.awaiting.as_mut() else {
+            return;
+        };
+        let note = match (self.strategy, self.rewrites.get(tool_call_id)) {
+            (RewriteStrategy::Note, Some(r)) => {
+                rewrite_note(&r.original, &r.effective, &r.by, r.ran)
+            }
+            _ => String::new(),
+        };
+        let mut content = format!("{note}{output}");
+        if !hook_notes.is_empty() {
+            content.truncate(content.trim_end_matches('\n').len());
+        }
+        for n in hook_notes {
+            match n.decision {
+                NoteKind::Accept | NoteKind::Quiet | NoteKind::Context => content.push_str(
+                    &format!("\n\n[candor] The hook {} adds: {}", n.hook, n.text),
+                ),
+                NoteKind::Block => content.push_str(&format!(
+                    "\n\n[candor] The hook {} flagged this result: {}",
+                    n.hook, n.text
+                )),
+                NoteKind::Error => {}
+            }
+        }
+        // The model is answered under its own id for the call.
+        let model_id = a
+            .calls
+            .iter()
+            .find(|(_, card)| card == tool_call_id)
+            .map_or_else(|| tool_call_id.to_owned(), |(model, _)| model.clone());
+        a.results
+            .entry(tool_call_id.to_owned())
+            .or_insert(ToolOutcome {
+                images,
+                tool_use_id: model_id,
+                content,
+                is_error: status != ResultStatus::Completed,
+            });
+    }
 }
 
 /// How hook context reads in the model's history.
@@ -492,6 +541,7 @@ mod tests {
                 hooks: Vec::new(),
                 rewritten_by: vec!["rtk".into()],
                 preview: None,
+                mcp: None,
             },
             Event::ToolStarted {
                 tool_call_id: "a".into(),

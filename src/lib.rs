@@ -6,7 +6,7 @@
 //! ```text
 //! stdin ─► transport::LineReader ─► dispatch::on_line ─┬─► rpc::Outgoing (responses to our requests)
 //!                                                      ├─► notifications (session/cancel, $/cancel_request)
-//!                                                      └─► RpcModule: initialize, session/new, session/prompt
+//!                                                      └─► requests: initialize, session/new, session/prompt, …
 //!                                                                 │
 //!                                                 session::SessionHandle ─► session::actor (one per session)
 //!                                                                 │
@@ -72,7 +72,6 @@ where
     let (finish, finished) = oneshot::channel();
     let writer = transport::spawn_writer(output, queue, config.log_messages, finished);
     let agent = Arc::new(dispatch::Agent::new(config, outbox.clone()));
-    let methods = dispatch::module(agent.clone());
     let mut reader = transport::LineReader::new(input);
     tokio::pin!(shutdown);
     loop {
@@ -84,9 +83,7 @@ where
             }
         };
         match next {
-            Ok(Some(transport::Inbound::Line(line))) => {
-                dispatch::on_line(&agent, &methods, line).await
-            }
+            Ok(Some(transport::Inbound::Line(line))) => dispatch::on_line(&agent, line),
             Ok(Some(transport::Inbound::TooLong)) => {
                 tracing::warn!("discarded an input line longer than {MAX_LINE} bytes");
                 outbox.send_line(rpc::error_line(
@@ -110,7 +107,6 @@ where
     tools::exec::end_everything();
     // Let request tasks whose turn just ended queue their responses.
     agent.wait_for_requests(Duration::from_millis(200)).await;
-    drop(methods);
     drop(agent);
     let _ = finish.send(());
     let _ = writer.await;

@@ -885,6 +885,7 @@ mod tests {
             hooks: Vec::new(),
             rewritten_by: Vec::new(),
             preview: None,
+            mcp: None,
         }
     }
 
@@ -1060,6 +1061,7 @@ mod tests {
             hooks: Vec::new(),
             rewritten_by: vec!["rtk".into()],
             preview: None,
+            mcp: None,
         };
         let first = wire(p.apply(&rec(1, event)));
         let note = "Rewritten by hook rtk: `git status` → `rtk git status`";

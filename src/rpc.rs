@@ -9,7 +9,7 @@
 //!   session's cancel token decides when to stop waiting).
 //! * [`InFlight`] remembers incoming requests still running, so that
 //!   `$/cancel_request` can stop one and still answer it exactly once.
-//! * [`error_line`] builds an error response line.
+//! * [`error_line`] builds the error response to a line that is no request.
 //!
 //! Why not jsonrpsee's async client for outgoing requests: one stray response
 //! id breaks it for good, it times out after 60 s, and its background sender
@@ -17,21 +17,22 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 
-use agent_client_protocol_schema::v1::Error as AcpError;
+use agent_client_protocol_schema::v1::{Error as AcpError, RequestId};
+use jsonrpsee::types::Id;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::transport::Outbox;
 
-/// What one input line is.
+/// What one input line is, parsed (the only parse of the line).
 #[derive(Debug)]
 pub(crate) enum Message {
-    /// Has `method` and `id`.
+    /// Has `method` and `id` (a string, null or a non-negative integer).
     Request {
-        id: Value,
+        id: Id<'static>,
         method: String,
         params: Value,
     },
@@ -91,7 +92,17 @@ pub(crate) fn classify(line: &[u8]) -> Result<Message, String> {
                 ));
             }
             Ok(match id {
-                Some(id) => Message::Request { id, method, params },
+                Some(id) => Message::Request {
+                    id: request_id(id).ok_or_else(|| {
+                        error_line(
+                            &echo_id,
+                            &AcpError::invalid_request()
+                                .data("a request's \"id\" must be a string, null or a non-negative integer"),
+                        )
+                    })?,
+                    method,
+                    params,
+                },
                 None => Message::Notification { method, params },
             })
         }
@@ -109,14 +120,30 @@ pub(crate) fn classify(line: &[u8]) -> Result<Message, String> {
     }
 }
 
-/// A complete error response line.
-pub(crate) fn error_line(id: &Value, error: &AcpError) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string()
+/// A request's id as JSON-RPC types it (what jsonrpsee answers under).
+fn request_id(id: Value) -> Option<Id<'static>> {
+    match id {
+        Value::Null => Some(Id::Null),
+        Value::Number(n) => n.as_u64().map(Id::Number),
+        Value::String(s) => Some(Id::Str(s.into())),
+        _ => None,
+    }
 }
 
-/// A stable map key for a request id (`1` and `"1"` stay distinct).
-pub(crate) fn id_key(id: &Value) -> String {
-    id.to_string()
+/// The id a `$/cancel_request` names, as requests are kept under it
+/// (`None`: no request can have it).
+pub(crate) fn cancelled_id(id: RequestId) -> Option<Id<'static>> {
+    match id {
+        RequestId::Null => Some(Id::Null),
+        RequestId::Number(n) => u64::try_from(n).ok().map(Id::Number),
+        RequestId::Str(s) => Some(Id::Str(s.into())),
+    }
+}
+
+/// The error response to a line that is no request (its id echoed as sent,
+/// when it had a usable one).
+pub(crate) fn error_line(id: &Value, error: &AcpError) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string()
 }
 
 type Reply = Result<Value, Value>;
@@ -209,7 +236,7 @@ impl Outgoing {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<u64, (String, oneshot::Sender<Reply>)>> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.pending)
     }
 }
 
@@ -228,39 +255,39 @@ impl Drop for Forget<'_> {
 /// One incoming request still being handled.
 #[derive(Debug, Clone)]
 pub(crate) struct Running {
-    pub(crate) method: String,
-    /// The session a `session/prompt` runs on; cancelling the request
-    /// cancels the turn, which then answers `cancelled`.
-    pub(crate) session_id: Option<String>,
+    /// For a `session/prompt`, the session it runs on: cancelling the
+    /// request cancels the turn, which then answers `cancelled`.
+    pub(crate) prompt_on: Option<String>,
     /// Cancels any other request, which then answers `-32800`.
     pub(crate) cancel: CancellationToken,
 }
 
-/// Incoming requests that have not been answered yet, by id.
+/// Incoming requests that have not been answered yet, by id (`1` and `"1"`
+/// are different ids).
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
-    running: Mutex<HashMap<String, Running>>,
+    running: Mutex<HashMap<Id<'static>, Running>>,
 }
 
 impl InFlight {
-    pub(crate) fn start(&self, id: &Value, running: Running) {
-        self.lock().insert(id_key(id), running);
+    pub(crate) fn start(&self, id: &Id<'static>, running: Running) {
+        self.lock().insert(id.clone(), running);
     }
 
-    pub(crate) fn finish(&self, id: &Value) {
-        self.lock().remove(&id_key(id));
+    pub(crate) fn finish(&self, id: &Id<'static>) {
+        self.lock().remove(id);
     }
 
     pub(crate) fn is_empty(&self) -> bool {
         self.lock().is_empty()
     }
 
-    pub(crate) fn get(&self, id: &Value) -> Option<Running> {
-        self.lock().get(&id_key(id)).cloned()
+    pub(crate) fn get(&self, id: &Id<'static>) -> Option<Running> {
+        self.lock().get(id).cloned()
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Running>> {
-        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, HashMap<Id<'static>, Running>> {
+        crate::sync::lock(&self.running)
     }
 }
 
@@ -339,6 +366,39 @@ mod tests {
         assert_eq!(
             code(br#"{"jsonrpc":"2.0","id":"a","method":"x","params":3}"#),
             (-32600, json!("a"))
+        );
+        // JSON-RPC ids that no request can have here: answered under the
+        // id as sent.
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":-1,"method":"x"}"#),
+            (-32600, json!(-1))
+        );
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#),
+            (-32600, json!(1.5))
+        );
+    }
+
+    #[test]
+    fn request_ids_keep_their_type() {
+        let id = |line: &[u8]| match classify(line) {
+            Ok(Message::Request { id, .. }) => id,
+            other => panic!("not a request: {other:?}"),
+        };
+        assert_eq!(
+            id(br#"{"jsonrpc":"2.0","id":7,"method":"x"}"#),
+            Id::Number(7)
+        );
+        assert_eq!(
+            id(br#"{"jsonrpc":"2.0","id":"7","method":"x"}"#),
+            Id::Str("7".into())
+        );
+        assert_eq!(id(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#), Id::Null);
+        assert_eq!(cancelled_id(RequestId::Number(7)), Some(Id::Number(7)));
+        assert_eq!(cancelled_id(RequestId::Number(-7)), None);
+        assert_eq!(
+            cancelled_id(RequestId::Str("7".into())),
+            Some(Id::Str("7".into()))
         );
     }
 

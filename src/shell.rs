@@ -579,69 +579,16 @@ impl<'s> Walker<'s> {
             return;
         }
         if n.is_error() || n.is_missing() {
-            let at = n.start_position();
-            let near: String = self.text(n).chars().take(30).collect();
-            self.unreadable(if n.is_missing() {
-                format!(
-                    "the shell parser expected `{}` at line {}, column {}",
-                    n.kind(),
-                    at.row + 1,
-                    at.column + 1
-                )
-            } else {
-                format!(
-                    "the shell parser cannot read `{near}` at line {}, column {}",
-                    at.row + 1,
-                    at.column + 1
-                )
-            });
+            self.parse_error(n);
         }
         match n.kind() {
             "command" => self.command(n, depth),
             "variable_assignment" => {
-                if let Some(name) = n.child_by_field_name("name") {
-                    if name.kind() == "subscript" {
-                        self.opaque(format!(
-                            "`{}` assigns to an array element, whose index bash evaluates",
-                            truncate(self.text(n), 40)
-                        ));
-                    }
-                    let name = self.text(name).to_owned();
-                    let name = name.split('[').next().unwrap_or("").to_owned();
-                    self.out.assigned.push(name);
-                }
+                self.assignment(n);
                 self.children(n, depth);
             }
             "declaration_command" => {
-                let mut cursor = n.walk();
-                let kids: Vec<Node<'_>> = n.children(&mut cursor).collect();
-                for c in kids {
-                    if !matches!(c.kind(), "word" | "string" | "raw_string" | "concatenation") {
-                        continue;
-                    }
-                    // A quoted word is still an assignment or a flag to
-                    // `declare`: `export "BASH_ENV=x"`, `declare '-n' r=PATH`.
-                    let word = self.word(c);
-                    let text = word.display();
-                    if text.starts_with('-') && text.contains(['i', 'n', 'a', 'A']) {
-                        self.opaque(format!(
-                            "`{}` declares an integer, reference or array variable, whose value bash evaluates",
-                            truncate(self.text(n), 40)
-                        ));
-                    }
-                    if let Some((name, value)) = text.split_once('=') {
-                        let name = name.split('[').next().unwrap_or("").to_owned();
-                        if name.len() < text.split_once('=').map_or(0, |(n, _)| n.len())
-                            || value.starts_with('(')
-                        {
-                            self.opaque(format!(
-                                "`{}` assigns an array or an element, which bash evaluates",
-                                truncate(self.text(n), 40)
-                            ));
-                        }
-                        self.out.assigned.push(name);
-                    }
-                }
+                self.declaration(n);
                 self.children(n, depth);
             }
             "unset_command" if self.text(n).contains('[') => {
@@ -691,61 +638,137 @@ impl<'s> Walker<'s> {
                 self.children(n, depth);
             }
             "expansion" => {
-                let mut cursor = n.walk();
-                let kids: Vec<&str> = n.children(&mut cursor).map(|c| c.kind()).collect();
-                let text = self.text(n);
-                // The grammar keeps some substitutions inside an expansion's
-                // words as text (`${x:-`cmd`}`, `${x#$(cmd)}`): read them.
-                for code in substitutions(text.get(2..).unwrap_or("")) {
-                    let inner = parse_nested(&code, self.nesting + 1);
-                    self.absorb(inner);
-                }
-                if text.starts_with("${!") {
-                    self.opaque(format!(
-                        "`{}` expands a variable named by another, which can evaluate an index",
-                        truncate(text, 40)
-                    ));
-                }
-                // `${X:=v}` and `${X=v}` assign X.
-                if let Some(rest) = text.strip_prefix("${") {
-                    let name: String = rest
-                        .chars()
-                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                        .collect();
-                    let after = &rest[name.len()..];
-                    if !name.is_empty() && (after.starts_with(":=") || after.starts_with('=')) {
-                        self.out.assigned.push(name);
-                    }
-                }
-                let arithmetic = kids.contains(&"subscript")
-                    || text
-                        .strip_prefix("${")
-                        .and_then(|t| t.find(':').map(|i| &t[i + 1..]))
-                        .is_some_and(|rest| {
-                            !rest.starts_with(['-', '=', '?', '+'])
-                                && rest
-                                    .trim_end_matches('}')
-                                    .chars()
-                                    .any(|c| c.is_ascii_alphabetic() || c == '$')
-                        });
-                if arithmetic && !text.contains("[@]") && !text.contains("[*]") {
-                    self.opaque(format!(
-                        "`{}` evaluates an index or offset arithmetically, which can run commands",
-                        truncate(text, 40)
-                    ));
-                }
-                if kids
-                    .windows(2)
-                    .any(|w| w[0] == "@" && matches!(w[1], "P" | "A" | "a" | "K"))
-                {
-                    self.opaque(format!(
-                        "`{}` expands a prompt string, which can run commands",
-                        self.text(n)
-                    ));
-                }
+                self.expansion(n);
                 self.children(n, depth);
             }
             _ => self.children(n, depth),
+        }
+    }
+
+    /// An `ERROR` or `MISSING` node: what the parser could not read, and
+    /// where.
+    fn parse_error(&mut self, n: Node<'_>) {
+        let at = n.start_position();
+        let near: String = self.text(n).chars().take(30).collect();
+        self.unreadable(if n.is_missing() {
+            format!(
+                "the shell parser expected `{}` at line {}, column {}",
+                n.kind(),
+                at.row + 1,
+                at.column + 1
+            )
+        } else {
+            format!(
+                "the shell parser cannot read `{near}` at line {}, column {}",
+                at.row + 1,
+                at.column + 1
+            )
+        });
+    }
+
+    /// `NAME=value` (or `NAME[i]=value`): the variable it assigns.
+    fn assignment(&mut self, n: Node<'_>) {
+        if let Some(name) = n.child_by_field_name("name") {
+            if name.kind() == "subscript" {
+                self.opaque(format!(
+                    "`{}` assigns to an array element, whose index bash evaluates",
+                    truncate(self.text(n), 40)
+                ));
+            }
+            let name = self.text(name).to_owned();
+            let name = name.split('[').next().unwrap_or("").to_owned();
+            self.out.assigned.push(name);
+        }
+    }
+
+    /// `export`, `declare`, `local`, …: the variables they assign, and the
+    /// kinds of variable whose value bash evaluates.
+    fn declaration(&mut self, n: Node<'_>) {
+        let mut cursor = n.walk();
+        let kids: Vec<Node<'_>> = n.children(&mut cursor).collect();
+        for c in kids {
+            if !matches!(c.kind(), "word" | "string" | "raw_string" | "concatenation") {
+                continue;
+            }
+            // A quoted word is still an assignment or a flag to
+            // `declare`: `export "BASH_ENV=x"`, `declare '-n' r=PATH`.
+            let word = self.word(c);
+            let text = word.display();
+            if text.starts_with('-') && text.contains(['i', 'n', 'a', 'A']) {
+                self.opaque(format!(
+                    "`{}` declares an integer, reference or array variable, whose value bash evaluates",
+                    truncate(self.text(n), 40)
+                ));
+            }
+            if let Some((name, value)) = text.split_once('=') {
+                let name = name.split('[').next().unwrap_or("").to_owned();
+                if name.len() < text.split_once('=').map_or(0, |(n, _)| n.len())
+                    || value.starts_with('(')
+                {
+                    self.opaque(format!(
+                        "`{}` assigns an array or an element, which bash evaluates",
+                        truncate(self.text(n), 40)
+                    ));
+                }
+                self.out.assigned.push(name);
+            }
+        }
+    }
+
+    /// A parameter expansion (`${…}`): the substitutions the grammar keeps
+    /// as text inside it, what it assigns, and what bash evaluates in it.
+    fn expansion(&mut self, n: Node<'_>) {
+        let mut cursor = n.walk();
+        let kids: Vec<&str> = n.children(&mut cursor).map(|c| c.kind()).collect();
+        let text = self.text(n);
+        // The grammar keeps some substitutions inside an expansion's
+        // words as text (`${x:-`cmd`}`, `${x#$(cmd)}`): read them.
+        for code in substitutions(text.get(2..).unwrap_or("")) {
+            let inner = parse_nested(&code, self.nesting + 1);
+            self.absorb(inner);
+        }
+        if text.starts_with("${!") {
+            self.opaque(format!(
+                "`{}` expands a variable named by another, which can evaluate an index",
+                truncate(text, 40)
+            ));
+        }
+        // `${X:=v}` and `${X=v}` assign X.
+        if let Some(rest) = text.strip_prefix("${") {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            let after = &rest[name.len()..];
+            if !name.is_empty() && (after.starts_with(":=") || after.starts_with('=')) {
+                self.out.assigned.push(name);
+            }
+        }
+        let arithmetic = kids.contains(&"subscript")
+            || text
+                .strip_prefix("${")
+                .and_then(|t| t.find(':').map(|i| &t[i + 1..]))
+                .is_some_and(|rest| {
+                    !rest.starts_with(['-', '=', '?', '+'])
+                        && rest
+                            .trim_end_matches('}')
+                            .chars()
+                            .any(|c| c.is_ascii_alphabetic() || c == '$')
+                });
+        if arithmetic && !text.contains("[@]") && !text.contains("[*]") {
+            self.opaque(format!(
+                "`{}` evaluates an index or offset arithmetically, which can run commands",
+                truncate(text, 40)
+            ));
+        }
+        if kids
+            .windows(2)
+            .any(|w| w[0] == "@" && matches!(w[1], "P" | "A" | "a" | "K"))
+        {
+            self.opaque(format!(
+                "`{}` expands a prompt string, which can run commands",
+                self.text(n)
+            ));
         }
     }
 
@@ -985,7 +1008,41 @@ impl<'s> Walker<'s> {
             ));
             return command;
         };
-        if matches!(name.as_str(), "cd" | "pushd") {
+        self.builtin(&command, &name);
+        if self.alias(&mut command, &name) {
+            return command;
+        }
+        // A reserved word or an assignment where a command name should be:
+        // the grammar misread the line (`time { …; }`, `time A=1 cmd`).
+        if RESERVED.contains(&name.as_str())
+            || name.split_once('=').is_some_and(|(n, _)| is_name(n))
+        {
+            self.unreadable(format!(
+                "the shell parser read `{}` as a command name",
+                truncate(&name, 30)
+            ));
+            return command;
+        }
+        let Some(wrapper) = wrapper(&name) else {
+            return command;
+        };
+        if wrapped >= MAX_WRAPPERS {
+            self.unreadable(format!(
+                "the command is wrapped in more than {MAX_WRAPPERS} commands, more than candor reads"
+            ));
+            return command;
+        }
+        command.wrapper = Some(wrapper.kind);
+        let inner = (wrapper.inner)(&command.words[1..]);
+        self.unwrap(&mut command, &name, inner, wrapped);
+        command
+    }
+
+    /// What a builtin does besides running: the directory `cd` enters, the
+    /// variables it assigns, the aliases it defines, and what bash
+    /// evaluates in it.
+    fn builtin(&mut self, command: &Command, name: &str) {
+        if matches!(name, "cd" | "pushd") {
             let dir = command.words[1..]
                 .iter()
                 .find(|w| {
@@ -999,7 +1056,7 @@ impl<'s> Walker<'s> {
         }
         // Builtins that assign the variables they name, or evaluate them.
         let args: Vec<String> = command.words[1..].iter().map(Word::display).collect();
-        let evaluates = match name.as_str() {
+        let evaluates = match name {
             "let" => Some("evaluates arithmetic, which can run commands"),
             "mapfile" | "readarray" if args.iter().any(|a| a.starts_with("-C")) => {
                 Some("runs a callback as shell code")
@@ -1014,7 +1071,7 @@ impl<'s> Walker<'s> {
         if let Some(why) = evaluates {
             self.opaque(format!("`{}` {why}", truncate(&command.display(), 60)));
         }
-        match name.as_str() {
+        match name {
             "read" | "mapfile" | "readarray" | "getopts" => self
                 .out
                 .assigned
@@ -1047,51 +1104,39 @@ impl<'s> Walker<'s> {
                 }
             }
         }
-        if self.aliases.iter().any(|(n, _)| *n == name) && self.alias_uses >= MAX_ALIAS_USES {
+    }
+
+    /// A command named by an alias defined earlier in the line: its value
+    /// runs (`true`: the command is read, or unreadable).
+    fn alias(&mut self, command: &mut Command, name: &str) -> bool {
+        if self.aliases.iter().any(|(n, _)| n == name) && self.alias_uses >= MAX_ALIAS_USES {
             self.unreadable(format!(
                 "the line uses its aliases more than {MAX_ALIAS_USES} times, more than candor reads"
             ));
-            return command;
+            return true;
         }
-        if let Some((_, value)) = self.aliases.iter().rev().find(|(n, _)| *n == name) {
-            self.alias_uses += 1;
-            // An alias defined earlier in the line: its value runs.
-            let rest: Vec<String> = command.words[1..].iter().map(quoted_display).collect();
-            let code = format!("{value} {}", rest.join(" "));
-            command.wrapper = Some(WrapperKind::Interpreter);
-            command.runs = Runs::Script(Box::new(parse_nested(&code, self.nesting + 1)));
-            return command;
-        }
-        // A reserved word or an assignment where a command name should be:
-        // the grammar misread the line (`time { …; }`, `time A=1 cmd`).
-        if RESERVED.contains(&name.as_str())
-            || name.split_once('=').is_some_and(|(n, _)| is_name(n))
-        {
-            self.unreadable(format!(
-                "the shell parser read `{}` as a command name",
-                truncate(&name, 30)
-            ));
-            return command;
-        }
-        let Some(wrapper) = wrapper(&name) else {
-            return command;
+        let Some((_, value)) = self.aliases.iter().rev().find(|(n, _)| n == name) else {
+            return false;
         };
-        if wrapped >= MAX_WRAPPERS {
-            self.unreadable(format!(
-                "the command is wrapped in more than {MAX_WRAPPERS} commands, more than candor reads"
-            ));
-            return command;
-        }
-        command.wrapper = Some(wrapper.kind);
+        self.alias_uses += 1;
+        let rest: Vec<String> = command.words[1..].iter().map(quoted_display).collect();
+        let code = format!("{value} {}", rest.join(" "));
+        command.wrapper = Some(WrapperKind::Interpreter);
+        command.runs = Runs::Script(Box::new(parse_nested(&code, self.nesting + 1)));
+        true
+    }
+
+    /// What a wrapper (`name`) runs: `inner`, read from its arguments.
+    fn unwrap(&mut self, command: &mut Command, name: &str, inner: Inner, wrapped: usize) {
         let rest = &command.words[1..];
-        match (wrapper.inner)(rest) {
+        match inner {
             Inner::Command {
                 at,
                 assignments,
                 extra_args,
             } => {
                 if at >= rest.len() {
-                    return command;
+                    return;
                 }
                 let mut inner_words: Vec<Word> = rest[at..].to_vec();
                 if extra_args {
@@ -1102,7 +1147,7 @@ impl<'s> Walker<'s> {
             }
             Inner::Exec { words } => {
                 if words.is_empty() {
-                    return command;
+                    return;
                 }
                 let inner = self.build(words, Vec::new(), wrapped + 1);
                 command.runs = Runs::Command(Box::new(inner));
@@ -1143,7 +1188,6 @@ impl<'s> Walker<'s> {
             Inner::None => {}
             Inner::Lost => command.loose = true,
         }
-        command
     }
 
     /// A word's value.

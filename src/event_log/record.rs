@@ -643,6 +643,7 @@ mod tests {
                 hooks: Vec::new(),
                 rewritten_by: Vec::new(),
                 preview: None,
+                mcp: None,
             },
         };
         let line = serde_json::to_value(&rec).unwrap();

@@ -245,75 +245,18 @@ pub async fn run_scenario(
         });
         return report;
     }
-    let fail = |report: &mut ScenarioReport, title: &str, detail: String| {
-        report.requirements.push(Requirement {
-            title: title.into(),
-            outcome: Outcome::Fail {
-                detail,
-                frame: None,
-            },
-        });
-    };
-    let dir = match tempfile::tempdir() {
-        Ok(d) => d,
-        Err(e) => {
-            fail(
-                &mut report,
-                "set-up",
-                format!("no temporary directory: {e}"),
-            );
+    let (dir, mut runner) = match set_up(s, opts, schemas) {
+        Ok(ready) => ready,
+        Err((title, detail)) => {
+            report.requirements.push(Requirement {
+                title: title.into(),
+                outcome: Outcome::Fail {
+                    detail,
+                    frame: None,
+                },
+            });
             return report;
         }
-    };
-    let project = dir.path().join("project");
-    let home = dir.path().join("home");
-    let user_files: std::collections::BTreeMap<String, String> = s
-        .user_files
-        .iter()
-        .map(|(k, v)| (k.clone(), v.replace("$cwd", &project.display().to_string())))
-        .collect();
-    if let Err(e) = write_files(&project, &s.files)
-        .and_then(|()| write_files(&dir.path().join("user"), &user_files))
-    {
-        fail(
-            &mut report,
-            "set-up",
-            format!("cannot write the scenario's files: {e}"),
-        );
-        return report;
-    }
-    let stderr_path = dir.path().join("agent.stderr");
-    let cmd = match agent_command(s, opts, dir.path(), &project, &home, &stderr_path) {
-        Ok(c) => c,
-        Err(e) => {
-            fail(&mut report, "set-up", e);
-            return report;
-        }
-    };
-    let mut conn = match Conn::start(cmd, schemas, project.clone()) {
-        Ok(c) => c,
-        Err(e) => {
-            fail(&mut report, "the agent starts", e.to_string());
-            return report;
-        }
-    };
-    conn.caps =
-        Caps::from_client_capabilities(s.client_capabilities.as_ref().unwrap_or(&json!({})));
-    conn.buffers = s
-        .editor_buffers
-        .iter()
-        .map(|(name, text)| (project.join(name), text.clone()))
-        .collect();
-    let mut runner = Runner {
-        conn,
-        scenario: s,
-        session: None,
-        labels: HashMap::new(),
-        project,
-        home,
-        requests: dir.path().join("requests.jsonl"),
-        requirements: Vec::new(),
-        exited: None,
     };
     for (i, step) in s.steps.iter().enumerate() {
         runner.step(i + 1, step).await;
@@ -326,6 +269,66 @@ pub async fn run_scenario(
         mut requirements,
         ..
     } = runner;
+    requirements.extend(invariants(&conn));
+    report.requirements = requirements;
+    report.transcript = conn.transcript;
+    report.stderr = std::fs::read_to_string(dir.path().join(AGENT_STDERR)).unwrap_or_default();
+    report
+}
+
+/// Where, in a scenario's directory, the agent's stderr goes.
+const AGENT_STDERR: &str = "agent.stderr";
+
+/// A scenario's directory (its project, home and user files written) and
+/// the runner of its steps, connected to a fresh agent; else which
+/// requirement failed, and why.
+fn set_up<'a>(
+    s: &'a Scenario,
+    opts: &Options,
+    schemas: Arc<Schemas>,
+) -> Result<(tempfile::TempDir, Runner<'a>), (&'static str, String)> {
+    let dir =
+        tempfile::tempdir().map_err(|e| ("set-up", format!("no temporary directory: {e}")))?;
+    let project = dir.path().join("project");
+    let home = dir.path().join("home");
+    let user_files: std::collections::BTreeMap<String, String> = s
+        .user_files
+        .iter()
+        .map(|(k, v)| (k.clone(), v.replace("$cwd", &project.display().to_string())))
+        .collect();
+    write_files(&project, &s.files)
+        .and_then(|()| write_files(&dir.path().join("user"), &user_files))
+        .map_err(|e| ("set-up", format!("cannot write the scenario's files: {e}")))?;
+    let stderr_path = dir.path().join(AGENT_STDERR);
+    let cmd = agent_command(s, opts, dir.path(), &project, &home, &stderr_path)
+        .map_err(|e| ("set-up", e))?;
+    let mut conn = Conn::start(cmd, schemas, project.clone())
+        .map_err(|e| ("the agent starts", e.to_string()))?;
+    conn.caps =
+        Caps::from_client_capabilities(s.client_capabilities.as_ref().unwrap_or(&json!({})));
+    conn.buffers = s
+        .editor_buffers
+        .iter()
+        .map(|(name, text)| (project.join(name), text.clone()))
+        .collect();
+    let runner = Runner {
+        conn,
+        scenario: s,
+        session: None,
+        labels: HashMap::new(),
+        project,
+        home,
+        requests: dir.path().join("requests.jsonl"),
+        requirements: Vec::new(),
+        exited: None,
+    };
+    Ok((dir, runner))
+}
+
+/// The client-side invariants, as requirements: each rule's violations
+/// (the first, and how many more), and requests never answered.
+fn invariants(conn: &Conn) -> Vec<Requirement> {
+    let mut requirements = Vec::new();
     for (rule, title) in RULES {
         let broken: Vec<&client::Violation> =
             conn.violations.iter().filter(|v| v.rule == rule).collect();
@@ -363,10 +366,7 @@ pub async fn run_scenario(
             }
         },
     });
-    report.requirements = requirements;
-    report.transcript = conn.transcript;
-    report.stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
-    report
+    requirements
 }
 
 fn write_files(
@@ -560,12 +560,33 @@ impl Runner<'_> {
             self.check_common(&name, step, updates_from).await;
             return;
         };
+        self.check_response(&name, &expect, &response, elapsed);
+        let marks = Marks {
+            updates: updates_from,
+            requests: requests_from,
+            cards: cards_from,
+            permissions: permissions_from,
+            client_requests: client_requests_from,
+        };
+        self.check_expectations(&name, &expect, marks);
+        self.check_common(&name, step, updates_from).await;
+    }
+
+    /// The expectations on the response itself: its result or error, its
+    /// stop reason, how soon it came.
+    fn check_response(
+        &mut self,
+        name: &str,
+        expect: &scenario::Expect,
+        response: &Value,
+        elapsed: Duration,
+    ) {
         if let Some(want) = &expect.result {
             let got = response.get("result");
             self.record(
                 format!("{name}: result"),
-                matcher::check(want, got).map_err(|e| error_or(e, &response)),
-                Some(&response),
+                matcher::check(want, got).map_err(|e| error_or(e, response)),
+                Some(response),
             );
         }
         if let Some(want) = &expect.error {
@@ -577,7 +598,7 @@ impl Runner<'_> {
                 )),
                 Some(_) => matcher::check(want, got),
             };
-            self.record(format!("{name}: error"), result, Some(&response));
+            self.record(format!("{name}: error"), result, Some(response));
         }
         if let Some(want) = &expect.stop_reason {
             let got = &response["result"]["stopReason"];
@@ -586,13 +607,13 @@ impl Runner<'_> {
             } else {
                 Err(error_or(
                     format!("expected stopReason {want:?}, got {got}"),
-                    &response,
+                    response,
                 ))
             };
             self.record(
                 format!("{name}: stopReason is {want}"),
                 result,
-                Some(&response),
+                Some(response),
             );
         }
         if let Some(ms) = expect.within_ms {
@@ -604,18 +625,9 @@ impl Runner<'_> {
             self.record(
                 format!("{name}: answered within {ms} ms"),
                 result,
-                Some(&response),
+                Some(response),
             );
         }
-        let marks = Marks {
-            updates: updates_from,
-            requests: requests_from,
-            cards: cards_from,
-            permissions: permissions_from,
-            client_requests: client_requests_from,
-        };
-        self.check_expectations(&name, &expect, marks);
-        self.check_common(&name, step, updates_from).await;
     }
 
     /// Sends the step's action; `Some(awaited)`: the response it waits for

@@ -4,11 +4,12 @@
 //! shown or run, [`settle`] decides:
 //!
 //! 1. candor's own checks: the tool exists and the model's arguments pass
-//!    its input schema (else the call is refused by `candor`);
+//!    its input schema (else the call is refused by `candor`); passing it
+//!    is parsing them into the tool's typed input ([`Tool::accept`]);
 //! 2. the pre-execute hooks, in configured order, as a fold: each hook sees
 //!    the previous hook's effective input (read-only) and returns a
-//!    [`PreToolDecision`]; a rewrite must pass the tool's schema (else it is
-//!    a deny naming the hook); the strictest decision wins
+//!    [`PreToolDecision`]; a rewrite must pass the tool's schema the same
+//!    way (else it is a deny naming the hook); the strictest decision wins
 //!    (deny > ask > allow > pass) and a deny ends the fold;
 //! 3. permission rules and the session mode, on the *effective* arguments
 //!    ([`policy::decide`]), so a rewrite can never slip past a deny rule.
@@ -30,7 +31,7 @@ pub mod scripted;
 
 use std::fmt;
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -291,8 +292,10 @@ pub struct Settled {
     disposition: Disposition,
     digest: String,
     asides: Vec<Aside>,
-    /// The effective arguments parsed into the tool's input type (once,
-    /// when the call is settled).
+    /// The effective arguments as the tool's input: each input (the
+    /// model's, a hook's rewrite) is parsed once, when it is checked
+    /// against the tool's schema ([`Tool::accept`]), and the last one
+    /// accepted is what runs.
     input: Option<ToolInput>,
     /// The MCP tool the name is, when it is not one of candor's.
     mcp: Option<crate::mcp::McpTool>,
@@ -370,21 +373,25 @@ impl Settled {
         self.mcp.as_ref().map(crate::tools::mcp::target)
     }
 
-    /// Checks `input` as the tool's input (candor's own or the MCP tool's).
-    fn check(&self, input: &Value) -> Result<(), String> {
+    /// Checks `input` against the tool's schema, parsing it (once) into
+    /// what will run: candor's own tool ([`Tool::accept`]), or the MCP tool
+    /// (its input schema; no paths to normalize).
+    fn accept(&self, input: &Value, cwd: &Path) -> Result<crate::tools::Accepted, String> {
         match (self.tool, &self.mcp) {
-            (Some(tool), _) => tool.validate(input),
-            (None, Some(mcp)) => crate::tools::mcp::parse(mcp, input).map(drop),
-            (None, None) => Err(format!("candor has no tool named {:?}", self.name)),
-        }
-    }
-
-    /// Parses `input` as the tool's input.
-    fn parse(&self, input: &Value) -> Result<ToolInput, String> {
-        match (self.tool, &self.mcp) {
-            (Some(tool), _) => ToolInput::parse(tool, input),
-            (None, Some(mcp)) => crate::tools::mcp::parse(mcp, input).map(ToolInput::Mcp),
-            (None, None) => Err(format!("candor has no tool named {:?}", self.name)),
+            (Some(tool), _) => tool.accept(input, cwd),
+            (None, Some(mcp)) => Ok(crate::tools::Accepted {
+                arguments: input.clone(),
+                input: ToolInput::Mcp(crate::tools::mcp::parse(mcp, input)?),
+                spelled: None,
+            }),
+            (None, None) => {
+                let names: Vec<_> = Tool::ALL.iter().map(|t| t.name()).collect();
+                Err(format!(
+                    "candor has no tool named {:?}; the tools are {} (and those of the session's MCP servers that are running, named mcp__<server>__<tool>)",
+                    self.name,
+                    names.join(", ")
+                ))
+            }
         }
     }
 
@@ -523,35 +530,26 @@ pub async fn settle(
         asides: Vec::new(),
         input: None,
     };
-    let refusal = match (settled.tool, &settled.mcp) {
-        (None, None) => {
-            let names: Vec<_> = Tool::ALL.iter().map(|t| t.name()).collect();
-            Some(format!(
-                "candor has no tool named {name:?}; the tools are {} (and those of the session's MCP servers, named mcp__<server>__<tool>, that are running)",
-                names.join(", ")
-            ))
+    // Candor's own checks: the tool exists and the model's arguments pass
+    // its schema (parsed, once, into the input that will run). Paths are
+    // made absolute before anyone looks (links followed; the path as
+    // written kept for the rules, which judge both).
+    let accepted = settled.accept(arguments, cwd);
+    let accepted = match accepted {
+        Ok(accepted) => accepted,
+        Err(reason) => {
+            settled.disposition = Disposition::Deny {
+                by: CANDOR.into(),
+                reason,
+            };
+            settled.digest = digest(name, arguments);
+            return settled;
         }
-        _ => settled.check(arguments).err(),
     };
-    if let Some(reason) = refusal {
-        settled.disposition = Disposition::Deny {
-            by: CANDOR.into(),
-            reason,
-        };
-        settled.digest = digest(name, arguments);
-        return settled;
-    }
-    // Paths are made absolute before anyone looks: hooks, rules, the card
-    // and the log all see the file the call is about.
-    // Symlinks are followed too; the path as written is kept for the rules
-    // (a rule is checked on both, the stricter answer wins).
-    let mut spelled = Vec::new();
-    if let Some(tool) = settled.tool {
-        let (normalized, as_written) = tool.normalize_spelled(arguments, cwd);
-        settled.original = normalized;
-        settled.effective = settled.original.clone();
-        spelled.extend(as_written);
-    }
+    settled.original = accepted.arguments.clone();
+    settled.effective = accepted.arguments;
+    settled.input = Some(accepted.input);
+    let mut spelled: Vec<PathBuf> = accepted.spelled.into_iter().collect();
     let asides = Asides::default();
     let verdict = fold_hooks(&mut settled, policy, cwd, &asides, &mut spelled).await;
     settled.asides = asides.take();
@@ -569,12 +567,6 @@ pub async fn settle(
         cwd,
     );
     settled.digest = digest(name, &settled.effective);
-    // The one parse the tool will run from (the effective arguments were
-    // checked against the schema above; a failure here refuses the call).
-    match settled.parse(&settled.effective) {
-        Ok(input) => settled.input = Some(input),
-        Err(reason) => settled.refuse(CANDOR, reason),
-    }
     settled
 }
 
@@ -584,7 +576,7 @@ async fn fold_hooks(
     policy: &Policy,
     cwd: &Path,
     asides: &Asides,
-    spelled: &mut Vec<std::path::PathBuf>,
+    spelled: &mut Vec<PathBuf>,
 ) -> HookVerdict {
     let mut strictest = HookVerdict {
         verdict: Verdict::Pass,
@@ -626,7 +618,7 @@ async fn fold_hooks(
         };
         let mut verdict = verdict;
         if let Some(rewrite) = rewrite.filter(|r| *r != settled.effective) {
-            match settled.check(&rewrite) {
+            match settled.accept(&rewrite, cwd) {
                 Err(e) => {
                     verdict = Verdict::Deny;
                     reason = Some(format!(
@@ -636,16 +628,11 @@ async fn fold_hooks(
                     record.decision = Verdict::Deny;
                     record.reason = reason.clone();
                 }
-                _ => {
-                    settled.effective = match settled.tool {
-                        Some(tool) => {
-                            let (normalized, as_written) = tool.normalize_spelled(&rewrite, cwd);
-                            spelled.clear();
-                            spelled.extend(as_written);
-                            normalized
-                        }
-                        None => rewrite,
-                    };
+                Ok(accepted) => {
+                    settled.effective = accepted.arguments;
+                    settled.input = Some(accepted.input);
+                    spelled.clear();
+                    spelled.extend(accepted.spelled);
                     settled.rewritten_by.push(hook.id().to_owned());
                     record.rewrote = true;
                 }

@@ -1216,216 +1216,269 @@ pub fn decide(
     grants: &[Rule],
     root: &Path,
 ) -> Disposition {
-    let tool = call.tool;
-    let view = view(tool, call.args, call.spelled, root);
-    let scope = Scope::new(root, rules.home.as_deref());
-    let hook = || format!("hook:{}", hooks.by.clone().unwrap_or_default());
-    if hooks.verdict == Verdict::Deny {
-        return Disposition::Deny {
-            by: hook(),
-            reason: hooks
-                .reason
-                .clone()
-                .unwrap_or_else(|| "a hook blocked this call".into()),
-        };
-    }
-    if let Some(rule) = any_match(&rules.deny, tool, &view) {
-        let why = match &view {
-            View::Bash { script, .. } if !script.all_unreadable().is_empty() => {
-                " (candor cannot read the whole command, and the rule's command may be in it)"
-            }
-            View::Bash { script, .. } if !script.all_opaque().is_empty() => {
-                " (part of the command is only known when it runs, and could be what the rule denies)"
-            }
-            _ => "",
-        };
-        return Disposition::Deny {
-            by: format!("rule:{rule}"),
-            reason: format!("the permission rule {rule} denies this call{why}"),
-        };
-    }
-    let known = Tool::from_name(tool);
-    let read_only = match call.mcp_read_only {
-        Some(marked) => marked,
-        None => known.is_some_and(Tool::is_read_only),
+    let known = Tool::from_name(call.tool);
+    let d = Deciding {
+        tool: call.tool,
+        known,
+        read_only: call
+            .mcp_read_only
+            .unwrap_or_else(|| known.is_some_and(Tool::is_read_only)),
+        mcp: call.mcp_read_only.is_some(),
+        view: view(call.tool, call.args, call.spelled, root),
+        scope: Scope::new(root, rules.home.as_deref()),
+        hooks,
+        mode,
+        rules,
+        grants,
     };
-    // An MCP tool says itself whether it changes things; plan mode asks
-    // for one that does not say it is read-only rather than refusing it.
-    if mode == Mode::Plan && !read_only && call.mcp_read_only.is_some() {
-        return Disposition::Ask {
-            by: "mode:plan".into(),
-            reason: Some(
-                "plan mode asks before an MCP tool its server does not mark read-only".into(),
-            ),
-        };
+    d.denied()
+        .or_else(|| d.asked())
+        .or_else(|| d.let_through())
+        .unwrap_or_else(|| match d.allowed() {
+            Ok(run) => run,
+            Err(partial) => d.by_default(partial),
+        })
+}
+
+/// One call being decided, and what it is decided with.
+struct Deciding<'a> {
+    tool: &'a str,
+    known: Option<Tool>,
+    read_only: bool,
+    /// An MCP tool (it says itself whether it changes things).
+    mcp: bool,
+    view: View,
+    scope: Scope<'a>,
+    hooks: &'a HookVerdict,
+    mode: Mode,
+    rules: &'a Rules,
+    grants: &'a [Rule],
+}
+
+impl Deciding<'_> {
+    /// `hook:<id>` of the hook that decided.
+    fn hook(&self) -> String {
+        format!("hook:{}", self.hooks.by.clone().unwrap_or_default())
     }
-    if mode == Mode::Plan && !read_only {
-        return Disposition::Deny {
+
+    /// A denying hook, a deny rule, or plan mode for a tool that changes
+    /// things.
+    fn denied(&self) -> Option<Disposition> {
+        if self.hooks.verdict == Verdict::Deny {
+            return Some(Disposition::Deny {
+                by: self.hook(),
+                reason: self
+                    .hooks
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "a hook blocked this call".into()),
+            });
+        }
+        if let Some(rule) = any_match(&self.rules.deny, self.tool, &self.view) {
+            let why = match &self.view {
+                View::Bash { script, .. } if !script.all_unreadable().is_empty() => {
+                    " (candor cannot read the whole command, and the rule's command may be in it)"
+                }
+                View::Bash { script, .. } if !script.all_opaque().is_empty() => {
+                    " (part of the command is only known when it runs, and could be what the rule denies)"
+                }
+                _ => "",
+            };
+            return Some(Disposition::Deny {
+                by: format!("rule:{rule}"),
+                reason: format!("the permission rule {rule} denies this call{why}"),
+            });
+        }
+        // Plan mode asks for an MCP tool not marked read-only (its server
+        // may have marked it wrong either way), and refuses candor's own.
+        (self.mode == Mode::Plan && !self.read_only && !self.mcp).then(|| Disposition::Deny {
             by: "mode:plan".into(),
             reason: "plan mode allows only tools that change nothing".into(),
-        };
+        })
     }
-    if let Some(reason) = protected_write(tool, &view, &scope) {
-        return Disposition::Ask {
-            by: "protected".into(),
-            reason: Some(reason),
-        };
-    }
-    if let View::Bash { script, .. } = &view
-        && let Some((word, rule)) = names_denied_path(script, &rules.deny, &scope)
-    {
-        let reason = match word {
-            None => format!(
-                "the command runs code candor cannot see, which may name a path the permission rule {rule} denies"
-            ),
-            Some(word) => {
-                format!("the command names `{word}`, which the permission rule {rule} denies")
-            }
-        };
-        return Disposition::Ask {
-            by: format!("rule:{rule}"),
-            reason: Some(reason),
-        };
-    }
-    if let Some(rule) = any_match(&rules.ask, tool, &view) {
-        return Disposition::Ask {
-            by: format!("rule:{rule}"),
-            reason: Some(format!("the permission rule {rule} asks for this call")),
-        };
-    }
-    if hooks.verdict == Verdict::Ask {
-        return Disposition::Ask {
-            by: hook(),
-            reason: hooks.reason.clone(),
-        };
-    }
-    if let Some((_, text)) = rules.broken_deny.iter().find(|(t, _)| {
-        t == "*"
-            || t == tool
-            || (t == "Edit" && known.is_some_and(Tool::edits_files))
-            || (t == "Read" && matches!(tool, "Glob" | "Grep"))
-    }) {
-        return Disposition::Ask {
-            by: format!("rule:{text}"),
-            reason: Some(format!(
+
+    /// A protected path, a Bash line naming a path a deny rule forbids, an
+    /// ask rule, an asking hook, or a deny rule that cannot be read.
+    fn asked(&self) -> Option<Disposition> {
+        let ask = |by: String, reason: Option<String>| Some(Disposition::Ask { by, reason });
+        if self.mode == Mode::Plan && !self.read_only && self.mcp {
+            return ask(
+                "mode:plan".into(),
+                Some("plan mode asks before an MCP tool its server does not mark read-only".into()),
+            );
+        }
+        if let Some(reason) = protected_write(self.tool, &self.view, &self.scope) {
+            return ask("protected".into(), Some(reason));
+        }
+        if let View::Bash { script, .. } = &self.view
+            && let Some((word, rule)) = names_denied_path(script, &self.rules.deny, &self.scope)
+        {
+            let reason = match word {
+                None => format!(
+                    "the command runs code candor cannot see, which may name a path the permission rule {rule} denies"
+                ),
+                Some(word) => {
+                    format!("the command names `{word}`, which the permission rule {rule} denies")
+                }
+            };
+            return ask(format!("rule:{rule}"), Some(reason));
+        }
+        if let Some(rule) = any_match(&self.rules.ask, self.tool, &self.view) {
+            return ask(
+                format!("rule:{rule}"),
+                Some(format!("the permission rule {rule} asks for this call")),
+            );
+        }
+        if self.hooks.verdict == Verdict::Ask {
+            return ask(self.hook(), self.hooks.reason.clone());
+        }
+        let (tool, known) = (self.tool, self.known);
+        let (_, text) = self.rules.broken_deny.iter().find(|(t, _)| {
+            t == "*"
+                || t == tool
+                || (t == "Edit" && known.is_some_and(Tool::edits_files))
+                || (t == "Read" && matches!(tool, "Glob" | "Grep"))
+        })?;
+        ask(
+            format!("rule:{text}"),
+            Some(format!(
                 "the deny rule {text} cannot be read, so candor asks before every call it might have denied"
             )),
-        };
+        )
     }
-    if mode == Mode::BypassPermissions {
-        return Disposition::Run {
-            by: "mode:bypassPermissions".into(),
-        };
-    }
-    if hooks.verdict == Verdict::Allow {
-        return Disposition::Run { by: hook() };
-    }
-    let mut partial = None;
-    match &view {
-        View::Bash { script, line, .. } => {
-            let cov = bash_cover(&rules.allow, script, &scope);
-            if cov.gaps.is_empty()
-                && let Some(rule) = cov.by
-            {
-                return Disposition::Run {
-                    by: format!("rule:{rule}"),
-                };
-            }
-            if let Some(g) = grants.iter().find(|g| {
-                g.tool == "Bash"
-                    && matches!(&g.pattern, Some(Pattern::ExactCommand(c)) if c == line)
-            }) && script.all_opaque().is_empty()
-                && !script.all_assigned().iter().any(|n| risky_variable(n))
-            {
-                return Disposition::Run {
-                    by: format!("grant:{g}"),
-                };
-            }
-            if let Some(rule) = cov.by {
-                partial = Some(format!(
-                    "the permission rule {rule} covers part of this command, but it also {}",
-                    cov.gaps.join("; it also ")
-                ));
-            } else if let Some(gap) = cov
-                .gaps
-                .iter()
-                .find(|g| g.starts_with("candor cannot read"))
-            {
-                partial = Some(format!("commands ask before they run, and {gap}"));
-            }
+
+    /// bypassPermissions, or an allowing hook.
+    fn let_through(&self) -> Option<Disposition> {
+        if self.mode == Mode::BypassPermissions {
+            return Some(Disposition::Run {
+                by: "mode:bypassPermissions".into(),
+            });
         }
-        View::Paths { targets, .. } => {
-            let covers = |r: &&Rule| {
-                r.names(tool) && !targets.is_empty() && targets.iter().all(|p| r.matches_path(p))
-            };
-            if let Some(rule) = rules.allow.iter().find(covers) {
-                return Disposition::Run {
-                    by: format!("rule:{rule}"),
+        (self.hooks.verdict == Verdict::Allow).then(|| Disposition::Run { by: self.hook() })
+    }
+
+    /// An allow rule or a session grant that covers the call; else why a
+    /// rule covered only part of a command, if one did.
+    fn allowed(&self) -> Result<Disposition, Option<String>> {
+        let run = |by: String| Ok(Disposition::Run { by });
+        let tool = self.tool;
+        match &self.view {
+            View::Bash { script, line, .. } => self.allowed_command(script, line),
+            View::Paths { targets, .. } => {
+                let covers = |r: &&Rule| {
+                    r.names(tool)
+                        && !targets.is_empty()
+                        && targets.iter().all(|p| r.matches_path(p))
                 };
+                if let Some(rule) = self.rules.allow.iter().find(covers) {
+                    return run(format!("rule:{rule}"));
+                }
+                match self.grants.iter().find(covers) {
+                    Some(rule) => run(format!("grant:{rule}")),
+                    None => Err(None),
+                }
             }
-            if let Some(rule) = grants.iter().find(covers) {
-                return Disposition::Run {
-                    by: format!("grant:{rule}"),
-                };
-            }
-        }
-        View::Other => {
-            if let Some(rule) = rules
+            View::Other => match self
+                .rules
                 .allow
                 .iter()
                 .find(|r| r.names(tool) && r.pattern.is_none())
             {
-                return Disposition::Run {
-                    by: format!("rule:{rule}"),
-                };
-            }
-            if let Some(rule) = grants.iter().find(|r| r.names(tool) && r.pattern.is_none()) {
-                return Disposition::Run {
-                    by: format!("grant:{rule}"),
-                };
-            }
+                Some(rule) => run(format!("rule:{rule}")),
+                None => match self
+                    .grants
+                    .iter()
+                    .find(|r| r.names(tool) && r.pattern.is_none())
+                {
+                    Some(rule) => run(format!("grant:{rule}")),
+                    None => Err(None),
+                },
+            },
         }
     }
-    // Tools without paths (a plan, a background shell's output) are inside
-    // by definition; a path is inside only if it is as written and as it
-    // resolves.
-    let (inside, escapes) = match &view {
-        View::Paths { all, targets } => (
-            all.iter().all(|p| scope.inside(p)),
-            targets.iter().any(|p| !scope.inside(p)) && all.iter().any(|p| scope.inside(p)),
-        ),
-        _ => (true, false),
-    };
-    if read_only && inside {
-        return Disposition::Run {
+
+    /// [`allowed`](Self::allowed) for a Bash line: allow rules that cover
+    /// every command in it, or a grant of exactly this line.
+    fn allowed_command(&self, script: &Script, line: &str) -> Result<Disposition, Option<String>> {
+        let cov = bash_cover(&self.rules.allow, script, &self.scope);
+        if cov.gaps.is_empty()
+            && let Some(rule) = cov.by
+        {
+            return Ok(Disposition::Run {
+                by: format!("rule:{rule}"),
+            });
+        }
+        if let Some(g) = self.grants.iter().find(|g| {
+            g.tool == "Bash" && matches!(&g.pattern, Some(Pattern::ExactCommand(c)) if c == line)
+        }) && script.all_opaque().is_empty()
+            && !script.all_assigned().iter().any(|n| risky_variable(n))
+        {
+            return Ok(Disposition::Run {
+                by: format!("grant:{g}"),
+            });
+        }
+        if let Some(rule) = cov.by {
+            Err(Some(format!(
+                "the permission rule {rule} covers part of this command, but it also {}",
+                cov.gaps.join("; it also ")
+            )))
+        } else {
+            Err(cov
+                .gaps
+                .iter()
+                .find(|g| g.starts_with("candor cannot read"))
+                .map(|gap| format!("commands ask before they run, and {gap}")))
+        }
+    }
+
+    /// The tool's default: reads inside the project run, edits inside the
+    /// project run in acceptEdits, everything else asks (`partial`: why a
+    /// rule covered only part of the command).
+    fn by_default(&self, partial: Option<String>) -> Disposition {
+        // Tools without paths (a plan, a background shell's output) are
+        // inside by definition; a path is inside only if it is as written
+        // and as it resolves.
+        let scope = &self.scope;
+        let (inside, escapes) = match &self.view {
+            View::Paths { all, targets } => (
+                all.iter().all(|p| scope.inside(p)),
+                targets.iter().any(|p| !scope.inside(p)) && all.iter().any(|p| scope.inside(p)),
+            ),
+            _ => (true, false),
+        };
+        let edits = self.known.is_some_and(Tool::edits_files);
+        if self.read_only && inside {
+            return Disposition::Run {
+                by: "default".into(),
+            };
+        }
+        if self.mode == Mode::AcceptEdits && edits && inside {
+            return Disposition::Run {
+                by: "mode:acceptEdits".into(),
+            };
+        }
+        let reason = if let Some(p) = partial {
+            p
+        } else if escapes {
+            "the path leads outside the project through a symbolic link".to_owned()
+        } else if !inside {
+            "the path is outside the project".to_owned()
+        } else if edits {
+            "edits ask before they change a file (acceptEdits mode lets edits inside the project run)"
+                .to_owned()
+        } else if self.mcp {
+            format!(
+                "MCP tools ask before they run unless their server marks them read-only (an allow rule such as {}, or \"Always allow\", lets it run)",
+                self.tool
+            )
+        } else {
+            "commands ask before they run (an allow rule, or a session grant from \"Always allow\", lets them run)"
+                .to_owned()
+        };
+        Disposition::Ask {
             by: "default".into(),
-        };
-    }
-    if mode == Mode::AcceptEdits && known.is_some_and(Tool::edits_files) && inside {
-        return Disposition::Run {
-            by: "mode:acceptEdits".into(),
-        };
-    }
-    let reason = if let Some(p) = partial {
-        p
-    } else if escapes {
-        "the path leads outside the project through a symbolic link".to_owned()
-    } else if !inside {
-        "the path is outside the project".to_owned()
-    } else if known.is_some_and(Tool::edits_files) {
-        "edits ask before they change a file (acceptEdits mode lets edits inside the project run)"
-            .to_owned()
-    } else if call.mcp_read_only.is_some() {
-        format!(
-            "MCP tools ask before they run unless their server marks them read-only (an allow rule such as {tool}, or \"Always allow\", lets it run)"
-        )
-    } else {
-        "commands ask before they run (an allow rule, or a session grant from \"Always allow\", lets them run)"
-            .to_owned()
-    };
-    Disposition::Ask {
-        by: "default".into(),
-        reason: Some(reason),
+            reason: Some(reason),
+        }
     }
 }
 

@@ -259,93 +259,9 @@ impl Assembler {
                     self.take_usage(u);
                 }
             }
-            "content_block_start" => {
-                let index = index()?;
-                let Some(Value::Object(block)) = v.get("content_block") else {
-                    return Err(http.malformed(kind, "it has no `content_block` object"));
-                };
-                if self.blocks.iter().any(|(i, _)| *i == index) {
-                    return Err(http.malformed(kind, format!("index {index} started twice")));
-                }
-                let text = block.get("text").and_then(Value::as_str).unwrap_or("");
-                if block.get("type").and_then(Value::as_str) == Some("text") && !text.is_empty() {
-                    let _ = deltas.send(StreamDelta::Text(text.to_owned()));
-                }
-                self.blocks.push((
-                    index,
-                    Block {
-                        value: block.clone(),
-                        json: None,
-                        incomplete: false,
-                    },
-                ));
-            }
-            "content_block_delta" => {
-                let index = index()?;
-                let Some(delta) = v.get("delta") else {
-                    return Err(http.malformed(kind, "it has no `delta`"));
-                };
-                let delta_type = delta.get("type").and_then(Value::as_str).unwrap_or("");
-                let field = |name: &str| {
-                    delta.get(name).and_then(Value::as_str).ok_or_else(|| {
-                        http.malformed(kind, format!("its `{delta_type}` has no string `{name}`"))
-                    })
-                };
-                match delta_type {
-                    "text_delta" => {
-                        let text = field("text")?;
-                        append(&mut self.block(http, kind, index)?.value, "text", text);
-                        let _ = deltas.send(StreamDelta::Text(text.to_owned()));
-                    }
-                    "thinking_delta" => {
-                        let text = field("thinking")?;
-                        append(&mut self.block(http, kind, index)?.value, "thinking", text);
-                        let _ = deltas.send(StreamDelta::Thinking(text.to_owned()));
-                    }
-                    "signature_delta" => {
-                        let sig = field("signature")?;
-                        append(&mut self.block(http, kind, index)?.value, "signature", sig);
-                    }
-                    "input_json_delta" => {
-                        let part = field("partial_json")?;
-                        self.block(http, kind, index)?
-                            .json
-                            .get_or_insert_with(String::new)
-                            .push_str(part);
-                    }
-                    "citations_delta" => {
-                        if let Some(citation) = delta.get("citation") {
-                            let block = &mut self.block(http, kind, index)?.value;
-                            match block.get_mut("citations") {
-                                Some(Value::Array(list)) => list.push(citation.clone()),
-                                _ => {
-                                    block.insert("citations".into(), json!([citation]));
-                                }
-                            }
-                        }
-                    }
-                    other => {
-                        tracing::debug!(delta = other, "ignoring an unknown Anthropic delta");
-                    }
-                }
-            }
-            "content_block_stop" => {
-                let index = index()?;
-                let block = self.block(http, kind, index)?;
-                if let Some(json) = block.json.take() {
-                    let input = if json.trim().is_empty() {
-                        Ok(json!({}))
-                    } else {
-                        serde_json::from_str::<Value>(&json)
-                    };
-                    match input {
-                        Ok(input) if input.is_object() => {
-                            block.value.insert("input".into(), input);
-                        }
-                        _ => block.incomplete = true,
-                    }
-                }
-            }
+            "content_block_start" => self.block_start(http, kind, index()?, &v, deltas)?,
+            "content_block_delta" => self.block_delta(http, kind, index()?, &v, deltas)?,
+            "content_block_stop" => self.block_stop(http, kind, index()?)?,
             "message_delta" => {
                 if let Some(stop) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.stop_reason = Some(stop.to_owned());
@@ -365,6 +281,116 @@ impl Assembler {
             _ => {}
         }
         Ok(false)
+    }
+
+    /// `content_block_start`: a block opens (a text block may start with
+    /// text already).
+    fn block_start(
+        &mut self,
+        http: &Http,
+        kind: &str,
+        index: u64,
+        v: &Value,
+        deltas: &mpsc::UnboundedSender<StreamDelta>,
+    ) -> Result<(), Failure> {
+        let Some(Value::Object(block)) = v.get("content_block") else {
+            return Err(http.malformed(kind, "it has no `content_block` object"));
+        };
+        if self.blocks.iter().any(|(i, _)| *i == index) {
+            return Err(http.malformed(kind, format!("index {index} started twice")));
+        }
+        let text = block.get("text").and_then(Value::as_str).unwrap_or("");
+        if block.get("type").and_then(Value::as_str) == Some("text") && !text.is_empty() {
+            let _ = deltas.send(StreamDelta::Text(text.to_owned()));
+        }
+        self.blocks.push((
+            index,
+            Block {
+                value: block.clone(),
+                json: None,
+                incomplete: false,
+            },
+        ));
+        Ok(())
+    }
+
+    /// `content_block_delta`: text, thinking, a signature, a piece of a
+    /// call's input or a citation added to a block.
+    fn block_delta(
+        &mut self,
+        http: &Http,
+        kind: &str,
+        index: u64,
+        v: &Value,
+        deltas: &mpsc::UnboundedSender<StreamDelta>,
+    ) -> Result<(), Failure> {
+        let Some(delta) = v.get("delta") else {
+            return Err(http.malformed(kind, "it has no `delta`"));
+        };
+        let delta_type = delta.get("type").and_then(Value::as_str).unwrap_or("");
+        let field = |name: &str| {
+            delta.get(name).and_then(Value::as_str).ok_or_else(|| {
+                http.malformed(kind, format!("its `{delta_type}` has no string `{name}`"))
+            })
+        };
+        match delta_type {
+            "text_delta" => {
+                let text = field("text")?;
+                append(&mut self.block(http, kind, index)?.value, "text", text);
+                let _ = deltas.send(StreamDelta::Text(text.to_owned()));
+            }
+            "thinking_delta" => {
+                let text = field("thinking")?;
+                append(&mut self.block(http, kind, index)?.value, "thinking", text);
+                let _ = deltas.send(StreamDelta::Thinking(text.to_owned()));
+            }
+            "signature_delta" => {
+                let sig = field("signature")?;
+                append(&mut self.block(http, kind, index)?.value, "signature", sig);
+            }
+            "input_json_delta" => {
+                let part = field("partial_json")?;
+                self.block(http, kind, index)?
+                    .json
+                    .get_or_insert_with(String::new)
+                    .push_str(part);
+            }
+            "citations_delta" => {
+                if let Some(citation) = delta.get("citation") {
+                    let block = &mut self.block(http, kind, index)?.value;
+                    match block.get_mut("citations") {
+                        Some(Value::Array(list)) => list.push(citation.clone()),
+                        _ => {
+                            block.insert("citations".into(), json!([citation]));
+                        }
+                    }
+                }
+            }
+            other => {
+                tracing::debug!(delta = other, "ignoring an unknown Anthropic delta");
+            }
+        }
+        Ok(())
+    }
+
+    /// `content_block_stop`: a call's streamed input is parsed (and marked
+    /// incomplete when it does not parse to an object).
+    fn block_stop(&mut self, http: &Http, kind: &str, index: u64) -> Result<(), Failure> {
+        let block = self.block(http, kind, index)?;
+        if let Some(json) = block.json.take() {
+            let input = if json.trim().is_empty() {
+                Ok(json!({}))
+            } else {
+                serde_json::from_str::<Value>(&json)
+            };
+            match input {
+                Ok(input) if input.is_object() => {
+                    block.value.insert("input".into(), input);
+                }
+                _ => block.incomplete = true,
+            }
+        }
+        Ok(())
     }
 
     /// Usage fields present in `u` replace what is known (message_delta's

@@ -12,7 +12,7 @@ use super::commit::Committer;
 use super::context::Gate;
 use super::context::{TurnControl, TurnError};
 use super::handle::{Command, SessionHandle, Started};
-use super::settings::{self, Change};
+use super::settings;
 use super::turn;
 use super::{events, restore};
 use crate::bridges::{SessionContext, TurnInfo};
@@ -47,18 +47,25 @@ pub(crate) enum Origin {
     },
 }
 
+/// Where a session runs: its directory, and the MCP servers the editor
+/// gave it.
+pub(crate) struct Place<'a> {
+    pub(crate) cwd: PathBuf,
+    pub(crate) mcp_servers: &'a [agent_client_protocol_schema::v1::McpServer],
+}
+
 /// Opens a session (a new log with its `session/started`, or a stored one
 /// replayed and recovered) and starts its actor.
 pub(crate) fn start(
     config: &Config,
-    cwd: PathBuf,
+    place: Place<'_>,
     origin: Origin,
     outbox: Outbox,
     outgoing: Arc<Outgoing>,
     client: &ClientCapabilities,
     hard_stop: CancellationToken,
-    mcp_servers: &[agent_client_protocol_schema::v1::McpServer],
 ) -> Result<Started, StartError> {
+    let Place { cwd, mcp_servers } = place;
     let id = match &origin {
         Origin::New => uuid::Uuid::new_v4().to_string(),
         Origin::Stored { id, .. } => id.clone(),
@@ -76,6 +83,7 @@ pub(crate) fn start(
     let (built, consent) = super::trust::start(config, &context).map_err(StartError::Policy)?;
     let mut policy = built.policy;
     let mut start_notices = built.notices;
+    let (log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
     // MCP servers: the editor's, then the configured ones; all start now,
     // none is waited for here.
     let (mut specs, problems) = crate::mcp::config::from_editor(mcp_servers);
@@ -83,7 +91,6 @@ pub(crate) fn start(
     specs.extend(built.mcp);
     let mcp = crate::mcp::Servers::default();
     mcp.start(crate::mcp::config::choose(specs).servers, &cwd);
-    let (log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
     let mut log = log;
     log.fail_at(config.log_fails_at);
     let mut provider = Provider::for_session(config, &cwd);
@@ -95,28 +102,17 @@ pub(crate) fn start(
     };
     let presenter = Presenter::new(cwd.clone(), presenter_mode).with_notices(notices);
     let mut committer = Committer::new(SessionId::new(id.clone()), log, presenter, outbox);
-    let mut grants = Vec::new();
-    match stored {
-        None => committer.commit(Event::SessionStarted {
-            session_id: id.clone(),
-            cwd: cwd.clone(),
-            format: FORMAT_VERSION,
-            candor_version: env!("CARGO_PKG_VERSION").to_owned(),
-            provider: provider.name().to_owned(),
-            model: provider.model().map(str::to_owned),
-            context_window: provider.context_window(),
-        })?,
-        Some(replay) => {
-            let restored = Restoring {
-                committer: &mut committer,
-                provider: &mut provider,
-                policy: &mut policy,
-                cwd: &cwd,
-                notices: &mut start_notices,
-            };
-            grants = restored.restore(replay)?;
-        }
-    }
+    let beginning = Beginning {
+        committer: &mut committer,
+        provider: &mut provider,
+        policy: &mut policy,
+        cwd: &cwd,
+        notices: &mut start_notices,
+    };
+    let grants = match stored {
+        None => beginning.start(&id)?,
+        Some(replay) => beginning.restore(replay)?,
+    };
     // Capacity: the handle lets one prompt through at a time; a few slots
     // are room for commands to come (mode changes, load) without waiting.
     let (inbox, commands) = mpsc::channel(8);
@@ -225,8 +221,9 @@ fn open_log(
     Ok((log, stored, damaged))
 }
 
-/// What a stored session's restoring works on.
-struct Restoring<'a> {
+/// What a session's first records are written with: a new session's
+/// start, or a stored one's restoring.
+struct Beginning<'a> {
     committer: &'a mut Committer,
     provider: &'a mut Provider,
     policy: &'a mut crate::interception::Policy,
@@ -234,7 +231,21 @@ struct Restoring<'a> {
     notices: &'a mut Vec<(NoticeLevel, String)>,
 }
 
-impl Restoring<'_> {
+impl Beginning<'_> {
+    /// A new session's `session/started`; it has no grants yet.
+    fn start(self, id: &str) -> Result<Vec<crate::interception::policy::Rule>, StartError> {
+        self.committer.commit(Event::SessionStarted {
+            session_id: id.to_owned(),
+            cwd: self.cwd.to_owned(),
+            format: FORMAT_VERSION,
+            candor_version: env!("CARGO_PKG_VERSION").to_owned(),
+            provider: self.provider.name().to_owned(),
+            model: self.provider.model().map(str::to_owned),
+            context_window: self.provider.context_window(),
+        })?;
+        Ok(Vec::new())
+    }
+
     /// Brings a stored session back: its settings and grants from the
     /// records, the conversation replayed to the client (`replay`), and
     /// what a crash left open closed; all before the response. Returns the
@@ -256,14 +267,12 @@ impl Restoring<'_> {
                 ),
             ));
         }
-        if let Some(mode) = restored.mode {
-            self.policy.mode = mode;
-        }
-        if let Some(model) = &restored.model
-            && self.provider.model().is_some_and(|m| m != model)
-        {
-            self.provider.set_model(model);
-        }
+        settings::restore(
+            restored.mode,
+            restored.model.as_deref(),
+            &mut self.policy.mode,
+            self.provider,
+        );
         let grants = restore::grants(&restored.grants);
         self.provider.resume(self.committer.records());
         self.committer.replay(replay);
@@ -350,8 +359,9 @@ async fn run(
                 Some(command) => command,
                 None => break,
             },
-            Some(change) = gate.settings.recv() => {
-                if let Err(e) = idle_change(&mut committer, &mut provider, &mut gate, change) {
+            true = gate.settings.arrived() => {
+                // Applied at once, while no turn runs.
+                if let Err(e) = gate.settings.apply(&mut committer, &mut gate.policy.mode, Some(&mut provider)) {
                     tracing::error!(error = %e, "could not record a settings change");
                 }
                 continue;
@@ -412,18 +422,6 @@ async fn run(
     // The session is over: nothing it started may outlive it.
     gate.shells.kill_all();
     gate.mcp.stop();
-}
-
-/// A change that arrived while no turn ran: recorded and applied at once.
-fn idle_change(
-    c: &mut Committer,
-    provider: &mut Provider,
-    gate: &mut Gate,
-    change: Change,
-) -> Result<(), LogError> {
-    gate.settings.record(change, c, &mut gate.policy.mode)?;
-    gate.settings.apply_model(provider);
-    Ok(())
 }
 
 /// The ACP stop reason of a turn that ended normally.

@@ -60,7 +60,7 @@ pub(crate) async fn run_call(
     control: &TurnControl,
 ) -> Result<Next, TurnError> {
     // A mode the client chose while this turn ran decides this call.
-    gate.settings.apply(c, &mut gate.policy.mode)?;
+    gate.settings.apply(c, &mut gate.policy.mode, None)?;
     let mut settled = tokio::select! {
         s = interception::settle(
             id, name, input, &gate.policy, &gate.grants, &control.cwd, gate.mcp.tool(name),

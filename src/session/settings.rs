@@ -9,7 +9,9 @@
 //! model request (both settings) and before its next call is settled (the
 //! mode). So a switch to `acceptEdits` in the middle of a turn already
 //! decides that turn's next call, and the log says so before that call's
-//! `tool/call` record.
+//! `tool/call` record. [`Inbox::apply`] is the one place a change takes
+//! effect, at each of those moments; a stored session's settings come
+//! back through [`restore`].
 
 use agent_client_protocol_schema::v1::{
     SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode,
@@ -20,6 +22,7 @@ use tokio::sync::mpsc;
 use super::commit::Committer;
 use crate::event_log::{Event, LogError};
 use crate::interception::policy::Mode;
+use crate::providers::Provider;
 
 /// A setting the client changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,10 +121,14 @@ impl View {
     }
 }
 
-/// The actor's end of the changes.
+/// The actor's end of the changes, and the one place they take effect
+/// ([`apply`](Self::apply); a stored session's settings come back through
+/// [`restore`]).
 #[derive(Debug)]
 pub(crate) struct Inbox {
     changes: mpsc::UnboundedReceiver<Change>,
+    /// A change that arrived while the actor was idle, not applied yet.
+    arrived: Option<Change>,
     /// A model change waiting for the next model request.
     pending_model: Option<String>,
 }
@@ -133,51 +140,69 @@ impl Inbox {
             tx,
             Inbox {
                 changes,
+                arrived: None,
                 pending_model: None,
             },
         )
     }
 
-    /// The next change, when the actor is idle.
-    pub(crate) async fn recv(&mut self) -> Option<Change> {
-        self.changes.recv().await
-    }
-
-    /// Records every change that arrived; applies modes to `mode` at once
-    /// and keeps the last model for [`take_model`](Self::take_model).
-    pub(crate) fn apply(&mut self, c: &mut Committer, mode: &mut Mode) -> Result<(), LogError> {
-        while let Ok(change) = self.changes.try_recv() {
-            self.record(change, c, mode)?;
+    /// Waits, while the actor is idle, until a change arrives (`false`:
+    /// none ever will); [`apply`](Self::apply) then puts it in effect.
+    pub(crate) async fn arrived(&mut self) -> bool {
+        match self.changes.recv().await {
+            Some(change) => {
+                self.arrived = Some(change);
+                true
+            }
+            None => false,
         }
-        Ok(())
     }
 
-    /// Records one change and applies it (see [`apply`](Self::apply)).
-    pub(crate) fn record(
+    /// Records every change that arrived (`config/changed`), in order, and
+    /// applies it: a mode to `mode` at once, a model to `provider` when one
+    /// is given (before a model request, and while idle), else kept until
+    /// one is (before a call is settled, where only the mode decides).
+    pub(crate) fn apply(
         &mut self,
-        change: Change,
         c: &mut Committer,
         mode: &mut Mode,
+        provider: Option<&mut Provider>,
     ) -> Result<(), LogError> {
-        c.commit(change.record())?;
-        match change {
-            Change::Mode(m) => *mode = m,
-            Change::Model(m) => self.pending_model = Some(m),
+        while let Some(change) = self.arrived.take().or_else(|| self.changes.try_recv().ok()) {
+            c.commit(change.record())?;
+            match change {
+                Change::Mode(m) => *mode = m,
+                Change::Model(m) => self.pending_model = Some(m),
+            }
+        }
+        if let Some(provider) = provider
+            && let Some(model) = self.pending_model.take()
+        {
+            use_model(provider, &model);
         }
         Ok(())
     }
+}
 
-    /// The model the client chose since the last request, if any.
-    pub(crate) fn take_model(&mut self) -> Option<String> {
-        self.pending_model.take()
+/// A stored session's settings in effect again: its mode on `mode`, its
+/// model on `provider` (they are in its log already; nothing is recorded).
+pub(crate) fn restore(
+    stored_mode: Option<Mode>,
+    stored_model: Option<&str>,
+    mode: &mut Mode,
+    provider: &mut Provider,
+) {
+    if let Some(stored) = stored_mode {
+        *mode = stored;
     }
+    if let Some(model) = stored_model {
+        use_model(provider, model);
+    }
+}
 
-    /// Switches `provider` to the model the client chose, if it chose one.
-    pub(crate) fn apply_model(&mut self, provider: &mut crate::providers::Provider) {
-        if let Some(model) = self.take_model()
-            && !provider.set_model(&model)
-        {
-            tracing::warn!(model, "the provider refused the model");
-        }
+/// Switches `provider` to `model`, when it has a model and another one.
+fn use_model(provider: &mut Provider, model: &str) {
+    if provider.model().is_some_and(|m| m != model) && !provider.set_model(model) {
+        tracing::warn!(model, "the provider refused the model");
     }
 }

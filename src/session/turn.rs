@@ -136,8 +136,8 @@ async fn steps(
         if control.cancel.is_cancelled() {
             return Ok(TurnStop::Cancelled);
         }
-        gate.settings.apply(c, &mut gate.policy.mode)?;
-        gate.settings.apply_model(provider);
+        gate.settings
+            .apply(c, &mut gate.policy.mode, Some(&mut *provider))?;
         report_mcp(c, gate)?;
         gate.mcp.refresh().await;
         let request = ModelRequest {

@@ -5,7 +5,8 @@
 //! unchanged. Each tool lives in its own file and supplies:
 //!
 //! * its [`ToolSpec`] (name, description, JSON input schema for the model);
-//! * `validate`: the typed parse of an input (a failure is told to the model);
+//! * `parse`: the typed parse of an input (a failure is told to the model),
+//!   done once per input, when the call is settled ([`Tool::accept`]);
 //! * `present`: a pure function from arguments to the card's title, kind and
 //!   locations (no I/O, so a replayed log presents identically);
 //! * `run`: executes a [`ToolInput`] that interception approved (an
@@ -128,9 +129,26 @@ impl Tool {
         }
     }
 
-    /// Checks an input against the tool's schema; `Err` says what is wrong.
-    pub fn validate(self, input: &Value) -> Result<(), String> {
-        ToolInput::parse(self, input).map(drop)
+    /// A call's arguments as this tool takes them: parsed against its
+    /// schema (`Err` says what is wrong), then its path normalized
+    /// ([`normalize_spelled`](Self::normalize_spelled)) in the arguments
+    /// and in the typed input alike. The one parse of these arguments.
+    pub fn accept(self, arguments: &Value, cwd: &Path) -> Result<Accepted, String> {
+        let mut input = ToolInput::parse(self, arguments)?;
+        let (arguments, spelled) = self.normalize_spelled(arguments, cwd);
+        if let Some(path) = self
+            .path_key()
+            .and_then(|key| arguments.get(key))
+            .and_then(Value::as_str)
+            && let Some(typed) = input.path_mut()
+        {
+            path.clone_into(typed);
+        }
+        Ok(Accepted {
+            arguments,
+            input,
+            spelled,
+        })
     }
 
     /// The field that names the tool's path, if it has one.
@@ -211,6 +229,19 @@ impl Tool {
     }
 }
 
+/// A call's arguments, accepted by its tool ([`Tool::accept`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Accepted {
+    /// The arguments, their path absolute, without `..` and with links
+    /// followed: what hooks, rules, the card and the log see.
+    pub arguments: Value,
+    /// The same arguments as the tool's input: what runs.
+    pub input: ToolInput,
+    /// The path as written (absolute, links not followed) when that
+    /// differs from where it leads: rules judge both.
+    pub spelled: Option<PathBuf>,
+}
+
 /// A call's input, parsed once, when the call is settled (one variant a
 /// tool); the approved call carries it and runs it. (MCP tools will be a
 /// variant of their own, holding their JSON.)
@@ -243,6 +274,23 @@ impl ToolInput {
             Tool::Grep => ToolInput::Grep(search::parse_grep(input)?),
             Tool::TodoWrite => ToolInput::TodoWrite(todo::parse(input)?),
         })
+    }
+
+    /// The path the input names, where the tool has one (the field
+    /// [`Tool::normalize`] makes absolute).
+    fn path_mut(&mut self) -> Option<&mut String> {
+        match self {
+            ToolInput::Read(i) => Some(&mut i.file_path),
+            ToolInput::Write(i) => Some(&mut i.file_path),
+            ToolInput::Edit(i) => Some(&mut i.file_path),
+            ToolInput::Glob(i) => i.path.as_mut(),
+            ToolInput::Grep(i) => i.path.as_mut(),
+            ToolInput::Bash(_)
+            | ToolInput::BashOutput(_)
+            | ToolInput::KillShell(_)
+            | ToolInput::TodoWrite(_)
+            | ToolInput::Mcp(_) => None,
+        }
     }
 
     /// The built-in tool, or `None` for an MCP tool.
@@ -581,6 +629,39 @@ mod tests {
             PathBuf::from("/etc/passwd")
         );
         assert_eq!(resolve(Path::new("/p"), "/../.."), PathBuf::from("/"));
+    }
+
+    #[test]
+    fn accepting_normalizes_the_path_in_the_arguments_and_the_input_alike() {
+        use serde_json::json;
+        let cwd = Path::new("/p");
+        for (tool, args) in [
+            (Tool::Read, json!({"file_path": "src/../a.rs", "limit": 3})),
+            (Tool::Write, json!({"file_path": "a.rs", "content": "x"})),
+            (
+                Tool::Edit,
+                json!({"file_path": "./a.rs", "old_string": "x", "new_string": "y"}),
+            ),
+            (Tool::Glob, json!({"pattern": "*.rs", "path": "src"})),
+            (Tool::Grep, json!({"pattern": "x", "path": "src/.."})),
+            (Tool::Glob, json!({"pattern": "*.rs"})),
+            (Tool::Bash, json!({"command": "ls"})),
+        ] {
+            let accepted = tool.accept(&args, cwd).unwrap();
+            assert_eq!(accepted.arguments, tool.normalize(&args, cwd), "{args}");
+            assert_eq!(
+                accepted.input,
+                ToolInput::parse(tool, &accepted.arguments).unwrap(),
+                "{args}"
+            );
+        }
+        let read = Tool::Read
+            .accept(&json!({"file_path": "a.rs"}), cwd)
+            .unwrap();
+        assert_eq!(read.arguments, json!({"file_path": "/p/a.rs"}));
+        // Checked as written: an empty path is refused, not taken for the
+        // working directory.
+        assert!(Tool::Read.accept(&json!({"file_path": ""}), cwd).is_err());
     }
 
     #[test]

@@ -313,3 +313,69 @@ fn the_session_modules_import_each_other_in_no_circle() {
         }
     }
 }
+
+/// The indentation of a line that starts a function (`fn`, after any of
+/// `pub`, `pub(…)`, `const`, `async`, `unsafe`).
+fn starts_a_function(line: &str) -> Option<&str> {
+    let indent = &line[..line.len() - line.trim_start().len()];
+    let mut rest = line.trim_start();
+    loop {
+        let before = rest;
+        for prefix in ["pub ", "const ", "async ", "unsafe "] {
+            rest = rest.strip_prefix(prefix).unwrap_or(rest);
+        }
+        if rest.starts_with("pub(") {
+            rest = rest.split_once(") ").map_or(rest, |(_, r)| r);
+        }
+        if rest == before {
+            break;
+        }
+    }
+    rest.starts_with("fn ").then_some(indent)
+}
+
+/// No function in `src/` is longer than 120 lines, from its `fn` line to
+/// its closing brace (rustfmt puts that at the `fn`'s indentation): a
+/// longer one is split where a reader would want it split.
+#[test]
+fn no_function_in_src_is_longer_than_120_lines() {
+    const LIMIT: usize = 120;
+    let mut long = Vec::new();
+    for path in rust_files(&root().join("src")) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (start, line) in lines.iter().enumerate() {
+            let Some(indent) = starts_a_function(line) else {
+                continue;
+            };
+            // The line that opens the body; a declaration without one (in
+            // a trait) has nothing to measure.
+            let Some(open) = (start..lines.len())
+                .find(|&i| lines[i].contains('{') || lines[i].trim_end().ends_with(';'))
+            else {
+                continue;
+            };
+            if !lines[open].contains('{') || lines[open].trim_end().ends_with('}') {
+                continue;
+            }
+            let closing = format!("{indent}}}");
+            let end = (open..lines.len())
+                .find(|&i| lines[i].trim_end() == closing)
+                .unwrap_or_else(|| panic!("{}:{}: no closing brace", path.display(), start + 1));
+            let length = end - start + 1;
+            if length > LIMIT {
+                long.push(format!(
+                    "{}:{}: {length} lines: {}",
+                    path.strip_prefix(root()).unwrap().display(),
+                    start + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions longer than {LIMIT} lines:\n{}",
+        long.join("\n")
+    );
+}

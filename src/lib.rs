@@ -34,7 +34,6 @@ pub mod harness;
 pub mod history;
 pub mod interception;
 pub mod matcher;
-pub mod mcp;
 pub mod presentation;
 pub mod providers;
 pub(crate) mod rpc;

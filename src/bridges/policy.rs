@@ -24,7 +24,7 @@ pub struct Built {
     pub hooks: Vec<super::hook::HookSummary>,
     /// The MCP servers the user's and (when trusted) the project's
     /// configuration give.
-    pub mcp: Vec<crate::mcp::ServerSpec>,
+    pub mcp: Vec<crate::tools::mcp::ServerSpec>,
 }
 
 /// Builds a session's policy (see [`Built`]). A broken policy file is an
@@ -62,8 +62,12 @@ pub fn build(
         hooks.append(&mut loaded.summaries);
         notices.extend(loaded.merge_into(&mut policy, cwd, home, mode_set));
     }
-    let mcp =
-        crate::mcp::config::configured(config.claude.as_ref(), config.codex.as_ref(), cwd, trusted);
+    let mcp = crate::bridges::mcp::configured(
+        config.claude.as_ref(),
+        config.codex.as_ref(),
+        cwd,
+        trusted,
+    );
     wants.extend(mcp.wants);
     notices.extend(
         mcp.problems

@@ -298,7 +298,7 @@ pub struct Settled {
     /// accepted is what runs.
     input: Option<ToolInput>,
     /// The MCP tool the name is, when it is not one of candor's.
-    mcp: Option<crate::mcp::McpTool>,
+    mcp: Option<crate::tools::mcp::McpTool>,
 }
 
 impl Settled {
@@ -513,7 +513,7 @@ pub async fn settle(
     policy: &Policy,
     grants: &[Rule],
     cwd: &Path,
-    mcp: Option<crate::mcp::McpTool>,
+    mcp: Option<crate::tools::mcp::McpTool>,
 ) -> Settled {
     let tool = Tool::from_name(name);
     let mut settled = Settled {

@@ -84,13 +84,7 @@ pub(crate) fn start(
     let mut policy = built.policy;
     let mut start_notices = built.notices;
     let (log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
-    // MCP servers: the editor's, then the configured ones; all start now,
-    // none is waited for here.
-    let (mut specs, problems) = crate::mcp::config::from_editor(mcp_servers);
-    start_notices.extend(problems.into_iter().map(|p| (NoticeLevel::Warning, p)));
-    specs.extend(built.mcp);
-    let mcp = crate::mcp::Servers::default();
-    mcp.start(crate::mcp::config::choose(specs).servers, &cwd);
+    let mcp = start_mcp(mcp_servers, built.mcp, &cwd, &mut start_notices);
     let mut log = log;
     log.fail_at(config.log_fails_at);
     let mut provider = Provider::for_session(config, &cwd);
@@ -176,6 +170,22 @@ pub(crate) fn start(
         settings: view,
         opened,
     })
+}
+
+/// Starts a session's MCP servers, the editor's and the configured ones
+/// (one entry a name, see `tools::mcp::choose`); none is waited for here.
+fn start_mcp(
+    editor: &[agent_client_protocol_schema::v1::McpServer],
+    configured: Vec<crate::tools::mcp::ServerSpec>,
+    cwd: &std::path::Path,
+    notices: &mut Vec<(NoticeLevel, String)>,
+) -> crate::tools::mcp::Servers {
+    let (mut specs, problems) = crate::tools::mcp::from_editor(editor);
+    notices.extend(problems.into_iter().map(|p| (NoticeLevel::Warning, p)));
+    specs.extend(configured);
+    let servers = crate::tools::mcp::Servers::default();
+    servers.start(crate::tools::mcp::choose(specs).servers, cwd);
+    servers
 }
 
 /// A new session's log, or a stored one opened (read-only when damaged:

@@ -38,7 +38,7 @@ pub(crate) struct Gate {
     /// What the session was started with (`/doctor` reports on it).
     pub(crate) config: Arc<crate::config::Config>,
     /// The session's MCP servers.
-    pub(crate) mcp: crate::mcp::Servers,
+    pub(crate) mcp: crate::tools::mcp::Servers,
 }
 
 /// Between SIGTERM and SIGKILL for a cancelled command.

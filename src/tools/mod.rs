@@ -328,7 +328,7 @@ impl ToolInput {
 
 /// The specs of every tool, for a model request: candor's own, then the
 /// MCP servers' (`mcp__<server>__<tool>`).
-pub fn specs(mcp: &[crate::mcp::McpTool]) -> Vec<ToolSpec> {
+pub fn specs(mcp: &[crate::tools::mcp::McpTool]) -> Vec<ToolSpec> {
     Tool::ALL
         .into_iter()
         .map(Tool::spec)
@@ -417,7 +417,7 @@ pub struct ToolContext {
     /// (the tool writes only while the file is still that).
     pub file_base: Option<String>,
     /// The session's MCP servers (for `ToolInput::Mcp`).
-    pub mcp: Option<crate::mcp::Servers>,
+    pub mcp: Option<crate::tools::mcp::Servers>,
 }
 
 impl ToolContext {

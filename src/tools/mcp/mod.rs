@@ -1,5 +1,5 @@
 //! Calls to MCP tools (`mcp__<server>__<tool>`): settled like every other
-//! call; run by sending `tools/call` to the server (`crate::mcp::Servers`).
+//! call; run by sending `tools/call` to the server (`crate::tools::mcp::Servers`).
 //!
 //! The model is told the answer's text blocks, then each resource link,
 //! embedded resource (its text) and the structured content (as JSON), all
@@ -8,11 +8,16 @@
 //! the text says what was left out). The card shows the same, through a
 //! `tool/content` record. `isError` fails the card.
 
+pub mod servers;
+pub mod spec;
+
 use serde_json::{Map, Value};
+
+pub use servers::{CallOutcome, McpPrompt, McpTool, Servers, State, Status};
+pub use spec::{Chosen, ServerSpec, Source, Transport, choose, from_editor};
 
 use super::{ToolContext, ToolEvent, ToolOutput, cap_for_model};
 use crate::event_log::{McpTarget, ResultContent};
-use crate::mcp::{CallOutcome, McpTool};
 
 /// Most base64 bytes of one image kept.
 pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;

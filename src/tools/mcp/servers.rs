@@ -23,8 +23,6 @@
 //! (servers in configured order, tools in the server's order) gets the
 //! same suffix. The same servers with the same tools give the same names.
 
-pub mod config;
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,7 +35,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-pub use config::{ServerSpec, Source, Transport};
+use super::spec::{ServerSpec, Transport};
 
 use crate::sync::lock;
 

@@ -213,27 +213,11 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
             Event::ToolStarted { tool_call_id } => {
                 started.insert(tool_call_id, &record.at);
             }
-            Event::ToolResult {
-                tool_call_id,
-                status,
-                exit_code,
-                signal,
-                hook_notes,
-                ..
-            } => {
+            Event::ToolResult { tool_call_id, .. } => {
                 if let Some(i) = call(&mut entries, tool_call_id)
                     && let Entry::Call(c) = &mut entries[i]
                 {
-                    c.hook_notes.clone_from(hook_notes);
-                    c.status = Some(*status);
-                    c.exit_code = *exit_code;
-                    c.signal.clone_from(signal);
-                    c.duration_ms = started
-                        .get(tool_call_id.as_str())
-                        .and_then(|s| time(s))
-                        .zip(time(&record.at))
-                        .and_then(|(from, to)| to.duration_since(from).ok())
-                        .map(|d| d.as_millis() as u64);
+                    finish_call(c, record, started.get(tool_call_id.as_str()).copied());
                 }
             }
             Event::Notice { level, text } => entries.push(Entry::Notice {
@@ -251,9 +235,12 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 stop_reason: *stop_reason,
                 error: error.clone(),
             }),
-            Event::TrustRequested { .. } | Event::TrustResolved { .. } => {
-                entries.extend(trust_entry(at, &record.event))
-            }
+            Event::TrustRequested { .. }
+            | Event::TrustResolved { .. }
+            | Event::PromptExpanded { .. }
+            | Event::PromptResource { .. } => entries.extend(
+                trust_entry(at.clone(), &record.event).or_else(|| prompt_entry(at, &record.event)),
+            ),
             Event::HookContext {
                 event,
                 hook,
@@ -277,6 +264,30 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
         }
     }
     entries
+}
+
+/// A call's entry completed by its `tool/result` (`started`: when its
+/// `tool/started` was).
+fn finish_call(c: &mut Call, record: &Record, started: Option<&str>) {
+    let Event::ToolResult {
+        status,
+        exit_code,
+        signal,
+        hook_notes,
+        ..
+    } = &record.event
+    else {
+        return;
+    };
+    c.hook_notes.clone_from(hook_notes);
+    c.status = Some(*status);
+    c.exit_code = *exit_code;
+    c.signal.clone_from(signal);
+    c.duration_ms = started
+        .and_then(time)
+        .zip(time(&record.at))
+        .and_then(|(from, to)| to.duration_since(from).ok())
+        .map(|d| d.as_millis() as u64);
 }
 
 /// The entry of a `tool/call` record.
@@ -313,6 +324,28 @@ fn call_entry(at: String, event: &Event) -> Option<Entry> {
         duration_ms: None,
         hook_notes: Vec::new(),
     })))
+}
+
+/// The entry of what an MCP server gave a prompt (an expansion, a
+/// resource).
+fn prompt_entry(at: String, event: &Event) -> Option<Entry> {
+    let text = match event {
+        Event::PromptExpanded {
+            command,
+            server,
+            text,
+        } => format!("/{command} was expanded by the MCP server {server} to:\n{text}"),
+        Event::PromptResource { uri, server, text } => format!(
+            "attached {uri} from the MCP server {server} ({} characters)",
+            text.chars().count()
+        ),
+        _ => return None,
+    };
+    Some(Entry::Notice {
+        at,
+        level: NoticeLevel::Info,
+        text,
+    })
 }
 
 /// The entry of a trust question or its answer.

@@ -142,6 +142,18 @@ impl History<'_> {
                 hook_notes,
                 ..
             } => self.tool_result(tool_call_id, *status, output, hook_notes),
+            Event::PromptExpanded { text, .. } => {
+                if let Some(Message::User { text: typed }) = self.messages.last_mut() {
+                    *typed = text.clone();
+                }
+            }
+            Event::PromptResource { uri, text, .. } => {
+                if let Some(Message::User { text: typed }) = self.messages.last_mut() {
+                    typed.push_str(&format!(
+                        "\n\n<resource uri=\"{uri}\">\n{text}\n</resource>"
+                    ));
+                }
+            }
             Event::ToolContent {
                 tool_call_id,
                 content,

@@ -207,17 +207,10 @@ impl Presenter {
                 ))]
             }
             Event::TurnEnded { .. } | Event::ConfigChanged { .. } => Vec::new(),
-            Event::ToolContent {
-                tool_call_id,
-                content,
-                structured,
-            } => {
-                if let Some(card) = self.open_card(tool_call_id) {
-                    card.extra = content.iter().map(result_content).collect();
-                    card.structured = structured.clone();
-                }
-                Vec::new()
+            Event::PromptExpanded { .. } | Event::PromptResource { .. } => {
+                self.prompt_notice(&record.event)
             }
+            Event::ToolContent { .. } => self.tool_content(&record.event),
             Event::Notice { level, text } => self.notice(*level, text.clone()),
             Event::HookContext { quiet: true, .. } => Vec::new(),
             Event::HookContext {
@@ -360,6 +353,41 @@ impl Presenter {
             tool_call_id,
             ToolCallUpdateFields::new().content(content),
         )]
+    }
+
+    /// What an MCP server gave the prompt, as a notice.
+    fn prompt_notice(&mut self, event: &Event) -> Vec<SessionUpdate> {
+        let text = match event {
+            Event::PromptExpanded {
+                command,
+                server,
+                text,
+            } => format!(
+                "/{command} was expanded by the MCP server {server}; the model is given:\n{}",
+                crate::text::shorten(text, 2001)
+            ),
+            Event::PromptResource { uri, server, text } => format!(
+                "Attached {uri} from the MCP server {server} ({} characters)",
+                text.chars().count()
+            ),
+            _ => return Vec::new(),
+        };
+        self.notice(NoticeLevel::Info, text)
+    }
+
+    /// An MCP tool's answer beside its text: kept for the card's end.
+    fn tool_content(&mut self, event: &Event) -> Vec<SessionUpdate> {
+        if let Event::ToolContent {
+            tool_call_id,
+            content,
+            structured,
+        } = event
+            && let Some(card) = self.open_card(tool_call_id)
+        {
+            card.extra = content.iter().map(result_content).collect();
+            card.structured = structured.clone();
+        }
+        Vec::new()
     }
 
     fn tool_call(&mut self, record: &Record) -> Vec<SessionUpdate> {

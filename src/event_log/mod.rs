@@ -248,17 +248,29 @@ impl EventLog {
 
 /// Takes the log for this process: one writer per log, also across
 /// processes (an advisory lock, released when the file is closed).
+///
+/// A lock still held is tried again for up to half a second: when candor is
+/// killed while starting a command, the half-started child holds the file
+/// (and its lock) until it execs, a few microseconds on, and a reload right
+/// after the crash must not take that for another candor.
 fn lock(file: &File, path: &Path) -> Result<(), LogError> {
-    match file.try_lock() {
-        Ok(()) => Ok(()),
-        Err(std::fs::TryLockError::WouldBlock) => Err(LogError::InUse {
-            path: path.to_owned(),
-        }),
-        Err(std::fs::TryLockError::Error(source)) => Err(LogError::Write {
-            path: path.to_owned(),
-            source,
-        }),
+    for _ in 0..20 {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+            Err(std::fs::TryLockError::Error(source)) => {
+                return Err(LogError::Write {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        }
     }
+    Err(LogError::InUse {
+        path: path.to_owned(),
+    })
 }
 
 /// Records numbered from 0 (tests of the projections).

@@ -100,6 +100,23 @@ pub enum Event {
     /// the model never sees it, and the turn ends `refusal`.
     #[serde(rename = "prompt/blocked")]
     PromptBlocked { hook: String, reason: String },
+    /// The prompt recorded just before was an MCP server's prompt
+    /// (`/mcp__<server>__<prompt> args`): `text` is what the server
+    /// expanded it to, what the model is given in place of the prompt.
+    #[serde(rename = "prompt/expanded")]
+    PromptExpanded {
+        command: String,
+        server: String,
+        text: String,
+    },
+    /// A resource the prompt linked (`resource_link`), read from the MCP
+    /// server that lists it: the model is given `text` with the prompt.
+    #[serde(rename = "prompt/resource")]
+    PromptResource {
+        uri: String,
+        server: String,
+        text: String,
+    },
     /// candor offered the client these slash commands (sent as
     /// `available_commands_update` right after the `session/new` or
     /// `session/load` response).

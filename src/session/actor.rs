@@ -172,6 +172,24 @@ pub(crate) fn start(
     })
 }
 
+/// Offers the session's commands (candor's, then the MCP servers'
+/// prompts) when they differ from those `offered` last.
+fn offer_commands(
+    committer: &mut Committer,
+    gate: &Gate,
+    offered: &mut Vec<crate::event_log::OfferedCommand>,
+) {
+    let mut commands = super::commands::offered();
+    commands.extend(super::mcp::offered(gate));
+    if commands == *offered {
+        return;
+    }
+    *offered = commands.clone();
+    if let Err(e) = committer.commit(Event::CommandsOffered { commands }) {
+        tracing::warn!(error = %e, "could not offer the session's commands");
+    }
+}
+
 /// Starts a session's MCP servers, the editor's and the configured ones
 /// (one entry a name, see `tools::mcp::choose`); none is waited for here.
 fn start_mcp(
@@ -184,7 +202,9 @@ fn start_mcp(
     notices.extend(problems.into_iter().map(|p| (NoticeLevel::Warning, p)));
     specs.extend(configured);
     let servers = crate::tools::mcp::Servers::default();
-    servers.start(crate::tools::mcp::choose(specs).servers, cwd);
+    let chosen = crate::tools::mcp::choose(specs);
+    servers.shadowed(chosen.shadowed);
+    servers.start(chosen.servers, cwd);
     servers
 }
 
@@ -338,11 +358,11 @@ async fn run(
             format!("This session was loaded read-only: {damage}"),
         );
     }
-    if let Err(e) = committer.commit(Event::CommandsOffered {
-        commands: super::commands::offered(),
-    }) {
-        tracing::warn!(error = %e, "could not offer the session's commands");
-    }
+    // candor's commands, then the MCP servers' prompts, offered again
+    // whenever a server's prompts change while the session is idle.
+    let mut mcp_changes = gate.mcp.changes();
+    let mut offered = Vec::new();
+    offer_commands(&mut committer, &gate, &mut offered);
     for (level, text) in std::mem::take(&mut opening.notices) {
         if let Err(e) = committer.commit(Event::Notice { level, text }) {
             tracing::error!(error = %e, "could not record a notice");
@@ -369,6 +389,10 @@ async fn run(
                 Some(command) => command,
                 None => break,
             },
+            Ok(()) = mcp_changes.changed() => {
+                offer_commands(&mut committer, &gate, &mut offered);
+                continue;
+            }
             true = gate.settings.arrived() => {
                 // Applied at once, while no turn runs.
                 if let Err(e) = gate.settings.apply(&mut committer, &mut gate.policy.mode, Some(&mut provider)) {

@@ -20,6 +20,10 @@ pub(crate) fn offered() -> Vec<OfferedCommand> {
             description: "Show what this session loaded and why: the model and its key, each settings file, hooks with their matchers, rules, mode and project trust".into(),
         },
         OfferedCommand {
+            name: "mcp".into(),
+            description: "Show the MCP servers: where each comes from, its state, its tools and the end of its stderr".into(),
+        },
+        OfferedCommand {
             name: "audit".into(),
             description: "Show this session's tool calls: decisions, deciding hooks, original and effective arguments, how each ended".into(),
         },
@@ -33,6 +37,7 @@ pub(crate) fn parse(prompt: &str) -> Option<&'static str> {
         "/hooks" => Some("hooks"),
         "/audit" => Some("audit"),
         "/doctor" => Some("doctor"),
+        "/mcp" => Some("mcp"),
         _ => None,
     }
 }
@@ -41,6 +46,7 @@ pub(crate) fn parse(prompt: &str) -> Option<&'static str> {
 pub(crate) fn run(command: &str, gate: &Gate, records: &[Record], cwd: &Path) -> String {
     match command {
         "hooks" => hooks(gate),
+        "mcp" => mcp(gate),
         "doctor" => {
             let report = crate::doctor::report(&gate.config, cwd);
             format!("```text\n{}```\n", crate::doctor::render(&report))
@@ -54,6 +60,57 @@ pub(crate) fn run(command: &str, gate: &Gate, records: &[Record], cwd: &Path) ->
             }
         }
     }
+}
+
+/// `/mcp`: each server, where its entry came from, its state, its tools
+/// and the end of its stderr; then the entries a stronger source shadowed.
+fn mcp(gate: &Gate) -> String {
+    use crate::tools::mcp::State;
+    let servers = gate.mcp.status();
+    let mut out = String::new();
+    if servers.is_empty() {
+        out.push_str("No MCP servers: the editor gave none, and no Claude Code or Codex configuration (nor a trusted project's `.mcp.json`) names one.\n");
+    }
+    let tools = gate.mcp.tools();
+    for s in &servers {
+        let state = match &s.state {
+            State::Starting => "starting".to_owned(),
+            State::Ready => match s.ready_after {
+                Some(d) => format!("ready (in {} ms)", d.as_millis()),
+                None => "ready".to_owned(),
+            },
+            State::Failed(why) => format!("failed: {why}"),
+            State::Exited(why) => format!("stopped: {why}"),
+        };
+        let _ = writeln!(out, "**{}**: {state}", s.name);
+        let _ = writeln!(out, "- from {}", s.source);
+        let _ = writeln!(out, "- {}", s.transport);
+        let names: Vec<&str> = tools
+            .iter()
+            .filter(|t| t.server == s.name)
+            .map(|t| t.exposed.as_str())
+            .collect();
+        if !names.is_empty() {
+            let _ = writeln!(out, "- tools: {}", names.join(", "));
+        }
+        if !s.stderr_tail.is_empty() {
+            let lines: Vec<&str> = s.stderr_tail.lines().collect();
+            let last = &lines[lines.len().saturating_sub(10)..];
+            let _ = writeln!(
+                out,
+                "- stderr (its end):\n```text\n{}\n```",
+                last.join("\n")
+            );
+        }
+        out.push('\n');
+    }
+    for (name, source, won) in gate.mcp.shadowed_entries() {
+        let _ = writeln!(
+            out,
+            "- not used: {name} from {source} (the entry from {won} wins)"
+        );
+    }
+    out
 }
 
 fn hooks(gate: &Gate) -> String {

@@ -18,6 +18,7 @@ pub(crate) mod commit;
 pub(crate) mod context;
 pub(crate) mod events;
 pub(crate) mod handle;
+pub(crate) mod mcp;
 pub(crate) mod restore;
 pub(crate) mod settings;
 pub(crate) mod trust;

@@ -34,47 +34,6 @@ use crate::tools;
 
 /// Model requests one prompt may make before it ends `max_turn_requests`.
 pub(crate) const MAX_MODEL_REQUESTS: usize = 100;
-/// Waits for the session's MCP servers still starting (up to the
-/// configured bound), and tells the user of any that did not start, stopped
-/// or are not ready in time. `false`: cancelled while waiting.
-async fn mcp_ready(
-    c: &mut Committer,
-    gate: &Gate,
-    control: &TurnControl,
-) -> Result<bool, TurnError> {
-    if gate.mcp.is_empty() {
-        return Ok(true);
-    }
-    let waiting = gate
-        .mcp
-        .wait_ready(gate.config.mcp_startup_wait(), &control.cancel)
-        .await;
-    if control.cancel.is_cancelled() {
-        return Ok(false);
-    }
-    report_mcp(c, gate)?;
-    for name in waiting {
-        c.commit(Event::Notice {
-            level: NoticeLevel::Warning,
-            text: format!(
-                "The MCP server {name} is still starting; this prompt goes on without its tools (/mcp shows its state)"
-            ),
-        })?;
-    }
-    Ok(true)
-}
-
-/// Tells the user of MCP servers that failed or stopped since last told.
-fn report_mcp(c: &mut Committer, gate: &Gate) -> Result<(), TurnError> {
-    for (name, why) in gate.mcp.take_failures() {
-        c.commit(Event::Notice {
-            level: NoticeLevel::Warning,
-            text: format!("The MCP server {name} {why} (/mcp shows its state)"),
-        })?;
-    }
-    Ok(())
-}
-
 /// Runs a whole turn and appends its `turn/ended` record.
 pub(crate) async fn run(
     c: &mut Committer,
@@ -112,6 +71,7 @@ async fn steps(
     control: &TurnControl,
 ) -> Result<TurnStop, TurnError> {
     let prompt_text = crate::history::flatten_prompt(&prompt);
+    let links = super::mcp::resource_links(&prompt);
     c.commit(Event::UserMessage { content: prompt })?;
     if let Some(command) = super::commands::parse(&prompt_text) {
         let output = super::commands::run(command, gate, c.records(), &control.cwd);
@@ -126,8 +86,8 @@ async fn steps(
         Some(true) => return Ok(TurnStop::Refusal),
         Some(false) => {}
     }
-    if !mcp_ready(c, gate, control).await? {
-        return Ok(TurnStop::Cancelled);
+    if let Some(stop) = super::mcp::prepare(c, gate, &prompt_text, &links, control).await? {
+        return Ok(stop);
     }
     let limit = provider.max_turn_requests().unwrap_or(MAX_MODEL_REQUESTS);
     // Stop hooks that sent the model back to work in this prompt.
@@ -138,7 +98,7 @@ async fn steps(
         }
         gate.settings
             .apply(c, &mut gate.policy.mode, Some(&mut *provider))?;
-        report_mcp(c, gate)?;
+        super::mcp::report(c, gate)?;
         gate.mcp.refresh().await;
         let request = ModelRequest {
             system: system_prompt(control),

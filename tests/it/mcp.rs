@@ -573,3 +573,108 @@ async fn a_projects_mcp_json_starts_only_enabled_servers_and_only_once_trusted()
     assert!(tools.contains("mcp__proj__echo"), "{tools}");
     assert!(!tools.contains("mcp__other__"), "{tools}");
 }
+
+#[tokio::test]
+async fn slash_mcp_shows_each_server_its_state_its_tools_and_its_stderr() {
+    let env = TestEnv::scripted(script(vec![]));
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(
+        &mut conn,
+        json!([
+            stdio("test", &log, &[]),
+            stdio("broken", &log, &["--exit-at-start"])
+        ]),
+    )
+    .await;
+    // Both settled (ready or failed) before asking.
+    assert!(
+        eventually(Duration::from_secs(20), || seen(&log)
+            .iter()
+            .filter(|v| v.get("started").is_some())
+            .count()
+            >= 1)
+        .await
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    conn.prompt(&session, "/mcp").await;
+    let ran = conn
+        .env
+        .log(&session)
+        .into_iter()
+        .find(|r| r["type"] == "command/ran")
+        .unwrap();
+    let text = ran["output"].as_str().unwrap();
+    assert!(text.contains("**test**: ready"), "{text}");
+    assert!(text.contains("mcp__test__echo"), "{text}");
+    assert!(text.contains("**broken**: failed"), "{text}");
+    assert!(text.contains("refusing to start"), "{text}");
+    assert!(text.contains("from the editor"), "{text}");
+}
+
+#[tokio::test]
+async fn an_mcp_prompt_is_a_command_expanded_by_its_server_and_a_linked_resource_is_attached() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([text("hello Ann")])),
+        respond(json!([text("read it")])),
+    ]));
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, json!([stdio("test", &log, &[])])).await;
+    // The prompt is offered as a command once the server is ready.
+    let mut offered = false;
+    for _ in 0..200 {
+        if conn.notifications.iter().any(|n| {
+            n["params"]["update"]["sessionUpdate"] == "available_commands_update"
+                && n["params"]["update"]["availableCommands"]
+                    .to_string()
+                    .contains("mcp__test__greet")
+        }) {
+            offered = true;
+            break;
+        }
+        conn.try_recv(Duration::from_millis(100)).await;
+    }
+    assert!(offered, "the MCP prompt was never offered as a command");
+    conn.prompt(&session, "/mcp__test__greet Ann").await;
+    let expanded = conn
+        .env
+        .log(&session)
+        .into_iter()
+        .find(|r| r["type"] == "prompt/expanded")
+        .unwrap();
+    assert_eq!(expanded["text"], "Say hello to Ann.");
+    assert!(
+        seen(&log)
+            .iter()
+            .any(|v| v["prompt"] == "greet" && v["arguments"]["name"] == "Ann")
+    );
+    let requests = conn.env.model_requests();
+    assert_eq!(
+        requests[0]["messages"][0],
+        json!({"role": "user", "text": "Say hello to Ann."})
+    );
+    // A resource link the server lists is read from it and attached.
+    let id = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [
+                {"type": "text", "text": "what does this say?"},
+                {"type": "resource_link", "uri": "test://readme", "name": "readme"}
+            ]}),
+        )
+        .await;
+    conn.response(&id).await;
+    let requests = conn.env.model_requests();
+    let asked = requests[1]["messages"].as_array().unwrap().last().unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        asked.contains(
+            "<resource uri=\"test://readme\">\nThe readme of the test server.\n</resource>"
+        ),
+        "{asked}"
+    );
+    assert!(seen(&log).iter().any(|v| v["resource"] == "test://readme"));
+}

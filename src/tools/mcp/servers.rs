@@ -148,6 +148,7 @@ struct Inner {
     changed: watch::Sender<u64>,
     /// Ends every server.
     stop: CancellationToken,
+    shadowed: Mutex<Vec<(String, String, String)>>,
 }
 
 impl Default for Inner {
@@ -156,6 +157,7 @@ impl Default for Inner {
             entries: Mutex::new(Vec::new()),
             changed: watch::channel(0).0,
             stop: CancellationToken::new(),
+            shadowed: Mutex::new(Vec::new()),
         }
     }
 }
@@ -197,6 +199,26 @@ impl Servers {
             tokio::spawn(run_server(entry, cwd.to_owned(), stop, changed));
         }
         self.bump();
+    }
+
+    /// Notified on every change of a server's state or tools.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.inner.changed.subscribe()
+    }
+
+    /// Remembers the entries a stronger source shadowed, for `/mcp`.
+    pub fn shadowed(&self, shadowed: Vec<(ServerSpec, super::Source)>) {
+        lock(&self.inner.shadowed).extend(
+            shadowed
+                .into_iter()
+                .map(|(lost, won)| (lost.name, lost.source.describe(), won.describe())),
+        );
+    }
+
+    /// `(name, the entry's source, the source that won)` of each entry a
+    /// stronger source shadowed.
+    pub fn shadowed_entries(&self) -> Vec<(String, String, String)> {
+        lock(&self.inner.shadowed).clone()
     }
 
     /// Ends every server (and whatever they started).

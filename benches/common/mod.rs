@@ -69,6 +69,11 @@ impl Client {
         }
     }
 
+    /// The next frame.
+    pub fn frame(&mut self) -> Value {
+        serde_json::from_str(&self.lines.next().unwrap().unwrap()).unwrap()
+    }
+
     /// Ends the agent's input.
     pub fn close(&mut self) {
         self.stdin = None;

@@ -49,7 +49,13 @@ fn server_bin() -> PathBuf {
     #[allow(clippy::disallowed_methods)] // the bench builds its fixture
     let mut build = std::process::Command::new(cargo);
     build
-        .args(["build", "--quiet", "--release", "--example", "mcp_test_server"])
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "--example",
+            "mcp_test_server",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     for (name, _) in std::env::vars_os() {
         let name = name.to_string_lossy();
@@ -202,7 +208,11 @@ fn start_up(bin: &Path, count: usize) -> (f64, f64) {
         loop {
             let frame = client.frame();
             if frame["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
-                text.push_str(frame["params"]["update"]["content"]["text"].as_str().unwrap_or(""));
+                text.push_str(
+                    frame["params"]["update"]["content"]["text"]
+                        .as_str()
+                        .unwrap_or(""),
+                );
             }
             if frame.get("method").is_none() && frame["id"] == id {
                 break;
@@ -252,7 +262,11 @@ fn main() {
     );
     println!(
         "overhead per call: {overhead:.3} ms (target <= {TARGET_OVERHEAD_MS} ms) {}",
-        if overhead <= TARGET_OVERHEAD_MS { "ok" } else { "MISSED" }
+        if overhead <= TARGET_OVERHEAD_MS {
+            "ok"
+        } else {
+            "MISSED"
+        }
     );
     let mut one = Vec::new();
     for _ in 0..10 {
@@ -268,7 +282,11 @@ fn main() {
     let answer = median(answers);
     println!(
         "session/new with 10 stdio servers answered in {answer:.2} ms (target <= {TARGET_SESSION_NEW_MS} ms) {}",
-        if answer <= TARGET_SESSION_NEW_MS { "ok" } else { "MISSED" }
+        if answer <= TARGET_SESSION_NEW_MS {
+            "ok"
+        } else {
+            "MISSED"
+        }
     );
     let (one, all) = (median(one), median(all));
     println!(

@@ -1,11 +1,13 @@
 //! The MCP server candor's tests start (built by `cargo test` with the
 //! other examples; found beside the test binary).
 //!
-//! `mcp_test_server [--http 127.0.0.1:0] [--log FILE] [--delay-ms N]
-//!  [--hang] [--exit-at-start]`
+//! `mcp_test_server [--http 127.0.0.1:0 | --sse 127.0.0.1:0] [--log FILE]
+//!  [--delay-ms N] [--hang] [--exit-at-start]`
 //!
-//! Over stdio by default; with `--http`, streamable HTTP at `/mcp` (the
-//! port it listens on is printed as `listening <addr>` on stdout). Every
+//! Over stdio by default; with `--http`, streamable HTTP (any path); with
+//! `--sse`, the older HTTP+SSE transport (`GET /sse`, then `POST` where its
+//! `endpoint` event says). The address it listens on is printed as
+//! `listening <addr>` on stdout. Every
 //! call it receives is appended to `--log` as a JSON line
 //! (`{"tool", "arguments"}`), and so is a cancellation
 //! (`{"cancelled": <tool>}`), so a test can say what the server saw.
@@ -220,12 +222,14 @@ impl ServerHandler for TestServer {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let mut http = None;
+    let mut sse = None;
     let mut log = None;
     let mut delay = 0;
     let mut hang = false;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--http" => http = args.next(),
+            "--sse" => sse = args.next(),
             "--log" => log = args.next().map(PathBuf::from),
             "--delay-ms" => delay = args.next().and_then(|d| d.parse().ok()).unwrap_or(0),
             "--hang" => hang = true,
@@ -246,12 +250,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         grown: Arc::new(AtomicBool::new(false)),
     };
     server.note(json!({"started": std::process::id()}));
-    match http {
-        None => {
+    match (http, sse) {
+        (Some(addr), _) => serve_http(server, &addr).await?,
+        (None, Some(addr)) => serve_sse(server, &addr).await?,
+        (None, None) => {
             let running = server.serve(rmcp::transport::stdio()).await?;
             running.waiting().await?;
         }
-        Some(addr) => serve_http(server, &addr).await?,
     }
     Ok(())
 }
@@ -280,6 +285,142 @@ async fn serve_http(server: TestServer, addr: &str) -> Result<(), Box<dyn std::e
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), handler)
                 .await;
+        });
+    }
+}
+
+/// The server's side of one SSE connection: messages POSTed in, events out.
+struct SseSide {
+    incoming: tokio::sync::mpsc::Receiver<rmcp::model::ClientJsonRpcMessage>,
+    outgoing: tokio::sync::mpsc::Sender<String>,
+}
+
+impl rmcp::transport::Transport<RoleServer> for SseSide {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: rmcp::model::ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let out = self.outgoing.clone();
+        async move {
+            let line = serde_json::to_string(&item).map_err(std::io::Error::other)?;
+            out.send(format!("event: message\ndata: {line}\n\n"))
+                .await
+                .map_err(std::io::Error::other)
+        }
+    }
+
+    fn receive(
+        &mut self,
+    ) -> impl Future<Output = Option<rmcp::model::ClientJsonRpcMessage>> + Send {
+        self.incoming.recv()
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+type Sessions = Arc<
+    std::sync::Mutex<
+        std::collections::HashMap<
+            u64,
+            tokio::sync::mpsc::Sender<rmcp::model::ClientJsonRpcMessage>,
+        >,
+    >,
+>;
+
+/// HTTP+SSE, by hand over TCP (HTTP/1.1, one request a connection).
+async fn serve_sse(server: TestServer, addr: &str) -> Result<(), Box<dyn std::error::Error>> {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    println!("listening {}", listener.local_addr()?);
+    std::io::stdout().flush()?;
+    let sessions: Sessions = Arc::default();
+    let mut next = 0u64;
+    loop {
+        let (stream, _) = listener.accept().await?;
+        next += 1;
+        let id = next;
+        let sessions = sessions.clone();
+        let server = server.clone();
+        tokio::spawn(async move {
+            let (read, mut write) = stream.into_split();
+            let mut reader = BufReader::new(read);
+            let mut line = String::new();
+            if reader.read_line(&mut line).await.is_err() {
+                return;
+            }
+            let target = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+            let mut length = 0;
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).await.unwrap_or(0) == 0 || header.trim().is_empty()
+                {
+                    break;
+                }
+                if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            if line.starts_with("GET") {
+                let (to_server, incoming) = tokio::sync::mpsc::channel(64);
+                let (outgoing, mut events) = tokio::sync::mpsc::channel::<String>(64);
+                sessions
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(id, to_server);
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\nevent: endpoint\ndata: /message?session={id}\n\n"
+                );
+                if write.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                tokio::spawn(async move {
+                    if let Ok(running) = server.serve(SseSide { incoming, outgoing }).await {
+                        let _ = running.waiting().await;
+                    }
+                });
+                while let Some(event) = events.recv().await {
+                    if write.write_all(event.as_bytes()).await.is_err() {
+                        break;
+                    }
+                }
+                sessions
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(&id);
+            } else {
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body).await;
+                let session = target
+                    .split("session=")
+                    .nth(1)
+                    .and_then(|n| n.parse::<u64>().ok());
+                let sender = session.and_then(|s| {
+                    sessions
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .get(&s)
+                        .cloned()
+                });
+                let status = match (sender, serde_json::from_slice(&body)) {
+                    (Some(sender), Ok(message)) => {
+                        let _ = sender.send(message).await;
+                        "202 Accepted"
+                    }
+                    _ => "400 Bad Request",
+                };
+                let _ = write
+                    .write_all(
+                        format!(
+                            "HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                        )
+                        .as_bytes(),
+                    )
+                    .await;
+            }
         });
     }
 }

@@ -132,11 +132,11 @@ impl Agent {
                             .delete(SessionDeleteCapabilities::new()),
                     )
                     .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
-                    // Streamable HTTP and stdio; not the older HTTP+SSE.
+                    // stdio, streamable HTTP and the older HTTP+SSE.
                     .mcp_capabilities(
                         agent_client_protocol_schema::v1::McpCapabilities::new()
                             .http(true)
-                            .sse(false),
+                            .sse(true),
                     ),
             )
             .agent_info(Implementation::new("candor", env!("CARGO_PKG_VERSION")).title("candor"))

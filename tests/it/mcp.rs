@@ -105,7 +105,7 @@ async fn initialize_says_which_mcp_transports_candor_takes() {
     let init = conn.initialize().await;
     assert_eq!(
         init["agentCapabilities"]["mcpCapabilities"],
-        json!({"http": true, "sse": false})
+        json!({"http": true, "sse": true})
     );
 }
 
@@ -403,22 +403,7 @@ async fn a_server_over_streamable_http_serves_its_tools() {
     let env = scripted(vec![mcp_call("m1", "echo", json!({"text": "over http"}))])
         .with_policy(json!({"mode": "bypassPermissions"}));
     let log = env.dir.path().join("server.jsonl");
-    #[allow(clippy::disallowed_methods)] // the test's own server
-    let mut server = tokio::process::Command::new(server_bin())
-        .args(["--http", "127.0.0.1:0", "--log"])
-        .arg(&log)
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines =
-        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(server.stdout.take().unwrap()));
-    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    let addr = line.strip_prefix("listening ").unwrap().to_owned();
+    let (_server, addr) = listening("--http", &log).await;
     let mut conn = Conn::in_process(env);
     let session = open(
         &mut conn,
@@ -432,6 +417,52 @@ async fn a_server_over_streamable_http_serves_its_tools() {
     assert_eq!(
         record(&conn, &session, "tool/result", "m1").unwrap()["output"],
         "echo: over http"
+    );
+    assert_eq!(calls(&log).len(), 1);
+}
+
+/// The test server listening with `flag` (`--http`, `--sse`), and its
+/// address.
+async fn listening(flag: &str, log: &std::path::Path) -> (tokio::process::Child, String) {
+    #[allow(clippy::disallowed_methods)] // the test's own server
+    let mut server = tokio::process::Command::new(server_bin())
+        .args([flag, "127.0.0.1:0", "--log"])
+        .arg(log)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(server.stdout.take().unwrap()));
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let addr = line.strip_prefix("listening ").unwrap().to_owned();
+    (server, addr)
+}
+
+#[tokio::test]
+async fn a_server_over_the_older_http_sse_transport_serves_its_tools() {
+    let env = scripted(vec![mcp_call("m1", "echo", json!({"text": "over sse"}))])
+        .with_policy(json!({"mode": "bypassPermissions"}));
+    let log = env.dir.path().join("server.jsonl");
+    let (_server, addr) = listening("--sse", &log).await;
+    let mut conn = Conn::in_process(env);
+    let session = open(
+        &mut conn,
+        json!([{"type": "sse", "name": "test", "url": format!("http://{addr}/sse"), "headers": []}]),
+    )
+    .await;
+    assert_eq!(
+        conn.prompt(&session, "go").await["result"]["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(
+        record(&conn, &session, "tool/result", "m1").unwrap()["output"],
+        "echo: over sse"
     );
     assert_eq!(calls(&log).len(), 1);
 }

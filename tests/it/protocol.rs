@@ -38,7 +38,7 @@ async fn initialize_answers_version_1_and_only_true_capabilities() {
         caps["promptCapabilities"],
         json!({"image": false, "audio": false, "embeddedContext": true})
     );
-    assert_eq!(caps["mcpCapabilities"], json!({"http": true, "sse": false}));
+    assert_eq!(caps["mcpCapabilities"], json!({"http": true, "sse": true}));
     assert_eq!(
         result["authMethods"],
         json!([

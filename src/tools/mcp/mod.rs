@@ -10,6 +10,7 @@
 
 pub mod servers;
 pub mod spec;
+mod sse;
 
 use serde_json::{Map, Value};
 

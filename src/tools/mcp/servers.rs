@@ -12,9 +12,9 @@
 //!
 //! Stdio servers are started by `tools::exec` (their own process group,
 //! provider keys withheld, killed with everything they started when the
-//! session ends); HTTP servers are spoken to with reqwest through rmcp's
-//! streamable HTTP client. The older HTTP+SSE transport is not supported
-//! (rmcp dropped it; a server offered over it is reported as failed).
+//! session ends); HTTP servers are spoken to with reqwest, through rmcp's
+//! streamable HTTP client, or over the older HTTP+SSE transport (`sse`,
+//! candor's own: rmcp dropped it).
 //!
 //! Tool names: `mcp__<server>__<tool>` with every character outside
 //! `[A-Za-z0-9_-]` made `_`; a name over 64 characters (the providers'
@@ -782,33 +782,50 @@ async fn connect(
         Transport::Http { url, headers } => {
             use rmcp::transport::StreamableHttpClientTransport;
             use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-            let mut custom = std::collections::HashMap::new();
-            for (name, value) in headers {
-                let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                    .map_err(|e| format!("header {name:?}: {e}"))?;
-                let value = reqwest::header::HeaderValue::from_str(value)
-                    .map_err(|e| format!("header {name}: {e}"))?;
-                custom.insert(name, value);
-            }
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let client = reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(10))
-                .build()
-                .map_err(|e| e.to_string())?;
+            let custom = header_map(headers)?
+                .into_iter()
+                .filter_map(|(k, v)| Some((k?, v)))
+                .collect();
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
-            let transport = StreamableHttpClientTransport::with_client(client, config);
+            let transport = StreamableHttpClientTransport::with_client(http_client()?, config);
             let service = handler
                 .serve(transport)
                 .await
                 .map_err(|e| initialize_error(e, entry))?;
             Ok((service, None))
         }
-        Transport::Sse { .. } => Err(
-            "candor does not support the older HTTP+SSE transport; use the server's streamable HTTP endpoint"
-                .into(),
-        ),
+        Transport::Sse { url, headers } => {
+            let transport = super::sse::connect(http_client()?, url, header_map(headers)?).await?;
+            let service = handler
+                .serve(transport)
+                .await
+                .map_err(|e| initialize_error(e, entry))?;
+            Ok((service, None))
+        }
     }
+}
+
+/// The HTTP client MCP servers are reached with (rustls, as the providers).
+fn http_client() -> Result<reqwest::Client, String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// A server entry's headers, checked.
+fn header_map(headers: &[(String, String)]) -> Result<reqwest::header::HeaderMap, String> {
+    let mut map = reqwest::header::HeaderMap::new();
+    for (name, value) in headers {
+        let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| format!("header {name:?}: {e}"))?;
+        let value = reqwest::header::HeaderValue::from_str(value)
+            .map_err(|e| format!("header {name}: {e}"))?;
+        map.insert(name, value);
+    }
+    Ok(map)
 }
 
 fn initialize_error(e: rmcp::service::ClientInitializeError, _entry: &Entry) -> String {

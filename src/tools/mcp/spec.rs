@@ -37,8 +37,7 @@ pub enum Transport {
         url: String,
         headers: Vec<(String, String)>,
     },
-    /// The older HTTP+SSE transport (not supported: the server is reported
-    /// as failed, saying so).
+    /// The older HTTP+SSE transport (`tools::mcp::sse`).
     Sse {
         url: String,
         headers: Vec<(String, String)>,

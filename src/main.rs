@@ -53,6 +53,11 @@ enum Command {
         /// Print the whole transcript and the agent's stderr for failing scenarios.
         #[arg(long, short)]
         verbose: bool,
+        /// The MCP test server scenarios start as `$mcpTestServer` (default: the one
+        /// `cargo build --example mcp_test_server` put beside this binary, in
+        /// `target/<profile>/examples/`).
+        #[arg(long, value_name = "PATH", env = "CANDOR_MCP_TEST_SERVER")]
+        mcp_test_server: Option<std::path::PathBuf>,
         /// Scenario files or directories (default: protocol/scenarios).
         #[arg(value_name = "FILES")]
         files: Vec<std::path::PathBuf>,
@@ -151,12 +156,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Harness {
             agent,
             verbose,
+            mcp_test_server,
             files,
         }) => {
             let opts = candor::harness::Options {
                 paths: files,
                 agent,
                 candor: std::env::current_exe()?,
+                mcp_test_server,
                 verbose,
             };
             let ok = runtime.block_on(candor::harness::run(&opts, &mut std::io::stdout()))?;

@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use client::{Caps, Conn, RULES};
-use scenario::{Scenario, Step};
+use scenario::{JSON_LINES_WAIT, MCP_TEST_SERVER, Scenario, Step};
 use schema::Schemas;
 
 use crate::matcher;
@@ -45,8 +45,12 @@ pub struct Options {
     pub paths: Vec<PathBuf>,
     /// A peer agent command (run through `bash -c`); `None`: candor.
     pub agent: Option<String>,
-    /// The candor binary to test when `agent` is `None`.
+    /// The candor binary to test when `agent` is `None`; the MCP test
+    /// server is looked for beside it.
     pub candor: PathBuf,
+    /// The MCP test server (`$mcpTestServer` in scenarios); `None`: the one
+    /// built beside `candor` ([`find_mcp_test_server`]).
+    pub mcp_test_server: Option<PathBuf>,
     /// Print every frame of failing scenarios.
     pub verbose: bool,
 }
@@ -276,6 +280,58 @@ pub async fn run_scenario(
     report
 }
 
+/// The MCP test server's binary name (`examples/mcp_test_server.rs`).
+const MCP_TEST_SERVER_BIN: &str = "mcp_test_server";
+
+/// The MCP test server scenarios start as `$mcpTestServer`: the one named by
+/// `--mcp-test-server` (or `CANDOR_MCP_TEST_SERVER`), else the one
+/// `cargo build --example mcp_test_server` puts beside the candor binary
+/// (`target/<profile>/examples/`), else one in the candor binary's own
+/// directory. Always an absolute path (ACP wants one).
+pub fn find_mcp_test_server(opts: &Options) -> Result<PathBuf, String> {
+    if let Some(named) = &opts.mcp_test_server {
+        let path = std::path::absolute(named)
+            .map_err(|e| format!("the MCP test server {}: {e}", named.display()))?;
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "the MCP test server {} (--mcp-test-server or CANDOR_MCP_TEST_SERVER) is not a file",
+                path.display()
+            ))
+        };
+    }
+    let candidates: Vec<PathBuf> = std::path::absolute(&opts.candor)
+        .ok()
+        .as_deref()
+        .and_then(Path::parent)
+        .map(|dir| {
+            vec![
+                dir.join("examples").join(MCP_TEST_SERVER_BIN),
+                dir.join(MCP_TEST_SERVER_BIN),
+            ]
+        })
+        .unwrap_or_default();
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .ok_or_else(|| {
+            let looked: Vec<String> = candidates
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            format!(
+                "the scenario starts the MCP test server ({MCP_TEST_SERVER}), which is not at {}: build it with `cargo build --example mcp_test_server` (into `target/<profile>/examples/`, where that profile's candor finds it) or name it with --mcp-test-server PATH (or CANDOR_MCP_TEST_SERVER)",
+                if looked.is_empty() {
+                    "any place known".to_owned()
+                } else {
+                    looked.join(" nor at ")
+                }
+            )
+        })
+}
+
 /// Where, in a scenario's directory, the agent's stderr goes.
 const AGENT_STDERR: &str = "agent.stderr";
 
@@ -299,6 +355,11 @@ fn set_up<'a>(
     write_files(&project, &s.files)
         .and_then(|()| write_files(&dir.path().join("user"), &user_files))
         .map_err(|e| ("set-up", format!("cannot write the scenario's files: {e}")))?;
+    let mcp_test_server = if s.uses_mcp_test_server() {
+        Some(find_mcp_test_server(opts).map_err(|e| ("the MCP test server is found", e))?)
+    } else {
+        None
+    };
     let stderr_path = dir.path().join(AGENT_STDERR);
     let cmd = agent_command(s, opts, dir.path(), &project, &home, &stderr_path)
         .map_err(|e| ("set-up", e))?;
@@ -318,6 +379,8 @@ fn set_up<'a>(
         labels: HashMap::new(),
         project,
         home,
+        dir: dir.path().to_owned(),
+        mcp_test_server,
         requests: dir.path().join("requests.jsonl"),
         requirements: Vec::new(),
         exited: None,
@@ -407,7 +470,8 @@ fn agent_command(
             ] {
                 cmd.env_remove(var);
             }
-            cmd.env("XDG_CONFIG_HOME", dir.join("config"));
+            // candor's own user config is one of the user's files.
+            cmd.env("XDG_CONFIG_HOME", dir.join("user/.config"));
             // Nor may the developer's own Claude Code or Codex hooks join
             // in: a scenario's hooks live in its files and `userFiles`.
             cmd.env("CLAUDE_CONFIG_DIR", dir.join("user/.claude"))
@@ -450,6 +514,10 @@ struct Runner<'a> {
     labels: HashMap<String, Value>,
     project: PathBuf,
     home: PathBuf,
+    /// The scenario's temporary directory (`$dir`), holding the project.
+    dir: PathBuf,
+    /// `$mcpTestServer`, when the scenario names it.
+    mcp_test_server: Option<PathBuf>,
     /// Where candor's scripted model copies its requests.
     requests: PathBuf,
     requirements: Vec<Requirement>,
@@ -468,13 +536,19 @@ impl Runner<'_> {
         self.requirements.push(Requirement { title, outcome });
     }
 
-    /// `$session` and `$cwd` in every string of `v`.
+    /// `$session`, `$cwd`, `$dir` and `$mcpTestServer` in every string of
+    /// `v`.
     fn substitute(&self, v: &Value) -> Value {
         match v {
             Value::String(s) => {
-                let mut s = s.replace("$cwd", &self.project.display().to_string());
+                let mut s = s
+                    .replace("$cwd", &self.project.display().to_string())
+                    .replace("$dir", &self.dir.display().to_string());
                 if let Some(session) = &self.session {
                     s = s.replace("$session", session);
+                }
+                if let Some(server) = &self.mcp_test_server {
+                    s = s.replace(MCP_TEST_SERVER, &server.display().to_string());
                 }
                 Value::String(s)
             }
@@ -662,7 +736,13 @@ impl Runner<'_> {
                 step.initialize.as_ref().is_some_and(Value::is_null),
             ));
         } else if let Some(extra) = &step.new_session {
-            let mut params = json!({"cwd": self.project, "mcpServers": []});
+            let servers = self
+                .scenario
+                .mcp_servers
+                .as_ref()
+                .map(|list| self.substitute(&json!(list)))
+                .unwrap_or(json!([]));
+            let mut params = json!({"cwd": self.project, "mcpServers": servers});
             if let (Some(p), Some(e)) = (params.as_object_mut(), self.substitute(extra).as_object())
             {
                 for (k, v) in e {
@@ -851,18 +931,31 @@ impl Runner<'_> {
     /// step says so.
     async fn wait_for(&mut self, id: &Value, step: &Step, started: Instant) -> Option<Value> {
         let deadline = started + STEP_TIMEOUT;
-        let cancel_ms = step.cancel_after.as_ref().and_then(|c| c["ms"].as_u64());
-        let cancel_on = step
-            .cancel_after
-            .as_ref()
-            .and_then(|c| c.get("update"))
-            .cloned();
+        let cancel = step.cancel_after.clone().unwrap_or_default();
+        let (cancel_ms, cancel_on) = (cancel.ms, cancel.update);
+        let cancel_lines: Vec<(PathBuf, Value)> = cancel
+            .json_lines
+            .iter()
+            .flatten()
+            .map(|(file, want)| (self.scenario_path(file), want.clone()))
+            .collect();
         let mut cancelled = step.cancel_after.is_none();
         loop {
             if let Some(r) = self.conn.take_response(id) {
                 return Some(r);
             }
             let mut until = deadline;
+            if !cancelled && !cancel_lines.is_empty() {
+                if cancel_lines
+                    .iter()
+                    .all(|(path, want)| lines_match(path, want).is_ok())
+                {
+                    self.send_cancel();
+                    cancelled = true;
+                    continue;
+                }
+                until = until.min(Instant::now() + POLL);
+            }
             if let (false, Some(ms)) = (cancelled, cancel_ms) {
                 let at = started + Duration::from_millis(ms);
                 if Instant::now() >= at {
@@ -948,6 +1041,12 @@ impl Runner<'_> {
                 self.record(format!("{name}: file {file}"), result, None);
             }
         }
+        if let Some(files) = &expect.json_lines {
+            for (file, want) in files {
+                let result = self.await_lines(file, want).await;
+                self.record(format!("{name}: JSON lines of {file}"), result, None);
+            }
+        }
         if let Some(want) = &expect.log {
             let records = self.read_log();
             let result = records.and_then(|r| matcher::subsequence(want, &r));
@@ -956,6 +1055,35 @@ impl Runner<'_> {
                 result,
                 None,
             );
+        }
+    }
+
+    /// A scenario's path: `$dir`, `$cwd` replaced; relative to the working
+    /// directory.
+    fn scenario_path(&self, file: &str) -> PathBuf {
+        let named = match self.substitute(&json!(file)) {
+            Value::String(s) => PathBuf::from(s),
+            _ => PathBuf::from(file),
+        };
+        self.project.join(named)
+    }
+
+    /// Waits (handling frames) up to [`JSON_LINES_WAIT`] for the JSON lines
+    /// of `file` to match `want`; the last mismatch if they never do.
+    async fn await_lines(&mut self, file: &str, want: &Value) -> Result<(), String> {
+        let path = self.scenario_path(file);
+        let deadline = Instant::now() + JSON_LINES_WAIT;
+        loop {
+            let result = lines_match(&path, want);
+            if result.is_ok() || Instant::now() >= deadline {
+                return result;
+            }
+            let next = Instant::now() + POLL;
+            if self.conn.is_eof() {
+                tokio::time::sleep_until(next).await;
+            } else {
+                self.conn.pump_until(next).await;
+            }
         }
     }
 
@@ -987,6 +1115,33 @@ fn with_cwd(v: &Value, project: &Path) -> Value {
         ),
         other => other.clone(),
     }
+}
+
+/// How often a wait on a file looks at it again.
+const POLL: Duration = Duration::from_millis(25);
+
+/// Whether the JSON lines of `path` match `want` (a matcher on the array of
+/// them); why not.
+fn lines_match(path: &Path, want: &Value) -> Result<(), String> {
+    let lines = json_lines(path)?;
+    matcher::check(want, Some(&Value::Array(lines)))
+}
+
+/// The values of a file's complete JSON lines (a last line without its
+/// newline may still be being written and is left out; blank lines are
+/// skipped); an error names the file and the line that is not JSON.
+fn json_lines(path: &Path) -> Result<Vec<Value>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let complete = text.rsplit_once('\n').map(|(done, _)| done).unwrap_or("");
+    complete
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| {
+            serde_json::from_str(line)
+                .map_err(|e| format!("{}:{}: not JSON: {e}", path.display(), i + 1))
+        })
+        .collect()
 }
 
 /// The JSON lines of a file (none if it does not exist).

@@ -43,6 +43,10 @@ pub struct Scenario {
     /// (`protocol/hooks.md`).
     #[serde(default)]
     pub policy: Option<Value>,
+    /// The MCP servers `newSession` steps send (ACP `McpServer` entries);
+    /// `$mcpTestServer` and `$dir` in their strings are replaced.
+    #[serde(default)]
+    pub mcp_servers: Option<Vec<Value>>,
     pub steps: Vec<Step>,
 }
 
@@ -62,6 +66,34 @@ impl Scenario {
                     .as_ref()
                     .is_some_and(|e| e.log.is_some() || e.model_requests.is_some())
             })
+    }
+
+    /// Whether it starts the MCP test server (names `$mcpTestServer`
+    /// in its servers or in what a step sends).
+    pub fn uses_mcp_test_server(&self) -> bool {
+        self.mcp_servers.iter().flatten().any(names_test_server)
+            || self.steps.iter().any(|s| {
+                [&s.new_session, &s.request, &s.notify]
+                    .into_iter()
+                    .flatten()
+                    .any(names_test_server)
+                    || s.send
+                        .as_deref()
+                        .is_some_and(|line| line.contains(MCP_TEST_SERVER))
+            })
+    }
+}
+
+/// The placeholder for the MCP test server's path.
+pub const MCP_TEST_SERVER: &str = "$mcpTestServer";
+
+/// Whether a string of `v` names the MCP test server.
+fn names_test_server(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains(MCP_TEST_SERVER),
+        Value::Array(a) => a.iter().any(names_test_server),
+        Value::Object(o) => o.values().any(names_test_server),
+        _ => false,
     }
 }
 
@@ -118,14 +150,32 @@ pub struct Step {
     /// `cancel-turn` (send `session/cancel`, then answer `cancelled`).
     #[serde(default)]
     pub permissions: Vec<String>,
-    /// Cancels the prompt when an update matching this arrives, or after
-    /// `ms`: `{"update": matcher}` / `{"ms": 200}`.
+    /// Cancels the prompt when an update matching this arrives, after
+    /// `ms`, or once files' JSON lines match.
     #[serde(default)]
-    pub cancel_after: Option<Value>,
+    pub cancel_after: Option<CancelAfter>,
 
     // ---- expectations ----
     #[serde(default)]
     pub expect: Option<Expect>,
+}
+
+/// When a step sends `session/cancel` (the first of those given that
+/// happens).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CancelAfter {
+    /// When a `session/update` whose `update` matches arrives.
+    #[serde(default)]
+    pub update: Option<Value>,
+    /// This long after the step started.
+    #[serde(default)]
+    pub ms: Option<u64>,
+    /// Once the JSON lines of each file named match its matcher (as the
+    /// `jsonLines` expectation reads them), e.g. when an MCP server's log
+    /// shows the call arrived.
+    #[serde(default)]
+    pub json_lines: Option<BTreeMap<String, Value>>,
 }
 
 fn yes() -> bool {
@@ -172,6 +222,13 @@ pub struct Expect {
     /// or a matcher on the content (`{"$absent": true}`: no such file).
     #[serde(default)]
     pub files: Option<BTreeMap<String, Value>>,
+    /// Files of JSON lines (one value a line, such as the MCP test server's
+    /// `--log`), by path (relative to the working directory, or under
+    /// `$dir`): a matcher on the array of their values. Waits up to
+    /// [`JSON_LINES_WAIT`] for it to hold, since a server may still be
+    /// writing.
+    #[serde(default)]
+    pub json_lines: Option<BTreeMap<String, Value>>,
     /// Records of candor's session log (candor only), an ordered
     /// subsequence of matchers.
     #[serde(default)]
@@ -188,6 +245,9 @@ pub struct Expect {
     #[serde(default)]
     pub within_ms: Option<u64>,
 }
+
+/// How long a `jsonLines` expectation waits for its file to match.
+pub const JSON_LINES_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How the agent process must end.
 #[derive(Debug, Clone, Deserialize)]

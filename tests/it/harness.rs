@@ -23,6 +23,9 @@ async fn harness(args: &[&str]) -> (bool, String) {
 
 #[tokio::test]
 async fn every_protocol_scenario_passes_against_candor() {
+    // The `mcp-*` scenarios start the test server, which the harness finds
+    // beside the candor binary.
+    mcp_test_server();
     let (ok, report) = harness(&["--verbose"]).await;
     assert!(ok, "{report}");
     let scenarios =
@@ -91,8 +94,29 @@ async fn against_another_agent_candor_only_scenarios_are_skipped() {
     // candor itself, launched as a peer: scenarios that need candor's
     // scripted model or log are skipped, the others run and pass.
     let agent = candor_bin();
+    mcp_test_server();
     let (ok, report) = harness(&["--agent", agent]).await;
     assert!(ok, "{report}");
     assert!(report.contains("SKIP  scenario: needs candor"), "{report}");
+    assert!(report.contains("PASS  step 1 (initialize)"), "{report}");
+}
+
+#[tokio::test]
+async fn a_missing_mcp_test_server_fails_the_scenarios_that_start_it_saying_how_to_build_it() {
+    let (ok, report) = harness(&[
+        "--mcp-test-server",
+        "/nonexistent/mcp_test_server",
+        "protocol/scenarios/mcp-never-starts.json",
+        "protocol/scenarios/initialize.json",
+    ])
+    .await;
+    assert!(!ok, "{report}");
+    assert!(
+        report.contains(
+            "FAIL  the MCP test server is found: the MCP test server /nonexistent/mcp_test_server (--mcp-test-server or CANDOR_MCP_TEST_SERVER) is not a file"
+        ),
+        "{report}"
+    );
+    // A scenario that does not start it is not held up.
     assert!(report.contains("PASS  step 1 (initialize)"), "{report}");
 }

@@ -2,48 +2,14 @@
 //! cards, log, history and replay as candor's own, against the test server
 //! (`examples/mcp_test_server.rs`) over stdio and HTTP.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::support::{
-    Conn, TestEnv, alive, audit, card_frames, eventually, record, respond, script, text, tool,
+    Conn, TestEnv, alive, audit, card_frames, eventually, mcp_test_server, record, respond, script,
+    text, tool,
 };
-
-/// The test server, built if this run of the suite did not build it.
-fn server_bin() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().unwrap();
-            let debug = exe.parent().unwrap().parent().unwrap();
-            let bin = debug.join("examples/mcp_test_server");
-            // Built (or found up to date) once a run: `cargo test --test it`
-            // does not build examples.
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            #[allow(clippy::disallowed_methods)] // the suite builds its own fixture
-            let mut build = std::process::Command::new(cargo);
-            build
-                .args(["build", "--quiet", "--example", "mcp_test_server"])
-                .current_dir(env!("CARGO_MANIFEST_DIR"));
-            // What `cargo test` sets for the test (a build script that
-            // watches one, as ring's does CARGO_MANIFEST_DIR, would rebuild).
-            for (name, _) in std::env::vars_os() {
-                let name = name.to_string_lossy();
-                if (name.starts_with("CARGO_")
-                    && !matches!(&*name, "CARGO_HOME" | "CARGO_TARGET_DIR"))
-                    || name == "OUT_DIR"
-                {
-                    build.env_remove(&*name);
-                }
-            }
-            let status = build.status().unwrap();
-            assert!(status.success(), "could not build the MCP test server");
-            bin
-        })
-        .clone()
-}
 
 /// What the test server saw (its `--log`), one JSON value a line.
 fn seen(log: &std::path::Path) -> Vec<Value> {
@@ -66,7 +32,7 @@ fn calls(log: &std::path::Path) -> Vec<Value> {
 fn stdio(name: &str, log: &std::path::Path, extra: &[&str]) -> Value {
     let mut args = vec![json!("--log"), json!(log)];
     args.extend(extra.iter().map(|a| json!(a)));
-    json!({"name": name, "command": server_bin(), "args": args, "env": []})
+    json!({"name": name, "command": mcp_test_server(), "args": args, "env": []})
 }
 
 fn mcp_call(id: &str, tool_name: &str, input: Value) -> Value {
@@ -425,7 +391,7 @@ async fn a_server_over_streamable_http_serves_its_tools() {
 /// address.
 async fn listening(flag: &str, log: &std::path::Path) -> (tokio::process::Child, String) {
     #[allow(clippy::disallowed_methods)] // the test's own server
-    let mut server = tokio::process::Command::new(server_bin())
+    let mut server = tokio::process::Command::new(mcp_test_server())
         .args([flag, "127.0.0.1:0", "--log"])
         .arg(log)
         .stdout(std::process::Stdio::piped())
@@ -569,7 +535,7 @@ async fn a_server_that_changes_its_tools_is_read_again() {
 async fn a_projects_mcp_json_starts_only_enabled_servers_and_only_once_trusted() {
     let env = TestEnv::scripted(script(vec![respond(json!([text("hi")]))]));
     let log = env.dir.path().join("server.jsonl");
-    let entry = json!({"command": server_bin(), "args": ["--log", log]});
+    let entry = json!({"command": mcp_test_server(), "args": ["--log", log]});
     env.file(
         ".mcp.json",
         &json!({"mcpServers": {"proj": entry, "other": entry}}).to_string(),

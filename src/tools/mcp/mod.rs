@@ -24,6 +24,10 @@ use crate::event_log::{McpTarget, ResultContent};
 pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
 /// Most images of one answer kept.
 pub const MAX_IMAGES: usize = 8;
+/// Most characters of an embedded resource's text, or of the structured
+/// content as JSON, kept for the card and the log (the model's text is
+/// capped as any tool output).
+pub const MAX_PART: usize = 256 * 1024;
 
 /// An MCP call's input: which tool, and the arguments (a JSON object).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,9 +125,13 @@ struct Answer {
 }
 
 fn read_answer(result: &Value) -> Answer {
+    let structured = result.get("structuredContent").cloned();
+    let too_big = structured
+        .as_ref()
+        .is_some_and(|s| s.to_string().len() > MAX_PART);
     let mut answer = Answer {
         is_error: result.get("isError").and_then(Value::as_bool) == Some(true),
-        structured: result.get("structuredContent").cloned(),
+        structured: if too_big { None } else { structured },
         ..Answer::default()
     };
     let mut parts: Vec<String> = Vec::new();
@@ -171,7 +179,17 @@ fn read_answer(result: &Value) -> Answer {
                         .map(str::to_owned)
                 };
                 let uri = field("uri").unwrap_or_default();
-                let body = field("text");
+                let body = field("text").map(|t| {
+                    if t.len() > MAX_PART {
+                        format!(
+                            "{}\n[candor] The rest was cut: the resource is {} bytes.",
+                            crate::text::shorten(&t, MAX_PART / 4),
+                            t.len()
+                        )
+                    } else {
+                        t
+                    }
+                });
                 parts.push(match &body {
                     Some(t) => format!("Resource {uri}:\n{t}"),
                     None => format!("Resource {uri} (binary, not shown)"),
@@ -187,6 +205,10 @@ fn read_answer(result: &Value) -> Answer {
     }
     if let Some(structured) = &answer.structured {
         parts.push(format!("Structured content: {structured}"));
+    } else if too_big {
+        parts.push(format!(
+            "[candor] The structured content was left out: it is over {MAX_PART} bytes."
+        ));
     }
     answer.text = parts.join("\n\n");
     answer
@@ -218,6 +240,20 @@ mod tests {
         assert!(answer.text.contains("Resource link: a <test://a>"));
         assert!(answer.text.contains("Resource test://b:\nbody"));
         assert!(answer.text.ends_with("Structured content: {\"n\":1}"));
+    }
+
+    #[test]
+    fn a_server_cannot_make_candor_keep_a_huge_answer() {
+        let huge = "x".repeat(10 * MAX_PART);
+        let answer = read_answer(&json!({
+            "content": [{"type": "resource", "resource": {"uri": "test://big", "text": huge}}],
+            "structuredContent": {"blob": huge}
+        }));
+        let kept = serde_json::to_string(&answer.content).unwrap();
+        assert!(kept.len() < MAX_PART, "{} bytes kept", kept.len());
+        assert!(answer.structured.is_none());
+        assert!(answer.text.contains("structured content was left out"));
+        assert!(answer.text.contains("The rest was cut"));
     }
 
     #[test]

@@ -152,18 +152,8 @@ pub fn hook(
 /// and `CANDOR_*` withheld, unless the server's own entry sets them),
 /// stdin, stdout and stderr piped, in its own process group.
 pub fn mcp_server(program: &str, args: &[String], env: &[(String, String)], cwd: &Path) -> Command {
-    #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
-    let mut cmd = Command::new(program);
-    scrub(&mut cmd);
-    cmd.args(args)
-        .current_dir(cwd)
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    cmd
+    // Exactly how an exec-form hook is started.
+    hook(program, Some(args), cwd, env)
 }
 
 /// How a process ended, for people ("exited with status 3", "killed by

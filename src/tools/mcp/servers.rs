@@ -318,14 +318,10 @@ impl Servers {
             }
             for def in live.tools.iter().take(MAX_TOOLS) {
                 let original = format!("mcp__{}__{}", entry.spec.name, def.name);
-                let taken = |name: &str| out.iter().any(|t| t.exposed == name);
-                let mut exposed = sanitize(&original);
-                if taken(&exposed) {
-                    exposed = suffixed(&exposed, &original);
-                }
-                if taken(&exposed) {
+                let Some(exposed) = name_for(&original, |n| out.iter().any(|t| t.exposed == n))
+                else {
                     continue;
-                }
+                };
                 let annotations = def.annotations.as_ref();
                 out.push(McpTool {
                     exposed,
@@ -362,10 +358,10 @@ impl Servers {
             }
             for p in live.prompts.iter().take(MAX_TOOLS) {
                 let original = format!("mcp__{}__{}", entry.spec.name, p.name);
-                let mut command = sanitize(&original);
-                if out.iter().any(|o| o.command == command) {
-                    command = suffixed(&command, &original);
-                }
+                let Some(command) = name_for(&original, |n| out.iter().any(|o| o.command == n))
+                else {
+                    continue;
+                };
                 out.push(McpPrompt {
                     command,
                     server: entry.spec.name.clone(),
@@ -577,6 +573,16 @@ fn tail_note(entry: &Entry) -> String {
     } else {
         format!(" (its stderr ends: {})", crate::text::shorten(last, 300))
     }
+}
+
+/// The name `original` is offered by, unless one `taken` already: sanitised,
+/// and suffixed with its digest when the sanitised name is taken.
+fn name_for(original: &str, taken: impl Fn(&str) -> bool) -> Option<String> {
+    let clean = sanitize(original);
+    if !taken(&clean) {
+        return Some(clean);
+    }
+    Some(suffixed(&clean, original)).filter(|n| !taken(n))
 }
 
 /// `name` with what providers refuse made `_`, and cut to their limit.
@@ -853,5 +859,15 @@ mod tests {
         let other = format!("mcp__server__{}y", "x".repeat(80));
         assert_ne!(a, sanitize(&other), "two long names stay apart");
         assert_eq!(sanitize("mcp__é__t").len(), "mcp_____t".len());
+    }
+
+    #[test]
+    fn a_name_taken_already_gets_its_digest_and_stays_the_same_each_time() {
+        let first = name_for("mcp__a__b.c", |_| false).unwrap();
+        assert_eq!(first, "mcp__a__b_c");
+        let second = name_for("mcp__a__b_c", |n| n == first).unwrap();
+        assert!(second.starts_with("mcp__a__b_c_") && second.len() == "mcp__a__b_c".len() + 9);
+        assert_eq!(second, name_for("mcp__a__b_c", |n| n == first).unwrap());
+        assert_eq!(name_for("mcp__a__b_c", |_| true), None);
     }
 }

@@ -129,7 +129,13 @@ pub fn choose(specs: Vec<ServerSpec>) -> Chosen {
 pub fn from_editor(servers: &[McpServer]) -> (Vec<ServerSpec>, Vec<String>) {
     let mut specs = Vec::new();
     let mut problems = Vec::new();
-    let pairs = |items: Vec<(String, String)>| items;
+    let headers =
+        |items: &[agent_client_protocol_schema::v1::HttpHeader]| -> Vec<(String, String)> {
+            items
+                .iter()
+                .map(|h| (h.name.clone(), h.value.clone()))
+                .collect()
+        };
     for server in servers {
         let (name, transport) = match server {
             McpServer::Stdio(s) => (
@@ -137,12 +143,11 @@ pub fn from_editor(servers: &[McpServer]) -> (Vec<ServerSpec>, Vec<String>) {
                 Transport::Stdio {
                     command: s.command.display().to_string(),
                     args: s.args.clone(),
-                    env: pairs(
-                        s.env
-                            .iter()
-                            .map(|e| (e.name.clone(), e.value.clone()))
-                            .collect(),
-                    ),
+                    env: s
+                        .env
+                        .iter()
+                        .map(|e| (e.name.clone(), e.value.clone()))
+                        .collect(),
                     cwd: None,
                 },
             ),
@@ -150,22 +155,14 @@ pub fn from_editor(servers: &[McpServer]) -> (Vec<ServerSpec>, Vec<String>) {
                 s.name.clone(),
                 Transport::Http {
                     url: s.url.clone(),
-                    headers: s
-                        .headers
-                        .iter()
-                        .map(|h| (h.name.clone(), h.value.clone()))
-                        .collect(),
+                    headers: headers(&s.headers),
                 },
             ),
             McpServer::Sse(s) => (
                 s.name.clone(),
                 Transport::Sse {
                     url: s.url.clone(),
-                    headers: s
-                        .headers
-                        .iter()
-                        .map(|h| (h.name.clone(), h.value.clone()))
-                        .collect(),
+                    headers: headers(&s.headers),
                 },
             ),
             #[allow(unreachable_patterns)]

@@ -5,7 +5,8 @@
 //! `target/clients` with `.ci/install-clients` (idempotent; once per
 //! checkout; needs Python 3, npm and the package registries), so `cargo
 //! test` alone works on a fresh clone; a validation error or a protocol
-//! warning from either fails the test.
+//! warning from either fails the test. The same installer puts there the
+//! npm MCP server `mcp_npm` drives.
 
 use std::path::{Path, PathBuf};
 
@@ -13,13 +14,15 @@ use serde_json::Value;
 
 use crate::support::*;
 
-fn clients_dir() -> PathBuf {
+/// Where `.ci/install-clients` puts the clients and the MCP server.
+pub fn clients_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("target/clients")
 }
 
-/// Installs the clients unless they are there: one installer at a time,
-/// across test threads and test processes (a lock file beside them).
-fn require(path: &Path) {
+/// Installs the clients (and the npm MCP server, `mcp_npm`) unless they
+/// are there: one installer at a time, across test threads and test
+/// processes (a lock file beside them); then `path` must exist.
+pub fn require(path: &Path) {
     static INSTALLED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
     let mut installed = INSTALLED
         .lock()

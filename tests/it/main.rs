@@ -21,6 +21,7 @@ mod doctor;
 mod harness;
 mod interception;
 mod mcp;
+mod mcp_npm;
 mod models;
 mod permissions;
 mod permissions_property;

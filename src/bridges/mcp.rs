@@ -98,11 +98,14 @@ fn claude_servers(locations: &ClaudeLocations, cwd: &Path, trusted: bool, out: &
     if let (Some((path, _)), Some(entry)) = (&global, &folder) {
         add_claude_map(entry, Source::ClaudeLocal(path.clone()), out);
     }
-    // The project's .mcp.json: enabled servers only.
+    // The project's .mcp.json: servers the user enabled, in the user's own
+    // files only (a repository's settings cannot enable its own servers).
     let mcp_json = cwd.join(".mcp.json");
     if let Some(map) = read_json(&mcp_json, out) {
+        use crate::bridges::claude::Source as Scope;
         let mut enabling: Vec<Map<String, Value>> = crate::bridges::claude::files(locations, cwd)
             .into_iter()
+            .filter(|(scope, _)| matches!(scope, Scope::User | Scope::Managed))
             .filter_map(|(_, path)| read_json(&path, out))
             .collect();
         enabling.extend(folder.clone());
@@ -130,11 +133,17 @@ fn claude_servers(locations: &ClaudeLocations, cwd: &Path, trusted: bool, out: &
             if trusted {
                 out.servers.push(spec);
             } else {
+                // The entry as written (command, args, env, headers, cwd):
+                // what a yes binds to, so any change to it is asked again.
+                let written = map
+                    .get("mcpServers")
+                    .and_then(|m| m.get(&spec.name))
+                    .map(Value::to_string)
+                    .unwrap_or_default();
                 out.wants.push(format!(
-                    "MCP server {:?} ({}): {}",
+                    "MCP server {:?} ({}): {written}",
                     spec.name,
                     mcp_json.display(),
-                    spec.transport.describe()
                 ));
             }
         }
@@ -144,13 +153,20 @@ fn claude_servers(locations: &ClaudeLocations, cwd: &Path, trusted: bool, out: &
     }
 }
 
-/// Adds the entries of a Claude Code `mcpServers` table.
+/// Adds the entries of a Claude Code `mcpServers` table. A project's own
+/// entries get nothing candor keeps from children: its `${VAR}`s of the
+/// provider keys and `CANDOR_*` stay as written, and an `env` entry naming
+/// one of those is dropped.
 fn add_claude_map(map: &Map<String, Value>, source: Source, out: &mut Configured) {
     let Some(servers) = map.get("mcpServers").and_then(Value::as_object) else {
         return;
     };
+    let withheld = match source {
+        Source::Project(_) => crate::tools::exec::withheld_variables(),
+        _ => Vec::new(),
+    };
     for (name, entry) in servers {
-        match claude_entry(entry) {
+        match claude_entry(entry, &withheld) {
             Ok(transport) => out.servers.push(ServerSpec {
                 name: name.clone(),
                 source: source.clone(),
@@ -166,7 +182,8 @@ fn add_claude_map(map: &Map<String, Value>, source: Source, out: &mut Configured
     }
 }
 
-fn claude_entry(entry: &Value) -> Result<Transport, String> {
+fn claude_entry(entry: &Value, withheld: &[String]) -> Result<Transport, String> {
+    let expand = |text: &str| expand(text, withheld);
     let text = |key: &str| entry.get(key).and_then(Value::as_str).map(expand);
     let table = |key: &str| -> Vec<(String, String)> {
         entry
@@ -174,6 +191,7 @@ fn claude_entry(entry: &Value) -> Result<Transport, String> {
             .and_then(Value::as_object)
             .map(|m| {
                 m.iter()
+                    .filter(|(k, _)| !withheld.contains(k))
                     .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), expand(v))))
                     .collect()
             })
@@ -208,8 +226,8 @@ fn claude_entry(entry: &Value) -> Result<Transport, String> {
 }
 
 /// `${VAR}` and `${VAR:-default}` from candor's environment; an unset
-/// variable without a default is left as written.
-fn expand(text: &str) -> String {
+/// variable without a default, or one of `withheld`, is left as written.
+fn expand(text: &str, withheld: &[String]) -> String {
     let mut out = String::new();
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -224,7 +242,10 @@ fn expand(text: &str) -> String {
             Some((n, d)) => (n, Some(d)),
             None => (inner, None),
         };
-        match (std::env::var(name), default) {
+        let value = std::env::var(name)
+            .ok()
+            .filter(|_| !withheld.iter().any(|w| w == name));
+        match (value.ok_or(()), default) {
             (Ok(v), _) => out.push_str(&v),
             (Err(_), Some(d)) => out.push_str(d),
             (Err(_), None) => out.push_str(&rest[start..start + 3 + end]),
@@ -336,12 +357,32 @@ mod tests {
     #[test]
     fn variables_expand_as_claude_code_expands_them() {
         let home = std::env::var("HOME").unwrap_or_default();
-        assert_eq!(expand("${HOME}/x"), format!("{home}/x"));
-        assert_eq!(expand("${CANDOR_TEST_SURELY_UNSET:-fallback}"), "fallback");
+        assert_eq!(expand("${HOME}/x", &[]), format!("{home}/x"));
         assert_eq!(
-            expand("a ${CANDOR_TEST_SURELY_UNSET} b"),
+            expand("${CANDOR_TEST_SURELY_UNSET:-fallback}", &[]),
+            "fallback"
+        );
+        assert_eq!(
+            expand("a ${CANDOR_TEST_SURELY_UNSET} b", &[]),
             "a ${CANDOR_TEST_SURELY_UNSET} b"
         );
-        assert_eq!(expand("${unclosed"), "${unclosed");
+        assert_eq!(expand("${unclosed", &[]), "${unclosed");
+        // A project's entry does not get what candor withholds.
+        assert_eq!(expand("${HOME}", &["HOME".into()]), "${HOME}");
+    }
+
+    #[test]
+    fn a_projects_entry_cannot_ask_for_the_keys_candor_keeps_from_children() {
+        let withheld = vec!["ANTHROPIC_API_KEY".to_owned()];
+        let entry = serde_json::json!({"command": "srv", "args": ["${ANTHROPIC_API_KEY}"],
+            "env": {"ANTHROPIC_API_KEY": "${ANTHROPIC_API_KEY}", "SMUGGLED": "${ANTHROPIC_API_KEY}"}});
+        let Ok(Transport::Stdio { args, env, .. }) = claude_entry(&entry, &withheld) else {
+            panic!("not a stdio entry");
+        };
+        assert_eq!(args, ["${ANTHROPIC_API_KEY}"]);
+        assert_eq!(
+            env,
+            [("SMUGGLED".to_owned(), "${ANTHROPIC_API_KEY}".to_owned())]
+        );
     }
 }

@@ -516,11 +516,22 @@ pub async fn settle(
     mcp: Option<crate::tools::mcp::McpTool>,
 ) -> Settled {
     let tool = Tool::from_name(name);
+    let mcp = mcp.filter(|_| tool.is_none());
+    // An MCP tool's answers bind to its server and tool, not only to the
+    // name it was offered under (a list that changed could give the name
+    // to another tool).
+    let canonical = mcp
+        .as_ref()
+        .map(|m| format!("mcp__{}__{}", m.server, m.tool));
+    let digest_name = match &mcp {
+        Some(m) => format!("{name}\u{0}{}\u{0}{}", m.server, m.tool),
+        None => name.to_owned(),
+    };
     let mut settled = Settled {
         id: id.to_owned(),
         name: name.to_owned(),
         tool,
-        mcp: if tool.is_none() { mcp } else { None },
+        mcp,
         original: arguments.clone(),
         effective: arguments.clone(),
         hooks: Vec::new(),
@@ -542,7 +553,7 @@ pub async fn settle(
                 by: CANDOR.into(),
                 reason,
             };
-            settled.digest = digest(name, arguments);
+            settled.digest = digest(&digest_name, arguments);
             return settled;
         }
     };
@@ -558,7 +569,8 @@ pub async fn settle(
             tool: name,
             args: &settled.effective,
             spelled: &spelled,
-            mcp_read_only: settled.mcp.as_ref().map(|m| m.read_only),
+            mcp_read_only: settled.mcp.as_ref().map(|m| m.read_only && !m.open_world),
+            mcp_name: canonical.as_deref(),
         },
         &verdict,
         policy.mode,
@@ -566,7 +578,7 @@ pub async fn settle(
         grants,
         cwd,
     );
-    settled.digest = digest(name, &settled.effective);
+    settled.digest = digest(&digest_name, &settled.effective);
     settled
 }
 
@@ -820,6 +832,45 @@ mod tests {
             matches!(s.disposition(), Disposition::Deny { by, .. } if by == "rule:Bash(rm *)"),
             "{s:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn an_answer_to_an_mcp_call_binds_to_its_server_and_tool_not_only_its_name() {
+        let tool = |server: &str| crate::tools::mcp::McpTool {
+            exposed: "mcp__s__t".into(),
+            server: server.into(),
+            tool: "t".into(),
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+            title: None,
+            read_only: false,
+            open_world: false,
+        };
+        let p = Policy::default();
+        let a = settle(
+            "c",
+            "mcp__s__t",
+            &json!({}),
+            &p,
+            &[],
+            Path::new("/p"),
+            Some(tool("s")),
+        )
+        .await;
+        let b = settle(
+            "c",
+            "mcp__s__t",
+            &json!({}),
+            &p,
+            &[],
+            Path::new("/p"),
+            Some(tool("other")),
+        )
+        .await;
+        assert!(matches!(a.disposition(), Disposition::Ask { .. }));
+        assert_ne!(a.digest(), b.digest());
+        assert!(b.approve_answered(a.digest()).is_none());
+        assert!(a.approve_answered(a.digest()).is_some());
     }
 
     #[tokio::test]

@@ -1197,9 +1197,13 @@ pub struct Subject<'a> {
     /// The paths as they were written (made absolute, not resolved), when
     /// they differ from the arguments'.
     pub spelled: &'a [PathBuf],
-    /// For an MCP tool: whether the server marks it read-only
-    /// (`readOnlyHint`).
+    /// For an MCP tool: whether it runs without asking where reads do (its
+    /// server marks it `readOnlyHint` and not `openWorldHint`).
     pub mcp_read_only: Option<bool>,
+    /// For an MCP tool: `mcp__<server>__<tool>` unsanitised, which deny and
+    /// ask rules are checked on too (the name offered may be cut or
+    /// suffixed).
+    pub mcp_name: Option<&'a str>,
 }
 
 /// Decides a call, in this order: a denying hook; a deny rule; plan mode
@@ -1224,6 +1228,7 @@ pub fn decide(
             .mcp_read_only
             .unwrap_or_else(|| known.is_some_and(Tool::is_read_only)),
         mcp: call.mcp_read_only.is_some(),
+        also: call.mcp_name.filter(|n| *n != call.tool),
         view: view(call.tool, call.args, call.spelled, root),
         scope: Scope::new(root, rules.home.as_deref()),
         hooks,
@@ -1247,6 +1252,8 @@ struct Deciding<'a> {
     read_only: bool,
     /// An MCP tool (it says itself whether it changes things).
     mcp: bool,
+    /// The MCP tool's unsanitised name, when it differs from `tool`.
+    also: Option<&'a str>,
     view: View,
     scope: Scope<'a>,
     hooks: &'a HookVerdict,
@@ -1274,7 +1281,10 @@ impl Deciding<'_> {
                     .unwrap_or_else(|| "a hook blocked this call".into()),
             });
         }
-        if let Some(rule) = any_match(&self.rules.deny, self.tool, &self.view) {
+        if let Some(rule) = any_match(&self.rules.deny, self.tool, &self.view).or_else(|| {
+            self.also
+                .and_then(|n| any_match(&self.rules.deny, n, &self.view))
+        }) {
             let why = match &self.view {
                 View::Bash { script, .. } if !script.all_unreadable().is_empty() => {
                     " (candor cannot read the whole command, and the rule's command may be in it)"
@@ -1323,7 +1333,10 @@ impl Deciding<'_> {
             };
             return ask(format!("rule:{rule}"), Some(reason));
         }
-        if let Some(rule) = any_match(&self.rules.ask, self.tool, &self.view) {
+        if let Some(rule) = any_match(&self.rules.ask, self.tool, &self.view).or_else(|| {
+            self.also
+                .and_then(|n| any_match(&self.rules.ask, n, &self.view))
+        }) {
             return ask(
                 format!("rule:{rule}"),
                 Some(format!("the permission rule {rule} asks for this call")),
@@ -1911,8 +1924,64 @@ mod tests {
             args: &args,
             spelled: &[],
             mcp_read_only: None,
+            mcp_name: None,
         };
         decide(call, &no_hooks(), mode, rules, &[], Path::new("/p"))
+    }
+
+    /// An MCP call as settle puts it to `decide`.
+    fn mcp_decide(
+        exposed: &str,
+        canonical: &str,
+        read_only: bool,
+        rules: &Rules,
+        mode: Mode,
+    ) -> Disposition {
+        let args = json!({});
+        let call = Subject {
+            tool: exposed,
+            args: &args,
+            spelled: &[],
+            mcp_read_only: Some(read_only),
+            mcp_name: Some(canonical),
+        };
+        decide(call, &no_hooks(), mode, rules, &[], Path::new("/p"))
+    }
+
+    #[test]
+    fn mcp_calls_are_decided_on_what_the_tool_is() {
+        let long = format!("mcp__srv__{}", "x".repeat(70));
+        let exposed = "mcp__srv__xxxx_cut_1234abcd";
+        // A deny rule written for the whole name holds on a cut one.
+        let deny = rules(&[], &[], &[&long]);
+        assert!(matches!(
+            mcp_decide(exposed, &long, true, &deny, Mode::Default),
+            Disposition::Deny { .. }
+        ));
+        let ask = rules(&[], &[&long], &[]);
+        assert!(matches!(
+            mcp_decide(exposed, &long, true, &ask, Mode::Default),
+            Disposition::Ask { .. }
+        ));
+        let none = rules(&[], &[], &[]);
+        // Not read-only (or reaching the world): asks, in plan mode too.
+        assert!(matches!(
+            mcp_decide("mcp__s__t", "mcp__s__t", false, &none, Mode::Default),
+            Disposition::Ask { .. }
+        ));
+        assert!(matches!(
+            mcp_decide("mcp__s__t", "mcp__s__t", false, &none, Mode::Plan),
+            Disposition::Ask { .. }
+        ));
+        assert!(matches!(
+            mcp_decide("mcp__s__t", "mcp__s__t", true, &none, Mode::Plan),
+            Disposition::Run { .. }
+        ));
+        let allow = rules(&["mcp__s"], &[], &[]);
+        assert!(matches!(
+            mcp_decide("mcp__s__t", "mcp__s__t", false, &allow, Mode::Default),
+            Disposition::Run { .. }
+        ));
     }
 
     fn bash(command: &str, rules: &Rules, mode: Mode) -> Disposition {
@@ -1934,6 +2003,7 @@ mod tests {
             args: &args,
             spelled: &[],
             mcp_read_only: None,
+            mcp_name: None,
         };
         decide(call, hooks, mode, rules, grants, root)
     }

@@ -97,7 +97,7 @@ async fn expand(
         return Ok(Some(stop));
     }
     for uri in links {
-        let Some(server) = gate.mcp.resource_server(uri).await else {
+        let Some(server) = gate.mcp.resource_server(uri, &control.cancel).await else {
             continue;
         };
         match gate.mcp.read_resource(&server, uri, &control.cancel).await {

@@ -221,9 +221,16 @@ pub(crate) fn settings(records: &[Record]) -> Restored {
     restored
 }
 
-/// The grants as rules (a grant that no longer parses is dropped).
+/// The grants as rules (a grant that no longer parses is dropped). An MCP
+/// tool's grant is the tool's name alone, a rule of its own.
 pub(crate) fn grants(texts: &[String]) -> Vec<Rule> {
-    texts.iter().filter_map(|t| Rule::grant(t).ok()).collect()
+    texts
+        .iter()
+        .filter_map(|t| match t.starts_with("mcp__") && !t.contains('(') {
+            true => Rule::parse(t, std::path::Path::new("/"), None).ok(),
+            false => Rule::grant(t).ok(),
+        })
+        .collect()
 }
 
 /// Appends what a clean stop would have written; returns how many records.

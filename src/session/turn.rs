@@ -99,7 +99,7 @@ async fn steps(
         gate.settings
             .apply(c, &mut gate.policy.mode, Some(&mut *provider))?;
         super::mcp::report(c, gate)?;
-        gate.mcp.refresh().await;
+        gate.mcp.refresh(&control.cancel).await;
         let request = ModelRequest {
             system: system_prompt(control),
             messages: derive_messages(c.records(), provider.rewrite_strategy()),

@@ -491,8 +491,9 @@ async fn images_resources_and_errors_reach_the_card_and_the_model() {
             .unwrap()
             .contains("inline body")
     );
+    // Given in text too, the structured content goes to the card only.
     assert!(
-        results[1]["content"]
+        !results[1]["content"]
             .as_str()
             .unwrap()
             .contains("\"answer\":42")
@@ -540,9 +541,18 @@ async fn a_projects_mcp_json_starts_only_enabled_servers_and_only_once_trusted()
         ".mcp.json",
         &json!({"mcpServers": {"proj": entry, "other": entry}}).to_string(),
     );
+    // The user enabled `proj` (their own settings); the repository's own
+    // settings enabling all of its servers count for nothing.
+    let user = env.dir.path().join(".claude");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(
+        user.join("settings.json"),
+        json!({"enabledMcpjsonServers": ["proj"]}).to_string(),
+    )
+    .unwrap();
     env.file(
         ".claude/settings.json",
-        &json!({"enabledMcpjsonServers": ["proj"]}).to_string(),
+        &json!({"enableAllProjectMcpServers": true}).to_string(),
     );
     // Untrusted: the server is one of the project's wants, not started.
     let mut conn = Conn::in_process(env);

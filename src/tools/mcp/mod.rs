@@ -20,10 +20,13 @@ pub use spec::{Chosen, ServerSpec, Source, Transport, choose, from_editor};
 use super::{ToolContext, ToolEvent, ToolOutput, cap_for_model};
 use crate::event_log::{McpTarget, ResultContent};
 
-/// Most base64 bytes of one image kept.
+/// Most base64 bytes of the images of one answer kept (all of them
+/// together: the model is sent them with every later request).
 pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
 /// Most images of one answer kept.
 pub const MAX_IMAGES: usize = 8;
+/// The image types every provider takes.
+const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 /// Most characters of an embedded resource's text, or of the structured
 /// content as JSON, kept for the card and the log (the model's text is
 /// capped as any tool output).
@@ -136,6 +139,7 @@ fn read_answer(result: &Value) -> Answer {
     };
     let mut parts: Vec<String> = Vec::new();
     let mut images = 0;
+    let mut image_bytes = 0;
     let blocks = result.get("content").and_then(Value::as_array);
     for block in blocks.into_iter().flatten() {
         let text = |k: &str| block.get(k).and_then(Value::as_str).map(str::to_owned);
@@ -145,14 +149,26 @@ fn read_answer(result: &Value) -> Answer {
                 let (Some(data), Some(mime_type)) = (text("data"), text("mimeType")) else {
                     continue;
                 };
-                if data.len() > MAX_IMAGE_BYTES || images >= MAX_IMAGES {
+                let base64 = data.len() % 4 == 0
+                    && data
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
+                if !IMAGE_TYPES.contains(&mime_type.as_str()) || !base64 {
                     parts.push(format!(
-                        "[candor] An image ({mime_type}, {} bytes of base64) was left out: over candor's limit.",
+                        "[candor] An image was left out: its type {mime_type:?} (or its data, not base64) is not what candor passes on ({}).",
+                        IMAGE_TYPES.join(", ")
+                    ));
+                    continue;
+                }
+                if image_bytes + data.len() > MAX_IMAGE_BYTES || images >= MAX_IMAGES {
+                    parts.push(format!(
+                        "[candor] An image ({mime_type}, {} bytes of base64) was left out: over candor's limit of {MAX_IMAGES} images and {MAX_IMAGE_BYTES} bytes an answer.",
                         data.len()
                     ));
                     continue;
                 }
                 images += 1;
+                image_bytes += data.len();
                 answer
                     .content
                     .push(ResultContent::Image { mime_type, data });
@@ -203,7 +219,14 @@ fn read_answer(result: &Value) -> Answer {
             _ => {}
         }
     }
-    if let Some(structured) = &answer.structured {
+    // A server that answers in text too gives the same as text (MCP asks it
+    // to): the model is given the structured content only when there is no
+    // text; the card shows both.
+    let has_text = blocks
+        .into_iter()
+        .flatten()
+        .any(|b| b.get("type").and_then(Value::as_str) == Some("text"));
+    if let Some(structured) = answer.structured.as_ref().filter(|_| !has_text) {
         parts.push(format!("Structured content: {structured}"));
     } else if too_big {
         parts.push(format!(
@@ -239,7 +262,10 @@ mod tests {
         assert!(answer.text.contains("left out"));
         assert!(answer.text.contains("Resource link: a <test://a>"));
         assert!(answer.text.contains("Resource test://b:\nbody"));
-        assert!(answer.text.ends_with("Structured content: {\"n\":1}"));
+        // Given in text too, the structured content is not repeated.
+        assert!(!answer.text.contains("Structured content"));
+        let bare = read_answer(&json!({"content": [], "structuredContent": {"n": 1}}));
+        assert_eq!(bare.text, "Structured content: {\"n\":1}");
     }
 
     #[test]

@@ -173,6 +173,10 @@ impl Servers {
     /// already in the set by name are left as they are.
     pub fn start(&self, specs: Vec<ServerSpec>, cwd: &std::path::Path) {
         for spec in specs {
+            // `mcp__a__b__c` must say which server it is: `mcp__a` rules
+            // would otherwise cover a server named `a__b`.
+            let refused = (spec.name.is_empty() || spec.name.contains("__"))
+                .then(|| "an MCP server's name may not be empty or contain \"__\"".to_owned());
             let entry = {
                 let mut entries = lock(&self.inner.entries);
                 if entries.iter().any(|e| e.spec.name == spec.name) {
@@ -181,7 +185,7 @@ impl Servers {
                 let entry = Arc::new(Entry {
                     spec,
                     live: Mutex::new(Live {
-                        state: State::Starting,
+                        state: refused.clone().map_or(State::Starting, State::Failed),
                         peer: None,
                         tools: Vec::new(),
                         prompts: Vec::new(),
@@ -194,6 +198,9 @@ impl Servers {
                 entries.push(entry.clone());
                 entry
             };
+            if refused.is_some() {
+                continue;
+            }
             let stop = self.inner.stop.child_token();
             let changed = self.inner.changed.clone();
             tokio::spawn(run_server(entry, cwd.to_owned(), stop, changed));
@@ -290,8 +297,11 @@ impl Servers {
     /// Reads again the tools of servers called since (those that say
     /// their list can change): a call may have changed it, and its
     /// `list_changed` may still be on its way.
-    pub async fn refresh(&self) {
+    pub async fn refresh(&self, cancel: &CancellationToken) {
         for entry in self.entries() {
+            if cancel.is_cancelled() {
+                return;
+            }
             let peer = {
                 let mut live = lock(&entry.live);
                 if !std::mem::take(&mut live.relist) || live.state != State::Ready {
@@ -300,9 +310,11 @@ impl Servers {
                 live.peer.clone()
             };
             let Some(peer) = peer else { continue };
-            if let Ok(Ok(tools)) =
-                tokio::time::timeout(Duration::from_secs(5), peer.list_all_tools()).await
-            {
+            let listed = tokio::select! {
+                listed = tokio::time::timeout(Duration::from_secs(5), peer.list_all_tools()) => listed,
+                _ = cancel.cancelled() => return,
+            };
+            if let Ok(Ok(tools)) = listed {
                 lock(&entry.live).tools = tools;
             }
         }
@@ -522,15 +534,20 @@ impl Servers {
     }
 
     /// The server whose resources include `uri`, if one lists it.
-    pub async fn resource_server(&self, uri: &str) -> Option<String> {
+    pub async fn resource_server(&self, uri: &str, cancel: &CancellationToken) -> Option<String> {
         for entry in self.entries() {
+            if cancel.is_cancelled() {
+                return None;
+            }
             let peer = {
                 let live = lock(&entry.live);
                 live.peer.clone().filter(|_| live.state == State::Ready)
             };
             let Some(peer) = peer else { continue };
-            let listed =
-                tokio::time::timeout(Duration::from_secs(5), peer.list_all_resources()).await;
+            let listed = tokio::select! {
+                listed = tokio::time::timeout(Duration::from_secs(5), peer.list_all_resources()) => listed,
+                _ = cancel.cancelled() => return None,
+            };
             if let Ok(Ok(resources)) = listed
                 && resources.iter().any(|r| r.uri == uri)
             {
@@ -676,7 +693,7 @@ async fn run_server(
         }
     };
     let peer = service.peer().clone();
-    let listed = tokio::time::timeout(limit, async {
+    let listing = tokio::time::timeout(limit, async {
         let tools = peer.list_all_tools().await;
         let prompts = match peer
             .peer_info()
@@ -686,8 +703,12 @@ async fn run_server(
             None => Vec::new(),
         };
         (tools, prompts)
-    })
-    .await;
+    });
+    let listed = tokio::select! {
+        listed = listing => listed,
+        // The session ended while the server was being listed.
+        _ = stop.cancelled() => return,
+    };
     match listed {
         Ok((Ok(tools), prompts)) => {
             let mut live = lock(&entry.live);
@@ -859,6 +880,24 @@ mod tests {
         let other = format!("mcp__server__{}y", "x".repeat(80));
         assert_ne!(a, sanitize(&other), "two long names stay apart");
         assert_eq!(sanitize("mcp__é__t").len(), "mcp_____t".len());
+    }
+
+    #[tokio::test]
+    async fn a_server_name_that_would_blur_which_server_a_rule_names_is_refused() {
+        let servers = Servers::default();
+        let spec = ServerSpec {
+            name: "github__x".into(),
+            source: super::super::Source::Editor,
+            transport: Transport::Http {
+                url: "http://127.0.0.1:1/mcp".into(),
+                headers: Vec::new(),
+            },
+            startup_timeout: None,
+            tool_timeout: None,
+        };
+        servers.start(vec![spec], std::path::Path::new("/"));
+        let status = servers.status();
+        assert!(matches!(&status[0].state, State::Failed(why) if why.contains("__")));
     }
 
     #[test]

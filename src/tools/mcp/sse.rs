@@ -5,9 +5,11 @@
 //! and eventsource-stream (what the providers use), as an rmcp
 //! [`Transport`].
 //!
-//! Bounds: the stream's events are at most [`MAX_EVENT`] bytes each (a
-//! larger one ends the connection), and at most 64 messages wait to be
-//! read.
+//! Bounds: the stream's events are at most [`MAX_EVENT`] bytes each,
+//! counted on the bytes as they arrive (a larger one ends the connection
+//! before it is held whole), and at most 64 messages wait to be read. The
+//! endpoint must be on the stream's own origin (scheme, host and port), so
+//! the entry's headers go nowhere else.
 
 use std::time::Duration;
 
@@ -56,13 +58,19 @@ pub(crate) async fn connect(
     if !response.status().is_success() {
         return Err(format!("{url} answered {}", response.status()));
     }
-    let mut events = Box::pin(response.bytes_stream().eventsource());
+    let mut events = Box::pin(bounded(response.bytes_stream()).eventsource());
     let endpoint = loop {
         match events.next().await {
             Some(Ok(event)) if event.event == "endpoint" => {
-                break base
+                let endpoint = base
                     .join(event.data.trim())
                     .map_err(|e| format!("the endpoint {:?} is not a URL: {e}", event.data))?;
+                if endpoint.origin() != base.origin() {
+                    return Err(format!(
+                        "the server named an endpoint on another origin ({endpoint}); candor sends nothing there"
+                    ));
+                }
+                break endpoint;
             }
             Some(Ok(_)) => continue,
             Some(Err(e)) => return Err(format!("the event stream failed: {e}")),
@@ -73,12 +81,6 @@ pub(crate) async fn connect(
     let reader = tokio::spawn(async move {
         while let Some(event) = events.next().await {
             let Ok(event) = event else { break };
-            if event.data.len() > MAX_EVENT {
-                tracing::warn!(
-                    "an MCP server's event was over {MAX_EVENT} bytes; the connection ends"
-                );
-                break;
-            }
             if event.event != "message" && !event.event.is_empty() {
                 continue;
             }
@@ -100,6 +102,34 @@ pub(crate) async fn connect(
         headers,
         incoming,
         reader,
+    })
+}
+
+/// The stream's bytes, ended with an error once more than [`MAX_EVENT`]
+/// of them come without the blank line that ends an event.
+fn bounded<S>(stream: S) -> impl futures_util::Stream<Item = Result<bytes::Bytes, std::io::Error>>
+where
+    S: futures_util::Stream<Item = reqwest::Result<bytes::Bytes>>,
+{
+    let mut pending = 0usize;
+    let mut last = 0u8;
+    stream.map(move |chunk| {
+        let chunk = chunk.map_err(error)?;
+        for &b in chunk.iter() {
+            if b == b'\n' && last == b'\n' {
+                pending = 0;
+            } else if b != b'\r' {
+                pending += 1;
+            }
+            if b != b'\r' {
+                last = b;
+            }
+        }
+        if pending > MAX_EVENT {
+            tracing::warn!("an MCP server's event was over {MAX_EVENT} bytes; the connection ends");
+            return Err(error("an event over the size candor takes"));
+        }
+        Ok(chunk)
     })
 }
 

@@ -96,11 +96,11 @@ fn mcp(gate: &Gate) -> String {
         if !s.stderr_tail.is_empty() {
             let lines: Vec<&str> = s.stderr_tail.lines().collect();
             let last = &lines[lines.len().saturating_sub(10)..];
-            let _ = writeln!(
-                out,
-                "- stderr (its end):\n```text\n{}\n```",
-                last.join("\n")
-            );
+            // Indented, not fenced: a server cannot close a fence.
+            let _ = writeln!(out, "- stderr (its end):");
+            for line in last {
+                let _ = writeln!(out, "      {}", crate::text::shorten(line, 300));
+            }
         }
         out.push('\n');
     }

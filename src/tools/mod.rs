@@ -361,8 +361,11 @@ pub fn present_unknown(name: &str) -> Presentation {
 /// tool's annotations (`read`, `fetch` when it also reaches the outside
 /// world, else `other`).
 pub fn present_mcp(target: &crate::event_log::McpTarget) -> Presentation {
+    // Names are the server's: no control characters, and a card-sized
+    // length.
+    let clean = |s: &str| crate::text::shorten(&s.replace(char::is_control, " "), 80);
     Presentation {
-        title: format!("{}: {}", target.server, target.tool),
+        title: format!("{}: {}", clean(&target.server), clean(&target.tool)),
         kind: match (target.read_only, target.open_world) {
             (true, true) => ToolKind::Fetch,
             (true, false) => ToolKind::Read,

@@ -112,7 +112,8 @@ pub struct Settings {
     pub openai_base_url: Option<String>,
     /// The most tokens one model response may have.
     pub max_tokens: Option<u32>,
-    /// Model requests one prompt may make before it ends `max_turn_requests`.
+    /// Model requests one prompt may make before it ends `max_turn_requests`
+    /// (none set: no limit, as in Claude Code and Codex).
     pub max_turn_requests: Option<u32>,
     /// The model's context window in tokens (for usage reports).
     pub context_window: Option<u64>,

@@ -32,8 +32,6 @@ use crate::history::derive_messages;
 use crate::providers::{Provider, StreamDelta};
 use crate::tools;
 
-/// Model requests one prompt may make before it ends `max_turn_requests`.
-pub(crate) const MAX_MODEL_REQUESTS: usize = 100;
 /// Runs a whole turn and appends its `turn/ended` record.
 pub(crate) async fn run(
     c: &mut Committer,
@@ -89,7 +87,9 @@ async fn steps(
     if let Some(stop) = super::mcp::prepare(c, gate, &prompt_text, &links, control).await? {
         return Ok(stop);
     }
-    let limit = provider.max_turn_requests().unwrap_or(MAX_MODEL_REQUESTS);
+    // No limit unless the config sets one (`max_turn_requests`), as with
+    // Claude Code and Codex: a long task is the user's to stop (cancel).
+    let limit = provider.max_turn_requests().unwrap_or(usize::MAX);
     // Stop hooks that sent the model back to work in this prompt.
     let mut continued = 0;
     for _ in 0..limit {

@@ -662,3 +662,32 @@ async fn ids_spelled_like_candors_or_empty_stay_distinct() {
         assert_eq!(thread.card(id).status, "completed", "{id}");
     }
 }
+
+#[tokio::test]
+async fn a_long_task_of_300_calls_in_one_prompt_is_not_cut_off() {
+    // No `max_turn_requests` by default, as with Claude Code and Codex.
+    let mut responses: Vec<Value> = (0..300)
+        .map(|i| {
+            respond(json!([tool(
+                &format!("r{i}"),
+                "Read",
+                json!({"file_path": "notes.txt"})
+            )]))
+        })
+        .collect();
+    responses.push(respond(json!([text("all 300 read")])));
+    let env = TestEnv::scripted(script(responses));
+    env.file("notes.txt", "a note\n");
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    let response = conn.prompt(&session, "read it 300 times").await;
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    let results = conn
+        .env
+        .log(&session)
+        .into_iter()
+        .filter(|r| r["type"] == "tool/result" && r["status"] == "completed")
+        .count();
+    assert_eq!(results, 300);
+    assert_eq!(conn.env.model_requests().len(), 301);
+}

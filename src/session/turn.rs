@@ -87,9 +87,7 @@ async fn steps(
     if let Some(stop) = super::mcp::prepare(c, gate, &prompt_text, &links, control).await? {
         return Ok(stop);
     }
-    // No limit unless the config sets one (`max_turn_requests`), as with
-    // Claude Code and Codex: a long task is the user's to stop (cancel).
-    let limit = provider.max_turn_requests().unwrap_or(usize::MAX);
+    let limit = provider.max_turn_requests().unwrap_or(usize::MAX); // none set: no limit
     // Stop hooks that sent the model back to work in this prompt.
     let mut continued = 0;
     for _ in 0..limit {

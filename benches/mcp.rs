@@ -80,23 +80,27 @@ fn stdio(name: &str, bin: &Path) -> Value {
     json!({"name": name, "command": bin, "args": [], "env": []})
 }
 
+/// The test server as a stdio server named `name`, for `Servers` directly.
+fn spec(name: &str, bin: &Path) -> candor::tools::mcp::ServerSpec {
+    candor::tools::mcp::ServerSpec {
+        name: name.into(),
+        source: candor::tools::mcp::Source::Editor,
+        transport: candor::tools::mcp::Transport::Stdio {
+            command: bin.display().to_string(),
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: None,
+        },
+        startup_timeout: None,
+        tool_timeout: None,
+    }
+}
+
 /// The server's own time for one `echo`, through rmcp, in ms.
 fn direct(rt: &tokio::runtime::Runtime, bin: &Path) -> f64 {
     rt.block_on(async {
         let servers = candor::tools::mcp::Servers::default();
-        let spec = candor::tools::mcp::ServerSpec {
-            name: "test".into(),
-            source: candor::tools::mcp::Source::Editor,
-            transport: candor::tools::mcp::Transport::Stdio {
-                command: bin.display().to_string(),
-                args: Vec::new(),
-                env: Vec::new(),
-                cwd: None,
-            },
-            startup_timeout: None,
-            tool_timeout: None,
-        };
-        servers.start(vec![spec], Path::new("/"));
+        servers.start(vec![spec("test", bin)], Path::new("/"));
         let cancel = tokio_util::sync::CancellationToken::new();
         servers.wait_ready(Duration::from_secs(20), &cancel).await;
         let mut times = Vec::new();
@@ -119,20 +123,7 @@ fn direct(rt: &tokio::runtime::Runtime, bin: &Path) -> f64 {
 fn direct_start(rt: &tokio::runtime::Runtime, bin: &Path, count: usize) -> f64 {
     rt.block_on(async {
         let servers = candor::tools::mcp::Servers::default();
-        let specs = (0..count)
-            .map(|i| candor::tools::mcp::ServerSpec {
-                name: format!("s{i}"),
-                source: candor::tools::mcp::Source::Editor,
-                transport: candor::tools::mcp::Transport::Stdio {
-                    command: bin.display().to_string(),
-                    args: Vec::new(),
-                    env: Vec::new(),
-                    cwd: None,
-                },
-                startup_timeout: None,
-                tool_timeout: None,
-            })
-            .collect();
+        let specs = (0..count).map(|i| spec(&format!("s{i}"), bin)).collect();
         servers.start(specs, Path::new("/"));
         let cancel = tokio_util::sync::CancellationToken::new();
         servers.wait_ready(Duration::from_secs(20), &cancel).await;

@@ -364,16 +364,18 @@ async fn a_server_that_never_starts_leaves_the_session_usable_and_says_so() {
     );
 }
 
-#[tokio::test]
-async fn a_server_over_streamable_http_serves_its_tools() {
-    let env = scripted(vec![mcp_call("m1", "echo", json!({"text": "over http"}))])
+/// A session whose server is reached over the network (`flag` starts the
+/// test server so, `kind` and `path` are the ACP entry's): one call.
+async fn over_the_network(flag: &str, kind: &str, path: &str, headers: Value) {
+    let text = format!("over {kind}");
+    let env = scripted(vec![mcp_call("m1", "echo", json!({ "text": text }))])
         .with_policy(json!({"mode": "bypassPermissions"}));
     let log = env.dir.path().join("server.jsonl");
-    let (_server, addr) = listening("--http", &log).await;
+    let (_server, addr) = listening(flag, &log).await;
     let mut conn = Conn::in_process(env);
     let session = open(
         &mut conn,
-        json!([{"type": "http", "name": "test", "url": format!("http://{addr}/mcp"), "headers": [{"name": "X-Test", "value": "1"}]}]),
+        json!([{"type": kind, "name": "test", "url": format!("http://{addr}{path}"), "headers": headers}]),
     )
     .await;
     assert_eq!(
@@ -382,9 +384,20 @@ async fn a_server_over_streamable_http_serves_its_tools() {
     );
     assert_eq!(
         record(&conn, &session, "tool/result", "m1").unwrap()["output"],
-        "echo: over http"
+        format!("echo: {text}")
     );
     assert_eq!(calls(&log).len(), 1);
+}
+
+#[tokio::test]
+async fn a_server_over_streamable_http_serves_its_tools() {
+    over_the_network(
+        "--http",
+        "http",
+        "/mcp",
+        json!([{"name": "X-Test", "value": "1"}]),
+    )
+    .await;
 }
 
 /// The test server listening with `flag` (`--http`, `--sse`), and its
@@ -412,25 +425,7 @@ async fn listening(flag: &str, log: &std::path::Path) -> (tokio::process::Child,
 
 #[tokio::test]
 async fn a_server_over_the_older_http_sse_transport_serves_its_tools() {
-    let env = scripted(vec![mcp_call("m1", "echo", json!({"text": "over sse"}))])
-        .with_policy(json!({"mode": "bypassPermissions"}));
-    let log = env.dir.path().join("server.jsonl");
-    let (_server, addr) = listening("--sse", &log).await;
-    let mut conn = Conn::in_process(env);
-    let session = open(
-        &mut conn,
-        json!([{"type": "sse", "name": "test", "url": format!("http://{addr}/sse"), "headers": []}]),
-    )
-    .await;
-    assert_eq!(
-        conn.prompt(&session, "go").await["result"]["stopReason"],
-        "end_turn"
-    );
-    assert_eq!(
-        record(&conn, &session, "tool/result", "m1").unwrap()["output"],
-        "echo: over sse"
-    );
-    assert_eq!(calls(&log).len(), 1);
+    over_the_network("--sse", "sse", "/sse", json!([])).await;
 }
 
 #[tokio::test]
@@ -684,4 +679,64 @@ async fn an_mcp_prompt_is_a_command_expanded_by_its_server_and_a_linked_resource
         "{asked}"
     );
     assert!(seen(&log).iter().any(|v| v["resource"] == "test://readme"));
+}
+
+#[tokio::test]
+async fn a_call_whose_answer_never_comes_fails_at_its_codex_timeout_and_the_server_is_told() {
+    // A server from the user's Codex config.toml, with its own call timeout.
+    let env = scripted(vec![mcp_call("m1", "slow", json!({"seconds": 60}))])
+        .with_policy(json!({"mode": "bypassPermissions"}));
+    let log = env.dir.path().join("server.jsonl");
+    let codex = env.dir.path().join("codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    std::fs::write(
+        codex.join("config.toml"),
+        format!(
+            "[mcp_servers.test]\ncommand = {:?}\nargs = [\"--log\", {:?}]\ntool_timeout_sec = 1\n\n[mcp_servers.off]\ncommand = \"/bin/false\"\nenabled = false\n",
+            mcp_test_server().display().to_string(),
+            log.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut config = env.config();
+    config.codex = Some(candor::config::CodexLocations { home: Some(codex) });
+    let mut conn = Conn::in_process_with(env, config);
+    let session = conn.ready().await;
+    let started = std::time::Instant::now();
+    assert_eq!(
+        conn.prompt(&session, "go").await["result"]["stopReason"],
+        "end_turn"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the call was not bounded"
+    );
+    let result = record(&conn, &session, "tool/result", "m1").unwrap();
+    assert_eq!(result["status"], "failed");
+    assert!(
+        result["output"]
+            .as_str()
+            .unwrap()
+            .contains("did not answer within 1s"),
+        "{result}"
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || seen(&log)
+            .iter()
+            .any(|v| v["cancelled"] == "slow"))
+        .await,
+        "the server was not told the call was given up"
+    );
+    // The entry with `enabled = false` was never started.
+    conn.prompt(&session, "/mcp").await;
+    let shown = conn
+        .env
+        .log(&session)
+        .into_iter()
+        .find(|r| r["type"] == "command/ran")
+        .unwrap();
+    assert!(
+        !shown["output"].as_str().unwrap().contains("**off**"),
+        "{shown}"
+    );
 }

@@ -739,19 +739,15 @@ async fn run_server(
             String::new()
         }
     };
-    if let Some(group) = group.as_mut() {
-        let status = group.child_mut().try_wait().ok().flatten();
-        let why = match status {
-            Some(s) => crate::tools::exec::describe_status(s),
-            None => why,
-        };
-        if !stop.is_cancelled() {
-            lock(&entry.live).peer = None;
-            set(State::Exited(why));
-        }
-    } else if !stop.is_cancelled() {
+    if !stop.is_cancelled() {
+        // A process that ended says how; else what the connection said.
+        let status = group
+            .as_mut()
+            .and_then(|g| g.child_mut().try_wait().ok().flatten());
         lock(&entry.live).peer = None;
-        set(State::Exited(why));
+        set(State::Exited(
+            status.map_or(why, crate::tools::exec::describe_status),
+        ));
     }
     // Dropping the group kills whatever of the server is left.
     drop(group);
@@ -803,7 +799,7 @@ async fn connect(
             let service = handler
                 .serve((stdout, stdin))
                 .await
-                .map_err(|e| initialize_error(e, entry))?;
+                .map_err(initialize_error)?;
             Ok((service, Some(group)))
         }
         Transport::Http { url, headers } => {
@@ -816,18 +812,12 @@ async fn connect(
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
             let transport = StreamableHttpClientTransport::with_client(http_client()?, config);
-            let service = handler
-                .serve(transport)
-                .await
-                .map_err(|e| initialize_error(e, entry))?;
+            let service = handler.serve(transport).await.map_err(initialize_error)?;
             Ok((service, None))
         }
         Transport::Sse { url, headers } => {
             let transport = super::sse::connect(http_client()?, url, header_map(headers)?).await?;
-            let service = handler
-                .serve(transport)
-                .await
-                .map_err(|e| initialize_error(e, entry))?;
+            let service = handler.serve(transport).await.map_err(initialize_error)?;
             Ok((service, None))
         }
     }
@@ -855,7 +845,7 @@ fn header_map(headers: &[(String, String)]) -> Result<reqwest::header::HeaderMap
     Ok(map)
 }
 
-fn initialize_error(e: rmcp::service::ClientInitializeError, _entry: &Entry) -> String {
+fn initialize_error(e: rmcp::service::ClientInitializeError) -> String {
     format!("initialize failed: {e}")
 }
 

@@ -36,6 +36,14 @@ pub enum Entry {
         provider: String,
         model: Option<String>,
     },
+    /// Where the session worked, as the model was told it: the git branch
+    /// and the instruction files loaded (`path`, `bytes`, `cut`).
+    Environment {
+        at: String,
+        platform: String,
+        branch: Option<String>,
+        instructions: Vec<(String, u64, bool)>,
+    },
     Prompt {
         at: String,
         text: String,
@@ -181,6 +189,16 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 cwd: cwd.display().to_string(),
                 provider: provider.clone(),
                 model: model.clone(),
+            }),
+            Event::SessionEnvironment(env) => entries.push(Entry::Environment {
+                at,
+                platform: env.platform.clone(),
+                branch: env.git.as_ref().and_then(|g| g.branch.clone()),
+                instructions: env
+                    .instructions
+                    .iter()
+                    .map(|f| (f.path.display().to_string(), f.bytes, f.cut))
+                    .collect(),
             }),
             Event::UserMessage { content } => entries.push(Entry::Prompt {
                 at,
@@ -426,6 +444,23 @@ pub fn visible(text: &str) -> String {
     out
 }
 
+fn render_environment(
+    out: &mut String,
+    at: &str,
+    platform: &str,
+    branch: Option<&str>,
+    instructions: &[(String, u64, bool)],
+) {
+    let git = branch
+        .map(|b| format!(", git branch {b}"))
+        .unwrap_or_default();
+    let _ = writeln!(out, "{}  environment: {platform}{git}", clock(at));
+    for (path, bytes, cut) in instructions {
+        let cut = if *cut { ", cut" } else { "" };
+        let _ = writeln!(out, "            instructions {path} ({bytes} bytes{cut})");
+    }
+}
+
 pub fn render(entries: &[Entry]) -> String {
     let mut out = String::new();
     for entry in entries {
@@ -446,6 +481,12 @@ pub fn render(entries: &[Entry]) -> String {
                         .unwrap_or_default()
                 );
             }
+            Entry::Environment {
+                at,
+                platform,
+                branch,
+                instructions,
+            } => render_environment(&mut out, at, platform, branch.as_deref(), instructions),
             Entry::Prompt { at, text, blocked } => {
                 let first = text.lines().next().unwrap_or("");
                 let more = if text.lines().count() > 1 { " …" } else { "" };

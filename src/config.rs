@@ -210,6 +210,9 @@ pub struct Config {
     pub capture: Option<PathBuf>,
     /// The user's home directory (`~/` in permission rules).
     pub user_home: Option<PathBuf>,
+    /// The user's login shell (`$SHELL`), for the model's picture of
+    /// where it works.
+    pub login_shell: Option<String>,
     /// Mirror every frame to stderr (`--log-messages`).
     pub log_messages: bool,
     /// Model settings from the environment (the highest layer).
@@ -280,6 +283,7 @@ impl Config {
             policy: None,
             capture: None,
             user_home: None,
+            login_shell: None,
             log_messages: false,
             env_settings: Settings::default(),
             user_settings: Ok(Settings::default()),
@@ -340,6 +344,7 @@ impl Config {
         config.policy = nonempty("CANDOR_POLICY").map(PathBuf::from);
         config.capture = nonempty("CANDOR_CAPTURE").map(PathBuf::from);
         config.user_home = nonempty("HOME").map(PathBuf::from);
+        config.login_shell = nonempty("SHELL");
         config.env_settings = env_settings;
         config.user_settings = user_settings;
         config.anthropic_api_key = anthropic_api_key;

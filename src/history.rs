@@ -173,7 +173,9 @@ impl History<'_> {
                     .collect();
                 self.images.insert(tool_call_id.clone(), images);
             }
+            // The system prompt's, not the history's (`session::system`).
             Event::SessionStarted { .. }
+            | Event::SessionEnvironment(_)
             | Event::CommandsOffered { .. }
             | Event::Notice { .. }
             | Event::ConfigChanged { .. }

@@ -185,6 +185,8 @@ impl Presenter {
                 self.context_window = *context_window;
                 Vec::new()
             }
+            // The model's, not the editor's (`/context` shows it).
+            Event::SessionEnvironment(_) => Vec::new(),
             Event::AssistantMessage { content, .. } => {
                 let usage = content.iter().find_map(|b| match b {
                     AssistantBlock::Raw { usage, .. } => *usage,

@@ -13,6 +13,7 @@
 pub mod claude;
 pub mod codex;
 pub mod hook;
+pub mod instructions;
 pub mod mcp;
 pub mod policy;
 pub mod runner;

@@ -71,6 +71,13 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         context_window: Option<u64>,
     },
+    /// Where the session works, as the model is told it: the facts gathered
+    /// when the session started (platform, shell, date, directory, git) and
+    /// the project's instruction files. The system prompt of every model
+    /// request is assembled from the latest of these records
+    /// (`session::system`), so a loaded session is sent the same one.
+    #[serde(rename = "session/environment")]
+    SessionEnvironment(Environment),
     /// Something the user should know that is not part of the conversation
     /// (a retried model request, a configuration problem).
     #[serde(rename = "session/notice")]
@@ -288,6 +295,90 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+/// The facts of a `session/environment` record.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Environment {
+    /// Operating system and architecture (`linux x86_64`).
+    pub platform: String,
+    /// The kernel's release (`uname -r`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os_release: Option<String>,
+    /// The user's login shell (`$SHELL`), when set; the Bash tool runs
+    /// `bash` whatever it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<String>,
+    /// The day the session started, `YYYY-MM-DD` (UTC).
+    pub date: String,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// The git repository the working directory is in, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitFacts>,
+    /// The instruction files loaded, in the order the model is given them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instructions: Vec<Instructions>,
+    /// What could not be gathered or was cut, for `/context` (never sent
+    /// to the model).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// What git said about the repository, each part bounded.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GitFacts {
+    /// The repository's top directory.
+    pub root: PathBuf,
+    /// The branch checked out, or `HEAD` when detached; absent when git
+    /// could not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// `git status --porcelain` lines, the first ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub status: Vec<String>,
+    /// How many more status lines there were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub status_more: u64,
+    /// Subjects of the most recent commits, newest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commits: Vec<String>,
+    /// Why some of it is missing (git timed out, failed, is not installed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
+}
+
+/// One instruction file as it was loaded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Instructions {
+    /// The file (as found; its links resolved when read).
+    pub path: PathBuf,
+    /// Whose file it is.
+    pub scope: InstructionScope,
+    /// The file whose `@path` imported this one, for an import.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_by: Option<PathBuf>,
+    /// The text given to the model (cut to the caps, the cut marked).
+    pub text: String,
+    /// The file's size in bytes.
+    pub bytes: u64,
+    /// Whether `text` is only the start of the file.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
+}
+
+/// Whose an instruction file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InstructionScope {
+    /// The user's own (`~/.codex/AGENTS.md`, `~/.claude/CLAUDE.md`).
+    User,
+    /// The project's (from the repository root down to the working
+    /// directory).
+    Project,
 }
 
 /// A decision's strength, weakest first: the strictest of a fold wins.

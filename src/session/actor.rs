@@ -107,6 +107,8 @@ pub(crate) fn start(
         None => beginning.start(&id)?,
         Some(replay) => beginning.restore(replay)?,
     };
+    let gathering = (damaged.is_none() && super::system::latest(committer.records()).is_none())
+        .then(|| gather(config, &cwd, &policy));
     // Capacity: the handle lets one prompt through at a time; a few slots
     // are room for commands to come (mode changes, load) without waiting.
     let (inbox, commands) = mpsc::channel(8);
@@ -155,6 +157,7 @@ pub(crate) fn start(
         context,
         consent,
         damaged,
+        gathering,
         source: if stored.is_some() {
             "resume"
         } else {
@@ -333,6 +336,8 @@ struct Opening {
     consent: Option<super::trust::Consent>,
     /// The log cannot take records (damaged): why, for the user.
     damaged: Option<String>,
+    /// The session's `session/environment`, being gathered.
+    gathering: Option<tokio::task::JoinHandle<crate::event_log::Environment>>,
     /// SessionStart's `source`: `startup`, or `resume` for a stored session.
     source: &'static str,
 }
@@ -367,6 +372,9 @@ async fn run(
         if let Err(e) = committer.commit(Event::Notice { level, text }) {
             tracing::error!(error = %e, "could not record a notice");
         }
+    }
+    if let Some(gathering) = opening.gathering.take() {
+        record_environment(&mut committer, gathering, &hard_stop).await;
     }
     // SessionStart hooks write the session's environment afresh (a loaded
     // session's run again, with `source: resume`).
@@ -456,6 +464,40 @@ async fn run(
     // The session is over: nothing it started may outlive it.
     gate.shells.kill_all();
     gate.mcp.stop();
+}
+
+/// Starts gathering where the session works, while the response goes
+/// out: for a new session, or a stored one that has no record of it (an
+/// older candor's).
+fn gather(
+    config: &Config,
+    cwd: &std::path::Path,
+    policy: &crate::interception::Policy,
+) -> tokio::task::JoinHandle<crate::event_log::Environment> {
+    let denies = crate::interception::policy::ReadDenies::of(&policy.rules);
+    let sources = super::environment::Sources::new(config, cwd, denies);
+    tokio::spawn(super::environment::gather(sources))
+}
+
+/// Records what was gathered about where the session works, before any
+/// prompt is taken (gathering is bounded: git has 200 ms).
+async fn record_environment(
+    committer: &mut Committer,
+    gathering: tokio::task::JoinHandle<crate::event_log::Environment>,
+    hard_stop: &CancellationToken,
+) {
+    let environment = tokio::select! {
+        gathered = gathering => gathered,
+        _ = hard_stop.cancelled() => return,
+    };
+    match environment {
+        Ok(environment) => {
+            if let Err(e) = committer.commit(Event::SessionEnvironment(environment)) {
+                tracing::error!(error = %e, "could not record the session's environment");
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "gathering the session's environment failed"),
+    }
 }
 
 /// The ACP stop reason of a turn that ended normally.

@@ -1,6 +1,7 @@
 //! candor's own slash commands, answered without the model: `/hooks` (the
-//! hooks, rules and mode in force) and `/audit` (this session's calls, as
-//! `candor audit` prints them).
+//! hooks, rules and mode in force), `/doctor`, `/mcp`, `/context` (the
+//! instruction files and the size of each part of the next request) and
+//! `/audit` (this session's calls, as `candor audit` prints them).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -24,6 +25,10 @@ pub(crate) fn offered() -> Vec<OfferedCommand> {
             description: "Show the MCP servers: where each comes from, its state, its tools and the end of its stderr".into(),
         },
         OfferedCommand {
+            name: "context".into(),
+            description: "Show the instruction files loaded and how much of the context window each part of the next request takes".into(),
+        },
+        OfferedCommand {
             name: "audit".into(),
             description: "Show this session's tool calls: decisions, deciding hooks, original and effective arguments, how each ended".into(),
         },
@@ -38,15 +43,32 @@ pub(crate) fn parse(prompt: &str) -> Option<&'static str> {
         "/audit" => Some("audit"),
         "/doctor" => Some("doctor"),
         "/mcp" => Some("mcp"),
+        "/context" => Some("context"),
         _ => None,
     }
 }
 
 /// The answer to a command.
-pub(crate) fn run(command: &str, gate: &Gate, records: &[Record], cwd: &Path) -> String {
+pub(crate) fn run(
+    command: &str,
+    gate: &Gate,
+    provider: &crate::providers::Provider,
+    records: &[Record],
+    cwd: &Path,
+) -> String {
     match command {
         "hooks" => hooks(gate),
         "mcp" => mcp(gate),
+        "context" => {
+            let messages = crate::history::derive_messages(records, provider.rewrite_strategy());
+            super::system::report(&super::system::Request {
+                records,
+                cwd,
+                tools: &crate::tools::specs(&gate.mcp.tools()),
+                messages: &messages,
+                window: provider.context_window(),
+            })
+        }
         "doctor" => {
             let report = crate::doctor::report(&gate.config, cwd);
             format!("```text\n{}```\n", crate::doctor::render(&report))

@@ -16,11 +16,13 @@ pub(crate) mod call;
 pub(crate) mod commands;
 pub(crate) mod commit;
 pub(crate) mod context;
+pub(crate) mod environment;
 pub(crate) mod events;
 pub(crate) mod handle;
 pub(crate) mod mcp;
 pub(crate) mod restore;
 pub(crate) mod settings;
+pub(crate) mod system;
 pub(crate) mod trust;
 pub(crate) mod turn;
 

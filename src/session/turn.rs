@@ -72,7 +72,7 @@ async fn steps(
     let links = super::mcp::resource_links(&prompt);
     c.commit(Event::UserMessage { content: prompt })?;
     if let Some(command) = super::commands::parse(&prompt_text) {
-        let output = super::commands::run(command, gate, c.records(), &control.cwd);
+        let output = super::commands::run(command, gate, provider, c.records(), &control.cwd);
         c.commit(Event::CommandRan {
             command: command.to_owned(),
             output,
@@ -99,7 +99,7 @@ async fn steps(
         super::mcp::report(c, gate)?;
         gate.mcp.refresh(&control.cancel).await;
         let request = ModelRequest {
-            system: system_prompt(control),
+            system: super::system::prompt(c.records(), &control.cwd),
             messages: derive_messages(c.records(), provider.rewrite_strategy()),
             tools: tools::specs(&gate.mcp.tools()),
         };
@@ -180,13 +180,6 @@ async fn steps(
         }
     }
     Ok(TurnStop::MaxTurnRequests)
-}
-
-fn system_prompt(control: &TurnControl) -> String {
-    format!(
-        "You are candor, a coding agent working in the user's editor. The working directory is {}.",
-        control.cwd.display()
-    )
 }
 
 /// Streams one model response. `None` when cancelled (the text received so

@@ -156,6 +156,98 @@ pub fn mcp_server(program: &str, args: &[String], env: &[(String, String)], cwd:
     hook(program, Some(args), cwd, env)
 }
 
+/// Settings of a repository's own config that make a read-only git
+/// command run a program, turned off for every git candor runs: a cloned
+/// (or unpacked) repository's `.git/config` is the repository's, not the
+/// user's. `core.fsmonitor` is run by `git status`; `log.showSignature`
+/// makes `git log` run `gpg.program`; hooks, pagers and external diffs are
+/// programs too. Filter drivers (`filter.<name>.clean`, which `git status`
+/// runs on a file whose index entry is stale) have names of the
+/// repository's choosing: [`git`] is given the ones configured to turn off.
+const GIT_OFF: [&str; 7] = [
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.pager=cat",
+    "log.showSignature=false",
+    "diff.external=",
+    "core.untrackedCache=false",
+    "submodule.recurse=false",
+];
+
+/// `git <args>` in `cwd`, for facts about the repository the session works
+/// in, never a program of the repository's choosing: every setting of
+/// `GIT_OFF` and each filter driver named in `filters` (found with
+/// `git config --get-regexp '^filter\.'`, which runs nothing) is
+/// overridden on the command line, which outranks every config file; the
+/// work tree is `cwd` (a repository's `core.worktree` cannot point git at
+/// the user's home). No optional locks (`git status` does not write the
+/// index), no prompts, stdin closed, stdout piped, stderr discarded, its
+/// own process group.
+pub fn git(args: &[&str], filters: &[String], cwd: &Path) -> Command {
+    #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
+    let mut cmd = Command::new("git");
+    cmd.arg("--no-pager");
+    for setting in GIT_OFF {
+        cmd.arg("-c").arg(setting);
+    }
+    for name in filters {
+        for part in ["clean", "smudge", "process"] {
+            cmd.arg("-c").arg(format!("filter.{name}.{part}="));
+        }
+        cmd.arg("-c").arg(format!("filter.{name}.required=false"));
+    }
+    cmd.args(args);
+    scrub(&mut cmd);
+    cmd.current_dir(cwd)
+        .env("GIT_WORK_TREE", cwd)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd
+}
+
+/// Runs a command built here and returns its stdout when it exits
+/// successfully, with whether it was cut: at most `cap` bytes are read,
+/// and a command with more to say is ended there. `Err` says why there is
+/// no output. Gives up (and ends the process group) after `limit`.
+pub async fn output_of(
+    cmd: Command,
+    cap: usize,
+    limit: Duration,
+) -> Result<(Vec<u8>, bool), String> {
+    use tokio::io::AsyncReadExt as _;
+    let mut group = ProcessGroup::spawn(cmd).map_err(|e| e.to_string())?;
+    let Some(stdout) = group.child_mut().stdout.take() else {
+        return Err("no output pipe".into());
+    };
+    let run = async {
+        let mut out = Vec::new();
+        stdout
+            .take(cap as u64 + 1)
+            .read_to_end(&mut out)
+            .await
+            .map_err(|e| e.to_string())?;
+        if out.len() > cap {
+            out.truncate(cap);
+            return Ok((out, true));
+        }
+        let status = group.child_mut().wait().await.map_err(|e| e.to_string())?;
+        if status.success() {
+            Ok((out, false))
+        } else {
+            Err(describe_status(status))
+        }
+    };
+    match tokio::time::timeout(limit, run).await {
+        Ok(result) => result,
+        Err(_) => Err(format!("gave no answer in {} ms", limit.as_millis())),
+    }
+}
+
 /// How a process ended, for people ("exited with status 3", "killed by
 /// SIGKILL").
 pub fn describe_status(status: ExitStatus) -> String {

@@ -144,7 +144,11 @@ fn the_lock_file_is_committed() {
 #[test]
 fn acp_method_names_appear_only_at_the_edges() {
     let allowed = ["src/client.rs", "src/dispatch.rs", "src/demo.rs"];
-    let log_types = ["\"session/started\"", "\"session/notice\""];
+    let log_types = [
+        "\"session/started\"",
+        "\"session/environment\"",
+        "\"session/notice\"",
+    ];
     let mut found = Vec::new();
     for path in rust_files(&root().join("src")) {
         let relative = path

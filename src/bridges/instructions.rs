@@ -1,0 +1,394 @@
+//! The instruction files Codex and Claude Code users keep for their
+//! agents, found and read the way those tools do, for the system prompt.
+//!
+//! The order, which is the order the model reads them in (later, more
+//! specific files come last, so where two disagree the later one is
+//! closer to the work):
+//!
+//! 1. the user's own: Codex's `$CODEX_HOME/AGENTS.md` (`~/.codex`), then
+//!    Claude Code's `~/.claude/CLAUDE.md`;
+//! 2. the project's, for each directory from the project root (the
+//!    repository's top directory, else the working directory) down to the
+//!    working directory: `AGENTS.md`, `CLAUDE.md`, `.claude/CLAUDE.md`,
+//!    `CLAUDE.local.md`.
+//!
+//! A Claude Code file's `@path` imports (relative to the file, `~/…` or
+//! absolute; not inside code spans or fenced blocks) follow the file that
+//! names them, depth first, at most [`MAX_DEPTH`] hops from a file found
+//! above. Each file is loaded once (by where its links lead), so the
+//! common `@AGENTS.md` in a `CLAUDE.md` beside it adds nothing twice.
+//!
+//! What a repository cannot do with them: a project's file, or anything it
+//! imports, is read only where its links lead inside the project root (a
+//! `CLAUDE.md` that links to `~/.ssh/id_rsa`, or imports it, is skipped and
+//! noted); the user's Read deny rules apply to every file; only regular
+//! files are read (a FIFO or device never blocks the session), at most
+//! [`MAX_READ`] bytes. The text given to the model is capped per file
+//! ([`MAX_FILE`]) and in all ([`MAX_TOTAL`]); a cut is marked in the text
+//! and noted, and a file the budget did not reach is listed with no text.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::event_log::{InstructionScope, Instructions};
+use crate::interception::policy::ReadDenies;
+
+/// The largest instruction file read at all.
+pub const MAX_READ: u64 = 1024 * 1024;
+/// The most of one file's text given to the model.
+pub const MAX_FILE: usize = 32 * 1024;
+/// The most instruction text given to the model in all.
+pub const MAX_TOTAL: usize = 64 * 1024;
+/// How many `@path` hops an import may be from a file found by name.
+pub const MAX_DEPTH: usize = 5;
+/// The most files loaded (found and imported).
+pub const MAX_FILES: usize = 40;
+
+/// The project's file names, in the order they are read in each directory.
+const PROJECT_NAMES: [&str; 4] = [
+    "AGENTS.md",
+    "CLAUDE.md",
+    ".claude/CLAUDE.md",
+    "CLAUDE.local.md",
+];
+
+/// Where to look.
+#[derive(Debug, Clone)]
+pub struct Sources<'a> {
+    /// The session's working directory.
+    pub cwd: &'a Path,
+    /// The project root: the repository's top directory, or `cwd`.
+    pub root: &'a Path,
+    /// The user's home directory (`~` in imports).
+    pub home: Option<&'a Path>,
+    /// Codex's home (`$CODEX_HOME`, `~/.codex`), when Codex is read.
+    pub codex_home: Option<&'a Path>,
+    /// Claude Code's user directory (`~/.claude`), when Claude Code is read.
+    pub claude_dir: Option<&'a Path>,
+    /// The user's Read deny rules.
+    pub denies: &'a ReadDenies,
+}
+
+/// The files loaded, in order, and what could not be loaded or was cut.
+pub fn load(sources: &Sources<'_>) -> (Vec<Instructions>, Vec<String>) {
+    let mut loader = Loader {
+        sources,
+        root: crate::tools::resolve_links(sources.root),
+        seen: HashSet::new(),
+        files: Vec::new(),
+        notes: Vec::new(),
+        used: 0,
+    };
+    if let Some(codex) = sources.codex_home {
+        loader.visit(&codex.join("AGENTS.md"), InstructionScope::User, None, 0);
+    }
+    if let Some(claude) = sources.claude_dir {
+        loader.visit(&claude.join("CLAUDE.md"), InstructionScope::User, None, 0);
+    }
+    for dir in dirs_down(sources.root, sources.cwd) {
+        for name in PROJECT_NAMES {
+            loader.visit(&dir.join(name), InstructionScope::Project, None, 0);
+        }
+    }
+    (loader.files, loader.notes)
+}
+
+/// The directories from `root` down to `cwd` (just `cwd` when it is not
+/// under `root`).
+fn dirs_down(root: &Path, cwd: &Path) -> Vec<PathBuf> {
+    let Ok(rest) = cwd.strip_prefix(root) else {
+        return vec![cwd.to_owned()];
+    };
+    let mut dir = root.to_owned();
+    let mut out = vec![dir.clone()];
+    for part in rest.components() {
+        dir.push(part);
+        out.push(dir.clone());
+    }
+    out
+}
+
+struct Loader<'a> {
+    sources: &'a Sources<'a>,
+    /// The project root, its links resolved.
+    root: PathBuf,
+    /// Where the files loaded lead.
+    seen: HashSet<PathBuf>,
+    files: Vec<Instructions>,
+    notes: Vec<String>,
+    /// Bytes of text given so far.
+    used: usize,
+}
+
+impl Loader<'_> {
+    /// Loads `path` if it is there and may be read, then what it imports.
+    fn visit(
+        &mut self,
+        path: &Path,
+        scope: InstructionScope,
+        imported_by: Option<&Path>,
+        depth: usize,
+    ) {
+        let shown = path.display();
+        let real = crate::tools::resolve_links(path);
+        if std::fs::symlink_metadata(path).is_err() {
+            if let Some(by) = imported_by {
+                self.notes.push(format!(
+                    "{} imports {shown}, which does not exist",
+                    by.display()
+                ));
+            }
+            return;
+        }
+        if !self.seen.insert(real.clone()) {
+            return;
+        }
+        if scope == InstructionScope::Project && !real.starts_with(&self.root) {
+            self.notes.push(format!(
+                "{shown} leads outside the project ({}); a project's instructions are read only inside it",
+                real.display()
+            ));
+            return;
+        }
+        if self.sources.denies.denies(path) {
+            self.notes
+                .push(format!("{shown} is not loaded: a Read deny rule covers it"));
+            return;
+        }
+        if self.files.len() == MAX_FILES {
+            self.notes.push(format!(
+                "{shown} is not loaded: at most {MAX_FILES} instruction files are"
+            ));
+            return;
+        }
+        let bytes = match crate::tools::files::read_regular(&real, MAX_READ) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return,
+            Err(why) => {
+                self.notes.push(why);
+                return;
+            }
+        };
+        let Ok(full) = String::from_utf8(bytes) else {
+            self.notes
+                .push(format!("{shown} is not UTF-8 text; not loaded"));
+            return;
+        };
+        let imports = if is_claude_file(path) || imported_by.is_some() {
+            imports_of(&full)
+        } else {
+            Vec::new()
+        };
+        let size = full.len() as u64;
+        let text = self.budgeted(path, full);
+        let cut = text.len() as u64 != size;
+        self.files.push(Instructions {
+            path: path.to_owned(),
+            scope,
+            imported_by: imported_by.map(Path::to_owned),
+            text,
+            bytes: size,
+            cut,
+        });
+        for import in imports {
+            if depth + 1 > MAX_DEPTH {
+                self.notes.push(format!(
+                    "{shown} imports @{import}, more than {MAX_DEPTH} imports deep; not loaded"
+                ));
+                continue;
+            }
+            let Some(target) = self.import_path(path, &import) else {
+                continue;
+            };
+            self.visit(&target, scope, Some(path), depth + 1);
+        }
+    }
+
+    /// The part of `text` the budget leaves room for, the cut marked.
+    fn budgeted(&mut self, path: &Path, text: String) -> String {
+        let room = MAX_FILE.min(MAX_TOTAL.saturating_sub(self.used));
+        if text.len() <= room {
+            self.used += text.len();
+            return text;
+        }
+        let end = text.floor_char_boundary(room);
+        let rest = text.len() - end;
+        let why = if room < MAX_FILE {
+            format!(
+                "the {} KiB budget for all instruction files",
+                MAX_TOTAL / 1024
+            )
+        } else {
+            format!("the {} KiB limit per file", MAX_FILE / 1024)
+        };
+        self.notes.push(format!(
+            "{} was cut after {end} of its {} bytes ({why})",
+            path.display(),
+            text.len()
+        ));
+        self.used += end;
+        let mut kept = text[..end].to_owned();
+        if end > 0 {
+            kept.push_str(&format!(
+                "\n[candor: the rest of this file, {rest} bytes, was cut ({why})]"
+            ));
+        }
+        kept
+    }
+
+    /// Where `@import` in `from` points (`None`: not a path).
+    fn import_path(&self, from: &Path, import: &str) -> Option<PathBuf> {
+        if let Some(rest) = import.strip_prefix("~/") {
+            return self.sources.home.map(|h| h.join(rest));
+        }
+        let path = Path::new(import);
+        if path.is_absolute() {
+            return Some(path.to_owned());
+        }
+        Some(from.parent()?.join(path))
+    }
+}
+
+/// Whether a file is one of Claude Code's (whose `@path`s are imports).
+fn is_claude_file(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n == "CLAUDE.md" || n == "CLAUDE.local.md")
+}
+
+/// The `@path`s of a text, in order: a word that starts with `@` and looks
+/// like a path (it has a `/` or a `.`), outside fenced code blocks and code
+/// spans; trailing punctuation is not part of it.
+pub fn imports_of(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fence: Option<&str> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        let marker = ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m));
+        match (fence, marker) {
+            (None, Some(m)) => {
+                fence = Some(m);
+                continue;
+            }
+            (Some(open), Some(m)) if open == m => {
+                fence = None;
+                continue;
+            }
+            (Some(_), _) => continue,
+            (None, None) => {}
+        }
+        let mut in_code = false;
+        let mut previous = ' ';
+        for (i, c) in line.char_indices() {
+            if c == '`' {
+                in_code = !in_code;
+            } else if c == '@' && !in_code && previous.is_whitespace() {
+                let word: String = line[i + 1..]
+                    .chars()
+                    .take_while(|c| !c.is_whitespace() && *c != '`')
+                    .collect();
+                let word = word.trim_end_matches(['.', ',', ';', ':', ')', '!', '?', '"', '\'']);
+                if !word.is_empty() && (word.contains('/') || word.contains('.')) {
+                    out.push(word.to_owned());
+                }
+            }
+            previous = c;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn imports_skip_code_emails_and_punctuation() {
+        let text = "See @docs/style.md, and @~/notes.md.\nmail a@b.com or @alice\n`@not/this` but @README\n```\n@in/fence.md\n```\n- @last.md";
+        assert_eq!(
+            imports_of(text),
+            vec!["docs/style.md", "~/notes.md", "last.md"]
+        );
+    }
+
+    #[test]
+    fn the_directories_go_from_the_root_down() {
+        let dirs = dirs_down(Path::new("/r"), Path::new("/r/a/b"));
+        assert_eq!(
+            dirs,
+            vec![
+                PathBuf::from("/r"),
+                PathBuf::from("/r/a"),
+                PathBuf::from("/r/a/b")
+            ]
+        );
+        assert_eq!(
+            dirs_down(Path::new("/r"), Path::new("/elsewhere")),
+            vec![PathBuf::from("/elsewhere")]
+        );
+    }
+
+    fn load_in(root: &Path, cwd: &Path, home: Option<&Path>) -> (Vec<Instructions>, Vec<String>) {
+        let denies = ReadDenies::default();
+        load(&Sources {
+            cwd,
+            root,
+            home,
+            codex_home: None,
+            claude_dir: None,
+            denies: &denies,
+        })
+    }
+
+    #[test]
+    fn a_project_import_outside_the_project_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("p");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "TOKEN=1").unwrap();
+        std::fs::write(
+            root.join("CLAUDE.md"),
+            "Use @../secret.txt and @/etc/hostname",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("other.txt"), "TOKEN=2").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("other.txt"), root.join("AGENTS.md")).unwrap();
+        let (files, notes) = load_in(&root, &root, None);
+        assert_eq!(files.len(), 1, "{files:?}");
+        assert!(files[0].path.ends_with("CLAUDE.md"));
+        assert!(files.iter().all(|f| !f.text.contains("TOKEN")));
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(
+            notes.iter().all(|n| n.contains("outside the project")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn a_fifo_is_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        nix::unistd::mkfifo(&root.join("CLAUDE.md"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let (files, notes) = load_in(root, root, None);
+        assert!(files.is_empty());
+        assert!(notes[0].contains("named pipe"), "{notes:?}");
+    }
+
+    #[test]
+    fn caps_cut_and_say_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let big = "é".repeat(MAX_FILE);
+        std::fs::write(root.join("AGENTS.md"), &big).unwrap();
+        std::fs::write(root.join("CLAUDE.md"), &big).unwrap();
+        std::fs::write(root.join("CLAUDE.local.md"), "last").unwrap();
+        let (files, notes) = load_in(root, root, None);
+        assert_eq!(files.len(), 3);
+        assert!(files.iter().all(|f| f.cut));
+        assert!(files[0].text.contains("[candor: the rest of this file"));
+        let given: usize = files.iter().map(|f| f.text.len()).sum();
+        assert!(given <= MAX_TOTAL + 400, "{given}");
+        assert_eq!(files[2].text, "");
+        assert_eq!(notes.len(), 3, "{notes:?}");
+    }
+}

@@ -54,6 +54,30 @@ use tokio::sync::oneshot;
 pub use config::{Config, ProviderSetting};
 pub use transport::{MAX_LINE, stdio};
 
+/// What a new session in `cwd` would tell the model about where it works:
+/// the facts of its `session/environment` record, gathered as a session
+/// gathers them (git within 200 ms, the instruction files under the
+/// user's Read deny rules), and the system prompt assembled from them. The
+/// `environment` bench measures this.
+pub async fn system_prompt(
+    config: &Config,
+    cwd: &std::path::Path,
+) -> (event_log::Environment, String) {
+    let context = Arc::new(bridges::SessionContext::new(
+        "system-prompt".into(),
+        config.sessions_dir().join("system-prompt.jsonl"),
+        cwd.to_owned(),
+        config.user_home.clone(),
+    ));
+    let denies = bridges::policy::build(config, &context, false)
+        .map(|b| interception::policy::ReadDenies::of(&b.policy.rules))
+        .unwrap_or_default();
+    let sources = session::environment::Sources::new(config, cwd, denies);
+    let environment = session::environment::gather(sources).await;
+    let text = session::system::assemble(Some(&environment), cwd);
+    (environment, text)
+}
+
 /// How long shutdown waits for sessions to write their last records and
 /// run their SessionEnd hooks (which get 1.5 s of it).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(2000);

@@ -38,7 +38,13 @@ How to use the tools:
 
 /// The system prompt for the next request.
 pub(crate) fn prompt(records: &[Record], cwd: &Path) -> String {
-    let parts = parts(latest(records), cwd);
+    assemble(latest(records), cwd)
+}
+
+/// The system prompt of these facts (the guidance alone when there are
+/// none).
+pub(crate) fn assemble(env: Option<&Environment>, cwd: &Path) -> String {
+    let parts = parts(env, cwd);
     let texts: Vec<&str> = parts
         .iter()
         .map(|p| p.text.as_str())

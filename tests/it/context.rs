@@ -56,7 +56,11 @@ fn instruction_files(env: &TestEnv) {
     env.file("docs/style.md", "STYLE-GUIDE\n");
     env.file("docs/fenced.md", "FENCED\n");
     env.file(".claude/CLAUDE.md", "DOT-CLAUDE\n");
-    env.file("CLAUDE.local.md", "LOCAL-NOTES\n");
+    // Over the 32 KiB a file may give: cut, and the cut said.
+    env.file(
+        "CLAUDE.local.md",
+        &format!("LOCAL-NOTES\n{}", "x".repeat(40 * 1024)),
+    );
 }
 
 /// The configuration of a user whose Codex and Claude Code homes are in
@@ -137,6 +141,12 @@ async fn the_model_is_told_where_it_works_and_what_the_project_asks() {
     assert!(!system.contains("OUTSIDE-SECRET"), "{system}");
     assert!(!system.contains("FENCED"), "{system}");
     assert!(system.contains("(imported by "), "{system}");
+    assert!(
+        system.contains(
+            "[candor: the rest of this file, 8204 bytes, was cut (the 32 KiB limit per file)]"
+        ),
+        "{system}"
+    );
     // The facts are a record of their own, before the first prompt.
     let log = conn.env.log(&session);
     let kinds = types(&log);
@@ -148,6 +158,15 @@ async fn the_model_is_told_where_it_works_and_what_the_project_asks() {
     assert!(at < prompt, "{kinds:?}");
     let environment = &log[at];
     assert_eq!(environment["git"]["branch"], "main");
+    assert_eq!(environment["instructions"][6]["cut"], true);
+    // The audit trail says what the model was told.
+    let trail = audit(&conn.env.home, &session, false);
+    assert!(trail.contains("environment: "), "{trail}");
+    assert!(trail.contains("git branch main"), "{trail}");
+    assert!(
+        trail.contains("CLAUDE.local.md (40972 bytes, cut)"),
+        "{trail}"
+    );
     assert!(
         environment["notes"]
             .to_string()

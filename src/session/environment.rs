@@ -22,6 +22,8 @@ use crate::tools::exec;
 
 /// The time git has for everything it is asked.
 pub(crate) const GIT_BUDGET: Duration = Duration::from_millis(200);
+/// The time reading the instruction files may take.
+const FILES_BUDGET: Duration = Duration::from_secs(2);
 /// Status lines given to the model.
 const STATUS_LINES: usize = 30;
 /// Commit subjects given to the model.
@@ -55,8 +57,9 @@ impl Sources {
     }
 }
 
-/// Gathers the facts (at most [`GIT_BUDGET`] waiting on git, plus the
-/// reading of a few small files).
+/// Gathers the facts: at most [`GIT_BUDGET`] waiting on git and
+/// `FILES_BUDGET` (2 s) on the instruction files, which are read at the
+/// same time.
 pub(crate) async fn gather(sources: Sources) -> Environment {
     let cwd = sources.cwd.clone();
     let repo = repository_root(&cwd);
@@ -80,13 +83,23 @@ pub(crate) async fn gather(sources: Sources) -> Environment {
             })
         }
     });
+    // A file on a mount that stopped answering must not hold the session.
+    let files = tokio::time::timeout(FILES_BUDGET, files);
     let (git, files) = tokio::join!(git, files);
-    let (instructions, mut notes) = files.unwrap_or_else(|e| {
-        (
+    let (instructions, mut notes) = match files {
+        Ok(Ok(loaded)) => loaded,
+        Ok(Err(e)) => (
             Vec::new(),
             vec![format!("the instruction files could not be read: {e}")],
-        )
-    });
+        ),
+        Err(_) => (
+            Vec::new(),
+            vec![format!(
+                "the instruction files took over {} s to read; none were loaded",
+                FILES_BUDGET.as_secs()
+            )],
+        ),
+    };
     if let Some(why) = git.as_ref().and_then(|g| g.incomplete.as_ref()) {
         notes.push(format!("git: {why}"));
     }

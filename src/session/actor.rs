@@ -137,6 +137,7 @@ pub(crate) fn start(
         env_file: config.claude.is_some().then(|| context.env_file.clone()),
         config: Arc::new(config.clone()),
         mcp,
+        user_commands: Vec::new(),
     };
     let handle = SessionHandle::new(
         id.clone(),
@@ -172,8 +173,9 @@ pub(crate) fn start(
     })
 }
 
-/// Offers the session's commands (candor's, then the MCP servers'
-/// prompts) when they differ from those `offered` last.
+/// Offers the session's commands (candor's, the MCP servers' prompts,
+/// then the user's command files) when they differ from those `offered`
+/// last.
 fn offer_commands(
     committer: &mut Committer,
     gate: &Gate,
@@ -181,6 +183,7 @@ fn offer_commands(
 ) {
     let mut commands = super::commands::offered();
     commands.extend(super::mcp::offered(gate));
+    commands.extend(super::user_commands::offered(&gate.user_commands));
     if commands == *offered {
         return;
     }
@@ -358,10 +361,13 @@ async fn run(
             format!("This session was loaded read-only: {damage}"),
         );
     }
-    // candor's commands, then the MCP servers' prompts, offered again
-    // whenever a server's prompts change while the session is idle.
+    // candor's commands, the MCP servers' prompts and the user's command
+    // files, offered again whenever a server's prompts change while the
+    // session is idle, or the files changed when a prompt comes.
     let mut mcp_changes = gate.mcp.changes();
     let mut offered = Vec::new();
+    let mut file_problems = Vec::new();
+    super::user_commands::refresh(&mut committer, &mut gate, &cwd, &mut file_problems);
     offer_commands(&mut committer, &gate, &mut offered);
     for (level, text) in std::mem::take(&mut opening.notices) {
         if let Err(e) = committer.commit(Event::Notice { level, text }) {
@@ -424,6 +430,8 @@ async fn run(
                         }
                     }
                 }
+                super::user_commands::refresh(&mut committer, &mut gate, &cwd, &mut file_problems);
+                offer_commands(&mut committer, &gate, &mut offered);
                 opening.context.set_turn(TurnInfo {
                     turn_id: uuid::Uuid::new_v4().to_string(),
                     model: provider.model().map(str::to_owned),

@@ -23,5 +23,6 @@ pub(crate) mod restore;
 pub(crate) mod settings;
 pub(crate) mod trust;
 pub(crate) mod turn;
+pub(crate) mod user_commands;
 
 pub(crate) use handle::SessionHandle;

@@ -84,6 +84,9 @@ async fn steps(
         Some(true) => return Ok(TurnStop::Refusal),
         Some(false) => {}
     }
+    if let Some(stop) = super::user_commands::expand(c, gate, &prompt_text)? {
+        return Ok(stop);
+    }
     if let Some(stop) = super::mcp::prepare(c, gate, &prompt_text, &links, control).await? {
         return Ok(stop);
     }

@@ -575,10 +575,10 @@ pub fn expand(command: &UserCommand, args: &str) -> Result<Expansion, String> {
         format!("{}\n\nARGUMENTS: {args}", text.trim_end())
     };
     let mut ignored = Vec::new();
-    if command.source != CommandSource::Codex {
-        if let Some(note) = claude_notes(command, &mut ignored) {
-            text = format!("{}\n\n{note}", text.trim_end());
-        }
+    if command.source != CommandSource::Codex
+        && let Some(note) = claude_notes(command, &mut ignored)
+    {
+        text = format!("{}\n\n{note}", text.trim_end());
     }
     Ok(Expansion { text, ignored })
 }

@@ -81,6 +81,10 @@ const MAX_ENTRIES: usize = 2_000;
 const MAX_DESCRIPTION: usize = 200;
 /// The longest input hint offered (characters).
 const MAX_HINT: usize = 100;
+/// Where an expansion stops growing (bytes): a file full of `$ARGUMENTS`
+/// and a long paste would otherwise multiply. The caller cuts it shorter
+/// still, saying so.
+const MAX_EXPANSION: usize = 1024 * 1024;
 
 /// One command file, as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -590,6 +594,10 @@ fn claude_substitute(body: &str, raw: &str) -> (String, bool) {
     let mut took = false;
     let mut rest = body;
     while let Some(at) = rest.find('$') {
+        if out.len() > MAX_EXPANSION {
+            rest = "";
+            break;
+        }
         out.push_str(&rest[..at]);
         let tail = &rest[at + 1..];
         let (index, len) = if let Some(after) = tail.strip_prefix("ARGUMENTS") {
@@ -671,6 +679,10 @@ fn codex_expand(name: &str, body: &str, raw: &str) -> Result<(String, bool), Str
     let mut out = String::with_capacity(body.len());
     let mut last = 0;
     for (start, key) in codex_placeholders(body) {
+        if out.len() > MAX_EXPANSION {
+            last = body.len();
+            break;
+        }
         out.push_str(&body[last..start]);
         out.push_str(&values[key]);
         last = start + 1 + key.len();
@@ -721,6 +733,10 @@ fn codex_numbered(body: &str, words: &[String]) -> (String, bool) {
     let mut took = false;
     let mut rest = body;
     while let Some(at) = rest.find('$') {
+        if out.len() > MAX_EXPANSION {
+            rest = "";
+            break;
+        }
         out.push_str(&rest[..at]);
         let tail = &rest[at + 1..];
         let next = tail.as_bytes().first().copied();
@@ -978,6 +994,31 @@ mod tests {
         // A Codex prompt has no such features: nothing is noted.
         let e = expand(&command(CommandSource::Codex, "Status: !`git status`"), "").unwrap();
         assert!(e.ignored.is_empty());
+    }
+
+    #[test]
+    fn a_file_of_placeholders_cannot_multiply_a_long_paste_without_bound() {
+        let body = "$ARGUMENTS $1 ".repeat(5_000);
+        let paste = "x".repeat(100_000);
+        for source in [CommandSource::Project, CommandSource::Codex] {
+            let e = expand(&command(source, &body), &paste).unwrap();
+            assert!(
+                e.text.len() < MAX_EXPANSION + 2 * paste.len(),
+                "{}",
+                e.text.len()
+            );
+        }
+        let named = "$KEY ".repeat(10_000);
+        let e = expand(
+            &command(CommandSource::Codex, &named),
+            &format!("KEY={paste}"),
+        )
+        .unwrap();
+        assert!(
+            e.text.len() < MAX_EXPANSION + 2 * paste.len(),
+            "{}",
+            e.text.len()
+        );
     }
 
     #[test]

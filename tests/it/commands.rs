@@ -198,6 +198,9 @@ async fn a_claude_command_expands_its_arguments_and_the_model_is_given_the_expan
         thoughts.contains("/review was expanded from .claude/commands/review.md (project)"),
         "{thoughts}"
     );
+    // The audit trail says so too.
+    let audit = audit(&conn.env.home, &session, false);
+    assert!(audit.contains("/review was expanded from"), "{audit}");
     // A subfolder's command is invoked by its own name.
     conn.prompt(&session, "/component Button").await;
     assert_eq!(

@@ -350,9 +350,31 @@ fn prompt_entry(at: String, event: &Event) -> Option<Entry> {
     let text = match event {
         Event::PromptExpanded {
             command,
-            server,
+            server: Some(server),
             text,
+            ..
         } => format!("/{command} was expanded by the MCP server {server} to:\n{text}"),
+        Event::PromptExpanded {
+            command,
+            source,
+            path,
+            text,
+            ignored,
+            ..
+        } => {
+            let from = match (source, path) {
+                (Some(source), Some(path)) => {
+                    format!(" from {} ({})", path.display(), source.name())
+                }
+                _ => String::new(),
+            };
+            let not_done = if ignored.is_empty() {
+                String::new()
+            } else {
+                format!(" (not done: {})", ignored.join("; "))
+            };
+            format!("/{command} was expanded{from}{not_done} to:\n{text}")
+        }
         Event::PromptResource { uri, server, text } => format!(
             "attached {uri} from the MCP server {server} ({} characters)",
             text.chars().count()

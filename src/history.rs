@@ -63,6 +63,7 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
         pending: Vec::new(),
         opened_with: Vec::new(),
         images: HashMap::new(),
+        typed: None,
     };
     for record in records {
         history.apply(&record.event);
@@ -118,6 +119,9 @@ struct History<'a> {
     /// The images an MCP tool answered with (`tool/content`), for its
     /// result.
     images: HashMap<String, Vec<crate::conversation::Image>>,
+    /// Where the latest user message's own text is in its message (start,
+    /// length): an expansion replaces that, not the hook context beside it.
+    typed: Option<(usize, usize)>,
 }
 
 impl History<'_> {
@@ -142,11 +146,7 @@ impl History<'_> {
                 hook_notes,
                 ..
             } => self.tool_result(tool_call_id, *status, output, hook_notes),
-            Event::PromptExpanded { text, .. } => {
-                if let Some(Message::User { text: typed }) = self.messages.last_mut() {
-                    *typed = text.clone();
-                }
-            }
+            Event::PromptExpanded { text, .. } => self.expanded(text),
             Event::PromptResource { uri, text, .. } => {
                 if let Some(Message::User { text: typed }) = self.messages.last_mut() {
                     typed.push_str(&format!(
@@ -200,11 +200,30 @@ impl History<'_> {
     fn user_message(&mut self, content: &[ContentBlock]) {
         flush(&mut self.awaiting, &mut self.messages);
         let mut text = flatten_prompt(content);
+        let mut start = 0;
         if !self.pending.is_empty() {
-            text = format!("{}\n\n{text}", self.pending.join("\n\n"));
+            let context = self.pending.join("\n\n");
+            start = context.len() + 2;
+            text = format!("{context}\n\n{text}");
         }
+        self.typed = Some((start, text.len() - start));
         self.opened_with = std::mem::take(&mut self.pending);
         self.messages.push(Message::User { text });
+    }
+
+    /// The prompt was a command: the model is given its expansion in place
+    /// of what the user typed (hook context around it stays).
+    fn expanded(&mut self, expansion: &str) {
+        let Some(Message::User { text }) = self.messages.last_mut() else {
+            return;
+        };
+        match self.typed {
+            Some((start, len)) if text.get(start..start + len).is_some() => {
+                text.replace_range(start..start + len, expansion);
+                self.typed = Some((start, expansion.len()));
+            }
+            _ => *text = expansion.to_owned(),
+        }
     }
 
     fn hook_context(&mut self, event: SessionEvent, hook: &str, text: &str) {
@@ -474,6 +493,46 @@ mod tests {
             .map(|r| (r.tool_use_id.as_str(), r.content.as_str()))
             .collect();
         assert_eq!(order, [("a", "A"), ("b", "B")]);
+    }
+
+    #[test]
+    fn an_expansion_replaces_what_was_typed_and_keeps_the_hook_context_around_it() {
+        let records = recs(vec![
+            Event::HookContext {
+                event: SessionEvent::SessionStart,
+                hook: "start".into(),
+                text: "branch main".into(),
+                quiet: false,
+            },
+            Event::UserMessage {
+                content: vec![ContentBlock::from("/review a.rs")],
+            },
+            Event::HookContext {
+                event: SessionEvent::UserPromptSubmit,
+                hook: "submit".into(),
+                text: "be brief".into(),
+                quiet: false,
+            },
+            Event::PromptExpanded {
+                command: "review".into(),
+                server: None,
+                source: Some(crate::event_log::CommandSource::Project),
+                path: Some("/p/.claude/commands/review.md".into()),
+                text: "Review a.rs carefully.".into(),
+                ignored: Vec::new(),
+            },
+        ]);
+        let messages = derive_messages(&records, RewriteStrategy::Note);
+        let [Message::User { text }] = messages.as_slice() else {
+            panic!("{messages:?}")
+        };
+        assert!(!text.contains("/review"), "{text}");
+        let (start, typed, submit) = (
+            text.find("branch main").unwrap(),
+            text.find("Review a.rs carefully.").unwrap(),
+            text.find("be brief").unwrap(),
+        );
+        assert!(start < typed && typed < submit, "{text}");
     }
 
     #[test]

@@ -34,6 +34,18 @@ use crate::event_log::{
 };
 use crate::tools::{self, Tool};
 
+/// An offered command as ACP sends it, with its input hint when it has one.
+fn available_command(c: &crate::event_log::OfferedCommand) -> AvailableCommand {
+    use agent_client_protocol_schema::v1::{AvailableCommandInput, UnstructuredCommandInput};
+    let command = AvailableCommand::new(c.name.clone(), c.description.clone());
+    match &c.hint {
+        Some(hint) => command.input(AvailableCommandInput::Unstructured(
+            UnstructuredCommandInput::new(hint.clone()),
+        )),
+        None => command,
+    }
+}
+
 /// A block of an MCP tool's answer as card content.
 fn result_content(c: &ResultContent) -> ToolCallContent {
     use agent_client_protocol_schema::v1::{
@@ -233,12 +245,7 @@ impl Presenter {
                 // A loaded session offers them afresh after its response.
                 Mode::Replay => Vec::new(),
                 Mode::Live => vec![SessionUpdate::AvailableCommandsUpdate(
-                    AvailableCommandsUpdate::new(
-                        commands
-                            .iter()
-                            .map(|c| AvailableCommand::new(c.name.clone(), c.description.clone()))
-                            .collect(),
-                    ),
+                    AvailableCommandsUpdate::new(commands.iter().map(available_command).collect()),
                 )],
             },
             Event::CommandRan { output, .. } => vec![SessionUpdate::AgentMessageChunk(
@@ -357,17 +364,36 @@ impl Presenter {
         )]
     }
 
-    /// What an MCP server gave the prompt, as a notice.
+    /// What an MCP server or a command file gave the prompt, as a notice.
     fn prompt_notice(&mut self, event: &Event) -> Vec<SessionUpdate> {
         let text = match event {
             Event::PromptExpanded {
                 command,
                 server,
+                source,
+                path,
                 text,
-            } => format!(
-                "/{command} was expanded by the MCP server {server}; the model is given:\n{}",
-                crate::text::shorten(text, 2001)
-            ),
+                ignored,
+            } => {
+                let from = match (server, source, path) {
+                    (Some(server), _, _) => format!("by the MCP server {server}"),
+                    (None, Some(source), Some(path)) => format!(
+                        "from {} ({})",
+                        path.strip_prefix(&self.cwd).unwrap_or(path).display(),
+                        source.name()
+                    ),
+                    _ => "by candor".to_owned(),
+                };
+                let not_done = if ignored.is_empty() {
+                    String::new()
+                } else {
+                    format!(" Not done: {}.", ignored.join("; "))
+                };
+                format!(
+                    "/{command} was expanded {from}.{not_done} The model is given:\n{}",
+                    crate::text::shorten(text, 2001)
+                )
+            }
             Event::PromptResource { uri, server, text } => format!(
                 "Attached {uri} from the MCP server {server} ({} characters)",
                 text.chars().count()

@@ -12,6 +12,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod commands;
 pub mod hook;
 pub mod instructions;
 pub mod mcp;

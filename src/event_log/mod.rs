@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 pub use record::{
-    ConfigId, Decision, DeltaChannel, Environment, Event, FORMAT_VERSION, FileDiff, GitFacts,
-    HookNote, HookRecord, InstructionScope, Instructions, McpTarget, NoteKind, NoticeLevel,
-    OfferedCommand, Outcome, OutputFile, PermissionChoice, PermissionOutcome, Record,
+    CommandSource, ConfigId, Decision, DeltaChannel, Environment, Event, FORMAT_VERSION, FileDiff,
+    GitFacts, HookNote, HookRecord, InstructionScope, Instructions, McpTarget, NoteKind,
+    NoticeLevel, OfferedCommand, Outcome, OutputFile, PermissionChoice, PermissionOutcome, Record,
     ResultContent, ResultStatus, SessionEvent, TrustOutcome, TurnStop, Verdict,
 };
 

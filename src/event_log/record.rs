@@ -107,14 +107,28 @@ pub enum Event {
     /// the model never sees it, and the turn ends `refusal`.
     #[serde(rename = "prompt/blocked")]
     PromptBlocked { hook: String, reason: String },
-    /// The prompt recorded just before was an MCP server's prompt
-    /// (`/mcp__<server>__<prompt> args`): `text` is what the server
-    /// expanded it to, what the model is given in place of the prompt.
+    /// The prompt recorded just before was a command candor expanded: an
+    /// MCP server's prompt (`/mcp__<server>__<prompt> args`, `server` set)
+    /// or one of the user's command files (`/name args`, `source` and
+    /// `path` set). `text` is the expansion, what the model is given in
+    /// place of what the user typed.
     #[serde(rename = "prompt/expanded")]
     PromptExpanded {
         command: String,
-        server: String,
+        /// The MCP server that expanded it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<String>,
+        /// Whose command file it is (Claude Code's project or user
+        /// commands, or a Codex prompt).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<CommandSource>,
+        /// The command file, as read.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<PathBuf>,
         text: String,
+        /// What the file asked for that candor did not do (for the user).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        ignored: Vec<String>,
     },
     /// A resource the prompt linked (`resource_link`), read from the MCP
     /// server that lists it: the model is given `text` with the prompt.
@@ -488,6 +502,32 @@ impl ConfigId {
 pub struct OfferedCommand {
     pub name: String,
     pub description: String,
+    /// What to type after the command (ACP's unstructured input hint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+/// Where a user's command file comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandSource {
+    /// The project's `.claude/commands/` (Claude Code's project commands).
+    Project,
+    /// The user's `~/.claude/commands/` (Claude Code's personal commands).
+    User,
+    /// The user's `$CODEX_HOME/prompts/` (Codex's custom prompts).
+    Codex,
+}
+
+impl CommandSource {
+    /// How descriptions and notices name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CommandSource::Project => "project",
+            CommandSource::User => "user",
+            CommandSource::Codex => "codex",
+        }
+    }
 }
 
 /// How much a notice matters.

@@ -139,6 +139,7 @@ pub(crate) fn start(
         env_file: config.claude.is_some().then(|| context.env_file.clone()),
         config: Arc::new(config.clone()),
         mcp,
+        user_commands: Vec::new(),
     };
     let handle = SessionHandle::new(
         id.clone(),
@@ -175,8 +176,9 @@ pub(crate) fn start(
     })
 }
 
-/// Offers the session's commands (candor's, then the MCP servers'
-/// prompts) when they differ from those `offered` last.
+/// Offers the session's commands (candor's, the MCP servers' prompts,
+/// then the user's command files) when they differ from those `offered`
+/// last.
 fn offer_commands(
     committer: &mut Committer,
     gate: &Gate,
@@ -184,6 +186,7 @@ fn offer_commands(
 ) {
     let mut commands = super::commands::offered();
     commands.extend(super::mcp::offered(gate));
+    commands.extend(super::user_commands::offered(&gate.user_commands));
     if commands == *offered {
         return;
     }
@@ -363,34 +366,23 @@ async fn run(
             format!("This session was loaded read-only: {damage}"),
         );
     }
-    // candor's commands, then the MCP servers' prompts, offered again
-    // whenever a server's prompts change while the session is idle.
+    // candor's commands, the MCP servers' prompts and the user's command
+    // files, offered again whenever a server's prompts change while the
+    // session is idle, or the files changed when a prompt comes.
     let mut mcp_changes = gate.mcp.changes();
     let mut offered = Vec::new();
+    let mut file_problems = Vec::new();
+    super::user_commands::refresh(&mut committer, &mut gate, &cwd, &mut file_problems);
     offer_commands(&mut committer, &gate, &mut offered);
-    for (level, text) in std::mem::take(&mut opening.notices) {
-        if let Err(e) = committer.commit(Event::Notice { level, text }) {
-            tracing::error!(error = %e, "could not record a notice");
-        }
-    }
-    if let Some(gathering) = opening.gathering.take() {
-        record_environment(&mut committer, gathering, &hard_stop).await;
-    }
-    // SessionStart hooks write the session's environment afresh (a loaded
-    // session's run again, with `source: resume`).
-    let _ = std::fs::remove_file(&opening.context.env_file);
-    if let Err(e) = events::session_start(
+    begin(
         &mut committer,
         &gate,
-        &cwd,
-        opening.source,
         provider.model(),
+        &cwd,
+        &mut opening,
         &hard_stop,
     )
-    .await
-    {
-        tracing::error!(error = %e, "could not record what the SessionStart hooks said");
-    }
+    .await;
     loop {
         let command = tokio::select! {
             command = commands.recv() => match command {
@@ -432,6 +424,8 @@ async fn run(
                         }
                     }
                 }
+                super::user_commands::refresh(&mut committer, &mut gate, &cwd, &mut file_problems);
+                offer_commands(&mut committer, &gate, &mut offered);
                 opening.context.set_turn(TurnInfo {
                     turn_id: uuid::Uuid::new_v4().to_string(),
                     model: provider.model().map(str::to_owned),
@@ -464,6 +458,35 @@ async fn run(
     // The session is over: nothing it started may outlive it.
     gate.shells.kill_all();
     gate.mcp.stop();
+}
+
+/// What a session records before it takes a prompt, once the client has
+/// its id: what loading its settings had to say, where it works
+/// (`session/environment`), and what its SessionStart hooks said.
+async fn begin(
+    committer: &mut Committer,
+    gate: &Gate,
+    model: Option<&str>,
+    cwd: &std::path::Path,
+    opening: &mut Opening,
+    hard_stop: &CancellationToken,
+) {
+    for (level, text) in std::mem::take(&mut opening.notices) {
+        if let Err(e) = committer.commit(Event::Notice { level, text }) {
+            tracing::error!(error = %e, "could not record a notice");
+        }
+    }
+    if let Some(gathering) = opening.gathering.take() {
+        record_environment(committer, gathering, hard_stop).await;
+    }
+    // SessionStart hooks write the session's environment afresh (a loaded
+    // session's run again, with `source: resume`).
+    let _ = std::fs::remove_file(&opening.context.env_file);
+    if let Err(e) =
+        events::session_start(committer, gate, cwd, opening.source, model, hard_stop).await
+    {
+        tracing::error!(error = %e, "could not record what the SessionStart hooks said");
+    }
 }
 
 /// Starts gathering where the session works, while the response goes

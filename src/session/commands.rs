@@ -15,22 +15,27 @@ pub(crate) fn offered() -> Vec<OfferedCommand> {
         OfferedCommand {
             name: "hooks".into(),
             description: "List the active hooks, with the settings file each comes from, and the permission rules and mode".into(),
+            hint: None,
         },
         OfferedCommand {
             name: "doctor".into(),
             description: "Show what this session loaded and why: the model and its key, each settings file, hooks with their matchers, rules, mode and project trust".into(),
+            hint: None,
         },
         OfferedCommand {
             name: "mcp".into(),
             description: "Show the MCP servers: where each comes from, its state, its tools and the end of its stderr".into(),
+            hint: None,
         },
         OfferedCommand {
             name: "context".into(),
             description: "Show the instruction files loaded and how much of the context window each part of the next request takes".into(),
+            hint: None,
         },
         OfferedCommand {
             name: "audit".into(),
             description: "Show this session's tool calls: decisions, deciding hooks, original and effective arguments, how each ended".into(),
+            hint: None,
         },
     ]
 }

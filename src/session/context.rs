@@ -39,6 +39,8 @@ pub(crate) struct Gate {
     pub(crate) config: Arc<crate::config::Config>,
     /// The session's MCP servers.
     pub(crate) mcp: crate::tools::mcp::Servers,
+    /// The user's command files, as last read (`session::user_commands`).
+    pub(crate) user_commands: Vec<crate::bridges::commands::UserCommand>,
 }
 
 /// Between SIGTERM and SIGKILL for a cancelled command.

@@ -118,7 +118,7 @@ async fn expand(
     Ok(None)
 }
 
-fn capped(text: String) -> String {
+pub(crate) fn capped(text: String) -> String {
     if text.chars().count() <= MAX_TEXT {
         text
     } else {
@@ -152,8 +152,11 @@ async fn expand_command(
         Ok(text) => {
             c.commit(Event::PromptExpanded {
                 command: prompt.command,
-                server: prompt.server,
+                server: Some(prompt.server),
+                source: None,
+                path: None,
                 text: capped(text),
+                ignored: Vec::new(),
             })?;
             Ok(None)
         }
@@ -196,6 +199,7 @@ pub(crate) fn offered(gate: &Gate) -> Vec<OfferedCommand> {
             } else {
                 format!("{} (MCP server {})", p.description, p.server)
             },
+            hint: None,
         })
         .collect()
 }

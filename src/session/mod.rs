@@ -25,5 +25,6 @@ pub(crate) mod settings;
 pub(crate) mod system;
 pub(crate) mod trust;
 pub(crate) mod turn;
+pub(crate) mod user_commands;
 
 pub(crate) use handle::SessionHandle;

@@ -84,7 +84,7 @@ async fn steps(
         Some(true) => return Ok(TurnStop::Refusal),
         Some(false) => {}
     }
-    if let Some(stop) = super::mcp::prepare(c, gate, &prompt_text, &links, control).await? {
+    if let Some(stop) = expand(c, gate, &prompt_text, &links, control).await? {
         return Ok(stop);
     }
     let limit = provider.max_turn_requests().unwrap_or(usize::MAX); // none set: no limit
@@ -180,6 +180,22 @@ async fn steps(
         }
     }
     Ok(TurnStop::MaxTurnRequests)
+}
+
+/// What the prompt becomes before the model is asked: a command file's
+/// expansion, or an MCP prompt's and the resources it links. `Some`: how
+/// the turn ends instead.
+async fn expand(
+    c: &mut Committer,
+    gate: &Gate,
+    typed: &str,
+    links: &[String],
+    control: &TurnControl,
+) -> Result<Option<TurnStop>, TurnError> {
+    if let Some(stop) = super::user_commands::expand(c, gate, typed)? {
+        return Ok(Some(stop));
+    }
+    super::mcp::prepare(c, gate, typed, links, control).await
 }
 
 /// Streams one model response. `None` when cancelled (the text received so

@@ -16,6 +16,7 @@ mod cancel;
 mod claude;
 mod clients;
 mod codex;
+mod commands;
 mod context;
 mod crash;
 mod doctor;

@@ -2,7 +2,8 @@
 //!
 //! The sequence, each step a record appended through the committer:
 //!
-//! 1. `user/message`.
+//! 1. `user/message` (its images kept in the content store first), then
+//!    what the prompt links, attached (`prompt/resource`).
 //! 2. Ask the model: the request's history is derived from the log; text
 //!    and thinking stream in as `assistant/delta`s; the whole turn is then
 //!    appended as `assistant/message`, exactly as the model emitted it.
@@ -70,7 +71,9 @@ async fn steps(
 ) -> Result<TurnStop, TurnError> {
     let prompt_text = crate::history::flatten_prompt(&prompt);
     let links = super::mcp::resource_links(&prompt);
-    c.commit(Event::UserMessage { content: prompt })?;
+    let files = super::attach::file_links(&prompt);
+    let message = super::attach::store_images(c, prompt)?;
+    c.commit(message)?;
     if let Some(command) = super::commands::parse(&prompt_text) {
         let output = super::commands::run(command, gate, c.records(), &control.cwd);
         c.commit(Event::CommandRan {
@@ -87,6 +90,9 @@ async fn steps(
     if let Some(stop) = super::mcp::prepare(c, gate, &prompt_text, &links, control).await? {
         return Ok(stop);
     }
+    if let Some(stop) = super::attach::attach_files(c, gate, &files, control).await? {
+        return Ok(stop);
+    }
     let limit = provider.max_turn_requests().unwrap_or(usize::MAX); // none set: no limit
     // Stop hooks that sent the model back to work in this prompt.
     let mut continued = 0;
@@ -100,7 +106,11 @@ async fn steps(
         gate.mcp.refresh(&control.cancel).await;
         let request = ModelRequest {
             system: system_prompt(control),
-            messages: derive_messages(c.records(), provider.rewrite_strategy()),
+            messages: derive_messages(
+                c.records(),
+                provider.rewrite_strategy(),
+                c.attachments(),
+            ),
             tools: tools::specs(&gate.mcp.tools()),
         };
         let Some(turn) = ask_model(c, provider, &request, &control.cancel).await? else {

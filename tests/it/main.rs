@@ -19,6 +19,7 @@ mod codex;
 mod crash;
 mod doctor;
 mod harness;
+mod images;
 mod interception;
 mod mcp;
 mod mcp_npm;

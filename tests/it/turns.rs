@@ -159,6 +159,7 @@ async fn the_model_history_is_derived_from_the_log() {
     let messages = candor::history::derive_messages(
         &candor::event_log::read(&path).unwrap(),
         candor::conversation::RewriteStrategy::Note,
+        &Default::default(),
     );
     let roles: Vec<&str> = messages
         .iter()
@@ -214,9 +215,7 @@ async fn the_model_history_is_derived_from_the_log() {
     );
     assert_eq!(
         messages[4],
-        Message::User {
-            text: "second".into()
-        }
+        Message::user("second")
     );
 }
 
@@ -472,8 +471,9 @@ async fn resource_links_and_text_resources_reach_the_model() {
     let messages = candor::history::derive_messages(
         &candor::event_log::read(&path).unwrap(),
         candor::conversation::RewriteStrategy::Note,
+        &Default::default(),
     );
-    let Message::User { text } = &messages[0] else {
+    let Message::User { text, .. } = &messages[0] else {
         unreachable!()
     };
     assert_eq!(

@@ -11,7 +11,8 @@
 //!
 //! Images are named in the records by digest; their bytes come from the
 //! session's [`Attachments`], loaded before (this module does no I/O). An
-//! image that cannot be had is replaced by a line telling the model so.
+//! image that cannot be had is replaced by a line telling the model so, and
+//! only the latest images are carried (older ones are named by a line).
 //!
 //! A call a hook rewrote agrees with what ran by the provider's
 //! [`RewriteStrategy`]: `note` keeps the model's call and starts its result
@@ -208,6 +209,7 @@ impl History<'_> {
 
     fn finish(mut self) -> Vec<Message> {
         flush(&mut self.awaiting, &mut self.messages);
+        keep_latest_images(&mut self.messages);
         self.messages
     }
 
@@ -419,6 +421,75 @@ impl History<'_> {
                 is_error: status != ResultStatus::Completed,
             });
     }
+}
+
+/// Leaves out of the history all but the latest images (at most
+/// `media::MAX_REQUEST_IMAGES` and `media::MAX_REQUEST_IMAGE_BYTES`), each
+/// one left out replaced by a line saying so: every request carries the
+/// whole history, and one over a provider's size is refused, as would be
+/// every request after it. Images only grow older, so one left out stays
+/// left out.
+fn keep_latest_images(messages: &mut [Message]) {
+    let (mut count, mut bytes) = (0usize, 0usize);
+    let mut keep = |image: &Image| {
+        let size = image.data.len() / 4 * 3;
+        let fits = count < crate::media::MAX_REQUEST_IMAGES
+            && bytes + size <= crate::media::MAX_REQUEST_IMAGE_BYTES;
+        if fits {
+            count += 1;
+            bytes += size;
+        }
+        fits
+    };
+    let note = |image: &Image| {
+        format!(
+            "[candor] An image ({}) was here; it is left out of this request, which carries only the latest {} images ({} in all) of the conversation.",
+            image.media_type,
+            crate::media::MAX_REQUEST_IMAGES,
+            crate::media::size(crate::media::MAX_REQUEST_IMAGE_BYTES as u64)
+        )
+    };
+    for message in messages.iter_mut().rev() {
+        match message {
+            Message::User { text, images } => {
+                let mut left_out = Vec::new();
+                drop_older(images, &mut keep, |i| left_out.push(note(i)));
+                for line in left_out {
+                    text.push_str("\n\n");
+                    text.push_str(&line);
+                }
+            }
+            Message::ToolResults { results } => {
+                for result in results.iter_mut().rev() {
+                    let mut left_out = Vec::new();
+                    drop_older(&mut result.images, &mut keep, |i| left_out.push(note(i)));
+                    for line in left_out {
+                        result.content.push_str("\n\n");
+                        result.content.push_str(&line);
+                    }
+                }
+            }
+            Message::Assistant(_) => {}
+        }
+    }
+}
+
+/// Keeps the images `keep` takes, the last first; the others go to `gone`.
+fn drop_older(
+    images: &mut Vec<Image>,
+    keep: &mut impl FnMut(&Image) -> bool,
+    mut gone: impl FnMut(&Image),
+) {
+    let mut kept: Vec<Image> = Vec::with_capacity(images.len());
+    for image in images.drain(..).rev() {
+        if keep(&image) {
+            kept.push(image);
+        } else {
+            gone(&image);
+        }
+    }
+    kept.reverse();
+    *images = kept;
 }
 
 /// How hook context reads in the model's history.
@@ -669,6 +740,53 @@ mod tests {
             results[0].content,
             "[candor] A hook (rtk) rewrote this call before it ran. It ran with {\"command\":\"rtk git status\"} instead of {\"command\":\"git status\"}. If you repeat it, use the form that ran.\n\nclean"
         );
+    }
+
+    #[test]
+    fn only_the_latest_images_are_sent_and_the_older_are_named() {
+        let image = |n: usize| Image {
+            media_type: "image/png".into(),
+            data: format!("{n:04}"),
+        };
+        let mut messages: Vec<Message> = (0..crate::media::MAX_REQUEST_IMAGES + 2)
+            .map(|n| Message::User {
+                text: format!("prompt {n}"),
+                images: vec![image(n)],
+            })
+            .collect();
+        let before = messages.clone();
+        keep_latest_images(&mut messages);
+        let Message::User { text, images } = &messages[0] else {
+            panic!()
+        };
+        assert!(images.is_empty());
+        assert!(text.starts_with("prompt 0\n\n[candor] An image (image/png) was here"), "{text}");
+        assert!(matches!(&messages[1], Message::User { images, .. } if images.is_empty()));
+        assert_eq!(messages[2..], before[2..], "the latest are untouched");
+        // Bytes count too: one huge image leaves out everything before it.
+        let mut messages = vec![
+            Message::User {
+                text: "old".into(),
+                images: vec![image(1)],
+            },
+            Message::ToolResults {
+                results: vec![ToolOutcome {
+                    tool_use_id: "r".into(),
+                    content: "read".into(),
+                    is_error: false,
+                    images: vec![Image {
+                        media_type: "image/png".into(),
+                        data: "A".repeat(crate::media::MAX_REQUEST_IMAGE_BYTES / 3 * 4),
+                    }],
+                }],
+            },
+        ];
+        keep_latest_images(&mut messages);
+        assert!(matches!(&messages[0], Message::User { images, .. } if images.is_empty()));
+        let Message::ToolResults { results } = &messages[1] else {
+            panic!()
+        };
+        assert_eq!(results[0].images.len(), 1);
     }
 
     #[test]

@@ -20,6 +20,12 @@ pub const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "ima
 pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
 /// Most pixels on either side of an image (Anthropic refuses larger ones).
 pub const MAX_SIDE: u32 = 8000;
+/// Most images one model request carries (the latest; older ones are left
+/// out with a note): past 20, Anthropic takes smaller images only.
+pub const MAX_REQUEST_IMAGES: usize = 20;
+/// Most bytes (decoded) of the images one model request carries (the
+/// latest), well within the providers' request sizes (Anthropic: 32 MB).
+pub const MAX_REQUEST_IMAGE_BYTES: usize = 20 * 1024 * 1024;
 /// Most images one prompt attaches: its image blocks and the images its
 /// `file:` links name, together.
 pub const MAX_PROMPT_IMAGES: usize = 10;

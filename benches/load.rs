@@ -50,7 +50,8 @@ fn write_session(dir: &Path, cwd: &Path) -> String {
         log.append(Event::UserMessage {
             content: prompt,
             images: Vec::new(),
-        }).unwrap();
+        })
+        .unwrap();
         for word in ["Let me ", "look at ", "the parser ", "first."] {
             log.append(Event::AssistantDelta {
                 channel: DeltaChannel::Text,

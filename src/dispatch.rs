@@ -131,7 +131,9 @@ impl Agent {
                             .close(SessionCloseCapabilities::new())
                             .delete(SessionDeleteCapabilities::new()),
                     )
-                    .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(true))
+                    .prompt_capabilities(
+                        PromptCapabilities::new().embedded_context(true).image(true),
+                    )
                     // stdio, streamable HTTP and the older HTTP+SSE.
                     .mcp_capabilities(
                         agent_client_protocol_schema::v1::McpCapabilities::new()
@@ -477,7 +479,8 @@ fn check_prompt(blocks: &[ContentBlock]) -> Result<(), AcpError> {
             )));
         }
     }
-    if images > crate::media::MAX_PROMPT_IMAGES || image_bytes > crate::media::MAX_PROMPT_IMAGE_BYTES
+    if images > crate::media::MAX_PROMPT_IMAGES
+        || image_bytes > crate::media::MAX_PROMPT_IMAGE_BYTES
     {
         return Err(AcpError::invalid_params().data(format!(
             "the prompt has {images} images of {} in all; candor takes at most {} images and {} a prompt; nothing of the prompt ran",

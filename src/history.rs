@@ -725,7 +725,11 @@ mod tests {
 
     #[test]
     fn a_rewrite_is_told_by_a_note_keeping_the_models_call() {
-        let messages = derive_messages(&rewritten_call(), RewriteStrategy::Note, &Attachments::default());
+        let messages = derive_messages(
+            &rewritten_call(),
+            RewriteStrategy::Note,
+            &Attachments::default(),
+        );
         let Message::Assistant(turn) = &messages[1] else {
             panic!()
         };
@@ -760,7 +764,10 @@ mod tests {
             panic!()
         };
         assert!(images.is_empty());
-        assert!(text.starts_with("prompt 0\n\n[candor] An image (image/png) was here"), "{text}");
+        assert!(
+            text.starts_with("prompt 0\n\n[candor] An image (image/png) was here"),
+            "{text}"
+        );
         assert!(matches!(&messages[1], Message::User { images, .. } if images.is_empty()));
         assert_eq!(messages[2..], before[2..], "the latest are untouched");
         // Bytes count too: one huge image leaves out everything before it.
@@ -791,7 +798,11 @@ mod tests {
 
     #[test]
     fn in_place_overlays_the_effective_arguments() {
-        let messages = derive_messages(&rewritten_call(), RewriteStrategy::InPlace, &Attachments::default());
+        let messages = derive_messages(
+            &rewritten_call(),
+            RewriteStrategy::InPlace,
+            &Attachments::default(),
+        );
         let Message::Assistant(turn) = &messages[1] else {
             panic!()
         };

@@ -49,12 +49,12 @@ fn result_content(c: &ResultContent) -> ToolCallContent {
         TextResourceContents,
     };
     let block = match c {
-        ResultContent::Image { mime_type, data, .. } if data.is_empty() => {
-            ContentBlock::from(unavailable_image(mime_type))
-        }
-        ResultContent::Image { mime_type, data, .. } => {
-            ContentBlock::Image(ImageContent::new(data.clone(), mime_type.clone()))
-        }
+        ResultContent::Image {
+            mime_type, data, ..
+        } if data.is_empty() => ContentBlock::from(unavailable_image(mime_type)),
+        ResultContent::Image {
+            mime_type, data, ..
+        } => ContentBlock::Image(ImageContent::new(data.clone(), mime_type.clone())),
         ResultContent::ResourceLink {
             uri,
             name,

@@ -106,13 +106,21 @@ impl ContentStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(format!("its stored copy {} is missing", path.display()));
             }
-            Err(e) => return Err(format!("its stored copy {} cannot be read: {e}", path.display())),
+            Err(e) => {
+                return Err(format!(
+                    "its stored copy {} cannot be read: {e}",
+                    path.display()
+                ));
+            }
         };
         let meta = file
             .metadata()
             .map_err(|e| format!("its stored copy cannot be read: {e}"))?;
         if !meta.is_file() || meta.len() > MAX_IMAGE_BYTES as u64 {
-            return Err(format!("its stored copy {} is not what candor wrote", path.display()));
+            return Err(format!(
+                "its stored copy {} is not what candor wrote",
+                path.display()
+            ));
         }
         let mut bytes = Vec::new();
         file.take(MAX_IMAGE_BYTES as u64 + 1)
@@ -214,9 +222,15 @@ impl Attachments {
                 Cow::Owned(record)
             }
             Event::ToolContent { content, .. }
-                if content
-                    .iter()
-                    .any(|c| matches!(c, ResultContent::Image { digest: Some(_), .. })) =>
+                if content.iter().any(|c| {
+                    matches!(
+                        c,
+                        ResultContent::Image {
+                            digest: Some(_),
+                            ..
+                        }
+                    )
+                }) =>
             {
                 let mut record = record.clone();
                 if let Event::ToolContent { content, .. } = &mut record.event {
@@ -296,7 +310,10 @@ mod tests {
         std::fs::write(dir.path().join("secret"), b"x").unwrap();
         let store = ContentStore::beside(&dir.path().join("s.jsonl"));
         for digest in ["sha256:../secret", "../secret", "sha256:", "sha256:ABCDEF"] {
-            assert!(store.get(digest).unwrap_err().contains("not a digest"), "{digest}");
+            assert!(
+                store.get(digest).unwrap_err().contains("not a digest"),
+                "{digest}"
+            );
         }
     }
 }

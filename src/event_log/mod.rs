@@ -30,8 +30,8 @@ use std::time::SystemTime;
 pub use record::{
     ConfigId, Decision, DeltaChannel, Event, FORMAT_VERSION, FileDiff, HookNote, HookRecord,
     McpTarget, NoteKind, NoticeLevel, OfferedCommand, Outcome, OutputFile, PermissionChoice,
-    PermissionOutcome, PromptImage, Record, ResultContent, ResultStatus, SessionEvent,
-    StoredImage, TrustOutcome, TurnStop, Verdict,
+    PermissionOutcome, PromptImage, Record, ResultContent, ResultStatus, SessionEvent, StoredImage,
+    TrustOutcome, TurnStop, Verdict,
 };
 
 /// Why the log could not be written or read.
@@ -411,7 +411,8 @@ mod tests {
         log.append(Event::UserMessage {
             content: vec![],
             images: vec![],
-        }).unwrap();
+        })
+        .unwrap();
         log.append(Event::ToolStarted {
             tool_call_id: "t".into(),
         })
@@ -434,12 +435,16 @@ mod tests {
         log.append(Event::UserMessage {
             content: vec![],
             images: vec![],
-        }).unwrap();
+        })
+        .unwrap();
         log.fail_at(Some(1));
-        assert!(log.append(Event::UserMessage {
-            content: vec![],
-            images: vec![],
-        }).is_err());
+        assert!(
+            log.append(Event::UserMessage {
+                content: vec![],
+                images: vec![],
+            })
+            .is_err()
+        );
         log.fail_at(None);
         log.append(Event::ToolStarted {
             tool_call_id: "t".into(),
@@ -455,9 +460,10 @@ mod tests {
         let mut log = EventLog::create(dir, "s").unwrap();
         for _ in 0..3 {
             log.append(Event::UserMessage {
-            content: vec![],
-            images: vec![],
-        }).unwrap();
+                content: vec![],
+                images: vec![],
+            })
+            .unwrap();
         }
         log.path().to_owned()
     }
@@ -481,10 +487,12 @@ mod tests {
             whole,
             "the torn line is gone"
         );
-        let record = log.append(Event::UserMessage {
-            content: vec![],
-            images: vec![],
-        }).unwrap();
+        let record = log
+            .append(Event::UserMessage {
+                content: vec![],
+                images: vec![],
+            })
+            .unwrap();
         assert_eq!(record.seq, 3);
         assert_eq!(super::read(&path).unwrap().len(), 4);
     }

@@ -1,6 +1,6 @@
 //! What a prompt attaches besides its words: its images, kept in the
 //! session's content store before the `user/message` that names them
-//! ([`store_images`]), and the files its `file:` links name, read for the
+//! ([`commit_prompt`]), and the files its `file:` links name, read for the
 //! model ([`attach_files`]).
 //!
 //! A linked file is read only as the Read tool would be let read it: the
@@ -26,15 +26,15 @@ use crate::media;
 /// the model's own tools, and a notice says so).
 pub(crate) const MAX_LINKED_FILES: usize = 20;
 
-/// The prompt's `user/message`: its images' bytes kept in the content
-/// store (on disk before this returns), each image block's `data` emptied
-/// and the image named by digest. The images were checked when the prompt
-/// arrived (`dispatch`); one that still does not decode is replaced by a
-/// line saying so rather than kept.
-pub(crate) fn store_images(
+/// Records the prompt's `user/message`: its images' bytes kept in the
+/// content store first (on disk), each image block's `data` emptied and the
+/// image named by digest. The images were checked when the prompt arrived
+/// (`dispatch`); one that still does not decode is replaced by a line
+/// saying so rather than kept.
+pub(crate) fn commit_prompt(
     c: &mut Committer,
     mut content: Vec<ContentBlock>,
-) -> Result<Event, LogError> {
+) -> Result<(), LogError> {
     let mut images = Vec::new();
     for (block, item) in content.iter_mut().enumerate() {
         let ContentBlock::Image(image) = item else {
@@ -52,12 +52,20 @@ pub(crate) fn store_images(
             Err(why) => *item = ContentBlock::from(format!("[an image left out: {why}]")),
         }
     }
-    Ok(Event::UserMessage { content, images })
+    c.commit(Event::UserMessage { content, images })
 }
 
-/// The URIs of the prompt's `file:` links.
-pub(crate) fn file_links(prompt: &[ContentBlock]) -> Vec<String> {
-    prompt
+/// The URIs of the `file:` links of the latest prompt, and the image
+/// budget they have left (images and bytes).
+fn file_links(c: &Committer) -> (Vec<String>, (usize, u64)) {
+    let latest = c.records().iter().rev().find_map(|r| match &r.event {
+        Event::UserMessage { content, images } => Some((content, images)),
+        _ => None,
+    });
+    let Some((content, images)) = latest else {
+        return (Vec::new(), (0, 0));
+    };
+    let links = content
         .iter()
         .filter_map(|b| match b {
             ContentBlock::ResourceLink(link) if link.uri.starts_with("file:") => {
@@ -65,36 +73,24 @@ pub(crate) fn file_links(prompt: &[ContentBlock]) -> Vec<String> {
             }
             _ => None,
         })
-        .collect()
-}
-
-/// The image budget a prompt's links have left: images and bytes.
-fn budget_left(c: &Committer) -> (usize, u64) {
-    let used = c.records().iter().rev().find_map(|r| match &r.event {
-        Event::UserMessage { images, .. } => Some(images),
-        _ => None,
-    });
-    let (count, bytes) = used.map_or((0, 0), |images| {
-        (
-            images.len(),
-            images.iter().map(|i| i.image.bytes).sum::<u64>(),
-        )
-    });
-    (
-        media::MAX_PROMPT_IMAGES.saturating_sub(count),
+        .collect();
+    let bytes: u64 = images.iter().map(|i| i.image.bytes).sum();
+    let budget = (
+        media::MAX_PROMPT_IMAGES.saturating_sub(images.len()),
         (media::MAX_PROMPT_IMAGE_BYTES as u64).saturating_sub(bytes),
-    )
+    );
+    (links, budget)
 }
 
-/// Reads the files `links` name and attaches them (see the module doc);
-/// `Some` when the turn ends instead (cancelled while reading).
+/// Reads the files the latest prompt's `file:` links name and attaches
+/// them (see the module doc); `Some` when the turn ends instead (cancelled
+/// while reading).
 pub(crate) async fn attach_files(
     c: &mut Committer,
     gate: &Gate,
-    links: &[String],
     control: &TurnControl,
 ) -> Result<Option<TurnStop>, TurnError> {
-    let mut budget = budget_left(c);
+    let (links, mut budget) = file_links(c);
     for (n, uri) in links.iter().enumerate() {
         if n == MAX_LINKED_FILES {
             notice(

@@ -28,8 +28,8 @@ use super::commit::Committer;
 use super::context::{Gate, KILL_GRACE, TurnControl, TurnError};
 use crate::client::Failed;
 use crate::event_log::{
-    Decision, Event, FileDiff, LogError, NoticeLevel, Outcome, PermissionChoice,
-    PermissionOutcome, ResultContent, ResultStatus,
+    Decision, Event, FileDiff, LogError, NoticeLevel, Outcome, PermissionChoice, PermissionOutcome,
+    ResultContent, ResultStatus,
 };
 use crate::interception::policy::{self, Disposition, Rule};
 use crate::interception::{self, ApprovedCall, Aside, Asides, FinishedCall, HookNote, Settled};

@@ -365,9 +365,9 @@ mod tests {
     fn a_crash_mid_call_is_closed_as_interrupted_and_the_turn_ended() {
         let records = recs(vec![
             Event::UserMessage {
-                    content: vec![],
-                    images: vec![],
-                },
+                content: vec![],
+                images: vec![],
+            },
             Event::AssistantMessage {
                 content: vec![tool_use("a"), tool_use("b")],
                 stop: ModelStop::ToolUse,
@@ -432,9 +432,9 @@ mod tests {
     fn streamed_text_of_a_cut_turn_becomes_an_interrupted_message() {
         let records = recs(vec![
             Event::UserMessage {
-                    content: vec![],
-                    images: vec![],
-                },
+                content: vec![],
+                images: vec![],
+            },
             Event::AssistantDelta {
                 channel: DeltaChannel::Text,
                 text: "Let me ".into(),

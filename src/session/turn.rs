@@ -71,9 +71,7 @@ async fn steps(
 ) -> Result<TurnStop, TurnError> {
     let prompt_text = crate::history::flatten_prompt(&prompt);
     let links = super::mcp::resource_links(&prompt);
-    let files = super::attach::file_links(&prompt);
-    let message = super::attach::store_images(c, prompt)?;
-    c.commit(message)?;
+    super::attach::commit_prompt(c, prompt)?;
     if let Some(command) = super::commands::parse(&prompt_text) {
         let output = super::commands::run(command, gate, c.records(), &control.cwd);
         c.commit(Event::CommandRan {
@@ -87,10 +85,7 @@ async fn steps(
         Some(true) => return Ok(TurnStop::Refusal),
         Some(false) => {}
     }
-    if let Some(stop) = super::mcp::prepare(c, gate, &prompt_text, &links, control).await? {
-        return Ok(stop);
-    }
-    if let Some(stop) = super::attach::attach_files(c, gate, &files, control).await? {
+    if let Some(stop) = prepare(c, gate, &prompt_text, &links, control).await? {
         return Ok(stop);
     }
     let limit = provider.max_turn_requests().unwrap_or(usize::MAX); // none set: no limit
@@ -106,11 +101,7 @@ async fn steps(
         gate.mcp.refresh(&control.cancel).await;
         let request = ModelRequest {
             system: system_prompt(control),
-            messages: derive_messages(
-                c.records(),
-                provider.rewrite_strategy(),
-                c.attachments(),
-            ),
+            messages: derive_messages(c.records(), provider.rewrite_strategy(), c.attachments()),
             tools: tools::specs(&gate.mcp.tools()),
         };
         let Some(turn) = ask_model(c, provider, &request, &control.cancel).await? else {
@@ -190,6 +181,22 @@ async fn steps(
         }
     }
     Ok(TurnStop::MaxTurnRequests)
+}
+
+/// Before the first model request: the MCP servers ready, an MCP prompt
+/// command expanded, the resources and files the prompt links attached.
+/// `Some`: how the turn ends instead.
+async fn prepare(
+    c: &mut Committer,
+    gate: &Gate,
+    typed: &str,
+    links: &[String],
+    control: &TurnControl,
+) -> Result<Option<TurnStop>, TurnError> {
+    if let Some(stop) = super::mcp::prepare(c, gate, typed, links, control).await? {
+        return Ok(Some(stop));
+    }
+    super::attach::attach_files(c, gate, control).await
 }
 
 fn system_prompt(control: &TurnControl) -> String {

@@ -281,14 +281,13 @@ async fn a_stored_image_gone_missing_is_a_placeholder_and_the_model_is_told() {
         "{first}"
     );
     // The user is told once the session is open.
-    assert!(
-        again
-            .env
-            .log(&session)
-            .iter()
-            .any(|r| r["type"] == "session/notice"
-                && r["text"].as_str().unwrap().contains("no longer in its content store")),
-    );
+    assert!(again.env.log(&session).iter().any(|r| {
+        r["type"] == "session/notice"
+            && r["text"]
+                .as_str()
+                .unwrap()
+                .contains("no longer in its content store")
+    }),);
     let env = again.end().await;
     std::fs::remove_file(&kept).unwrap();
     let mut third = load(env, &session).await;
@@ -306,7 +305,8 @@ async fn images_not_what_they_say_or_over_a_cap_are_refused_before_anything_runs
         "ok"
     )]))])));
     let session = conn.ready().await;
-    let image = |mime: &str, data: String| json!([{"type": "image", "mimeType": mime, "data": data}]);
+    let image =
+        |mime: &str, data: String| json!([{"type": "image", "mimeType": mime, "data": data}]);
     let encode = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
     let mut big = png_bytes();
     big.resize(5 * 1024 * 1024 + 1, 0);
@@ -380,7 +380,8 @@ async fn prompt_answering_reads(
         let frame = conn.recv().await;
         if frame["method"] == "fs/read_text_file" {
             asked.push(frame["params"]["path"].as_str().unwrap().to_owned());
-            let reply = json!({"jsonrpc": "2.0", "id": frame["id"], "result": {"content": editor_text}});
+            let reply =
+                json!({"jsonrpc": "2.0", "id": frame["id"], "result": {"content": editor_text}});
             conn.send_raw(&reply.to_string()).await;
         } else if frame.get("method").is_none() && frame.get("id") == Some(&id) {
             return (frame, asked);
@@ -415,7 +416,10 @@ async fn a_linked_file_is_attached_from_the_disk_or_through_the_editor() {
     let answer = prompt_blocks(&mut conn, &session, prompt.clone()).await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     let requests = conn.env.model_requests();
-    let text = requests[0]["messages"][0]["text"].as_str().unwrap().to_owned();
+    let text = requests[0]["messages"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(
         text.contains(&format!(
             "<resource uri=\"file://{}\">\non disk\n\n</resource>",
@@ -493,10 +497,22 @@ async fn a_linked_file_the_read_rules_deny_or_outside_the_project_is_not_read() 
     let told = notices(&conn.env, &session);
     assert_eq!(told.len(), 5, "{told:?}");
     assert!(told[0].contains("Read(.env)"), "{}", told[0]);
-    assert!(told[1].contains("would have to ask you first"), "{}", told[1]);
-    assert!(told[2].contains("would have to ask you first"), "{}", told[2]);
+    assert!(
+        told[1].contains("would have to ask you first"),
+        "{}",
+        told[1]
+    );
+    assert!(
+        told[2].contains("would have to ask you first"),
+        "{}",
+        told[2]
+    );
     assert!(told[3].contains("Read(.env)"), "{}", told[3]);
-    assert!(told[4].contains("does not name a file on this machine"), "{}", told[4]);
+    assert!(
+        told[4].contains("does not name a file on this machine"),
+        "{}",
+        told[4]
+    );
 }
 
 #[tokio::test]
@@ -522,14 +538,14 @@ async fn a_linked_image_is_attached_as_an_image_and_a_binary_file_is_not() {
         json!([{"mediaType": "image/png", "data": PNG}])
     );
     assert!(
-        user["text"].as_str().unwrap().contains("is an image (image/png); it is attached"),
+        user["text"]
+            .as_str()
+            .unwrap()
+            .contains("is an image (image/png); it is attached"),
         "{user}"
     );
     let log = conn.env.log(&session);
-    let attached = log
-        .iter()
-        .find(|r| r["type"] == "prompt/resource")
-        .unwrap();
+    let attached = log.iter().find(|r| r["type"] == "prompt/resource").unwrap();
     assert_eq!(attached["image"]["digest"], digest(&png_bytes()));
     assert!(!serde_json::to_string(&log).unwrap().contains(PNG));
     let told = notices(&conn.env, &session);
@@ -574,7 +590,10 @@ async fn a_read_of_a_png_gives_the_model_the_image_and_the_card_shows_it() {
             "{result}"
         );
         assert!(
-            result["content"].as_str().unwrap().contains("is an image (image/png"),
+            result["content"]
+                .as_str()
+                .unwrap()
+                .contains("is an image (image/png"),
             "{result}"
         );
     }

@@ -213,10 +213,7 @@ async fn the_model_history_is_derived_from_the_log() {
         (results[1].tool_use_id.as_str(), results[1].content.as_str()),
         ("b", "two\n")
     );
-    assert_eq!(
-        messages[4],
-        Message::user("second")
-    );
+    assert_eq!(messages[4], Message::user("second"));
 }
 
 #[tokio::test]

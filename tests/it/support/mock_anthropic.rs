@@ -407,7 +407,9 @@ fn check(state: &State, body: &Value) -> Result<(), String> {
                     source["media_type"].as_str().unwrap_or(""),
                     source["data"].as_str().unwrap_or(""),
                 ) {
-                    return Err(format!("messages.{i}.content.{j}.image.source.base64: {problem}"));
+                    return Err(format!(
+                        "messages.{i}.content.{j}.image.source.base64: {problem}"
+                    ));
                 }
             }
             if t == "text" && block["text"].as_str().is_none_or(|s| s.trim().is_empty()) {

@@ -233,9 +233,8 @@ pub fn image_problem(media_type: &str, data: &str) -> Option<String> {
     } else {
         return Some("Could not process image".into());
     };
-    (actual != media_type).then(|| {
-        format!("Image does not match the provided media type {media_type}")
-    })
+    (actual != media_type)
+        .then(|| format!("Image does not match the provided media type {media_type}"))
 }
 
 /// [`image_problem`] for a `data:<type>;base64,<data>` URL (the OpenAI

@@ -316,7 +316,9 @@ fn check_chat(state: &State, body: &Value) -> Result<(), String> {
                             Some("text") if part["text"].is_string() => {}
                             Some("image_url") => {
                                 if let Some(problem) = super::mock_http::data_url_problem(
-                                    part.pointer("/image_url/url").and_then(Value::as_str).unwrap_or(""),
+                                    part.pointer("/image_url/url")
+                                        .and_then(Value::as_str)
+                                        .unwrap_or(""),
                                 ) {
                                     return Err(format!("messages[{i}].content[{j}]: {problem}"));
                                 }

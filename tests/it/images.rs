@@ -620,3 +620,23 @@ async fn a_read_of_a_png_gives_the_model_the_image_and_the_card_shows_it() {
     .unwrap();
     assert!(!log.contains(PNG));
 }
+
+#[tokio::test]
+async fn deleting_a_session_moves_its_images_with_its_log() {
+    let env = TestEnv::scripted(script(vec![respond(json!([text("A dot.")]))]));
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    prompt_blocks(&mut conn, &session, image_prompt()).await;
+    conn.call("session/close", json!({"sessionId": session}))
+        .await;
+    conn.call("session/delete", json!({"sessionId": session}))
+        .await;
+    assert!(!store(&conn.env, &session).exists());
+    let moved = conn
+        .env
+        .home
+        .join("sessions/deleted")
+        .join(format!("{session}.content"))
+        .join(digest(&png_bytes()).trim_start_matches("sha256:"));
+    assert_eq!(std::fs::read(moved).unwrap(), png_bytes());
+}

@@ -47,7 +47,11 @@ fn write_session(dir: &Path, cwd: &Path) -> String {
     while log.records().len() < RECORDS - 20 {
         turn += 1;
         let prompt = serde_json::from_value(json!([{"type": "text", "text": format!("step {turn}: look at the parser and fix what you find")}])).unwrap();
-        log.append(Event::UserMessage { content: prompt }).unwrap();
+        log.append(Event::UserMessage {
+            content: prompt,
+            images: Vec::new(),
+        })
+        .unwrap();
         for word in ["Let me ", "look at ", "the parser ", "first."] {
             log.append(Event::AssistantDelta {
                 channel: DeltaChannel::Text,

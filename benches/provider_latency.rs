@@ -152,7 +152,7 @@ async fn measure(name: &str, frames: (Vec<String>, usize), make: impl Fn(&str) -
     let mut provider = make(&base);
     let request = ModelRequest {
         system: "bench".into(),
-        messages: vec![Message::User { text: "go".into() }],
+        messages: vec![Message::user("go")],
         tools: vec![ToolSpec {
             name: "Bash".into(),
             description: "Runs a command.".into(),

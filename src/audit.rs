@@ -200,7 +200,7 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                     .map(|f| (f.path.display().to_string(), f.bytes, f.cut))
                     .collect(),
             }),
-            Event::UserMessage { content } => entries.push(Entry::Prompt {
+            Event::UserMessage { content, .. } => entries.push(Entry::Prompt {
                 at,
                 text: flatten_prompt(content),
                 blocked: None,
@@ -344,8 +344,8 @@ fn call_entry(at: String, event: &Event) -> Option<Entry> {
     })))
 }
 
-/// The entry of what an MCP server gave a prompt (an expansion, a
-/// resource).
+/// The entry of what a prompt was given (an MCP server's expansion, a
+/// linked resource or file).
 fn prompt_entry(at: String, event: &Event) -> Option<Entry> {
     let text = match event {
         Event::PromptExpanded {
@@ -375,10 +375,35 @@ fn prompt_entry(at: String, event: &Event) -> Option<Entry> {
             };
             format!("/{command} was expanded{from}{not_done} to:\n{text}")
         }
-        Event::PromptResource { uri, server, text } => format!(
+        Event::PromptResource {
+            uri,
+            server: Some(server),
+            text,
+            ..
+        } => format!(
             "attached {uri} from the MCP server {server} ({} characters)",
             text.chars().count()
         ),
+        Event::PromptResource {
+            uri,
+            path,
+            text,
+            image,
+            ..
+        } => {
+            let file = path
+                .as_ref()
+                .map_or_else(|| uri.clone(), |p| p.display().to_string());
+            match image {
+                Some(i) => format!(
+                    "attached the image {file} ({}, {}, {})",
+                    i.mime_type,
+                    crate::media::size(i.bytes),
+                    i.digest
+                ),
+                None => format!("attached {file} ({} characters)", text.chars().count()),
+            }
+        }
         _ => return None,
     };
     Some(Entry::Notice {
@@ -700,7 +725,10 @@ mod tests {
             rec(
                 0,
                 "2026-11-30T10:00:00.000Z",
-                Event::UserMessage { content: vec![] },
+                Event::UserMessage {
+                    content: vec![],
+                    images: vec![],
+                },
             ),
             rec(
                 1,

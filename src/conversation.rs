@@ -168,7 +168,8 @@ pub struct ToolOutcome {
     pub images: Vec<Image>,
 }
 
-/// An image for the model: its media type and base64 data.
+/// An image for the model: its media type and base64 data (checked: the
+/// type is what the bytes are, `crate::media`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Image {
@@ -180,9 +181,12 @@ pub struct Image {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
-    /// What the user said, flattened to text.
+    /// What the user said, flattened to text, and the images they (or the
+    /// files their prompt linked) attached.
     User {
         text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
     },
     Assistant(AssistantTurn),
     /// The results of every tool call of the preceding assistant turn, in
@@ -190,6 +194,16 @@ pub enum Message {
     ToolResults {
         results: Vec<ToolOutcome>,
     },
+}
+
+impl Message {
+    /// A user message of text alone.
+    pub fn user(text: impl Into<String>) -> Self {
+        Message::User {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
 }
 
 /// How a hook's rewrite of a call is told to the model when its history is

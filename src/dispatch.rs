@@ -131,7 +131,9 @@ impl Agent {
                             .close(SessionCloseCapabilities::new())
                             .delete(SessionDeleteCapabilities::new()),
                     )
-                    .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                    .prompt_capabilities(
+                        PromptCapabilities::new().embedded_context(true).image(true),
+                    )
                     // stdio, streamable HTTP and the older HTTP+SSE.
                     .mcp_capabilities(
                         agent_client_protocol_schema::v1::McpCapabilities::new()
@@ -446,26 +448,61 @@ fn auth_methods() -> Vec<AuthMethod> {
         .collect()
 }
 
-/// Refuses prompt content candor cannot give the model.
+/// Refuses prompt content candor cannot give the model, before any of the
+/// prompt runs: a type it does not take, or an image that is not what it
+/// says it is or is over a cap (`crate::media`).
 fn check_prompt(blocks: &[ContentBlock]) -> Result<(), AcpError> {
-    for block in blocks {
+    let (mut images, mut image_bytes) = (0usize, 0usize);
+    for (place, block) in blocks.iter().enumerate() {
         let refused = match block {
             ContentBlock::Text(_) | ContentBlock::ResourceLink(_) => None,
             ContentBlock::Resource(r) => match &r.resource {
                 EmbeddedResourceResource::TextResourceContents(_) => None,
                 _ => Some("a binary embedded resource (blob)"),
             },
-            ContentBlock::Image(_) => Some("image"),
+            ContentBlock::Image(image) => {
+                let bytes = check_image(image).map_err(|why| {
+                    AcpError::invalid_params().data(format!(
+                        "the image in prompt block {place} was refused: {why}; nothing of the prompt ran"
+                    ))
+                })?;
+                images += 1;
+                image_bytes += bytes;
+                None
+            }
             ContentBlock::Audio(_) => Some("audio"),
             _ => Some("this content type"),
         };
         if let Some(what) = refused {
             return Err(AcpError::invalid_params().data(format!(
-                "prompt content of type {what} is not supported; candor accepts text, resource_link and text resources"
+                "prompt content of type {what} is not supported; candor accepts text, image, resource_link and text resources"
             )));
         }
     }
+    if images > crate::media::MAX_PROMPT_IMAGES
+        || image_bytes > crate::media::MAX_PROMPT_IMAGE_BYTES
+    {
+        return Err(AcpError::invalid_params().data(format!(
+            "the prompt has {images} images of {} in all; candor takes at most {} images and {} a prompt; nothing of the prompt ran",
+            crate::media::size(image_bytes as u64),
+            crate::media::MAX_PROMPT_IMAGES,
+            crate::media::size(crate::media::MAX_PROMPT_IMAGE_BYTES as u64)
+        )));
+    }
     Ok(())
+}
+
+/// One image of a prompt, checked (its decoded size), or why not.
+fn check_image(image: &agent_client_protocol_schema::v1::ImageContent) -> Result<usize, String> {
+    if image.data.is_empty() {
+        return Err(match &image.uri {
+            Some(uri) => format!(
+                "it has no data, only the uri {uri}; candor takes an image's data, or a file linked as a resource_link"
+            ),
+            None => "it has no data".into(),
+        });
+    }
+    crate::media::decode(&image.mime_type, &image.data).map(|bytes| bytes.len())
 }
 
 /// A request candor serves (all but `initialize`), its params decoded

@@ -9,6 +9,11 @@
 //! never made it to the log (candor stopped mid-call) is answered as
 //! interrupted, so providers always get a well-formed history.
 //!
+//! Images are named in the records by digest; their bytes come from the
+//! session's [`Attachments`], loaded before (this module does no I/O). An
+//! image that cannot be had is replaced by a line telling the model so, and
+//! only the latest images are carried (older ones are named by a line).
+//!
 //! A call a hook rewrote agrees with what ran by the provider's
 //! [`RewriteStrategy`]: `note` keeps the model's call and starts its result
 //! with a note giving the arguments that ran; `in_place` overlays the
@@ -21,9 +26,13 @@ use agent_client_protocol_schema::v1::{ContentBlock, EmbeddedResourceResource};
 use serde_json::Value;
 
 use crate::conversation::{
-    AssistantBlock, AssistantTurn, Message, ModelStop, RewriteStrategy, ToolOutcome,
+    AssistantBlock, AssistantTurn, Image, Message, ModelStop, RewriteStrategy, ToolOutcome,
 };
-use crate::event_log::{Event, HookNote, NoteKind, Record, ResultStatus, SessionEvent};
+use crate::event_log::content::Attachments;
+use crate::event_log::{
+    Event, HookNote, NoteKind, PromptImage, Record, ResultContent, ResultStatus, SessionEvent,
+    StoredImage,
+};
 
 /// What the model is told about a call that has no result in the log.
 pub const INTERRUPTED: &str = "interrupted: candor stopped before this finished";
@@ -53,9 +62,15 @@ pub fn rewrite_note(original: &Value, effective: &Value, by: &[String], ran: boo
     }
 }
 
-/// The history a provider is sent, derived from the records.
-pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Message> {
+/// The history a provider is sent, derived from the records, with the
+/// images they name from `attachments`.
+pub fn derive_messages(
+    records: &[Record],
+    strategy: RewriteStrategy,
+    attachments: &Attachments,
+) -> Vec<Message> {
     let mut history = History {
+        attachments,
         strategy,
         rewrites: rewrites(records),
         messages: Vec::new(),
@@ -106,6 +121,7 @@ fn rewrites(records: &[Record]) -> HashMap<&str, Rewrite> {
 
 /// The history as it is folded from the records.
 struct History<'a> {
+    attachments: &'a Attachments,
     strategy: RewriteStrategy,
     rewrites: HashMap<&'a str, Rewrite>,
     messages: Vec<Message>,
@@ -116,9 +132,9 @@ struct History<'a> {
     /// What opened the latest user message, put back if that prompt is
     /// blocked.
     opened_with: Vec<String>,
-    /// The images an MCP tool answered with (`tool/content`), for its
-    /// result.
-    images: HashMap<String, Vec<crate::conversation::Image>>,
+    /// The images a tool answered with (`tool/content`), for its result,
+    /// and a line for each that cannot be had.
+    images: HashMap<String, (Vec<Image>, Vec<String>)>,
     /// Where the latest user message's own text is in its message (start,
     /// length): an expansion replaces that, not the hook context beside it.
     typed: Option<(usize, usize)>,
@@ -127,7 +143,7 @@ struct History<'a> {
 impl History<'_> {
     fn apply(&mut self, event: &Event) {
         match event {
-            Event::UserMessage { content } => self.user_message(content),
+            Event::UserMessage { content, images } => self.user_message(content, images),
             Event::HookContext {
                 event, hook, text, ..
             } => self.hook_context(*event, hook, text),
@@ -147,30 +163,31 @@ impl History<'_> {
                 ..
             } => self.tool_result(tool_call_id, *status, output, hook_notes),
             Event::PromptExpanded { text, .. } => self.expanded(text),
-            Event::PromptResource { uri, text, .. } => {
-                if let Some(Message::User { text: typed }) = self.messages.last_mut() {
-                    typed.push_str(&format!(
-                        "\n\n<resource uri=\"{uri}\">\n{text}\n</resource>"
-                    ));
-                }
-            }
+            Event::PromptResource {
+                uri, text, image, ..
+            } => self.prompt_resource(uri, text, image.as_ref()),
             Event::ToolContent {
                 tool_call_id,
                 content,
                 ..
             } => {
-                let images = content
-                    .iter()
-                    .filter_map(|c| match c {
-                        crate::event_log::ResultContent::Image { mime_type, data } => {
-                            Some(crate::conversation::Image {
-                                media_type: mime_type.clone(),
-                                data: data.clone(),
-                            })
+                let mut images = (Vec::new(), Vec::new());
+                for c in content {
+                    if let ResultContent::Image {
+                        mime_type,
+                        data,
+                        digest,
+                        ..
+                    } = c
+                    {
+                        match self.image(mime_type, data, digest.as_deref()) {
+                            Ok(image) => images.0.push(image),
+                            Err(why) => images.1.push(format!(
+                                "[candor] An image this tool answered with is no longer available: {why}."
+                            )),
                         }
-                        _ => None,
-                    })
-                    .collect();
+                    }
+                }
                 self.images.insert(tool_call_id.clone(), images);
             }
             // The system prompt's, not the history's (`session::system`).
@@ -194,12 +211,48 @@ impl History<'_> {
 
     fn finish(mut self) -> Vec<Message> {
         flush(&mut self.awaiting, &mut self.messages);
+        keep_latest_images(&mut self.messages);
         self.messages
     }
 
-    fn user_message(&mut self, content: &[ContentBlock]) {
+    /// An image's data: inline (`data`, a log from before the content
+    /// store) or stored under `digest`; why not, if it cannot be had.
+    fn image(&self, mime_type: &str, data: &str, digest: Option<&str>) -> Result<Image, String> {
+        let data = match (data, digest) {
+            ("", Some(digest)) => self.attachments.get(digest).map_err(str::to_owned)?,
+            ("", None) => return Err("the log holds no data for it".into()),
+            (data, _) => data,
+        };
+        Ok(Image {
+            media_type: mime_type.to_owned(),
+            data: data.to_owned(),
+        })
+    }
+
+    fn user_message(&mut self, content: &[ContentBlock], stored: &[PromptImage]) {
         flush(&mut self.awaiting, &mut self.messages);
-        let mut text = flatten_prompt(content);
+        let mut parts = Vec::new();
+        let mut images = Vec::new();
+        let mut missing = Vec::new();
+        for (place, block) in content.iter().enumerate() {
+            let ContentBlock::Image(image) = block else {
+                parts.push(block_text(block));
+                continue;
+            };
+            let digest = stored
+                .iter()
+                .find(|s| s.block == place)
+                .map(|s| s.image.digest.as_str());
+            match self.image(&image.mime_type, &image.data, digest) {
+                Ok(image) => images.push(image),
+                Err(why) => missing.push(format!(
+                    "[candor] The user attached an image ({}) here that is no longer available: {why}.",
+                    image.mime_type
+                )),
+            }
+        }
+        parts.extend(missing);
+        let mut text = parts.join("\n");
         let mut start = 0;
         if !self.pending.is_empty() {
             let context = self.pending.join("\n\n");
@@ -208,13 +261,41 @@ impl History<'_> {
         }
         self.typed = Some((start, text.len() - start));
         self.opened_with = std::mem::take(&mut self.pending);
-        self.messages.push(Message::User { text });
+        self.messages.push(Message::User { text, images });
+    }
+
+    /// A resource the prompt linked, added to the prompt's message: its
+    /// text, or its image.
+    fn prompt_resource(&mut self, uri: &str, text: &str, image: Option<&StoredImage>) {
+        let image = image.map(|i| self.image(&i.mime_type, "", Some(&i.digest)));
+        let Some(Message::User {
+            text: typed,
+            images,
+        }) = self.messages.last_mut()
+        else {
+            return;
+        };
+        match image {
+            None => typed.push_str(&format!(
+                "\n\n<resource uri=\"{uri}\">\n{text}\n</resource>"
+            )),
+            Some(Ok(image)) => {
+                typed.push_str(&format!(
+                    "\n\n[candor] {uri} is an image ({}); it is attached.",
+                    image.media_type
+                ));
+                images.push(image);
+            }
+            Some(Err(why)) => typed.push_str(&format!(
+                "\n\n[candor] {uri} is an image that is no longer available: {why}."
+            )),
+        }
     }
 
     /// The prompt was a command: the model is given its expansion in place
     /// of what the user typed (hook context around it stays).
     fn expanded(&mut self, expansion: &str) {
-        let Some(Message::User { text }) = self.messages.last_mut() else {
+        let Some(Message::User { text, .. }) = self.messages.last_mut() else {
             return;
         };
         match self.typed {
@@ -230,10 +311,10 @@ impl History<'_> {
         let note = context_note(event, hook, text);
         if event == SessionEvent::Stop {
             flush(&mut self.awaiting, &mut self.messages);
-            self.messages.push(Message::User { text: note });
+            self.messages.push(Message::user(note));
         } else {
             match self.messages.last_mut() {
-                Some(Message::User { text }) if self.awaiting.is_none() => {
+                Some(Message::User { text, .. }) if self.awaiting.is_none() => {
                     text.push_str("\n\n");
                     text.push_str(&note);
                 }
@@ -316,7 +397,7 @@ impl History<'_> {
         output: &str,
         hook_notes: &[HookNote],
     ) {
-        let images = self.images.remove(tool_call_id).unwrap_or_default();
+        let (images, missing) = self.images.remove(tool_call_id).unwrap_or_default();
         let Some(a) = self.awaiting.as_mut() else {
             return;
         };
@@ -327,6 +408,10 @@ impl History<'_> {
             _ => String::new(),
         };
         let mut content = format!("{note}{output}");
+        for line in missing {
+            content.push_str("\n\n");
+            content.push_str(&line);
+        }
         if !hook_notes.is_empty() {
             content.truncate(content.trim_end_matches('\n').len());
         }
@@ -357,6 +442,75 @@ impl History<'_> {
                 is_error: status != ResultStatus::Completed,
             });
     }
+}
+
+/// Leaves out of the history all but the latest images (at most
+/// `media::MAX_REQUEST_IMAGES` and `media::MAX_REQUEST_IMAGE_BYTES`), each
+/// one left out replaced by a line saying so: every request carries the
+/// whole history, and one over a provider's size is refused, as would be
+/// every request after it. Images only grow older, so one left out stays
+/// left out.
+fn keep_latest_images(messages: &mut [Message]) {
+    let (mut count, mut bytes) = (0usize, 0usize);
+    let mut keep = |image: &Image| {
+        let size = image.data.len() / 4 * 3;
+        let fits = count < crate::media::MAX_REQUEST_IMAGES
+            && bytes + size <= crate::media::MAX_REQUEST_IMAGE_BYTES;
+        if fits {
+            count += 1;
+            bytes += size;
+        }
+        fits
+    };
+    let note = |image: &Image| {
+        format!(
+            "[candor] An image ({}) was here; it is left out of this request, which carries only the latest {} images ({} in all) of the conversation.",
+            image.media_type,
+            crate::media::MAX_REQUEST_IMAGES,
+            crate::media::size(crate::media::MAX_REQUEST_IMAGE_BYTES as u64)
+        )
+    };
+    for message in messages.iter_mut().rev() {
+        match message {
+            Message::User { text, images } => {
+                let mut left_out = Vec::new();
+                drop_older(images, &mut keep, |i| left_out.push(note(i)));
+                for line in left_out {
+                    text.push_str("\n\n");
+                    text.push_str(&line);
+                }
+            }
+            Message::ToolResults { results } => {
+                for result in results.iter_mut().rev() {
+                    let mut left_out = Vec::new();
+                    drop_older(&mut result.images, &mut keep, |i| left_out.push(note(i)));
+                    for line in left_out {
+                        result.content.push_str("\n\n");
+                        result.content.push_str(&line);
+                    }
+                }
+            }
+            Message::Assistant(_) => {}
+        }
+    }
+}
+
+/// Keeps the images `keep` takes, the last first; the others go to `gone`.
+fn drop_older(
+    images: &mut Vec<Image>,
+    keep: &mut impl FnMut(&Image) -> bool,
+    mut gone: impl FnMut(&Image),
+) {
+    let mut kept: Vec<Image> = Vec::with_capacity(images.len());
+    for image in images.drain(..).rev() {
+        if keep(&image) {
+            kept.push(image);
+        } else {
+            gone(&image);
+        }
+    }
+    kept.reverse();
+    *images = kept;
 }
 
 /// How hook context reads in the model's history.
@@ -396,28 +550,31 @@ fn flush(awaiting: &mut Option<Awaiting>, messages: &mut Vec<Message>) {
     messages.push(Message::ToolResults { results });
 }
 
-/// A prompt's content blocks as text for the model.
+/// A prompt's content blocks as text (what hooks and the audit see; an
+/// image is `[image]`).
 pub fn flatten_prompt(content: &[ContentBlock]) -> String {
-    let parts: Vec<String> = content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Text(t) => t.text.clone(),
-            ContentBlock::ResourceLink(link) => format!("[{}]({})", link.name, link.uri),
-            ContentBlock::Resource(res) => match &res.resource {
-                EmbeddedResourceResource::TextResourceContents(t) => {
-                    format!("<resource uri=\"{}\">\n{}\n</resource>", t.uri, t.text)
-                }
-                EmbeddedResourceResource::BlobResourceContents(b) => {
-                    format!("[binary resource {}]", b.uri)
-                }
-                _ => "[resource]".to_owned(),
-            },
-            ContentBlock::Image(_) => "[image]".to_owned(),
-            ContentBlock::Audio(_) => "[audio]".to_owned(),
-            _ => "[unsupported content]".to_owned(),
-        })
-        .collect();
+    let parts: Vec<String> = content.iter().map(block_text).collect();
     parts.join("\n")
+}
+
+/// One block of a prompt as text.
+fn block_text(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text(t) => t.text.clone(),
+        ContentBlock::ResourceLink(link) => format!("[{}]({})", link.name, link.uri),
+        ContentBlock::Resource(res) => match &res.resource {
+            EmbeddedResourceResource::TextResourceContents(t) => {
+                format!("<resource uri=\"{}\">\n{}\n</resource>", t.uri, t.text)
+            }
+            EmbeddedResourceResource::BlobResourceContents(b) => {
+                format!("[binary resource {}]", b.uri)
+            }
+            _ => "[resource]".to_owned(),
+        },
+        ContentBlock::Image(_) => "[image]".to_owned(),
+        ContentBlock::Audio(_) => "[audio]".to_owned(),
+        _ => "[unsupported content]".to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -454,6 +611,7 @@ mod tests {
         let records = recs(vec![
             Event::UserMessage {
                 content: vec![ContentBlock::from("go")],
+                images: Vec::new(),
             },
             Event::AssistantDelta {
                 channel: crate::event_log::DeltaChannel::Text,
@@ -483,7 +641,7 @@ mod tests {
                 error: None,
             },
         ]);
-        let messages = derive_messages(&records, RewriteStrategy::Note);
+        let messages = derive_messages(&records, RewriteStrategy::Note, &Attachments::default());
         assert_eq!(messages.len(), 4);
         let Message::ToolResults { results } = &messages[2] else {
             panic!("{messages:?}")
@@ -506,6 +664,7 @@ mod tests {
             },
             Event::UserMessage {
                 content: vec![ContentBlock::from("/review a.rs")],
+                images: Vec::new(),
             },
             Event::HookContext {
                 event: SessionEvent::UserPromptSubmit,
@@ -522,8 +681,8 @@ mod tests {
                 ignored: Vec::new(),
             },
         ]);
-        let messages = derive_messages(&records, RewriteStrategy::Note);
-        let [Message::User { text }] = messages.as_slice() else {
+        let messages = derive_messages(&records, RewriteStrategy::Note, &Attachments::default());
+        let [Message::User { text, .. }] = messages.as_slice() else {
             panic!("{messages:?}")
         };
         assert!(!text.contains("/review"), "{text}");
@@ -540,6 +699,7 @@ mod tests {
         let records = recs(vec![
             Event::UserMessage {
                 content: vec![ContentBlock::from("go")],
+                images: Vec::new(),
             },
             Event::AssistantMessage {
                 content: vec![tool_use("a")],
@@ -548,7 +708,7 @@ mod tests {
                 call_ids: Vec::new(),
             },
         ]);
-        let messages = derive_messages(&records, RewriteStrategy::Note);
+        let messages = derive_messages(&records, RewriteStrategy::Note, &Attachments::default());
         let Message::ToolResults { results } = &messages[2] else {
             panic!()
         };
@@ -561,6 +721,7 @@ mod tests {
         let records = recs(vec![
             Event::UserMessage {
                 content: vec![ContentBlock::from("go")],
+                images: Vec::new(),
             },
             Event::AssistantMessage {
                 content: vec![
@@ -577,7 +738,7 @@ mod tests {
                 call_ids: Vec::new(),
             },
         ]);
-        let messages = derive_messages(&records, RewriteStrategy::Note);
+        let messages = derive_messages(&records, RewriteStrategy::Note, &Attachments::default());
         assert_eq!(
             messages[1],
             Message::Assistant(AssistantTurn {
@@ -593,6 +754,7 @@ mod tests {
         recs(vec![
             Event::UserMessage {
                 content: vec![ContentBlock::from("status?")],
+                images: Vec::new(),
             },
             Event::AssistantMessage {
                 content: vec![AssistantBlock::ToolUse {
@@ -625,7 +787,11 @@ mod tests {
 
     #[test]
     fn a_rewrite_is_told_by_a_note_keeping_the_models_call() {
-        let messages = derive_messages(&rewritten_call(), RewriteStrategy::Note);
+        let messages = derive_messages(
+            &rewritten_call(),
+            RewriteStrategy::Note,
+            &Attachments::default(),
+        );
         let Message::Assistant(turn) = &messages[1] else {
             panic!()
         };
@@ -643,8 +809,62 @@ mod tests {
     }
 
     #[test]
+    fn only_the_latest_images_are_sent_and_the_older_are_named() {
+        let image = |n: usize| Image {
+            media_type: "image/png".into(),
+            data: format!("{n:04}"),
+        };
+        let mut messages: Vec<Message> = (0..crate::media::MAX_REQUEST_IMAGES + 2)
+            .map(|n| Message::User {
+                text: format!("prompt {n}"),
+                images: vec![image(n)],
+            })
+            .collect();
+        let before = messages.clone();
+        keep_latest_images(&mut messages);
+        let Message::User { text, images } = &messages[0] else {
+            panic!()
+        };
+        assert!(images.is_empty());
+        assert!(
+            text.starts_with("prompt 0\n\n[candor] An image (image/png) was here"),
+            "{text}"
+        );
+        assert!(matches!(&messages[1], Message::User { images, .. } if images.is_empty()));
+        assert_eq!(messages[2..], before[2..], "the latest are untouched");
+        // Bytes count too: one huge image leaves out everything before it.
+        let mut messages = vec![
+            Message::User {
+                text: "old".into(),
+                images: vec![image(1)],
+            },
+            Message::ToolResults {
+                results: vec![ToolOutcome {
+                    tool_use_id: "r".into(),
+                    content: "read".into(),
+                    is_error: false,
+                    images: vec![Image {
+                        media_type: "image/png".into(),
+                        data: "A".repeat(crate::media::MAX_REQUEST_IMAGE_BYTES / 3 * 4),
+                    }],
+                }],
+            },
+        ];
+        keep_latest_images(&mut messages);
+        assert!(matches!(&messages[0], Message::User { images, .. } if images.is_empty()));
+        let Message::ToolResults { results } = &messages[1] else {
+            panic!()
+        };
+        assert_eq!(results[0].images.len(), 1);
+    }
+
+    #[test]
     fn in_place_overlays_the_effective_arguments() {
-        let messages = derive_messages(&rewritten_call(), RewriteStrategy::InPlace);
+        let messages = derive_messages(
+            &rewritten_call(),
+            RewriteStrategy::InPlace,
+            &Attachments::default(),
+        );
         let Message::Assistant(turn) = &messages[1] else {
             panic!()
         };

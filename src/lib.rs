@@ -34,6 +34,7 @@ pub mod harness;
 pub mod history;
 pub mod interception;
 pub mod matcher;
+pub mod media;
 pub mod presentation;
 pub mod providers;
 pub(crate) mod rpc;

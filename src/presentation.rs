@@ -46,6 +46,14 @@ fn available_command(c: &crate::event_log::OfferedCommand) -> AvailableCommand {
     }
 }
 
+/// What is shown in place of an image whose stored copy cannot be had (a
+/// record whose image the log's content store did not give back).
+fn unavailable_image(mime_type: &str) -> String {
+    format!(
+        "[An image ({mime_type}) that is no longer available: its stored copy is missing or damaged]"
+    )
+}
+
 /// A block of an MCP tool's answer as card content.
 fn result_content(c: &ResultContent) -> ToolCallContent {
     use agent_client_protocol_schema::v1::{
@@ -53,9 +61,12 @@ fn result_content(c: &ResultContent) -> ToolCallContent {
         TextResourceContents,
     };
     let block = match c {
-        ResultContent::Image { mime_type, data } => {
-            ContentBlock::Image(ImageContent::new(data.clone(), mime_type.clone()))
-        }
+        ResultContent::Image {
+            mime_type, data, ..
+        } if data.is_empty() => ContentBlock::from(unavailable_image(mime_type)),
+        ResultContent::Image {
+            mime_type, data, ..
+        } => ContentBlock::Image(ImageContent::new(data.clone(), mime_type.clone())),
         ResultContent::ResourceLink {
             uri,
             name,
@@ -255,11 +266,19 @@ impl Presenter {
                 NoticeLevel::Error,
                 format!("The hook {hook} blocked this prompt: {reason}"),
             ),
-            Event::UserMessage { content } => match self.mode {
+            Event::UserMessage { content, .. } => match self.mode {
                 Mode::Live => Vec::new(),
                 Mode::Replay => content
                     .iter()
-                    .map(|block| SessionUpdate::UserMessageChunk(ContentChunk::new(block.clone())))
+                    .map(|block| {
+                        let block = match block {
+                            ContentBlock::Image(image) if image.data.is_empty() => {
+                                ContentBlock::from(unavailable_image(&image.mime_type))
+                            }
+                            block => block.clone(),
+                        };
+                        SessionUpdate::UserMessageChunk(ContentChunk::new(block))
+                    })
                     .collect(),
             },
             Event::AssistantDelta { channel, text } => {
@@ -394,10 +413,37 @@ impl Presenter {
                     crate::text::shorten(text, 2001)
                 )
             }
-            Event::PromptResource { uri, server, text } => format!(
+            Event::PromptResource {
+                uri,
+                server: Some(server),
+                text,
+                ..
+            } => format!(
                 "Attached {uri} from the MCP server {server} ({} characters)",
                 text.chars().count()
             ),
+            Event::PromptResource {
+                uri,
+                path,
+                text,
+                image,
+                ..
+            } => {
+                let shown = path
+                    .as_ref()
+                    .map_or_else(|| uri.clone(), |p| p.display().to_string());
+                match image {
+                    Some(i) => format!(
+                        "Attached the image {shown} for the model ({}, {})",
+                        i.mime_type,
+                        crate::media::size(i.bytes)
+                    ),
+                    None => format!(
+                        "Attached {shown} for the model ({} characters)",
+                        text.chars().count()
+                    ),
+                }
+            }
             _ => return Vec::new(),
         };
         self.notice(NoticeLevel::Info, text)
@@ -1065,6 +1111,7 @@ mod tests {
     #[test]
     fn user_messages_are_only_replayed() {
         let event = Event::UserMessage {
+            images: Vec::new(),
             content: vec![ContentBlock::from("hi")],
         };
         assert!(

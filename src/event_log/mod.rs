@@ -9,9 +9,16 @@
 //! records are also kept in memory, in order, for the projections
 //! ([`crate::presentation`], [`crate::history`]).
 //!
+//! The session's images live beside the log, in its content store
+//! ([`content`]): [`store_image`](EventLog::store_image) puts one on disk
+//! before the record that names it is appended, and the log keeps every
+//! image its records name in memory ([`content::Attachments`]) for the
+//! projections, which do no I/O.
+//!
 //! Architecture invariant: a record is appended before anything derived from
 //! it is shown or sent, and records are never rewritten or removed.
 
+pub mod content;
 pub mod record;
 
 use std::fs::{DirBuilder, File, OpenOptions};
@@ -23,8 +30,9 @@ use std::time::SystemTime;
 pub use record::{
     CommandSource, ConfigId, Decision, DeltaChannel, Environment, Event, FORMAT_VERSION, FileDiff,
     GitFacts, HookNote, HookRecord, InstructionScope, Instructions, McpTarget, NoteKind,
-    NoticeLevel, OfferedCommand, Outcome, OutputFile, PermissionChoice, PermissionOutcome, Record,
-    ResultContent, ResultStatus, SessionEvent, TrustOutcome, TurnStop, Verdict,
+    NoticeLevel, OfferedCommand, Outcome, OutputFile, PermissionChoice, PermissionOutcome,
+    PromptImage, Record, ResultContent, ResultStatus, SessionEvent, StoredImage, TrustOutcome,
+    TurnStop, Verdict,
 };
 
 /// Why the log could not be written or read.
@@ -77,6 +85,10 @@ pub struct EventLog {
     /// The file's length up to the last whole record: where a failed
     /// write's partial line is cut back to before anything else is written.
     good_len: u64,
+    /// The session's images, on disk beside the log.
+    content: content::ContentStore,
+    /// The images the records name, loaded.
+    attachments: content::Attachments,
 }
 
 /// A log read back from disk, as far as it could be read.
@@ -115,6 +127,8 @@ impl EventLog {
             .map_err(create)?;
         lock(&file, &path)?;
         Ok(Self {
+            content: content::ContentStore::beside(&path),
+            attachments: content::Attachments::default(),
             path,
             file,
             records: Vec::new(),
@@ -131,7 +145,10 @@ impl EventLog {
             path: path.to_owned(),
             source,
         })?;
+        let content = content::ContentStore::beside(path);
         Ok(Self {
+            attachments: content::Attachments::load(&content, &records),
+            content,
             path: path.to_owned(),
             file,
             records,
@@ -160,7 +177,10 @@ impl EventLog {
             file.set_len(read.valid_len).map_err(fail)?;
             file.sync_data().map_err(fail)?;
         }
+        let content = content::ContentStore::beside(path);
         Ok(Self {
+            attachments: content::Attachments::load(&content, &read.records),
+            content,
             path: path.to_owned(),
             file,
             records: read.records,
@@ -238,6 +258,33 @@ impl EventLog {
     /// Every record appended so far, in order.
     pub fn records(&self) -> &[Record] {
         &self.records
+    }
+
+    /// Keeps an image in the content store, on disk, before a record names
+    /// it; returns what the record says of it.
+    pub fn store_image(&mut self, bytes: &[u8], mime_type: &str) -> Result<StoredImage, LogError> {
+        if let Some(reason) = &self.damaged {
+            return Err(LogError::Damaged {
+                path: self.path.clone(),
+                reason: reason.clone(),
+            });
+        }
+        let digest = self.content.put(bytes).map_err(|source| LogError::Write {
+            path: self.content.dir().to_owned(),
+            source,
+        })?;
+        self.attachments
+            .insert(digest.clone(), crate::media::encode(bytes));
+        Ok(StoredImage {
+            digest,
+            mime_type: mime_type.to_owned(),
+            bytes: bytes.len() as u64,
+        })
+    }
+
+    /// The images the records name, as loaded (for the projections).
+    pub fn attachments(&self) -> &content::Attachments {
+        &self.attachments
     }
 
     /// Where the log lives.
@@ -362,7 +409,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sessions = dir.path().join("sessions");
         let mut log = EventLog::create(&sessions, "s1").unwrap();
-        log.append(Event::UserMessage { content: vec![] }).unwrap();
+        log.append(Event::UserMessage {
+            content: vec![],
+            images: vec![],
+        })
+        .unwrap();
         log.append(Event::ToolStarted {
             tool_call_id: "t".into(),
         })
@@ -382,9 +433,19 @@ mod tests {
     fn a_failed_append_leaves_no_partial_line_for_the_next_one() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = EventLog::create(dir.path(), "s").unwrap();
-        log.append(Event::UserMessage { content: vec![] }).unwrap();
+        log.append(Event::UserMessage {
+            content: vec![],
+            images: vec![],
+        })
+        .unwrap();
         log.fail_at(Some(1));
-        assert!(log.append(Event::UserMessage { content: vec![] }).is_err());
+        assert!(
+            log.append(Event::UserMessage {
+                content: vec![],
+                images: vec![],
+            })
+            .is_err()
+        );
         log.fail_at(None);
         log.append(Event::ToolStarted {
             tool_call_id: "t".into(),
@@ -399,7 +460,11 @@ mod tests {
     fn three_records(dir: &Path) -> PathBuf {
         let mut log = EventLog::create(dir, "s").unwrap();
         for _ in 0..3 {
-            log.append(Event::UserMessage { content: vec![] }).unwrap();
+            log.append(Event::UserMessage {
+                content: vec![],
+                images: vec![],
+            })
+            .unwrap();
         }
         log.path().to_owned()
     }
@@ -423,7 +488,12 @@ mod tests {
             whole,
             "the torn line is gone"
         );
-        let record = log.append(Event::UserMessage { content: vec![] }).unwrap();
+        let record = log
+            .append(Event::UserMessage {
+                content: vec![],
+                images: vec![],
+            })
+            .unwrap();
         assert_eq!(record.seq, 3);
         assert_eq!(super::read(&path).unwrap().len(), 4);
     }

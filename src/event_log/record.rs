@@ -85,10 +85,16 @@ pub enum Event {
     /// A session setting changed (`session/set_config_option`).
     #[serde(rename = "config/changed")]
     ConfigChanged { config_id: ConfigId, value: String },
-    /// A prompt from the user, as the client sent it (ACP content blocks).
-    /// It opens a turn.
+    /// A prompt from the user, as the client sent it (ACP content blocks),
+    /// but for its images' data: each image block's `data` is emptied and
+    /// the image kept in the content store beside the log, named in
+    /// `images` by its block's place and its digest. It opens a turn.
     #[serde(rename = "user/message")]
-    UserMessage { content: Vec<ContentBlock> },
+    UserMessage {
+        content: Vec<ContentBlock>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<PromptImage>,
+    },
     /// A hook gave the model something to read: context from a
     /// `SessionStart` or `UserPromptSubmit` hook, or a `Stop` hook's reason
     /// for not letting the turn end (the turn goes on).
@@ -131,12 +137,23 @@ pub enum Event {
         ignored: Vec<String>,
     },
     /// A resource the prompt linked (`resource_link`), read from the MCP
-    /// server that lists it: the model is given `text` with the prompt.
+    /// server that lists it, or for a `file:` link (no `server`) the file
+    /// at `path`: the model is given `text`, or the `image`, with the
+    /// prompt.
     #[serde(rename = "prompt/resource")]
     PromptResource {
         uri: String,
-        server: String,
+        /// The MCP server that listed it; none for a `file:` link.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<String>,
+        /// For a `file:` link: the file read (absolute, links resolved).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<PathBuf>,
+        #[serde(default)]
         text: String,
+        /// A linked image file, kept in the content store.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        image: Option<StoredImage>,
     },
     /// candor offered the client these slash commands (sent as
     /// `available_commands_update` right after the `session/new` or
@@ -611,11 +628,19 @@ pub struct McpTarget {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum ResultContent {
-    /// An image, base64 as the server sent it (at most
-    /// `mcp::MAX_IMAGE_BYTES` of base64 each; a bigger one is left out and
-    /// said so in `output`).
+    /// An image: kept in the content store beside the log (`digest`,
+    /// `bytes`; `data` empty); in logs written before the store, base64
+    /// inline in `data`.
     #[serde(rename_all = "camelCase")]
-    Image { mime_type: String, data: String },
+    Image {
+        mime_type: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        data: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        digest: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bytes: Option<u64>,
+    },
     /// A link to a resource.
     #[serde(rename_all = "camelCase")]
     ResourceLink {
@@ -633,6 +658,29 @@ pub enum ResultContent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
     },
+}
+
+/// An image kept in the session's content store
+/// (`<sessions>/<sessionId>.content/<hex digits of digest>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredImage {
+    /// `sha256:` of the image's bytes (the store file's name).
+    pub digest: String,
+    pub mime_type: String,
+    /// Its size, decoded.
+    pub bytes: u64,
+}
+
+/// An image of a prompt: which block of `user/message.content` it is
+/// (that block's `data` is empty in the log), and where its bytes are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptImage {
+    /// The block's place in `content`, from 0.
+    pub block: usize,
+    #[serde(flatten)]
+    pub image: StoredImage,
 }
 
 /// A change to one text file.

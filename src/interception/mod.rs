@@ -582,6 +582,52 @@ pub async fn settle(
     settled
 }
 
+/// How the permission rules and the mode decide a Read of `path` (no
+/// hooks run: it is not a tool call), and the file that Read would be of
+/// (absolute, links followed). A prompt's `file:` link is read for the
+/// model only when this runs without asking: the user's Read deny rules
+/// and the project's bounds apply to it as to the Read tool.
+pub fn decide_read(
+    path: &Path,
+    policy: &Policy,
+    grants: &[Rule],
+    cwd: &Path,
+) -> (PathBuf, Disposition) {
+    let arguments = serde_json::json!({"file_path": path});
+    let accepted = match Tool::Read.accept(&arguments, cwd) {
+        Ok(accepted) => accepted,
+        Err(reason) => {
+            let by = CANDOR.to_owned();
+            return (path.to_owned(), Disposition::Deny { by, reason });
+        }
+    };
+    let resolved = accepted
+        .arguments
+        .get("file_path")
+        .and_then(Value::as_str)
+        .map_or_else(|| path.to_owned(), PathBuf::from);
+    let spelled: Vec<PathBuf> = accepted.spelled.into_iter().collect();
+    let disposition = policy::decide(
+        policy::Subject {
+            tool: Tool::Read.name(),
+            args: &accepted.arguments,
+            spelled: &spelled,
+            mcp_read_only: None,
+            mcp_name: None,
+        },
+        &HookVerdict {
+            verdict: Verdict::Pass,
+            by: None,
+            reason: None,
+        },
+        policy.mode,
+        &policy.rules,
+        grants,
+        cwd,
+    );
+    (resolved, disposition)
+}
+
 /// Runs the hooks in order over the call; returns the strictest verdict.
 async fn fold_hooks(
     settled: &mut Settled,

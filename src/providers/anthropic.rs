@@ -22,7 +22,8 @@ use tokio::sync::mpsc;
 use super::http::{Assemble, Failure, Http, header, url};
 use super::{ProviderError, ProviderSettings, StreamDelta};
 use crate::conversation::{
-    AssistantBlock, AssistantTurn, Message, ModelRequest, ModelStop, ToolOutcome, Usage, WireApi,
+    AssistantBlock, AssistantTurn, Image, Message, ModelRequest, ModelStop, ToolOutcome, Usage,
+    WireApi,
 };
 
 /// `max_tokens` when none is configured (the API requires one).
@@ -111,13 +112,15 @@ pub fn messages(request: &ModelRequest) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     for message in &request.messages {
         match message {
-            Message::User { text } => {
-                let block = if text.trim().is_empty() {
-                    json!({"type": "text", "text": "(empty message)"})
-                } else {
-                    json!({"type": "text", "text": text})
-                };
-                push_user(&mut out, vec![block]);
+            Message::User { text, images } => {
+                // Images first, then the words (as Anthropic advises).
+                let mut blocks: Vec<Value> = images.iter().map(image_block).collect();
+                if !text.trim().is_empty() {
+                    blocks.push(json!({"type": "text", "text": text}));
+                } else if blocks.is_empty() {
+                    blocks.push(json!({"type": "text", "text": "(empty message)"}));
+                }
+                push_user(&mut out, blocks);
             }
             Message::ToolResults { results } => {
                 push_user(&mut out, results.iter().map(tool_result).collect());
@@ -166,9 +169,7 @@ fn tool_result(r: &ToolOutcome) -> Value {
     block.insert("tool_use_id".into(), json!(r.tool_use_id));
     if !r.images.is_empty() {
         let mut parts = vec![json!({"type": "text", "text": r.content})];
-        parts.extend(r.images.iter().map(|i| {
-            json!({"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data}})
-        }));
+        parts.extend(r.images.iter().map(image_block));
         block.insert("content".into(), Value::Array(parts));
     } else if !r.content.is_empty() {
         block.insert("content".into(), json!(r.content));
@@ -177,6 +178,11 @@ fn tool_result(r: &ToolOutcome) -> Value {
         block.insert("is_error".into(), json!(true));
     }
     Value::Object(block)
+}
+
+/// An image content block.
+fn image_block(i: &Image) -> Value {
+    json!({"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data}})
 }
 
 /// An assistant turn without an Anthropic raw turn (another provider's, the
@@ -655,7 +661,7 @@ mod tests {
         let request = ModelRequest {
             system: "sys".into(),
             messages: vec![
-                Message::User { text: "hi".into() },
+                Message::user("hi"),
                 Message::Assistant(AssistantTurn {
                     content: vec![
                         AssistantBlock::ToolUse {
@@ -679,9 +685,7 @@ mod tests {
                         is_error: false,
                     }],
                 },
-                Message::User {
-                    text: "and now?".into(),
-                },
+                Message::user("and now?"),
             ],
             tools: vec![ToolSpec {
                 name: "Bash".into(),

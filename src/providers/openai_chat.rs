@@ -102,7 +102,17 @@ pub fn messages(request: &ModelRequest) -> Vec<Value> {
     }
     for message in &request.messages {
         match message {
-            Message::User { text } => out.push(json!({"role": "user", "content": text})),
+            Message::User { text, images } if images.is_empty() => {
+                out.push(json!({"role": "user", "content": text}));
+            }
+            Message::User { text, images } => {
+                let mut parts = Vec::new();
+                if !text.trim().is_empty() {
+                    parts.push(json!({"type": "text", "text": text}));
+                }
+                parts.extend(images.iter().map(image_part));
+                out.push(json!({"role": "user", "content": parts}));
+            }
             Message::ToolResults { results } => {
                 for r in results {
                     out.push(json!({"role": "tool", "tool_call_id": r.tool_use_id, "content": r.content}));
@@ -114,9 +124,7 @@ pub fn messages(request: &ModelRequest) -> Vec<Value> {
                     .flat_map(|r| {
                         std::iter::once(json!({"type": "text", "text": format!("[candor] The images the tool call {} answered with:", r.tool_use_id)}))
                             .filter(|_| !r.images.is_empty())
-                            .chain(r.images.iter().map(|i| {
-                                json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{}", i.media_type, i.data)}})
-                            }))
+                            .chain(r.images.iter().map(image_part))
                     })
                     .collect();
                 if !images.is_empty() {
@@ -130,6 +138,11 @@ pub fn messages(request: &ModelRequest) -> Vec<Value> {
         }
     }
     out
+}
+
+/// An image as a content part: a `data:` URL.
+fn image_part(i: &crate::conversation::Image) -> Value {
+    json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{}", i.media_type, i.data)}})
 }
 
 /// The raw message with each call's `arguments` replaced where the neutral

@@ -98,19 +98,21 @@ pub fn input(request: &ModelRequest) -> Vec<Value> {
     let mut out = Vec::new();
     for message in &request.messages {
         match message {
-            Message::User { text } => out.push(json!({
-                "type": "message", "role": "user",
-                "content": [{"type": "input_text", "text": text}]
-            })),
+            Message::User { text, images } => {
+                let mut content = Vec::new();
+                if images.is_empty() || !text.trim().is_empty() {
+                    content.push(json!({"type": "input_text", "text": text}));
+                }
+                content.extend(images.iter().map(input_image));
+                out.push(json!({"type": "message", "role": "user", "content": content}));
+            }
             Message::ToolResults { results } => {
                 for r in results {
                     let output = if r.images.is_empty() {
                         json!(r.content)
                     } else {
                         let mut parts = vec![json!({"type": "input_text", "text": r.content})];
-                        parts.extend(r.images.iter().map(|i| {
-                            json!({"type": "input_image", "image_url": format!("data:{};base64,{}", i.media_type, i.data)})
-                        }));
+                        parts.extend(r.images.iter().map(input_image));
                         Value::Array(parts)
                     };
                     out.push(json!({"type": "function_call_output", "call_id": r.tool_use_id, "output": output}));
@@ -123,6 +125,11 @@ pub fn input(request: &ModelRequest) -> Vec<Value> {
         }
     }
     out
+}
+
+/// An image as an input part: a `data:` URL.
+fn input_image(i: &crate::conversation::Image) -> Value {
+    json!({"type": "input_image", "image_url": format!("data:{};base64,{}", i.media_type, i.data)})
 }
 
 /// Items for a turn without a Responses raw turn, from its neutral blocks

@@ -251,6 +251,17 @@ fn open_log(
                     EventLog::damaged(&path, read.records, reason)?
                 }
             };
+            let missing = log.attachments().unavailable();
+            if !missing.is_empty() {
+                let (digest, why) = missing[0];
+                notices.push((
+                    NoticeLevel::Warning,
+                    format!(
+                        "{} image(s) of this session are no longer in its content store (for one, {digest}: {why}); they show as placeholders, and the model is told they are unavailable.",
+                        missing.len()
+                    ),
+                ));
+            }
             (log, Some(replay))
         }
     };

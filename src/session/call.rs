@@ -28,8 +28,8 @@ use super::commit::Committer;
 use super::context::{Gate, KILL_GRACE, TurnControl, TurnError};
 use crate::client::Failed;
 use crate::event_log::{
-    Decision, Event, FileDiff, NoticeLevel, Outcome, PermissionChoice, PermissionOutcome,
-    ResultStatus,
+    Decision, Event, FileDiff, LogError, NoticeLevel, Outcome, PermissionChoice, PermissionOutcome,
+    ResultContent, ResultStatus,
 };
 use crate::interception::policy::{self, Disposition, Rule};
 use crate::interception::{self, ApprovedCall, Aside, Asides, FinishedCall, HookNote, Settled};
@@ -494,6 +494,57 @@ pub(crate) async fn ask_client(
     }
 }
 
+/// Records what a running tool told the session. Its images go to the
+/// content store first; the record names them by digest.
+fn record_event(c: &mut Committer, id: &str, e: ToolEvent) -> Result<(), LogError> {
+    let event = match e {
+        ToolEvent::Output(chunk) => Event::ToolOutput {
+            tool_call_id: id.to_owned(),
+            text: chunk.text,
+            skipped: chunk.skipped,
+        },
+        ToolEvent::Terminal(terminal_id) => Event::ToolTerminal {
+            tool_call_id: id.to_owned(),
+            terminal_id,
+        },
+        ToolEvent::Content {
+            content,
+            structured,
+        } => {
+            let mut kept = Vec::with_capacity(content.len());
+            for block in content {
+                match block {
+                    ResultContent::Image {
+                        mime_type, data, ..
+                    } if !data.is_empty() => {
+                        // The tools checked it; one that still is not an
+                        // image of its type is left out, never stored.
+                        match crate::media::decode(&mime_type, &data) {
+                            Ok(bytes) => {
+                                let stored = c.store_image(&bytes, &mime_type)?;
+                                kept.push(ResultContent::Image {
+                                    mime_type,
+                                    data: String::new(),
+                                    digest: Some(stored.digest),
+                                    bytes: Some(stored.bytes),
+                                });
+                            }
+                            Err(why) => tracing::warn!(why, "a tool's image was left out"),
+                        }
+                    }
+                    other => kept.push(other),
+                }
+            }
+            Event::ToolContent {
+                tool_call_id: id.to_owned(),
+                content: kept,
+                structured,
+            }
+        }
+    };
+    c.commit(event)
+}
+
 /// Runs an approved call: `tool/started`, its output, `tool/result`.
 async fn execute(
     c: &mut Committer,
@@ -527,34 +578,15 @@ async fn execute(
     };
     let running = call.input().run(cx);
     tokio::pin!(running);
-    let event = |id: &str, e: ToolEvent| match e {
-        ToolEvent::Output(chunk) => Event::ToolOutput {
-            tool_call_id: id.to_owned(),
-            text: chunk.text,
-            skipped: chunk.skipped,
-        },
-        ToolEvent::Terminal(terminal_id) => Event::ToolTerminal {
-            tool_call_id: id.to_owned(),
-            terminal_id,
-        },
-        ToolEvent::Content {
-            content,
-            structured,
-        } => Event::ToolContent {
-            tool_call_id: id.to_owned(),
-            content,
-            structured,
-        },
-    };
     let output = loop {
         tokio::select! {
             biased;
-            Some(e) = rx.recv() => c.commit(event(&id, e))?,
+            Some(e) = rx.recv() => record_event(c, &id, e)?,
             output = &mut running => break output,
         }
     };
     while let Ok(e) = rx.try_recv() {
-        c.commit(event(&id, e))?;
+        record_event(c, &id, e)?;
     }
     let policy = &gate.policy;
     let asides = Asides::default();

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::context::Gate;
-use crate::event_log::{OfferedCommand, Record};
+use crate::event_log::OfferedCommand;
 
 /// The commands every session offers.
 pub(crate) fn offered() -> Vec<OfferedCommand> {
@@ -58,14 +58,19 @@ pub(crate) fn run(
     command: &str,
     gate: &Gate,
     provider: &crate::providers::Provider,
-    records: &[Record],
+    c: &super::commit::Committer,
     cwd: &Path,
 ) -> String {
+    let records = c.records();
     match command {
         "hooks" => hooks(gate),
         "mcp" => mcp(gate),
         "context" => {
-            let messages = crate::history::derive_messages(records, provider.rewrite_strategy());
+            let messages = crate::history::derive_messages(
+                records,
+                provider.rewrite_strategy(),
+                c.attachments(),
+            );
             super::system::report(&super::system::Request {
                 records,
                 cwd,

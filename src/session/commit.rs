@@ -3,7 +3,10 @@
 //! [`Committer::commit`] is the only way a session produces
 //! `session/update`s: it appends the event to the log and queues the
 //! presenter's projection of the appended record. If the append fails,
-//! nothing is shown for it.
+//! nothing is shown for it. The presenter is given the record with its
+//! images' data put back from the content store
+//! ([`Attachments::hydrate`](crate::event_log::content::Attachments::hydrate)),
+//! so a replayed prompt shows its images as the client sent them.
 
 use agent_client_protocol_schema::v1::{SessionId, SessionUpdate};
 
@@ -37,9 +40,32 @@ impl Committer {
 
     /// Appends `event` and sends what it means to the client.
     pub(crate) fn commit(&mut self, event: Event) -> Result<(), LogError> {
-        let record = self.log.append(event)?;
-        publish(&mut self.presenter, &self.outbox, &self.session_id, record);
+        self.log.append(event)?;
+        self.publish_last();
         Ok(())
+    }
+
+    /// Shows the record just appended.
+    fn publish_last(&mut self) {
+        if let Some(record) = self.log.records().last() {
+            let shown = self.log.attachments().hydrate(record);
+            publish(&mut self.presenter, &self.outbox, &self.session_id, &shown);
+        }
+    }
+
+    /// Keeps an image in the session's content store (on disk when this
+    /// returns), for a record about to name it.
+    pub(crate) fn store_image(
+        &mut self,
+        bytes: &[u8],
+        mime_type: &str,
+    ) -> Result<crate::event_log::StoredImage, LogError> {
+        self.log.store_image(bytes, mime_type)
+    }
+
+    /// The images the session's records name, loaded.
+    pub(crate) fn attachments(&self) -> &crate::event_log::content::Attachments {
+        self.log.attachments()
     }
 
     /// Like [`commit`](Self::commit), and the record is on disk when this
@@ -51,8 +77,8 @@ impl Committer {
     /// this worker thread, which the sync blocks): the client sees the card
     /// while the disk works; the tool still waits for the sync.
     pub(crate) async fn commit_durable(&mut self, event: Event) -> Result<(), LogError> {
-        let record = self.log.append(event)?;
-        publish(&mut self.presenter, &self.outbox, &self.session_id, record);
+        self.log.append(event)?;
+        self.publish_last();
         tokio::task::yield_now().await;
         self.log.sync()
     }
@@ -83,7 +109,9 @@ impl Committer {
     /// The presenter goes live afterwards.
     pub(crate) fn replay(&mut self, send: bool) {
         for record in self.log.records() {
-            let updates = self.presenter.apply(record);
+            let updates = self
+                .presenter
+                .apply(&self.log.attachments().hydrate(record));
             if send {
                 for update in updates {
                     self.send(update);

@@ -53,7 +53,7 @@ pub(crate) fn report(c: &mut Committer, gate: &Gate) -> Result<(), TurnError> {
 }
 
 /// The URIs of the resources a prompt links that are not files (files are
-/// for the model's own tools to read).
+/// `session::attach`'s).
 pub(crate) fn resource_links(prompt: &[ContentBlock]) -> Vec<String> {
     prompt
         .iter()
@@ -103,8 +103,10 @@ async fn expand(
         match gate.mcp.read_resource(&server, uri, &control.cancel).await {
             Ok(text) => c.commit(Event::PromptResource {
                 uri: uri.clone(),
-                server,
+                server: Some(server),
+                path: None,
                 text: capped(text),
+                image: None,
             })?,
             Err(_) if control.cancel.is_cancelled() => {
                 return Ok(Some(TurnStop::Cancelled));
@@ -118,6 +120,8 @@ async fn expand(
     Ok(None)
 }
 
+/// `text`, or its first [`MAX_TEXT`] characters and a line saying the rest
+/// was cut.
 pub(crate) fn capped(text: String) -> String {
     if text.chars().count() <= MAX_TEXT {
         text

@@ -80,7 +80,7 @@ pub(crate) fn list(dir: &Path, cwd: Option<&Path>) -> Vec<Listed> {
                 Event::SessionStarted {
                     session_id, cwd, ..
                 } => found = Some((session_id, cwd)),
-                Event::UserMessage { content } => {
+                Event::UserMessage { content, .. } => {
                     let text = crate::history::flatten_prompt(&content);
                     // candor's own commands do not name a conversation.
                     if super::commands::parse(&text).is_some() {
@@ -158,12 +158,15 @@ pub(crate) fn delete(dir: &Path, id: &str) -> Result<(), LoadError> {
             )
         })
         .and_then(|()| {
-            // Outputs too big for the log go with it.
-            let outputs = dir.join(format!("{id}.outputs"));
-            match std::fs::rename(&outputs, deleted.join(format!("{id}.outputs"))) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                other => other,
+            // Outputs too big for the log, and its images, go with it.
+            for beside in ["outputs", "content"] {
+                let from = dir.join(format!("{id}.{beside}"));
+                match std::fs::rename(&from, deleted.join(format!("{id}.{beside}"))) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    other => other?,
+                }
             }
+            Ok(())
         })
         .map_err(|source| {
             LoadError::Log(LogError::Write {
@@ -361,7 +364,10 @@ mod tests {
     #[test]
     fn a_crash_mid_call_is_closed_as_interrupted_and_the_turn_ended() {
         let records = recs(vec![
-            Event::UserMessage { content: vec![] },
+            Event::UserMessage {
+                content: vec![],
+                images: vec![],
+            },
             Event::AssistantMessage {
                 content: vec![tool_use("a"), tool_use("b")],
                 stop: ModelStop::ToolUse,
@@ -425,7 +431,10 @@ mod tests {
     #[test]
     fn streamed_text_of_a_cut_turn_becomes_an_interrupted_message() {
         let records = recs(vec![
-            Event::UserMessage { content: vec![] },
+            Event::UserMessage {
+                content: vec![],
+                images: vec![],
+            },
             Event::AssistantDelta {
                 channel: DeltaChannel::Text,
                 text: "Let me ".into(),

@@ -2,7 +2,8 @@
 //!
 //! The sequence, each step a record appended through the committer:
 //!
-//! 1. `user/message`.
+//! 1. `user/message` (its images kept in the content store first), then
+//!    what the prompt links, attached (`prompt/resource`).
 //! 2. Ask the model: the request's history is derived from the log; text
 //!    and thinking stream in as `assistant/delta`s; the whole turn is then
 //!    appended as `assistant/message`, exactly as the model emitted it.
@@ -70,9 +71,9 @@ async fn steps(
 ) -> Result<TurnStop, TurnError> {
     let prompt_text = crate::history::flatten_prompt(&prompt);
     let links = super::mcp::resource_links(&prompt);
-    c.commit(Event::UserMessage { content: prompt })?;
+    super::attach::commit_prompt(c, prompt)?;
     if let Some(command) = super::commands::parse(&prompt_text) {
-        let output = super::commands::run(command, gate, provider, c.records(), &control.cwd);
+        let output = super::commands::run(command, gate, provider, c, &control.cwd);
         c.commit(Event::CommandRan {
             command: command.to_owned(),
             output,
@@ -84,7 +85,7 @@ async fn steps(
         Some(true) => return Ok(TurnStop::Refusal),
         Some(false) => {}
     }
-    if let Some(stop) = expand(c, gate, &prompt_text, &links, control).await? {
+    if let Some(stop) = prepare(c, gate, &prompt_text, &links, control).await? {
         return Ok(stop);
     }
     let limit = provider.max_turn_requests().unwrap_or(usize::MAX); // none set: no limit
@@ -100,7 +101,7 @@ async fn steps(
         gate.mcp.refresh(&control.cancel).await;
         let request = ModelRequest {
             system: super::system::prompt(c.records(), &control.cwd),
-            messages: derive_messages(c.records(), provider.rewrite_strategy()),
+            messages: derive_messages(c.records(), provider.rewrite_strategy(), c.attachments()),
             tools: tools::specs(&gate.mcp.tools()),
         };
         let Some(turn) = ask_model(c, provider, &request, &control.cancel).await? else {
@@ -182,10 +183,10 @@ async fn steps(
     Ok(TurnStop::MaxTurnRequests)
 }
 
-/// What the prompt becomes before the model is asked: a command file's
-/// expansion, or an MCP prompt's and the resources it links. `Some`: how
-/// the turn ends instead.
-async fn expand(
+/// Before the first model request: a command file's expansion, the MCP
+/// servers ready, an MCP prompt command expanded, the resources and files
+/// the prompt links attached. `Some`: how the turn ends instead.
+async fn prepare(
     c: &mut Committer,
     gate: &Gate,
     typed: &str,
@@ -195,7 +196,10 @@ async fn expand(
     if let Some(stop) = super::user_commands::expand(c, gate, typed)? {
         return Ok(Some(stop));
     }
-    super::mcp::prepare(c, gate, typed, links, control).await
+    if let Some(stop) = super::mcp::prepare(c, gate, typed, links, control).await? {
+        return Ok(Some(stop));
+    }
+    super::attach::attach_files(c, gate, control).await
 }
 
 /// Streams one model response. `None` when cancelled (the text received so

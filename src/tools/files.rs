@@ -187,6 +187,71 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, String> {
     Ok(Some(bytes))
 }
 
+/// The first `n` bytes (or fewer) of a regular file on disk, opened as
+/// [`read_regular`] opens it (`Ok(None)`: no such file).
+pub fn head(path: &Path, n: usize) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(why) = not_a_file(path) {
+        return Err(why);
+    }
+    let shown = path.display();
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {shown}: {e}")),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{shown} is not a regular file; candor reads and writes only regular files"
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(n as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    Ok(Some(bytes))
+}
+
+/// An image file on disk (PNG, JPEG, GIF, WebP by its bytes, whatever its
+/// name): its type and bytes, within `crate::media::MAX_IMAGE_BYTES`.
+/// `Ok(None)`: not an image (or no such file); an error for an image over
+/// the cap (saying so) or one that cannot be read.
+pub fn image_file(path: &Path) -> Result<Option<(&'static str, Vec<u8>)>, String> {
+    let Some(head) = head(path, 16)? else {
+        return Ok(None);
+    };
+    let Some(mime_type) = crate::media::sniff(&head) else {
+        return Ok(None);
+    };
+    let cap = crate::media::MAX_IMAGE_BYTES as u64;
+    let shown = path.display();
+    let len = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?
+        .len();
+    if len > cap {
+        return Err(format!(
+            "{shown} is an image ({mime_type}) of {}; images over {} are not given to the model (make a smaller copy, and read that)",
+            crate::media::size(len),
+            crate::media::size(cap)
+        ));
+    }
+    let Some(bytes) = read_regular(path, cap)? else {
+        return Ok(None);
+    };
+    // The file may have changed since its head was read: the bytes decide.
+    crate::media::check(mime_type, &bytes)
+        .map_err(|why| format!("{shown} changed while it was read: {why}"))?;
+    Ok(Some((mime_type, bytes)))
+}
+
 fn read_disk(path: &Path) -> Result<Option<String>, String> {
     let shown = path.display();
     let Some(bytes) = read_regular(path, MAX_TEXT_BYTES as u64)? else {

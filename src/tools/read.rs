@@ -5,6 +5,13 @@
 //! (default [`DEFAULT_LIMIT`]); lines longer than [`MAX_LINE_CHARS`] are
 //! cut. Binary files and files over [`MAX_FILE_BYTES`] are refused with a
 //! message the model can act on; so is a missing file.
+//!
+//! An image file (PNG, JPEG, GIF or WebP, told by its bytes, whatever its
+//! name) is given to the model as the image itself, as Claude Code does:
+//! read from the disk (the editor's `fs/read_text_file` carries text), at
+//! most `crate::media::MAX_IMAGE_BYTES` (a bigger one is a failed result
+//! saying so), sent to the session as a `tool/content` image, which the
+//! card shows and the model's history carries with the result.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -37,7 +44,7 @@ pub struct ReadInput {
 pub(crate) fn spec() -> ToolSpec {
     ToolSpec {
         name: "Read".into(),
-        description: "Reads a text file and returns its lines numbered like `cat -n`. Use offset (1-based line) and limit (number of lines) for large files; at most 2000 lines are returned by default.".into(),
+        description: "Reads a text file and returns its lines numbered like `cat -n`. Use offset (1-based line) and limit (number of lines) for large files; at most 2000 lines are returned by default. An image file (PNG, JPEG, GIF or WebP, up to 5 MiB) is returned as the image, for you to look at.".into(),
         input_schema: json!({
             "type": "object",
             "properties": {
@@ -93,6 +100,20 @@ pub(crate) fn present(input: &Value, cwd: &Path) -> Presentation {
 
 pub(crate) async fn run(input: &ReadInput, cx: ToolContext) -> ToolOutput {
     let path = resolve(&cx.cwd, &input.file_path);
+    if path.is_file() {
+        // Told by its bytes on disk, whatever reads text (the editor).
+        let probe = path.clone();
+        let image = tokio::select! {
+            done = tokio::task::spawn_blocking(move || super::files::image_file(&probe)) => done,
+            () = cx.cancel.cancelled() => return ToolOutput::cancelled("cancelled by the user"),
+        };
+        match image {
+            Ok(Ok(Some((mime_type, bytes)))) => return image_output(&path, mime_type, &bytes, &cx),
+            Ok(Ok(None)) => {}
+            Ok(Err(message)) => return ToolOutput::failed(message),
+            Err(e) => return ToolOutput::failed(format!("reading failed: {e}")),
+        }
+    }
     if cx.files.reads_through_editor() {
         // The editor's view of the file (unsaved changes included).
         let shown = path.display().to_string();
@@ -116,6 +137,25 @@ pub(crate) async fn run(input: &ReadInput, cx: ToolContext) -> ToolOutput {
         },
         () = cx.cancel.cancelled() => ToolOutput::cancelled("cancelled by the user"),
     }
+}
+
+/// An image read: the image goes to the session (the card, the model),
+/// the text says what it is.
+fn image_output(path: &Path, mime_type: &str, bytes: &[u8], cx: &ToolContext) -> ToolOutput {
+    let _ = cx.events.send(super::ToolEvent::Content {
+        content: vec![crate::event_log::ResultContent::Image {
+            mime_type: mime_type.to_owned(),
+            data: crate::media::encode(bytes),
+            digest: None,
+            bytes: None,
+        }],
+        structured: None,
+    });
+    ToolOutput::completed(format!(
+        "{} is an image ({mime_type}, {}); it is attached to this result.",
+        path.display(),
+        crate::media::size(bytes.len() as u64)
+    ))
 }
 
 /// The last line of `limit` lines from `from` (saturating: inputs come from the model).

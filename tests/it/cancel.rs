@@ -132,6 +132,7 @@ async fn cancel_during_a_command_ends_it_and_every_card() {
     let messages = candor::history::derive_messages(
         &candor::event_log::read(&path).unwrap(),
         candor::conversation::RewriteStrategy::Note,
+        &Default::default(),
     );
     let Message::ToolResults { results } = &messages[2] else {
         panic!("{messages:?}")

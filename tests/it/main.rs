@@ -21,6 +21,7 @@ mod context;
 mod crash;
 mod doctor;
 mod harness;
+mod images;
 mod interception;
 mod mcp;
 mod mcp_npm;

@@ -494,8 +494,34 @@ async fn images_resources_and_errors_reach_the_card_and_the_model() {
             .contains("\"answer\":42")
     );
     assert_eq!(results[2]["isError"], true);
-    // The log holds the tool/content record the card came from.
-    assert!(record(&conn, &session, "tool/content", "m1").is_some());
+    // The log holds the tool/content record the card came from, naming the
+    // image by digest: its bytes are in the content store beside the log.
+    let content = record(&conn, &session, "tool/content", "m1").unwrap();
+    let image = &content["content"][0];
+    assert_eq!(image["type"], "image");
+    assert!(image.get("data").is_none(), "{image}");
+    let digest = image["digest"].as_str().unwrap();
+    let stored = conn
+        .env
+        .home
+        .join("sessions")
+        .join(format!("{session}.content"))
+        .join(digest.trim_start_matches("sha256:"));
+    assert_eq!(
+        std::fs::metadata(&stored).unwrap().len(),
+        image["bytes"].as_u64().unwrap()
+    );
+    assert_eq!(results[0]["images"][0]["data"], blocks_data(&picture));
+}
+
+/// The base64 of the first image a card's frames show.
+fn blocks_data(frames: &[Value]) -> Value {
+    frames
+        .iter()
+        .flat_map(|f| f["content"].as_array().cloned().unwrap_or_default())
+        .find(|c| c["content"]["type"] == "image")
+        .map(|c| c["content"]["data"].clone())
+        .unwrap_or(Value::Null)
 }
 
 #[tokio::test]

@@ -36,7 +36,7 @@ async fn initialize_answers_version_1_and_only_true_capabilities() {
     );
     assert_eq!(
         caps["promptCapabilities"],
-        json!({"image": false, "audio": false, "embeddedContext": true})
+        json!({"image": true, "audio": false, "embeddedContext": true})
     );
     assert_eq!(caps["mcpCapabilities"], json!({"http": true, "sse": true}));
     assert_eq!(
@@ -215,8 +215,12 @@ async fn unsupported_prompt_content_is_refused_naming_its_type() {
             json!({"sessionId": session, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]}),
         )
         .await;
+    // Images are taken, but only one that is what it says it is.
     assert_eq!(error_code(&frame), -32602);
-    assert!(error_text(&frame).contains("image"), "{frame}");
+    assert!(
+        error_text(&frame).contains("its bytes are not image/png"),
+        "{frame}"
+    );
     let frame = conn
         .request(
             "session/prompt",

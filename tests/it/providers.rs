@@ -76,7 +76,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
 }
 
 fn user(text: &str) -> Message {
-    Message::User { text: text.into() }
+    Message::user(text)
 }
 
 fn results(pairs: &[(&str, &str)]) -> Message {
@@ -284,7 +284,7 @@ async fn anthropic_thinking_and_tool_calls_replay_byte_for_byte() {
         log.push(json!({"type": "tool/started", "toolCallId": id}));
         log.push(json!({"type": "tool/result", "toolCallId": id, "status": "completed", "output": out, "exitCode": 0}));
     }
-    let messages = derive_messages(&records(log), p.rewrite_strategy());
+    let messages = derive_messages(&records(log), p.rewrite_strategy(), &Default::default());
     let second = run(&mut p, &request(messages)).await;
     assert_eq!(second.turn().stop, ModelStop::EndTurn);
     // The mock accepted the replay (thinking unmodified, results first);
@@ -377,7 +377,7 @@ async fn anthropic_rewrite_is_a_note_and_the_call_stays_as_written() {
         json!({"command": "rtk git status"}),
         "clean",
     ));
-    let messages = derive_messages(&records(log), p.rewrite_strategy());
+    let messages = derive_messages(&records(log), p.rewrite_strategy(), &Default::default());
     run(&mut p, &request(messages)).await.turn();
     let sent = &mock.requests()[1]["messages"];
     assert_eq!(
@@ -710,7 +710,7 @@ async fn chat_rewrite(strategy: RewriteStrategy) -> Value {
         json!({"command": "rtk git status"}),
         "clean",
     ));
-    let messages = derive_messages(&records(log), p.rewrite_strategy());
+    let messages = derive_messages(&records(log), p.rewrite_strategy(), &Default::default());
     run(&mut p, &request(messages)).await.turn();
     mock.requests()[1]["messages"].clone()
 }

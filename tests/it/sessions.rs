@@ -411,6 +411,7 @@ async fn hooks_and_audit_commands_answer_without_the_model() {
         )
         .unwrap(),
         candor::conversation::RewriteStrategy::Note,
+        &Default::default(),
     );
     assert!(!format!("{history:?}").contains("/audit"));
 

@@ -159,6 +159,7 @@ async fn the_model_history_is_derived_from_the_log() {
     let messages = candor::history::derive_messages(
         &candor::event_log::read(&path).unwrap(),
         candor::conversation::RewriteStrategy::Note,
+        &Default::default(),
     );
     let roles: Vec<&str> = messages
         .iter()
@@ -212,12 +213,7 @@ async fn the_model_history_is_derived_from_the_log() {
         (results[1].tool_use_id.as_str(), results[1].content.as_str()),
         ("b", "two\n")
     );
-    assert_eq!(
-        messages[4],
-        Message::User {
-            text: "second".into()
-        }
-    );
+    assert_eq!(messages[4], Message::user("second"));
 }
 
 #[tokio::test]
@@ -472,8 +468,9 @@ async fn resource_links_and_text_resources_reach_the_model() {
     let messages = candor::history::derive_messages(
         &candor::event_log::read(&path).unwrap(),
         candor::conversation::RewriteStrategy::Note,
+        &Default::default(),
     );
-    let Message::User { text } = &messages[0] else {
+    let Message::User { text, .. } = &messages[0] else {
         unreachable!()
     };
     assert_eq!(

@@ -3,9 +3,11 @@
 //!
 //! The model is told the answer's text blocks, then each resource link,
 //! embedded resource (its text) and the structured content (as JSON), all
-//! capped like any tool's output; images go to the model as images (at
-//! most [`MAX_IMAGE_BYTES`] of base64 each, [`MAX_IMAGES`] a call; beyond,
-//! the text says what was left out). The card shows the same, through a
+//! capped like any tool's output; images go to the model as images (each
+//! checked as `crate::media` checks a prompt's: its type, its base64, its
+//! bytes' magic; at most [`MAX_IMAGE_BYTES`] of base64 and [`MAX_IMAGES`]
+//! a call; beyond, the text says what was left out), kept in the content
+//! store beside the log. The card shows the same, through a
 //! `tool/content` record. `isError` fails the card.
 
 pub mod servers;
@@ -25,8 +27,6 @@ use crate::event_log::{McpTarget, ResultContent};
 pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
 /// Most images of one answer kept.
 pub const MAX_IMAGES: usize = 8;
-/// The image types every provider takes.
-const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 /// Most characters of an embedded resource's text, or of the structured
 /// content as JSON, kept for the card and the log (the model's text is
 /// capped as any tool output).
@@ -149,17 +149,6 @@ fn read_answer(result: &Value) -> Answer {
                 let (Some(data), Some(mime_type)) = (text("data"), text("mimeType")) else {
                     continue;
                 };
-                let base64 = data.len() % 4 == 0
-                    && data
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
-                if !IMAGE_TYPES.contains(&mime_type.as_str()) || !base64 {
-                    parts.push(format!(
-                        "[candor] An image was left out: its type {mime_type:?} (or its data, not base64) is not what candor passes on ({}).",
-                        IMAGE_TYPES.join(", ")
-                    ));
-                    continue;
-                }
                 if image_bytes + data.len() > MAX_IMAGE_BYTES || images >= MAX_IMAGES {
                     parts.push(format!(
                         "[candor] An image ({mime_type}, {} bytes of base64) was left out: over candor's limit of {MAX_IMAGES} images and {MAX_IMAGE_BYTES} bytes an answer.",
@@ -167,11 +156,21 @@ fn read_answer(result: &Value) -> Answer {
                     ));
                     continue;
                 }
+                // Its type, its base64 and its bytes' magic: an image that is
+                // not what it says would make the provider refuse every
+                // later request of the session.
+                if let Err(why) = crate::media::decode(&mime_type, &data) {
+                    parts.push(format!("[candor] An image was left out: {why}."));
+                    continue;
+                }
                 images += 1;
                 image_bytes += data.len();
-                answer
-                    .content
-                    .push(ResultContent::Image { mime_type, data });
+                answer.content.push(ResultContent::Image {
+                    mime_type,
+                    data,
+                    digest: None,
+                    bytes: None,
+                });
             }
             Some("audio") => parts.push(
                 "[candor] The tool answered with audio, which candor does not pass on.".into(),
@@ -242,12 +241,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A 1×1 PNG.
+    const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
     #[test]
     fn every_kind_of_block_reaches_the_model_or_says_why_not() {
         let answer = read_answer(&json!({
             "content": [
                 {"type": "text", "text": "hello"},
-                {"type": "image", "data": "QUJD", "mimeType": "image/png"},
+                {"type": "image", "data": PNG, "mimeType": "image/png"},
+                {"type": "image", "data": PNG, "mimeType": "image/jpeg"},
                 {"type": "image", "data": "x".repeat(MAX_IMAGE_BYTES + 1), "mimeType": "image/png"},
                 {"type": "resource_link", "uri": "test://a", "name": "a"},
                 {"type": "resource", "resource": {"uri": "test://b", "text": "body"}},
@@ -260,6 +263,14 @@ mod tests {
         assert_eq!(answer.content.len(), 3);
         assert!(answer.text.starts_with("hello"));
         assert!(answer.text.contains("left out"));
+        // An image that is not its declared type never reaches the model.
+        assert!(
+            answer
+                .text
+                .contains("declared image/jpeg but its bytes are image/png"),
+            "{}",
+            answer.text
+        );
         assert!(answer.text.contains("Resource link: a <test://a>"));
         assert!(answer.text.contains("Resource test://b:\nbody"));
         // Given in text too, the structured content is not repeated.

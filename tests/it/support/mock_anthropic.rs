@@ -334,6 +334,7 @@ fn allowed_keys(block_type: &str) -> Option<&'static [&'static str]> {
         "thinking" => &["type", "thinking", "signature"],
         "redacted_thinking" => &["type", "data"],
         "tool_use" => &["type", "id", "name", "input", "cache_control"],
+        "image" => &["type", "source", "cache_control"],
         "tool_result" => &[
             "type",
             "tool_use_id",
@@ -392,6 +393,22 @@ fn check(state: &State, body: &Value) -> Result<(), String> {
                 if !keys.contains(&key.as_str()) {
                     return Err(format!(
                         "messages.{i}.content.{j}.{t}.{key}: Extra inputs are not permitted"
+                    ));
+                }
+            }
+            if t == "image" {
+                let source = &block["source"];
+                if source["type"] != "base64" {
+                    return Err(format!(
+                        "messages.{i}.content.{j}.image.source: Input tag found using 'type' does not match any of the expected tags: 'base64', 'url'"
+                    ));
+                }
+                if let Some(problem) = super::mock_http::image_problem(
+                    source["media_type"].as_str().unwrap_or(""),
+                    source["data"].as_str().unwrap_or(""),
+                ) {
+                    return Err(format!(
+                        "messages.{i}.content.{j}.image.source.base64: {problem}"
                     ));
                 }
             }

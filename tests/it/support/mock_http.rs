@@ -206,3 +206,45 @@ pub fn frame(event: &str, data: &serde_json::Value) -> String {
 pub fn data_frame(data: &str) -> String {
     format!("data: {data}\n\n")
 }
+
+/// What an API says of an image it is sent as base64 with a media type:
+/// `None` when it takes it (a supported type, valid base64, bytes that are
+/// that type), else its complaint. The mocks' own check, independent of
+/// candor's.
+pub fn image_problem(media_type: &str, data: &str) -> Option<String> {
+    use base64::Engine as _;
+    let supported = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+    if !supported.contains(&media_type) {
+        return Some(format!(
+            "media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp' (got {media_type:?})"
+        ));
+    }
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data) else {
+        return Some("The image data is not valid base64.".into());
+    };
+    let actual = if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        "image/png"
+    } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
+        "image/jpeg"
+    } else if bytes.starts_with(b"GIF8") {
+        "image/gif"
+    } else if bytes.len() > 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        "image/webp"
+    } else {
+        return Some("Could not process image".into());
+    };
+    (actual != media_type)
+        .then(|| format!("Image does not match the provided media type {media_type}"))
+}
+
+/// [`image_problem`] for a `data:<type>;base64,<data>` URL (the OpenAI
+/// APIs' way of sending an image inline).
+pub fn data_url_problem(url: &str) -> Option<String> {
+    let Some(rest) = url.strip_prefix("data:") else {
+        return Some(format!("mock: expected a data: URL, got {url:.40}"));
+    };
+    let Some((media_type, data)) = rest.split_once(";base64,") else {
+        return Some("Invalid 'image_url'. Expected a base64-encoded data URL.".into());
+    };
+    image_problem(media_type, data)
+}

@@ -309,7 +309,32 @@ fn check_chat(state: &State, body: &Value) -> Result<(), String> {
         let m = &messages[i];
         let role = m["role"].as_str().unwrap_or("");
         match role {
-            "system" | "user" | "developer" => {}
+            "user" => {
+                if let Some(parts) = m["content"].as_array() {
+                    for (j, part) in parts.iter().enumerate() {
+                        match part["type"].as_str() {
+                            Some("text") if part["text"].is_string() => {}
+                            Some("image_url") => {
+                                if let Some(problem) = super::mock_http::data_url_problem(
+                                    part.pointer("/image_url/url")
+                                        .and_then(Value::as_str)
+                                        .unwrap_or(""),
+                                ) {
+                                    return Err(format!("messages[{i}].content[{j}]: {problem}"));
+                                }
+                            }
+                            _ => {
+                                return Err(format!(
+                                    "Invalid value for 'messages[{i}].content[{j}]': {part}"
+                                ));
+                            }
+                        }
+                    }
+                } else if !m["content"].is_string() {
+                    return Err(format!("Invalid type for 'messages[{i}].content'."));
+                }
+            }
+            "system" | "developer" => {}
             "tool" => {
                 return Err("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.".into());
             }
@@ -610,6 +635,25 @@ fn check_responses(state: &State, body: &Value) -> Result<(), String> {
                     }
                 }
                 calls.push(item["call_id"].as_str().unwrap_or("").to_owned());
+            }
+            "message" if item["role"] == "user" => {
+                for (j, part) in item["content"].as_array().into_iter().flatten().enumerate() {
+                    match part["type"].as_str() {
+                        Some("input_text") if part["text"].is_string() => {}
+                        Some("input_image") => {
+                            if let Some(problem) = super::mock_http::data_url_problem(
+                                part["image_url"].as_str().unwrap_or(""),
+                            ) {
+                                return Err(format!("input[{n}].content[{j}]: {problem}"));
+                            }
+                        }
+                        _ => {
+                            return Err(format!(
+                                "Invalid value: 'input[{n}].content[{j}]': {part}"
+                            ));
+                        }
+                    }
+                }
             }
             "function_call_output" => {
                 let call_id = item["call_id"].as_str().unwrap_or("").to_owned();

@@ -161,11 +161,14 @@ pub fn mcp_server(program: &str, args: &[String], env: &[(String, String)], cwd:
 /// (or unpacked) repository's `.git/config` is the repository's, not the
 /// user's. `core.fsmonitor` is run by `git status`; `log.showSignature`
 /// makes `git log` run `gpg.program`; hooks, pagers and external diffs are
-/// programs too. Filter drivers (`filter.<name>.clean`, which `git status`
+/// programs too; a partial clone fetches a missing object through a
+/// transport (`core.sshCommand`, a remote helper), so no transport is
+/// allowed. Filter drivers (`filter.<name>.clean`, which `git status`
 /// runs on a file whose index entry is stale) have names of the
 /// repository's choosing: [`git`] is given the ones configured to turn off.
-const GIT_OFF: [&str; 7] = [
+const GIT_OFF: [&str; 8] = [
     "core.fsmonitor=false",
+    "protocol.allow=never",
     "core.hooksPath=/dev/null",
     "core.pager=cat",
     "log.showSignature=false",
@@ -173,6 +176,11 @@ const GIT_OFF: [&str; 7] = [
     "core.untrackedCache=false",
     "submodule.recurse=false",
 ];
+
+/// The variable [`git`]'s `--config-env` overrides read an empty value from.
+const GIT_EMPTY: &str = "CANDOR_GIT_EMPTY";
+/// The variable [`git`]'s `--config-env` overrides read `false` from.
+const GIT_FALSE: &str = "CANDOR_GIT_FALSE";
 
 /// `git <args>` in `cwd`, for facts about the repository the session works
 /// in, never a program of the repository's choosing: every setting of
@@ -190,16 +198,25 @@ pub fn git(args: &[&str], filters: &[String], cwd: &Path) -> Command {
     for setting in GIT_OFF {
         cmd.arg("-c").arg(setting);
     }
+    // A driver's name is the repository's, and may hold `=`: `-c` splits
+    // at the first `=` (`filter.a=b.clean=` would set `filter.a`), while
+    // `--config-env` splits at the last, so the whole key is the name.
     for name in filters {
         for part in ["clean", "smudge", "process"] {
-            cmd.arg("-c").arg(format!("filter.{name}.{part}="));
+            cmd.arg(format!("--config-env=filter.{name}.{part}={GIT_EMPTY}"));
         }
-        cmd.arg("-c").arg(format!("filter.{name}.required=false"));
+        cmd.arg(format!("--config-env=filter.{name}.required={GIT_FALSE}"));
     }
     cmd.args(args);
     scrub(&mut cmd);
     cmd.current_dir(cwd)
+        .env(GIT_EMPTY, "")
+        .env(GIT_FALSE, "false")
         .env("GIT_WORK_TREE", cwd)
+        // A partial clone fetches a missing object from its promisor
+        // remote, through the repository's `core.sshCommand` or remote
+        // helper: never (`protocol.allow=never` for a git without this).
+        .env("GIT_NO_LAZY_FETCH", "1")
         .env("GIT_OPTIONAL_LOCKS", "0")
         .env("GIT_TERMINAL_PROMPT", "0")
         .stdin(Stdio::null())

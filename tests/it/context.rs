@@ -249,7 +249,9 @@ async fn a_hostile_repositorys_git_config_runs_nothing() {
         &["config", "core.worktree", &elsewhere.display().to_string()],
     );
     git(&p, &["config", "core.fsmonitor", &evil]);
-    std::fs::write(p.join("tracked.txt"), "stale stat\n").unwrap();
+    // The size the index has (4 bytes): only hashing it (through the
+    // filter) tells git whether it changed.
+    std::fs::write(p.join("tracked.txt"), "six\n").unwrap();
     let mut conn = Conn::in_process(env);
     let session = conn.ready().await;
     conn.prompt(&session, "hi").await;
@@ -360,5 +362,76 @@ async fn an_anthropic_request_carries_the_instructions() {
     assert!(
         system.contains("not in a git repository"),
         "the test project is no repository: {system}"
+    );
+}
+
+/// A script that notes it ran in `<dir>/ran`, then passes its input on.
+fn evil_script(env: &TestEnv) -> (String, std::path::PathBuf) {
+    let marker = env.dir.path().join("ran");
+    let evil = env.dir.path().join("evil.sh");
+    std::fs::write(
+        &evil,
+        format!("#!/bin/sh\necho \"$0 $*\" >> {}\ncat\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&evil, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    (evil.display().to_string(), marker)
+}
+
+#[tokio::test]
+async fn a_filter_whose_name_holds_an_equals_sign_runs_nothing() {
+    // `-c filter.a=b.clean=` is read by git as `filter.a` = `b.clean=`:
+    // a driver named `a=b` would keep its clean command.
+    let env = TestEnv::scripted(script(vec![respond(json!([text("ok")]))]));
+    repository(&env);
+    let p = env.project.clone();
+    let (evil, marker) = evil_script(&env);
+    env.file(".gitattributes", "* filter=a=b\n");
+    git(&p, &["config", "filter.a=b.clean", &evil]);
+    // The size the index has (4 bytes): only hashing it (through the
+    // filter) tells git whether it changed.
+    std::fs::write(p.join("tracked.txt"), "six\n").unwrap();
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "hi").await;
+    let system = system_of(&conn.env.model_requests()[0]);
+    assert!(
+        !marker.exists(),
+        "the repository ran {:?}",
+        std::fs::read_to_string(&marker)
+    );
+    assert!(system.contains("Branch: main"), "{system}");
+}
+
+#[tokio::test]
+async fn a_partial_clones_promisor_remote_is_never_fetched() {
+    // An object missing from a partial clone is fetched from its promisor
+    // remote, through the repository's own core.sshCommand.
+    let env = TestEnv::scripted(script(vec![respond(json!([text("ok")]))]));
+    repository(&env);
+    let p = env.project.clone();
+    let (evil, marker) = evil_script(&env);
+    #[allow(clippy::disallowed_methods)] // the test sets up a repository
+    let tree = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD^{tree}"])
+        .current_dir(&p)
+        .output()
+        .unwrap();
+    let tree = String::from_utf8(tree.stdout).unwrap();
+    let tree = tree.trim();
+    std::fs::remove_file(p.join(".git/objects").join(&tree[..2]).join(&tree[2..])).unwrap();
+    git(&p, &["config", "core.repositoryformatversion", "1"]);
+    git(&p, &["config", "extensions.partialClone", "origin"]);
+    git(&p, &["config", "remote.origin.promisor", "true"]);
+    git(&p, &["config", "remote.origin.url", "ssh://example.invalid/x"]);
+    git(&p, &["config", "core.sshCommand", &evil]);
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "hi").await;
+    assert_eq!(conn.env.model_requests().len(), 1);
+    assert!(
+        !marker.exists(),
+        "the repository ran {:?}",
+        std::fs::read_to_string(&marker)
     );
 }

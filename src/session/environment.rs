@@ -157,19 +157,27 @@ async fn git_facts(root: &Path) -> GitFacts {
     );
     let mut problems = Vec::new();
     // No filter configured is git's exit status 1: nothing to turn off.
-    let filters = drivers
-        .map(|(out, _)| filter_names(&out))
-        .unwrap_or_default();
-    let status = run(
-        &[
-            "status",
-            "--porcelain=v1",
-            "--ignore-submodules=all",
-            "--untracked-files=normal",
-        ],
-        filters,
-    )
-    .await;
+    // Drivers that could not all be named cannot all be turned off: then
+    // git status (which runs them) is not asked.
+    let filters = match drivers {
+        Ok((out, false)) => Ok(filter_names(&out)),
+        Ok((_, true)) => Err(format!(
+            "the repository's config names filter drivers past the {} KiB candor reads",
+            GIT_OUTPUT / 1024
+        )),
+        Err(why) if why == "exited with status 1" => Ok(Vec::new()),
+        Err(why) => Err(format!("git config {why}")),
+    };
+    let status_args = &[
+        "status",
+        "--porcelain=v1",
+        "--ignore-submodules=all",
+        "--untracked-files=normal",
+    ];
+    let status = match filters {
+        Ok(filters) => run(status_args, filters).await,
+        Err(why) => Err(format!("was not run ({why})")),
+    };
     let branch = match branch {
         Ok((out, _)) => lines(&out).next().map(|b| clean(&b)),
         // `symbolic-ref -q` says nothing, with status 1, when HEAD is

@@ -435,3 +435,32 @@ async fn a_partial_clones_promisor_remote_is_never_fetched() {
         std::fs::read_to_string(&marker)
     );
 }
+
+#[tokio::test]
+async fn a_filter_past_what_git_config_is_read_for_runs_nothing() {
+    // The driver names are read from at most 256 KiB of `git config`
+    // output: a config with more must not leave the last driver on.
+    let env = TestEnv::scripted(script(vec![respond(json!([text("ok")]))]));
+    repository(&env);
+    let p = env.project.clone();
+    let (evil, marker) = evil_script(&env);
+    let mut config = std::fs::read_to_string(p.join(".git/config")).unwrap();
+    // One driver's key, many times over: 300 KB of output, one name.
+    config.push_str("[filter \"a\"]\n");
+    config.push_str(&"\tclean = cat\n".repeat(20_000));
+    config.push_str(&format!("[filter \"zz\"]\n\tclean = {evil}\n"));
+    std::fs::write(p.join(".git/config"), config).unwrap();
+    env.file(".gitattributes", "* filter=zz\n");
+    std::fs::write(p.join("tracked.txt"), "six\n").unwrap();
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "hi").await;
+    let system = system_of(&conn.env.model_requests()[0]);
+    assert!(
+        !marker.exists(),
+        "the repository ran {:?}",
+        std::fs::read_to_string(&marker)
+    );
+    assert!(system.contains("Branch: main"), "{system}");
+    assert!(system.contains("git status was not run"), "{system}");
+}

@@ -8,8 +8,9 @@
 //! 1. the user's own: Codex's `$CODEX_HOME/AGENTS.md` (`~/.codex`), then
 //!    Claude Code's `~/.claude/CLAUDE.md`;
 //! 2. the project's, for each directory from the project root (the
-//!    repository's top directory, else the working directory) down to the
-//!    working directory: `AGENTS.md`, `CLAUDE.md`, `.claude/CLAUDE.md`,
+//!    repository's top directory, else the working directory; also the
+//!    working directory when the repository holds the home directory, as
+//!    dotfiles kept in git at `~` do) down to the working directory: `AGENTS.md`, `CLAUDE.md`, `.claude/CLAUDE.md`,
 //!    `CLAUDE.local.md`.
 //!
 //! A Claude Code file's `@path` imports (relative to the file, `~/…` or

@@ -71,7 +71,8 @@ pub(crate) async fn gather(sources: Sources) -> Environment {
     };
     let files = tokio::task::spawn_blocking({
         let sources = sources.clone();
-        let root = repo.clone().unwrap_or_else(|| cwd.clone());
+        let root = project_root(repo.as_deref(), sources.home.as_deref())
+            .unwrap_or_else(|| cwd.clone());
         move || {
             instructions::load(&instructions::Sources {
                 cwd: &sources.cwd,
@@ -128,6 +129,19 @@ fn repository_root(cwd: &Path) -> Option<PathBuf> {
     cwd.ancestors()
         .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
         .map(Path::to_owned)
+}
+
+/// The root a project's instruction files are confined to: the
+/// repository's, unless it holds the user's home directory (dotfiles kept
+/// in git at `~`): then every directory below home would share it, and a
+/// project unpacked there could import the user's own files; the working
+/// directory is the project then, as outside any repository.
+fn project_root(repo: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
+    let repo = repo?;
+    let holds_home = home.is_some_and(|home| {
+        crate::tools::resolve_links(home).starts_with(crate::tools::resolve_links(repo))
+    });
+    (!holds_home).then(|| repo.to_owned())
 }
 
 /// Branch, status and recent commits, all within [`GIT_BUDGET`].

@@ -464,3 +464,22 @@ async fn a_filter_past_what_git_config_is_read_for_runs_nothing() {
     assert!(system.contains("Branch: main"), "{system}");
     assert!(system.contains("git status was not run"), "{system}");
 }
+
+#[tokio::test]
+async fn a_repository_holding_the_home_directory_does_not_widen_the_project() {
+    // Dotfiles kept in a git repository at ~: a project unpacked below it
+    // is not in a repository of its own, and its CLAUDE.md must not reach
+    // the user's files through that root.
+    let env = TestEnv::scripted(script(vec![respond(json!([text("ok")]))]));
+    let home = env.dir.path().to_owned();
+    git(&home, &["init", "-q", "-b", "main"]);
+    std::fs::write(home.join(".credentials"), "HOME-SECRET\n").unwrap();
+    env.file("CLAUDE.md", "PROJECT-CLAUDE\nSee @../.credentials\n");
+    let config = config_of(&env);
+    let mut conn = Conn::in_process_with(env, config);
+    let session = conn.ready().await;
+    conn.prompt(&session, "hi").await;
+    let system = system_of(&conn.env.model_requests()[0]);
+    assert!(system.contains("PROJECT-CLAUDE"), "{system}");
+    assert!(!system.contains("HOME-SECRET"), "{system}");
+}

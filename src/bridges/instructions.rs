@@ -16,8 +16,9 @@
 //! A Claude Code file's `@path` imports (relative to the file, `~/…` or
 //! absolute; not inside code spans or fenced blocks) follow the file that
 //! names them, depth first, at most [`MAX_DEPTH`] hops from a file found
-//! above. Each file is loaded once (by where its links lead), so the
-//! common `@AGENTS.md` in a `CLAUDE.md` beside it adds nothing twice.
+//! above, at most [`MAX_IMPORTS`] of one file. Each file is loaded once
+//! (by where its links lead), so the common `@AGENTS.md` in a `CLAUDE.md`
+//! beside it adds nothing twice. At most [`MAX_NOTES`] notes are kept.
 //!
 //! What a repository cannot do with them: a project's file, or anything it
 //! imports, is read only where its links lead inside the project root (a
@@ -44,6 +45,10 @@ pub const MAX_TOTAL: usize = 64 * 1024;
 pub const MAX_DEPTH: usize = 5;
 /// The most files loaded (found and imported).
 pub const MAX_FILES: usize = 40;
+/// The most `@path` imports of one file followed.
+pub const MAX_IMPORTS: usize = 100;
+/// The most notes kept (the rest are counted in a last one).
+pub const MAX_NOTES: usize = 50;
 
 /// The project's file names, in the order they are read in each directory.
 const PROJECT_NAMES: [&str; 4] = [
@@ -78,6 +83,7 @@ pub fn load(sources: &Sources<'_>) -> (Vec<Instructions>, Vec<String>) {
         seen: HashSet::new(),
         files: Vec::new(),
         notes: Vec::new(),
+        notes_left_out: 0,
         used: 0,
     };
     if let Some(codex) = sources.codex_home {
@@ -90,6 +96,12 @@ pub fn load(sources: &Sources<'_>) -> (Vec<Instructions>, Vec<String>) {
         for name in PROJECT_NAMES {
             loader.visit(&dir.join(name), InstructionScope::Project, None, 0);
         }
+    }
+    if loader.notes_left_out > 0 {
+        let more = loader.notes_left_out;
+        loader
+            .notes
+            .push(format!("… and {more} more notes like these"));
     }
     (loader.files, loader.notes)
 }
@@ -117,11 +129,22 @@ struct Loader<'a> {
     seen: HashSet<PathBuf>,
     files: Vec<Instructions>,
     notes: Vec<String>,
+    /// Notes past [`MAX_NOTES`], counted.
+    notes_left_out: usize,
     /// Bytes of text given so far.
     used: usize,
 }
 
 impl Loader<'_> {
+    /// Keeps a note, up to [`MAX_NOTES`] of them.
+    fn note(&mut self, note: String) {
+        if self.notes.len() < MAX_NOTES {
+            self.notes.push(note);
+        } else {
+            self.notes_left_out += 1;
+        }
+    }
+
     /// Loads `path` if it is there and may be read, then what it imports.
     fn visit(
         &mut self,
@@ -134,7 +157,7 @@ impl Loader<'_> {
         let real = crate::tools::resolve_links(path);
         if std::fs::symlink_metadata(path).is_err() {
             if let Some(by) = imported_by {
-                self.notes.push(format!(
+                self.note(format!(
                     "{} imports {shown}, which does not exist",
                     by.display()
                 ));
@@ -145,19 +168,18 @@ impl Loader<'_> {
             return;
         }
         if scope == InstructionScope::Project && !real.starts_with(&self.root) {
-            self.notes.push(format!(
+            self.note(format!(
                 "{shown} leads outside the project ({}); a project's instructions are read only inside it",
                 real.display()
             ));
             return;
         }
         if self.sources.denies.denies(path) {
-            self.notes
-                .push(format!("{shown} is not loaded: a Read deny rule covers it"));
+            self.note(format!("{shown} is not loaded: a Read deny rule covers it"));
             return;
         }
         if self.files.len() == MAX_FILES {
-            self.notes.push(format!(
+            self.note(format!(
                 "{shown} is not loaded: at most {MAX_FILES} instruction files are"
             ));
             return;
@@ -166,13 +188,12 @@ impl Loader<'_> {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return,
             Err(why) => {
-                self.notes.push(why);
+                self.note(why);
                 return;
             }
         };
         let Ok(full) = String::from_utf8(bytes) else {
-            self.notes
-                .push(format!("{shown} is not UTF-8 text; not loaded"));
+            self.note(format!("{shown} is not UTF-8 text; not loaded"));
             return;
         };
         let imports = if is_claude_file(path) || imported_by.is_some() {
@@ -191,9 +212,15 @@ impl Loader<'_> {
             bytes: size,
             cut,
         });
-        for import in imports {
+        if imports.len() > MAX_IMPORTS {
+            self.note(format!(
+                "{shown} imports {} files; only the first {MAX_IMPORTS} are followed",
+                imports.len()
+            ));
+        }
+        for import in imports.into_iter().take(MAX_IMPORTS) {
             if depth + 1 > MAX_DEPTH {
-                self.notes.push(format!(
+                self.note(format!(
                     "{shown} imports @{import}, more than {MAX_DEPTH} imports deep; not loaded"
                 ));
                 continue;
@@ -222,7 +249,7 @@ impl Loader<'_> {
         } else {
             format!("the {} KiB limit per file", MAX_FILE / 1024)
         };
-        self.notes.push(format!(
+        self.note(format!(
             "{} was cut after {end} of its {} bytes ({why})",
             path.display(),
             text.len()
@@ -373,6 +400,21 @@ mod tests {
         let (files, notes) = load_in(root, root, None);
         assert!(files.is_empty());
         assert!(notes[0].contains("named pipe"), "{notes:?}");
+    }
+
+    #[test]
+    fn a_file_of_imports_cannot_grow_the_notes_without_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        // A megabyte of imports that lead nowhere, each a note.
+        let text: String = (0..100_000).map(|n| format!("@m/{n} ")).collect();
+        std::fs::write(root.join("CLAUDE.md"), text).unwrap();
+        let (files, notes) = load_in(root, root, None);
+        assert_eq!(files.len(), 1);
+        let said: usize = notes.iter().map(String::len).sum();
+        assert!(notes.len() <= MAX_NOTES + 1, "{} notes", notes.len());
+        assert!(said < 64 * 1024, "{said} bytes of notes");
+        assert!(notes.last().unwrap().contains("more"), "{:?}", notes.last());
     }
 
     #[test]

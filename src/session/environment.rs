@@ -71,8 +71,8 @@ pub(crate) async fn gather(sources: Sources) -> Environment {
     };
     let files = tokio::task::spawn_blocking({
         let sources = sources.clone();
-        let root = project_root(repo.as_deref(), sources.home.as_deref())
-            .unwrap_or_else(|| cwd.clone());
+        let root =
+            project_root(repo.as_deref(), sources.home.as_deref()).unwrap_or_else(|| cwd.clone());
         move || {
             instructions::load(&instructions::Sources {
                 cwd: &sources.cwd,

@@ -423,7 +423,10 @@ async fn a_partial_clones_promisor_remote_is_never_fetched() {
     git(&p, &["config", "core.repositoryformatversion", "1"]);
     git(&p, &["config", "extensions.partialClone", "origin"]);
     git(&p, &["config", "remote.origin.promisor", "true"]);
-    git(&p, &["config", "remote.origin.url", "ssh://example.invalid/x"]);
+    git(
+        &p,
+        &["config", "remote.origin.url", "ssh://example.invalid/x"],
+    );
     git(&p, &["config", "core.sshCommand", &evil]);
     let mut conn = Conn::in_process(env);
     let session = conn.ready().await;

@@ -67,6 +67,19 @@ pub enum Entry {
         stop_reason: TurnStop,
         error: Option<String>,
     },
+    /// The model's history was compacted: records `from..=to` replaced by
+    /// `summary` for the model (the log keeps them).
+    Compacted {
+        at: String,
+        trigger: crate::event_log::CompactTrigger,
+        focus: Option<String>,
+        from: u64,
+        to: u64,
+        tokens_before: u64,
+        tokens_after: u64,
+        elided: bool,
+        summary: String,
+    },
 }
 
 /// A tool call, from its decision to its end.
@@ -252,6 +265,27 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 hook: hook.clone(),
                 text: text.clone(),
                 quiet: *quiet,
+            }),
+            Event::HistoryCompacted {
+                from,
+                to,
+                summary,
+                trigger,
+                focus,
+                tokens_before,
+                tokens_after,
+                elided,
+                ..
+            } => entries.push(Entry::Compacted {
+                at,
+                trigger: *trigger,
+                focus: focus.clone(),
+                from: *from,
+                to: *to,
+                tokens_before: *tokens_before,
+                tokens_after: *tokens_after,
+                elided: *elided,
+                summary: summary.clone(),
             }),
             Event::CommandsOffered { .. }
             | Event::CommandRan { .. }
@@ -487,6 +521,7 @@ pub fn render(entries: &[Entry]) -> String {
                     let _ = writeln!(out, "              {line}");
                 }
             }
+            Entry::Compacted { .. } => render_compacted(&mut out, entry),
             Entry::TurnEnded {
                 at,
                 stop_reason,
@@ -505,6 +540,41 @@ pub fn render(entries: &[Entry]) -> String {
         }
     }
     visible(&out)
+}
+
+fn render_compacted(out: &mut String, entry: &Entry) {
+    let Entry::Compacted {
+        at,
+        trigger,
+        focus,
+        from,
+        to,
+        tokens_before,
+        tokens_after,
+        elided,
+        summary,
+    } = entry
+    else {
+        return;
+    };
+    let focus = focus
+        .as_deref()
+        .map(|f| format!(", focus: {f}"))
+        .unwrap_or_default();
+    let elided = if *elided {
+        "; the summary request saw it shortened"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "{}  history compacted ({}{focus}): records {from}–{to} replaced for the model by a summary, about {tokens_before} → {tokens_after} tokens{elided}",
+        clock(at),
+        trigger.name()
+    );
+    for line in summary.lines() {
+        let _ = writeln!(out, "              {line}");
+    }
 }
 
 fn render_call(out: &mut String, c: &Call) {

@@ -9,6 +9,11 @@
 //! never made it to the log (candor stopped mid-call) is answered as
 //! interrupted, so providers always get a well-formed history.
 //!
+//! A `history/compacted` record replaces the records of its span by its
+//! summary (one user message), and the history goes on with the records
+//! after the span ([`derive_through`]); the latest compaction covers every
+//! earlier one.
+//!
 //! A call a hook rewrote agrees with what ran by the provider's
 //! [`RewriteStrategy`]: `note` keeps the model's call and starts its result
 //! with a note giving the arguments that ran; `in_place` overlays the
@@ -55,6 +60,15 @@ pub fn rewrite_note(original: &Value, effective: &Value, by: &[String], ran: boo
 
 /// The history a provider is sent, derived from the records.
 pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Message> {
+    derive_through(records, strategy, u64::MAX)
+}
+
+/// The history of the records up to and including seq `last`: the latest
+/// compaction that stands only for records before `last` applied (its
+/// summary, then the records after its span), any later one ignored.
+/// `derive_messages` is this with no limit; a compaction's own summary
+/// request is shown the history of its span this way.
+pub fn derive_through(records: &[Record], strategy: RewriteStrategy, last: u64) -> Vec<Message> {
     let mut history = History {
         strategy,
         rewrites: rewrites(records),
@@ -64,10 +78,48 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
         opened_with: Vec::new(),
         images: HashMap::new(),
     };
+    let compacted = latest_compaction(records, last);
+    if let Some((_, summary)) = compacted {
+        history.messages.push(Message::User {
+            text: summary_message(summary),
+        });
+    }
+    let after = compacted.map(|(to, _)| to);
     for record in records {
+        if record.seq > last {
+            break;
+        }
+        if after.is_some_and(|to| record.seq <= to) {
+            continue;
+        }
         history.apply(&record.event);
     }
     history.finish()
+}
+
+/// The compaction in force for the history up to `last`: the one whose
+/// span ends latest before `last` (a later compaction's span always ends
+/// later), as (its `to`, its summary). A record whose span does not end
+/// before the record itself is not one candor wrote, and is ignored.
+pub fn latest_compaction(records: &[Record], last: u64) -> Option<(u64, &str)> {
+    let mut best: Option<(u64, &str)> = None;
+    for record in records {
+        if let Event::HistoryCompacted { to, summary, .. } = &record.event
+            && *to < record.seq
+            && *to < last
+            && best.is_none_or(|(b, _)| *to > b)
+        {
+            best = Some((*to, summary.as_str()));
+        }
+    }
+    best
+}
+
+/// How a compaction's summary opens the model's history.
+pub fn summary_message(summary: &str) -> String {
+    format!(
+        "[candor] The earlier part of this conversation was compacted to keep it within the context window. What follows is the summary written of it; the conversation then goes on as it happened.\n\n<summary>\n{summary}\n</summary>\n\nTool output from before this point is no longer in view: read files again when you need their exact contents."
+    )
 }
 
 /// What the log says about each call a hook rewrote, by call id.
@@ -186,6 +238,8 @@ impl History<'_> {
             | Event::ToolTerminal { .. }
             | Event::ToolStarted { .. }
             | Event::ToolOutput { .. }
+            // Applied before the fold (`derive_through`).
+            | Event::HistoryCompacted { .. }
             | Event::TurnEnded { .. } => {}
         }
     }

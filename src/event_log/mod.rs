@@ -21,10 +21,10 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 pub use record::{
-    ConfigId, Decision, DeltaChannel, Event, FORMAT_VERSION, FileDiff, HookNote, HookRecord,
-    McpTarget, NoteKind, NoticeLevel, OfferedCommand, Outcome, OutputFile, PermissionChoice,
-    PermissionOutcome, Record, ResultContent, ResultStatus, SessionEvent, TrustOutcome, TurnStop,
-    Verdict,
+    CompactTrigger, ConfigId, Decision, DeltaChannel, Event, FORMAT_VERSION, FileDiff, HookNote,
+    HookRecord, McpTarget, NoteKind, NoticeLevel, OfferedCommand, Outcome, OutputFile,
+    PermissionChoice, PermissionOutcome, Record, ResultContent, ResultStatus, SessionEvent,
+    TrustOutcome, TurnStop, Verdict,
 };
 
 /// Why the log could not be written or read.

@@ -1,6 +1,7 @@
 //! candor's own slash commands, answered without the model: `/hooks` (the
 //! hooks, rules and mode in force) and `/audit` (this session's calls, as
-//! `candor audit` prints them).
+//! `candor audit` prints them). `/compact` is parsed here and run by
+//! `session::compact` (it asks the model for a summary, and nothing else).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -24,6 +25,10 @@ pub(crate) fn offered() -> Vec<OfferedCommand> {
             description: "Show the MCP servers: where each comes from, its state, its tools and the end of its stderr".into(),
         },
         OfferedCommand {
+            name: "compact".into(),
+            description: "Replace the older part of the conversation, for the model, by a summary it writes now (what follows /compact says what to focus on); the conversation here stays as it is".into(),
+        },
+        OfferedCommand {
             name: "audit".into(),
             description: "Show this session's tool calls: decisions, deciding hooks, original and effective arguments, how each ended".into(),
         },
@@ -38,6 +43,7 @@ pub(crate) fn parse(prompt: &str) -> Option<&'static str> {
         "/audit" => Some("audit"),
         "/doctor" => Some("doctor"),
         "/mcp" => Some("mcp"),
+        "/compact" => Some("compact"),
         _ => None,
     }
 }

@@ -15,6 +15,7 @@ pub(crate) mod actor;
 pub(crate) mod call;
 pub(crate) mod commands;
 pub(crate) mod commit;
+pub(crate) mod compact;
 pub(crate) mod context;
 pub(crate) mod events;
 pub(crate) mod handle;

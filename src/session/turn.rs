@@ -6,6 +6,11 @@
 //! 2. Ask the model: the request's history is derived from the log; text
 //!    and thinking stream in as `assistant/delta`s; the whole turn is then
 //!    appended as `assistant/message`, exactly as the model emitted it.
+//!    Before asking, if the request's estimated size passes the budget
+//!    (the window less a reserve for the answer, `compaction`), the
+//!    history is compacted first ([`super::compact`]: `history/compacted`);
+//!    if the provider answers that the request is too long, it is compacted
+//!    and the request sent once more.
 //! 3. For each tool call of that turn, in order, its whole life
 //!    ([`super::call`]): interception (hooks, rules, mode) → `tool/call`
 //!    (flushed to disk; the card appears with the settled arguments) →
@@ -24,10 +29,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::call::{Next, finish, run_call};
 use super::commit::Committer;
+use super::compact::{Ask, Compacted, compact};
 use super::context::{Gate, TurnControl, TurnError};
 use super::events;
-use crate::conversation::{AssistantBlock, ModelRequest, ModelStop};
-use crate::event_log::{DeltaChannel, Event, LogError, NoticeLevel, ResultStatus, TurnStop};
+use crate::compaction;
+use crate::conversation::{AssistantBlock, AssistantTurn, ModelRequest, ModelStop};
+use crate::event_log::{
+    CompactTrigger, DeltaChannel, Event, LogError, NoticeLevel, ResultStatus, TurnStop,
+};
 use crate::history::derive_messages;
 use crate::providers::{Provider, StreamDelta};
 use crate::tools;
@@ -71,7 +80,15 @@ async fn steps(
     let prompt_text = crate::history::flatten_prompt(&prompt);
     let links = super::mcp::resource_links(&prompt);
     c.commit(Event::UserMessage { content: prompt })?;
+    // `/compact` is answered by a compaction (the model writes a summary).
     if let Some(command) = super::commands::parse(&prompt_text) {
+        if command == "compact" {
+            let focus = prompt_text.trim_start().trim_start_matches("/compact");
+            let base = request(c, provider, gate, control);
+            return Ok(
+                super::compact::on_request(c, provider, &base, focus, &control.cancel).await?,
+            );
+        }
         let output = super::commands::run(command, gate, c.records(), &control.cwd);
         c.commit(Event::CommandRan {
             command: command.to_owned(),
@@ -90,6 +107,8 @@ async fn steps(
     let limit = provider.max_turn_requests().unwrap_or(usize::MAX); // none set: no limit
     // Stop hooks that sent the model back to work in this prompt.
     let mut continued = 0;
+    // Whether the user was told the history could not be compacted.
+    let mut warned = false;
     for _ in 0..limit {
         if control.cancel.is_cancelled() {
             return Ok(TurnStop::Cancelled);
@@ -98,12 +117,7 @@ async fn steps(
             .apply(c, &mut gate.policy.mode, Some(&mut *provider))?;
         super::mcp::report(c, gate)?;
         gate.mcp.refresh(&control.cancel).await;
-        let request = ModelRequest {
-            system: system_prompt(control),
-            messages: derive_messages(c.records(), provider.rewrite_strategy()),
-            tools: tools::specs(&gate.mcp.tools()),
-        };
-        let Some(turn) = ask_model(c, provider, &request, &control.cancel).await? else {
+        let Some(turn) = respond(c, provider, gate, control, &mut warned).await? else {
             return Ok(TurnStop::Cancelled);
         };
         // Each call gets a session-unique id before anything is recorded:
@@ -180,6 +194,82 @@ async fn steps(
         }
     }
     Ok(TurnStop::MaxTurnRequests)
+}
+
+/// The next model request: its history derived from the log.
+fn request(c: &Committer, provider: &Provider, gate: &Gate, control: &TurnControl) -> ModelRequest {
+    ModelRequest {
+        system: system_prompt(control),
+        messages: derive_messages(c.records(), provider.rewrite_strategy()),
+        tools: tools::specs(&gate.mcp.tools()),
+    }
+}
+
+/// Asks the model for its next response (step 2): compacts the history
+/// first when the request would not fit the budget, and when the provider
+/// answers that it did not fit, compacts and asks once more. `None` when
+/// cancelled.
+async fn respond(
+    c: &mut Committer,
+    provider: &mut Provider,
+    gate: &Gate,
+    control: &TurnControl,
+    warned: &mut bool,
+) -> Result<Option<AssistantTurn>, TurnError> {
+    let mut next = request(c, provider, gate, control);
+    if let Some(budget) = provider.budget() {
+        let before = compaction::estimate(c.records(), &next);
+        if before > budget.limit() {
+            let ask = Ask {
+                trigger: CompactTrigger::Auto,
+                focus: None,
+                before,
+            };
+            match compact(c, provider, &next, ask, &control.cancel).await? {
+                Compacted::Done { .. } => next = request(c, provider, gate, control),
+                Compacted::Cancelled => return Ok(None),
+                Compacted::Nothing(why) | Compacted::Failed(why) if !*warned => {
+                    *warned = true;
+                    c.commit(Event::Notice {
+                        level: NoticeLevel::Warning,
+                        text: format!(
+                            "The conversation is close to the model's context window (about {} of {} tokens) and could not be compacted: {why}. The request goes as it is.",
+                            crate::text::thousands(before),
+                            crate::text::thousands(budget.window)
+                        ),
+                    })?;
+                }
+                Compacted::Nothing(_) | Compacted::Failed(_) => {}
+            }
+        }
+    }
+    let error = match ask_model(c, provider, &next, &control.cancel).await {
+        Err(TurnError::Provider(e)) if e.is_context_too_long() => e,
+        other => return other,
+    };
+    let ask = Ask {
+        trigger: CompactTrigger::Overflow,
+        focus: None,
+        before: compaction::estimate(c.records(), &next),
+    };
+    match compact(c, provider, &next, ask, &control.cancel).await? {
+        Compacted::Done { .. } => {}
+        Compacted::Cancelled => return Ok(None),
+        Compacted::Nothing(why) | Compacted::Failed(why) => {
+            c.commit(Event::Notice {
+                level: NoticeLevel::Error,
+                text: format!("candor could not compact the conversation: {why}."),
+            })?;
+            return Err(error.into());
+        }
+    }
+    let next = request(c, provider, gate, control);
+    ask_model(c, provider, &next, &control.cancel)
+        .await
+        .map_err(|e| match e {
+            TurnError::Provider(p) => TurnError::Provider(p.after_compaction()),
+            other => other,
+        })
 }
 
 fn system_prompt(control: &TurnControl) -> String {

@@ -317,7 +317,7 @@ impl Presenter {
             ""
         };
         let text = format!(
-            "Compacted the conversation ({why}): about {} → {} tokens{of}. The model now works from a summary of records {from}–{to}{shortened} and the turns after them; this conversation, its tool calls and the log are unchanged.",
+            "Compacted the conversation ({why}): about {} → {} tokens{of}. The model now continues from a summary of the earlier part (log records {from}–{to}){shortened} and the recent turns as they were; this conversation, its tool calls and the log are unchanged.",
             crate::text::thousands(*tokens_before),
             crate::text::thousands(*tokens_after),
         );

@@ -16,6 +16,7 @@ mod cancel;
 mod claude;
 mod clients;
 mod codex;
+mod compaction;
 mod crash;
 mod doctor;
 mod harness;

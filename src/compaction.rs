@@ -226,9 +226,32 @@ fn assistant_tokens(content: &[AssistantBlock], interrupted: bool) -> u64 {
         .fold(0, u64::saturating_add)
 }
 
+/// The estimated tokens of a request's system prompt and tools.
+pub fn fixed_tokens(request: &ModelRequest) -> u64 {
+    tokens(request.system.len()) + tokens(json_bytes(&request.tools))
+}
+
+/// Whether compacting can help under `budget`: the system prompt and the
+/// tools take at most half the limit. (A window configured smaller than
+/// that, by mistake or by a project's config file, would otherwise have
+/// candor ask for a summary before every request.)
+pub fn workable(request: &ModelRequest, budget: &Budget) -> bool {
+    fixed_tokens(request) <= budget.limit() / 2
+}
+
+/// The summary as recorded: at most [`Budget::keep`] tokens' worth of
+/// text (a model that writes more loses the middle, marked), so a summary
+/// never takes more room than the turns it replaces were allowed.
+pub fn cap_summary(summary: &str, budget: &Budget) -> String {
+    let mut text = summary.trim().to_owned();
+    let max = usize::try_from(budget.keep().saturating_mul(BYTES_PER_TOKEN)).unwrap_or(usize::MAX);
+    elide(&mut text, max.max(2_000));
+    text
+}
+
 /// The estimated tokens of a whole request.
 pub fn request_tokens(request: &ModelRequest) -> u64 {
-    let fixed = tokens(request.system.len()) + tokens(json_bytes(&request.tools));
+    let fixed = fixed_tokens(request);
     request
         .messages
         .iter()
@@ -439,11 +462,13 @@ fn elide(text: &mut String, max: usize) {
     if text.len() <= max {
         return;
     }
+    // The note is part of what the cut keeps.
+    let max = max.saturating_sub(80);
     let head = text.floor_char_boundary(max * 2 / 3);
     let tail = text.ceil_char_boundary(text.len() - max / 3);
     let left_out = text[head..tail].chars().count();
     *text = format!(
-        "{}\n[… {left_out} characters left out to fit the summary request …]\n{}",
+        "{}\n[… {left_out} characters left out to fit …]\n{}",
         &text[..head],
         &text[tail..]
     );
@@ -648,6 +673,21 @@ mod tests {
         );
         assert!(matches!(messages[1], Message::Assistant(_)));
         assert!(matches!(messages[2], Message::ToolResults { .. }));
+    }
+
+    #[test]
+    fn a_long_summary_is_capped_and_a_tiny_window_is_not_worked_with() {
+        let budget = Budget::new(40_000, None);
+        let capped = cap_summary(&"s".repeat(100_000), &budget);
+        assert!(capped.len() < 7_500 * 4 + 100, "{}", capped.len());
+        assert!(capped.contains("characters left out"));
+        assert_eq!(cap_summary(" short ", &budget), "short");
+        let request = ModelRequest {
+            system: "s".repeat(4_000),
+            ..empty()
+        };
+        assert!(workable(&request, &budget));
+        assert!(!workable(&request, &Budget::new(10, None)));
     }
 
     #[test]

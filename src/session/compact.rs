@@ -105,7 +105,7 @@ pub(crate) async fn compact(
             Some(Err(e)) => return Ok(Compacted::Failed(e.to_string())),
         }
     };
-    let summary = turn.text().trim().to_owned();
+    let summary = compaction::cap_summary(&turn.text(), &budget);
     if summary.is_empty() {
         return Ok(Compacted::Failed(
             "the model answered without writing a summary".into(),
@@ -182,6 +182,101 @@ async fn summarize(
         c.commit(notice(text))?;
     }
     Ok(result)
+}
+
+/// What a compaction around a model request did to the history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    Unchanged,
+    Compacted,
+    Cancelled,
+}
+
+/// Before the model request `next`: compacts when it would not fit the
+/// budget. Says so (once a prompt, `warned`) when it cannot, and once a
+/// session when the window is too small to work with (the log remembers).
+pub(crate) async fn before_request(
+    c: &mut Committer,
+    provider: &mut Provider,
+    next: &ModelRequest,
+    cancel: &CancellationToken,
+    warned: &mut bool,
+) -> Result<Step, LogError> {
+    let Some(budget) = provider.budget() else {
+        return Ok(Step::Unchanged);
+    };
+    let before = compaction::estimate(c.records(), next);
+    if before <= budget.limit() {
+        return Ok(Step::Unchanged);
+    }
+    if !compaction::workable(next, &budget) {
+        let text = format!(
+            "The context window ({} tokens) leaves too little room beside candor's system prompt and tools (about {} tokens) for compacting to help; candor does not compact with it. Check `context_window` in the config.",
+            crate::text::thousands(budget.window),
+            crate::text::thousands(compaction::fixed_tokens(next))
+        );
+        let told = c
+            .records()
+            .iter()
+            .any(|r| matches!(&r.event, Event::Notice { text: t, .. } if *t == text));
+        if !told {
+            c.commit(Event::Notice {
+                level: NoticeLevel::Warning,
+                text,
+            })?;
+        }
+        return Ok(Step::Unchanged);
+    }
+    let ask = Ask {
+        trigger: CompactTrigger::Auto,
+        focus: None,
+        before,
+    };
+    match compact(c, provider, next, ask, cancel).await? {
+        Compacted::Done { .. } => Ok(Step::Compacted),
+        Compacted::Cancelled => Ok(Step::Cancelled),
+        Compacted::Nothing(why) | Compacted::Failed(why) => {
+            if !*warned {
+                *warned = true;
+                c.commit(Event::Notice {
+                    level: NoticeLevel::Warning,
+                    text: format!(
+                        "The conversation is close to the model's context window (about {} of {} tokens) and could not be compacted: {why}. The request goes as it is.",
+                        crate::text::thousands(before),
+                        crate::text::thousands(budget.window)
+                    ),
+                })?;
+            }
+            Ok(Step::Unchanged)
+        }
+    }
+}
+
+/// After the provider answered that `next` is too long: compacts (the
+/// request is then sent once more). `Unchanged` when it could not (said in
+/// a notice; the turn fails with the provider's error).
+pub(crate) async fn after_overflow(
+    c: &mut Committer,
+    provider: &mut Provider,
+    next: &ModelRequest,
+    cancel: &CancellationToken,
+) -> Result<Step, LogError> {
+    let ask = Ask {
+        trigger: CompactTrigger::Overflow,
+        focus: None,
+        before: compaction::estimate(c.records(), next),
+    };
+    match compact(c, provider, next, ask, cancel).await? {
+        Compacted::Done { .. } => Ok(Step::Compacted),
+        Compacted::Cancelled => Ok(Step::Cancelled),
+        Compacted::Nothing(why) | Compacted::Failed(why) => {
+            c.commit(Event::Notice {
+                level: NoticeLevel::Error,
+                text: format!("candor could not compact the conversation: {why}."),
+            })?;
+            Ok(Step::Unchanged)
+        }
+    }
 }
 
 /// `/compact [focus]`: compacts now and answers with what happened (a

@@ -29,14 +29,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::call::{Next, finish, run_call};
 use super::commit::Committer;
-use super::compact::{Ask, Compacted, compact};
+use super::compact::{self, Step};
 use super::context::{Gate, TurnControl, TurnError};
 use super::events;
-use crate::compaction;
 use crate::conversation::{AssistantBlock, AssistantTurn, ModelRequest, ModelStop};
-use crate::event_log::{
-    CompactTrigger, DeltaChannel, Event, LogError, NoticeLevel, ResultStatus, TurnStop,
-};
+use crate::event_log::{DeltaChannel, Event, LogError, NoticeLevel, ResultStatus, TurnStop};
 use crate::history::derive_messages;
 use crate::providers::{Provider, StreamDelta};
 use crate::tools;
@@ -217,51 +214,19 @@ async fn respond(
     warned: &mut bool,
 ) -> Result<Option<AssistantTurn>, TurnError> {
     let mut next = request(c, provider, gate, control);
-    if let Some(budget) = provider.budget() {
-        let before = compaction::estimate(c.records(), &next);
-        if before > budget.limit() {
-            let ask = Ask {
-                trigger: CompactTrigger::Auto,
-                focus: None,
-                before,
-            };
-            match compact(c, provider, &next, ask, &control.cancel).await? {
-                Compacted::Done { .. } => next = request(c, provider, gate, control),
-                Compacted::Cancelled => return Ok(None),
-                Compacted::Nothing(why) | Compacted::Failed(why) if !*warned => {
-                    *warned = true;
-                    c.commit(Event::Notice {
-                        level: NoticeLevel::Warning,
-                        text: format!(
-                            "The conversation is close to the model's context window (about {} of {} tokens) and could not be compacted: {why}. The request goes as it is.",
-                            crate::text::thousands(before),
-                            crate::text::thousands(budget.window)
-                        ),
-                    })?;
-                }
-                Compacted::Nothing(_) | Compacted::Failed(_) => {}
-            }
-        }
+    match compact::before_request(c, provider, &next, &control.cancel, warned).await? {
+        Step::Compacted => next = request(c, provider, gate, control),
+        Step::Cancelled => return Ok(None),
+        Step::Unchanged => {}
     }
     let error = match ask_model(c, provider, &next, &control.cancel).await {
         Err(TurnError::Provider(e)) if e.is_context_too_long() => e,
         other => return other,
     };
-    let ask = Ask {
-        trigger: CompactTrigger::Overflow,
-        focus: None,
-        before: compaction::estimate(c.records(), &next),
-    };
-    match compact(c, provider, &next, ask, &control.cancel).await? {
-        Compacted::Done { .. } => {}
-        Compacted::Cancelled => return Ok(None),
-        Compacted::Nothing(why) | Compacted::Failed(why) => {
-            c.commit(Event::Notice {
-                level: NoticeLevel::Error,
-                text: format!("candor could not compact the conversation: {why}."),
-            })?;
-            return Err(error.into());
-        }
+    match compact::after_overflow(c, provider, &next, &control.cancel).await? {
+        Step::Compacted => {}
+        Step::Cancelled => return Ok(None),
+        Step::Unchanged => return Err(error.into()),
     }
     let next = request(c, provider, gate, control);
     ask_model(c, provider, &next, &control.cancel)

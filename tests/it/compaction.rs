@@ -582,3 +582,59 @@ async fn chat_completions_context_length_exceeded_compacts_and_retries() {
     );
     assert_eq!(retry.last().unwrap()["content"], "three");
 }
+
+#[tokio::test]
+async fn a_tool_call_in_the_summary_answer_runs_nothing() {
+    // A hostile (or confused) model answers the summary request with a
+    // call: nothing runs, no card appears, the text is the summary.
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([text("One.")])),
+        respond(json!([text("Two.")])),
+        respond(json!([
+            text("SUMMARY: one and two."),
+            tool("evil", "Bash", json!({"command": "touch pwned"}))
+        ])),
+    ]));
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "one").await;
+    conn.prompt(&session, "two").await;
+    conn.prompt(&session, "/compact").await;
+    assert!(!conn.env.project.join("pwned").exists());
+    assert!(conn.thread(&session).cards.is_empty());
+    let log = conn.env.log(&session);
+    assert!(log.iter().all(|r| r["toolCallId"] != "evil"));
+    assert_eq!(compactions(&log)[0]["summary"], "SUMMARY: one and two.");
+}
+
+#[tokio::test]
+async fn a_window_too_small_for_the_tools_is_not_compacted_with() {
+    // A project's config file that sets a tiny window would otherwise have
+    // candor ask for a summary before every request.
+    let env = TestEnv::scripted(script(vec![
+        with_usage(json!([text("One.")]), 50_000),
+        with_usage(json!([text("Two.")]), 50_000),
+        with_usage(json!([text("Three.")]), 50_000),
+    ]));
+    env.file(".candor/config.toml", "context_window = 100\n");
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    for p in ["one", "two", "three"] {
+        let answer = conn.prompt(&session, p).await;
+        assert_eq!(answer["result"]["stopReason"], "end_turn");
+    }
+    assert_eq!(conn.env.model_requests().len(), 3);
+    let log = conn.env.log(&session);
+    assert!(compactions(&log).is_empty());
+    let warnings = log
+        .iter()
+        .filter(|r| {
+            r["type"] == "session/notice"
+                && r["text"]
+                    .as_str()
+                    .unwrap()
+                    .contains("for compacting to help")
+        })
+        .count();
+    assert_eq!(warnings, 1);
+}

@@ -69,29 +69,27 @@ pub fn derive_messages(records: &[Record], strategy: RewriteStrategy) -> Vec<Mes
 /// `derive_messages` is this with no limit; a compaction's own summary
 /// request is shown the history of its span this way.
 pub fn derive_through(records: &[Record], strategy: RewriteStrategy, last: u64) -> Vec<Message> {
+    let compacted = latest_compaction(records, last);
+    // Records are in seq order: only those after the span and up to
+    // `last` are folded.
+    let start = compacted.map_or(0, |(to, _)| records.partition_point(|r| r.seq <= to));
+    let end = records.partition_point(|r| r.seq <= last).max(start);
+    let kept = &records[start..end];
     let mut history = History {
         strategy,
-        rewrites: rewrites(records),
+        rewrites: rewrites(kept),
         messages: Vec::new(),
         awaiting: None,
         pending: Vec::new(),
         opened_with: Vec::new(),
         images: HashMap::new(),
     };
-    let compacted = latest_compaction(records, last);
     if let Some((_, summary)) = compacted {
         history.messages.push(Message::User {
             text: summary_message(summary),
         });
     }
-    let after = compacted.map(|(to, _)| to);
-    for record in records {
-        if record.seq > last {
-            break;
-        }
-        if after.is_some_and(|to| record.seq <= to) {
-            continue;
-        }
+    for record in kept {
         history.apply(&record.event);
     }
     history.finish()
@@ -580,6 +578,98 @@ mod tests {
                 stop: ModelStop::EndTurn
             })
         );
+    }
+
+    fn compacted(to: u64, summary: &str) -> Event {
+        Event::HistoryCompacted {
+            from: 0,
+            to,
+            summary: summary.into(),
+            trigger: crate::event_log::CompactTrigger::Auto,
+            focus: None,
+            tokens_before: 0,
+            tokens_after: 0,
+            usage: None,
+            elided: false,
+        }
+    }
+
+    fn said(text: &str) -> Event {
+        Event::AssistantMessage {
+            content: vec![AssistantBlock::Text { text: text.into() }],
+            stop: ModelStop::EndTurn,
+            interrupted: false,
+            call_ids: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_compaction_replaces_its_span_and_a_later_one_the_earlier() {
+        let mut events = vec![
+            Event::UserMessage {
+                content: vec![ContentBlock::from("one")],
+            },
+            said("1"),
+            Event::UserMessage {
+                content: vec![ContentBlock::from("two")],
+            },
+            said("2"),
+            compacted(1, "S1"),
+            Event::UserMessage {
+                content: vec![ContentBlock::from("three")],
+            },
+            said("3"),
+        ];
+        let texts = |messages: &[Message]| -> Vec<String> {
+            messages
+                .iter()
+                .map(|m| match m {
+                    Message::User { text } => text.clone(),
+                    Message::Assistant(t) => t.text(),
+                    Message::ToolResults { .. } => "results".into(),
+                })
+                .collect()
+        };
+        let first = texts(&derive_messages(
+            &recs(events.clone()),
+            RewriteStrategy::Note,
+        ));
+        assert!(first[0].contains("<summary>\nS1\n</summary>"), "{first:?}");
+        assert_eq!(&first[1..], ["two", "2", "three", "3"]);
+        // The span of a second one is shown with the first applied.
+        let span = texts(&derive_through(
+            &recs(events.clone()),
+            RewriteStrategy::Note,
+            3,
+        ));
+        assert!(span[0].contains("S1"));
+        assert_eq!(&span[1..], ["two", "2"]);
+        // Up to the end of its span, a compaction does not apply.
+        let before = texts(&derive_through(
+            &recs(events.clone()),
+            RewriteStrategy::Note,
+            1,
+        ));
+        assert_eq!(before, ["one", "1"]);
+        events.push(compacted(6, "S2"));
+        let records = recs(events);
+        let span = texts(&derive_through(&records, RewriteStrategy::Note, 6));
+        assert!(span[0].contains("S1"));
+        let second = texts(&derive_messages(&records, RewriteStrategy::Note));
+        assert_eq!(second.len(), 1);
+        assert!(second[0].contains("S2") && !second[0].contains("S1"));
+    }
+
+    #[test]
+    fn a_compaction_that_points_past_itself_is_ignored() {
+        let records = recs(vec![
+            Event::UserMessage {
+                content: vec![ContentBlock::from("one")],
+            },
+            compacted(5, "bogus"),
+        ]);
+        let messages = derive_messages(&records, RewriteStrategy::Note);
+        assert_eq!(messages, vec![Message::User { text: "one".into() }]);
     }
 
     fn rewritten_call() -> Vec<Record> {

@@ -266,27 +266,7 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 text: text.clone(),
                 quiet: *quiet,
             }),
-            Event::HistoryCompacted {
-                from,
-                to,
-                summary,
-                trigger,
-                focus,
-                tokens_before,
-                tokens_after,
-                elided,
-                ..
-            } => entries.push(Entry::Compacted {
-                at,
-                trigger: *trigger,
-                focus: focus.clone(),
-                from: *from,
-                to: *to,
-                tokens_before: *tokens_before,
-                tokens_after: *tokens_after,
-                elided: *elided,
-                summary: summary.clone(),
-            }),
+            Event::HistoryCompacted { .. } => entries.extend(compacted_entry(at, &record.event)),
             Event::CommandsOffered { .. }
             | Event::CommandRan { .. }
             | Event::AssistantDelta { .. }
@@ -358,6 +338,35 @@ fn call_entry(at: String, event: &Event) -> Option<Entry> {
         duration_ms: None,
         hook_notes: Vec::new(),
     })))
+}
+
+/// The entry of a compaction.
+fn compacted_entry(at: String, event: &Event) -> Option<Entry> {
+    let Event::HistoryCompacted {
+        from,
+        to,
+        summary,
+        trigger,
+        focus,
+        tokens_before,
+        tokens_after,
+        elided,
+        ..
+    } = event
+    else {
+        return None;
+    };
+    Some(Entry::Compacted {
+        at,
+        trigger: *trigger,
+        focus: focus.clone(),
+        from: *from,
+        to: *to,
+        tokens_before: *tokens_before,
+        tokens_after: *tokens_after,
+        elided: *elided,
+        summary: summary.clone(),
+    })
 }
 
 /// The entry of what an MCP server gave a prompt (an expansion, a

@@ -77,21 +77,8 @@ async fn steps(
     let prompt_text = crate::history::flatten_prompt(&prompt);
     let links = super::mcp::resource_links(&prompt);
     c.commit(Event::UserMessage { content: prompt })?;
-    // `/compact` is answered by a compaction (the model writes a summary).
     if let Some(command) = super::commands::parse(&prompt_text) {
-        if command == "compact" {
-            let focus = prompt_text.trim_start().trim_start_matches("/compact");
-            let base = request(c, provider, gate, control);
-            return Ok(
-                super::compact::on_request(c, provider, &base, focus, &control.cancel).await?,
-            );
-        }
-        let output = super::commands::run(command, gate, c.records(), &control.cwd);
-        c.commit(Event::CommandRan {
-            command: command.to_owned(),
-            output,
-        })?;
-        return Ok(TurnStop::EndTurn);
+        return command_turn(c, provider, gate, control, command, &prompt_text).await;
     }
     match events::prompt_submitted(c, gate, &control.cwd, &prompt_text, &control.cancel).await? {
         None => return Ok(TurnStop::Cancelled),
@@ -191,6 +178,29 @@ async fn steps(
         }
     }
     Ok(TurnStop::MaxTurnRequests)
+}
+
+/// A turn that is one of candor's commands: answered without the model,
+/// but for `/compact`, which has it write a summary.
+async fn command_turn(
+    c: &mut Committer,
+    provider: &mut Provider,
+    gate: &Gate,
+    control: &TurnControl,
+    command: &str,
+    prompt_text: &str,
+) -> Result<TurnStop, TurnError> {
+    if command == "compact" {
+        let focus = prompt_text.trim_start().trim_start_matches("/compact");
+        let base = request(c, provider, gate, control);
+        return Ok(compact::on_request(c, provider, &base, focus, &control.cancel).await?);
+    }
+    let output = super::commands::run(command, gate, c.records(), &control.cwd);
+    c.commit(Event::CommandRan {
+        command: command.to_owned(),
+        output,
+    })?;
+    Ok(TurnStop::EndTurn)
 }
 
 /// The next model request: its history derived from the log.

@@ -224,7 +224,8 @@ async fn respond(
     warned: &mut bool,
 ) -> Result<Option<AssistantTurn>, TurnError> {
     let mut next = request(c, provider, gate, control);
-    match compact::before_request(c, provider, &next, &control.cancel, warned).await? {
+    let step = compact::before_request(c, provider, &next, &control.cancel, warned).await?;
+    match step {
         Step::Compacted => next = request(c, provider, gate, control),
         Step::Cancelled => return Ok(None),
         Step::Unchanged => {}
@@ -236,6 +237,7 @@ async fn respond(
     match compact::after_overflow(c, provider, &next, &control.cancel).await? {
         Step::Compacted => {}
         Step::Cancelled => return Ok(None),
+        Step::Unchanged if step == Step::Compacted => return Err(error.after_compaction().into()),
         Step::Unchanged => return Err(error.into()),
     }
     let next = request(c, provider, gate, control);

@@ -75,6 +75,19 @@ pub enum Entry {
         stop_reason: TurnStop,
         error: Option<String>,
     },
+    /// The model's history was compacted: records `from..=to` replaced by
+    /// `summary` for the model (the log keeps them).
+    Compacted {
+        at: String,
+        trigger: crate::event_log::CompactTrigger,
+        focus: Option<String>,
+        from: u64,
+        to: u64,
+        tokens_before: u64,
+        tokens_after: u64,
+        elided: bool,
+        summary: String,
+    },
 }
 
 /// A tool call, from its decision to its end.
@@ -271,6 +284,7 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 text: text.clone(),
                 quiet: *quiet,
             }),
+            Event::HistoryCompacted { .. } => entries.extend(compacted_entry(at, &record.event)),
             Event::CommandsOffered { .. }
             | Event::CommandRan { .. }
             | Event::AssistantDelta { .. }
@@ -342,6 +356,35 @@ fn call_entry(at: String, event: &Event) -> Option<Entry> {
         duration_ms: None,
         hook_notes: Vec::new(),
     })))
+}
+
+/// The entry of a compaction.
+fn compacted_entry(at: String, event: &Event) -> Option<Entry> {
+    let Event::HistoryCompacted {
+        from,
+        to,
+        summary,
+        trigger,
+        focus,
+        tokens_before,
+        tokens_after,
+        elided,
+        ..
+    } = event
+    else {
+        return None;
+    };
+    Some(Entry::Compacted {
+        at,
+        trigger: *trigger,
+        focus: focus.clone(),
+        from: *from,
+        to: *to,
+        tokens_before: *tokens_before,
+        tokens_after: *tokens_after,
+        elided: *elided,
+        summary: summary.clone(),
+    })
 }
 
 /// The entry of what a prompt was given (an MCP server's expansion, a
@@ -575,6 +618,7 @@ pub fn render(entries: &[Entry]) -> String {
                     let _ = writeln!(out, "              {line}");
                 }
             }
+            Entry::Compacted { .. } => render_compacted(&mut out, entry),
             Entry::TurnEnded {
                 at,
                 stop_reason,
@@ -593,6 +637,41 @@ pub fn render(entries: &[Entry]) -> String {
         }
     }
     visible(&out)
+}
+
+fn render_compacted(out: &mut String, entry: &Entry) {
+    let Entry::Compacted {
+        at,
+        trigger,
+        focus,
+        from,
+        to,
+        tokens_before,
+        tokens_after,
+        elided,
+        summary,
+    } = entry
+    else {
+        return;
+    };
+    let focus = focus
+        .as_deref()
+        .map(|f| format!(", focus: {f}"))
+        .unwrap_or_default();
+    let elided = if *elided {
+        "; the summary request saw it shortened"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "{}  history compacted ({}{focus}): records {from}–{to} replaced for the model by a summary, about {tokens_before} → {tokens_after} tokens{elided}",
+        clock(at),
+        trigger.name()
+    );
+    for line in summary.lines() {
+        let _ = writeln!(out, "              {line}");
+    }
 }
 
 fn render_call(out: &mut String, c: &Call) {

@@ -62,6 +62,9 @@ pub enum WireApi {
     OpenaiChat,
     /// OpenAI Responses.
     OpenaiResponses,
+    /// The scripted model (a `raw` block only carries the usage a script
+    /// reports; its `turn` is null and never replayed).
+    Scripted,
 }
 
 /// Token counts of one model request, as the provider reported them.

@@ -14,6 +14,11 @@
 //! image that cannot be had is replaced by a line telling the model so, and
 //! only the latest images are carried (older ones are named by a line).
 //!
+//! A `history/compacted` record replaces the records of its span by its
+//! summary (one user message), and the history goes on with the records
+//! after the span ([`derive_through`]); the latest compaction covers every
+//! earlier one.
+//!
 //! A call a hook rewrote agrees with what ran by the provider's
 //! [`RewriteStrategy`]: `note` keeps the model's call and starts its result
 //! with a note giving the arguments that ran; `in_place` overlays the
@@ -69,10 +74,30 @@ pub fn derive_messages(
     strategy: RewriteStrategy,
     attachments: &Attachments,
 ) -> Vec<Message> {
+    derive_through(records, strategy, attachments, u64::MAX)
+}
+
+/// The history of the records up to and including seq `last`: the latest
+/// compaction that stands only for records before `last` applied (its
+/// summary, then the records after its span), any later one ignored.
+/// `derive_messages` is this with no limit; a compaction's own summary
+/// request is shown the history of its span this way.
+pub fn derive_through(
+    records: &[Record],
+    strategy: RewriteStrategy,
+    attachments: &Attachments,
+    last: u64,
+) -> Vec<Message> {
+    let compacted = latest_compaction(records, last);
+    // Records are in seq order: only those after the span and up to
+    // `last` are folded.
+    let start = compacted.map_or(0, |(to, _)| records.partition_point(|r| r.seq <= to));
+    let end = records.partition_point(|r| r.seq <= last).max(start);
+    let kept = &records[start..end];
     let mut history = History {
         attachments,
         strategy,
-        rewrites: rewrites(records),
+        rewrites: rewrites(kept),
         messages: Vec::new(),
         awaiting: None,
         pending: Vec::new(),
@@ -80,10 +105,40 @@ pub fn derive_messages(
         images: HashMap::new(),
         typed: None,
     };
-    for record in records {
+    if let Some((_, summary)) = compacted {
+        history
+            .messages
+            .push(Message::user(summary_message(summary)));
+    }
+    for record in kept {
         history.apply(&record.event);
     }
     history.finish()
+}
+
+/// The compaction in force for the history up to `last`: the one whose
+/// span ends latest before `last` (a later compaction's span always ends
+/// later), as (its `to`, its summary). A record whose span does not end
+/// before the record itself is not one candor wrote, and is ignored.
+pub fn latest_compaction(records: &[Record], last: u64) -> Option<(u64, &str)> {
+    let mut best: Option<(u64, &str)> = None;
+    for record in records {
+        if let Event::HistoryCompacted { to, summary, .. } = &record.event
+            && *to < record.seq
+            && *to < last
+            && best.is_none_or(|(b, _)| *to > b)
+        {
+            best = Some((*to, summary.as_str()));
+        }
+    }
+    best
+}
+
+/// How a compaction's summary opens the model's history.
+pub fn summary_message(summary: &str) -> String {
+    format!(
+        "[candor] The earlier part of this conversation was compacted to keep it within the context window. What follows is the summary written of it; the conversation then goes on as it happened.\n\n<summary>\n{summary}\n</summary>\n\nTool output from before this point is no longer in view: read files again when you need their exact contents."
+    )
 }
 
 /// What the log says about each call a hook rewrote, by call id.
@@ -205,6 +260,8 @@ impl History<'_> {
             | Event::ToolTerminal { .. }
             | Event::ToolStarted { .. }
             | Event::ToolOutput { .. }
+            // Applied before the fold (`derive_through`).
+            | Event::HistoryCompacted { .. }
             | Event::TurnEnded { .. } => {}
         }
     }
@@ -748,6 +805,114 @@ mod tests {
                 stop: ModelStop::EndTurn
             })
         );
+    }
+
+    fn compacted(to: u64, summary: &str) -> Event {
+        Event::HistoryCompacted {
+            from: 0,
+            to,
+            summary: summary.into(),
+            trigger: crate::event_log::CompactTrigger::Auto,
+            focus: None,
+            tokens_before: 0,
+            tokens_after: 0,
+            usage: None,
+            elided: false,
+        }
+    }
+
+    fn said(text: &str) -> Event {
+        Event::AssistantMessage {
+            content: vec![AssistantBlock::Text { text: text.into() }],
+            stop: ModelStop::EndTurn,
+            interrupted: false,
+            call_ids: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_compaction_replaces_its_span_and_a_later_one_the_earlier() {
+        let mut events = vec![
+            Event::UserMessage {
+                content: vec![ContentBlock::from("one")],
+                images: Vec::new(),
+            },
+            said("1"),
+            Event::UserMessage {
+                content: vec![ContentBlock::from("two")],
+                images: Vec::new(),
+            },
+            said("2"),
+            compacted(1, "S1"),
+            Event::UserMessage {
+                content: vec![ContentBlock::from("three")],
+                images: Vec::new(),
+            },
+            said("3"),
+        ];
+        let texts = |messages: &[Message]| -> Vec<String> {
+            messages
+                .iter()
+                .map(|m| match m {
+                    Message::User { text, .. } => text.clone(),
+                    Message::Assistant(t) => t.text(),
+                    Message::ToolResults { .. } => "results".into(),
+                })
+                .collect()
+        };
+        let first = texts(&derive_messages(
+            &recs(events.clone()),
+            RewriteStrategy::Note,
+            &Attachments::default(),
+        ));
+        assert!(first[0].contains("<summary>\nS1\n</summary>"), "{first:?}");
+        assert_eq!(&first[1..], ["two", "2", "three", "3"]);
+        // The span of a second one is shown with the first applied.
+        let span = texts(&derive_through(
+            &recs(events.clone()),
+            RewriteStrategy::Note,
+            &Attachments::default(),
+            3,
+        ));
+        assert!(span[0].contains("S1"));
+        assert_eq!(&span[1..], ["two", "2"]);
+        // Up to the end of its span, a compaction does not apply.
+        let before = texts(&derive_through(
+            &recs(events.clone()),
+            RewriteStrategy::Note,
+            &Attachments::default(),
+            1,
+        ));
+        assert_eq!(before, ["one", "1"]);
+        events.push(compacted(6, "S2"));
+        let records = recs(events);
+        let span = texts(&derive_through(
+            &records,
+            RewriteStrategy::Note,
+            &Attachments::default(),
+            6,
+        ));
+        assert!(span[0].contains("S1"));
+        let second = texts(&derive_messages(
+            &records,
+            RewriteStrategy::Note,
+            &Attachments::default(),
+        ));
+        assert_eq!(second.len(), 1);
+        assert!(second[0].contains("S2") && !second[0].contains("S1"));
+    }
+
+    #[test]
+    fn a_compaction_that_points_past_itself_is_ignored() {
+        let records = recs(vec![
+            Event::UserMessage {
+                content: vec![ContentBlock::from("one")],
+                images: Vec::new(),
+            },
+            compacted(5, "bogus"),
+        ]);
+        let messages = derive_messages(&records, RewriteStrategy::Note, &Attachments::default());
+        assert_eq!(messages, vec![Message::user("one")]);
     }
 
     fn rewritten_call() -> Vec<Record> {

@@ -24,6 +24,7 @@
 pub mod audit;
 pub mod bridges;
 pub mod client;
+pub mod compaction;
 pub mod config;
 pub mod conversation;
 pub mod demo;

@@ -29,8 +29,8 @@ use serde_json::{Value, json};
 use crate::conversation::AssistantBlock;
 use crate::event_log::SessionEvent;
 use crate::event_log::{
-    ConfigId, DeltaChannel, Event, FileDiff, NoteKind, NoticeLevel, Outcome, Record, ResultContent,
-    ResultStatus, TrustOutcome,
+    CompactTrigger, ConfigId, DeltaChannel, Event, FileDiff, NoteKind, NoticeLevel, Outcome,
+    Record, ResultContent, ResultStatus, TrustOutcome,
 };
 use crate::tools::{self, Tool};
 
@@ -232,6 +232,7 @@ impl Presenter {
                 ))]
             }
             Event::TurnEnded { .. } | Event::ConfigChanged { .. } => Vec::new(),
+            Event::HistoryCompacted { .. } => self.compacted(&record.event),
             Event::PromptExpanded { .. } | Event::PromptResource { .. } => {
                 self.prompt_notice(&record.event)
             }
@@ -304,6 +305,58 @@ impl Presenter {
             Event::ToolOutput { .. } => self.tool_output(record),
             Event::ToolResult { .. } => self.tool_result(record),
         }
+    }
+
+    /// A compaction: a notice with the figures, then the context used
+    /// from now on (estimated). The summary request itself shows nothing.
+    fn compacted(&self, event: &Event) -> Vec<SessionUpdate> {
+        let Event::HistoryCompacted {
+            from,
+            to,
+            trigger,
+            focus,
+            tokens_before,
+            tokens_after,
+            elided,
+            ..
+        } = event
+        else {
+            return Vec::new();
+        };
+        let why = match (trigger, focus) {
+            (CompactTrigger::Auto, _) => {
+                "the next request would have filled the context window".to_owned()
+            }
+            (CompactTrigger::Manual, Some(f)) => {
+                format!("on request, focused on: {}", crate::text::shorten(f, 200))
+            }
+            (CompactTrigger::Manual, None) => "on request".to_owned(),
+            (CompactTrigger::Overflow, _) => {
+                "the provider said the request was too long for the model".to_owned()
+            }
+        };
+        let of = self
+            .context_window
+            .map(|w| format!(" of {}", crate::text::thousands(w)))
+            .unwrap_or_default();
+        let shortened = if *elided {
+            " (the model was shown that part with long outputs shortened)"
+        } else {
+            ""
+        };
+        let text = format!(
+            "Compacted the conversation ({why}): about {} → {} tokens{of}. The model now continues from a summary of the earlier part (log records {from}–{to}){shortened} and the recent turns as they were; this conversation, its tool calls and the log are unchanged.",
+            crate::text::thousands(*tokens_before),
+            crate::text::thousands(*tokens_after),
+        );
+        let mut updates = self.notice(NoticeLevel::Info, text);
+        if let Some(size) = self.context_window {
+            updates.push(SessionUpdate::UsageUpdate(UsageUpdate::new(
+                *tokens_after,
+                size,
+            )));
+        }
+        updates
     }
 
     fn asked_again(&mut self, record: &Record) -> Vec<SessionUpdate> {

@@ -1,6 +1,7 @@
 //! Shortening text for people, in one place: by characters (never inside
 //! one), the cut marked with `…`. Byte positions use std's
-//! `str::floor_char_boundary` and `str::ceil_char_boundary`.
+//! `str::floor_char_boundary` and `str::ceil_char_boundary`. Also counts
+//! for people (`thousands`: `183,616`).
 
 /// `text` cut to at most `max` characters, the last of them `…` when it
 /// was cut.
@@ -26,6 +27,19 @@ pub fn elide_middle(text: &str, head: usize, tail: usize) -> String {
     format!("{start}…{end}")
 }
 
+/// `n` with its thousands separated by commas (`183,616`).
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -37,5 +51,8 @@ mod tests {
         assert_eq!(shorten("abc", 0), "…");
         assert_eq!(elide_middle("abcdefghij", 3, 3), "abc…hij");
         assert_eq!(elide_middle("abcdefg", 3, 3), "abcdefg");
+        assert_eq!(thousands(183_616), "183,616");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000_000), "1,000,000");
     }
 }

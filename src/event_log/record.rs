@@ -319,6 +319,37 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         structured: Option<Value>,
     },
+    /// The model's history was compacted: from now on the model is sent
+    /// `summary` in place of the records `from..=to`, then the records
+    /// after `to` as before. The log, the cards and a replay keep
+    /// everything; only the history changes. A later compaction covers
+    /// the earlier one (its span starts at `from` again and its summary
+    /// was written from the earlier one).
+    #[serde(rename = "history/compacted")]
+    HistoryCompacted {
+        /// The first record the summary stands for.
+        from: u64,
+        /// The last record it stands for: the next one opens a user turn
+        /// (or, inside a prompt too long to keep whole, a model response
+        /// after tool results).
+        to: u64,
+        /// What the model wrote, for itself to continue from.
+        summary: String,
+        trigger: CompactTrigger,
+        /// `/compact <focus>`: what the user asked the summary to keep.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        focus: Option<String>,
+        /// The estimated context of the next request before and after.
+        tokens_before: u64,
+        tokens_after: u64,
+        /// What the provider reported for the summary request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<crate::conversation::Usage>,
+        /// The summary request was shown the older part shortened (long
+        /// outputs elided), since it did not fit whole.
+        #[serde(default, skip_serializing_if = "is_false")]
+        elided: bool,
+    },
     /// The turn is over; `session/prompt` answers from this record.
     #[serde(rename = "turn/ended")]
     TurnEnded {
@@ -410,6 +441,28 @@ pub enum InstructionScope {
     /// The project's (from the repository root down to the working
     /// directory).
     Project,
+}
+
+/// Why the history was compacted (`history/compacted.trigger`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactTrigger {
+    /// The next request would have passed the window less the reserve.
+    Auto,
+    /// The user asked (`/compact`).
+    Manual,
+    /// The provider answered that the request is too long.
+    Overflow,
+}
+
+impl CompactTrigger {
+    pub fn name(self) -> &'static str {
+        match self {
+            CompactTrigger::Auto => "auto",
+            CompactTrigger::Manual => "manual",
+            CompactTrigger::Overflow => "overflow",
+        }
+    }
 }
 
 /// A decision's strength, weakest first: the strictest of a fold wins.

@@ -276,6 +276,14 @@ impl Http {
             (None, None) => text.trim().to_owned(),
         });
         let code = status.as_u16();
+        if code == 413 || (code == 400 && too_long(&text)) {
+            return Err(Failure::Fatal(ProviderError::ContextTooLong {
+                provider: self.label,
+                status: code,
+                detail,
+                after_compaction: false,
+            }));
+        }
         Err(match code {
             401 | 403 => Failure::Fatal(ProviderError::Auth {
                 provider: self.label,
@@ -504,6 +512,14 @@ impl Http {
             detail: detail.clone(),
             retry_after: None,
         };
+        if too_long(&error.to_string()) {
+            return Failure::Fatal(ProviderError::ContextTooLong {
+                provider: self.label,
+                status: 0,
+                detail,
+                after_compaction: false,
+            });
+        }
         match kind.as_str() {
             "overloaded_error" | "overloaded" | "server_is_overloaded" | "slow_down" => {
                 transient(Transient::Overloaded)
@@ -585,6 +601,35 @@ fn error_body(text: &str) -> (Option<String>, Option<String>) {
     (kind, message)
 }
 
+/// Whether an error (its body, or the error object of an event) says the
+/// request is too long for the model's context window: OpenAI's code
+/// `context_length_exceeded`, or a message as Anthropic (`prompt is too
+/// long: 208310 tokens > 200000 maximum`), OpenAI and compatible servers
+/// (`This model's maximum context length is 8192 tokens…`, `Your input
+/// exceeds the context window of this model`) word it.
+fn too_long(error: &str) -> bool {
+    let Ok(v) = serde_json::from_str::<Value>(error) else {
+        return false;
+    };
+    let error = v.get("error").filter(|e| e.is_object()).unwrap_or(&v);
+    let field = |name: &str| error.get(name).and_then(Value::as_str).unwrap_or("");
+    if field("code") == "context_length_exceeded" || field("type") == "context_length_exceeded" {
+        return true;
+    }
+    let message = field("message").to_ascii_lowercase();
+    [
+        "prompt is too long",
+        "maximum context length",
+        "context length exceeded",
+        "context_length_exceeded",
+        "exceeds the context window",
+        "context window exceeded",
+        "input is too long for requested model",
+    ]
+    .iter()
+    .any(|p| message.contains(p))
+}
+
 /// The start of a long text, for error messages.
 pub(super) fn clip(text: &str) -> String {
     const MAX: usize = 200;
@@ -630,6 +675,26 @@ mod tests {
             HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
         assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn context_length_errors_are_told_apart() {
+        assert!(too_long(
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}"#
+        ));
+        assert!(too_long(
+            r#"{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 8227 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#
+        ));
+        assert!(too_long(
+            r#"{"code":"context_length_exceeded","message":"Your input exceeds the context window of this model."}"#
+        ));
+        assert!(too_long(
+            r#"{"object":"error","message":"This model's maximum context length is 131072 tokens. However, you requested 351430 tokens."}"#
+        ));
+        assert!(!too_long(
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"messages.1: tool_use ids were found without tool_result blocks"}}"#
+        ));
+        assert!(!too_long("<html>"));
     }
 
     #[test]

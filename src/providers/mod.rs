@@ -98,6 +98,19 @@ pub enum ProviderError {
         status: u16,
         detail: String,
     },
+    /// The provider answered that the request does not fit the model's
+    /// context window (Anthropic's `prompt is too long`, OpenAI's
+    /// `context_length_exceeded`, a compatible server's "maximum context
+    /// length"); not retried as it is. The turn compacts the conversation
+    /// and tries once more; `after_compaction` says that did not help.
+    #[error("{}", context_too_long(provider, detail, *after_compaction))]
+    ContextTooLong {
+        provider: &'static str,
+        /// 0 for an error reported inside the stream.
+        status: u16,
+        detail: String,
+        after_compaction: bool,
+    },
     /// An event the provider sent could not be understood; nothing of the
     /// turn was kept.
     #[error("{provider} sent a malformed `{event}` event: {detail}")]
@@ -115,7 +128,41 @@ fn http_status(status: u16) -> String {
     }
 }
 
+fn context_too_long(provider: &str, detail: &str, after_compaction: bool) -> String {
+    if after_compaction {
+        format!(
+            "{provider} says the request is too long for the model's context window ({detail}), also after candor compacted the conversation and retried. What this prompt itself brought in (its own tool output) may be too big: try `/compact` with a focus, a smaller request, or a new session."
+        )
+    } else {
+        format!("{provider} says the request is too long for the model's context window: {detail}")
+    }
+}
+
 impl ProviderError {
+    /// Whether the request failed for being too long for the model (a
+    /// compaction may help).
+    pub fn is_context_too_long(&self) -> bool {
+        matches!(self, ProviderError::ContextTooLong { .. })
+    }
+
+    /// The same error, saying it came again after a compaction.
+    pub fn after_compaction(self) -> ProviderError {
+        match self {
+            ProviderError::ContextTooLong {
+                provider,
+                status,
+                detail,
+                ..
+            } => ProviderError::ContextTooLong {
+                provider,
+                status,
+                detail,
+                after_compaction: true,
+            },
+            other => other,
+        }
+    }
+
     /// The environment variable to set, when the request failed for want of
     /// a valid key (ACP `-32000` auth required).
     pub fn auth_variable(&self) -> Option<&'static str> {
@@ -238,7 +285,10 @@ impl Provider {
             ProviderSetting::Scripted { script } => {
                 return match script {
                     Some(path) => match scripted::ScriptedProvider::load(path) {
-                        Ok(p) => Provider::Scripted(p.capture_to(config.capture.clone())),
+                        Ok(p) => Provider::Scripted(
+                            p.capture_to(config.capture.clone())
+                                .limits(m.context_window, m.max_tokens),
+                        ),
                         Err(e) => unconfigured(format!("CANDOR_PROVIDER is `scripted`, but {e}.")),
                     },
                     None => unconfigured(
@@ -308,6 +358,10 @@ impl Provider {
             let mut requests = 0;
             let mut calls = 0;
             for record in records {
+                // A compaction's summary was a response too.
+                if let crate::event_log::Event::HistoryCompacted { .. } = &record.event {
+                    requests += 1;
+                }
                 if let crate::event_log::Event::AssistantMessage { content, .. } = &record.event {
                     requests += 1;
                     calls += content
@@ -398,8 +452,27 @@ impl Provider {
     pub fn context_window(&self) -> Option<u64> {
         match self {
             Provider::Anthropic(p) => Some(p.settings.context_window.unwrap_or(200_000)),
+            Provider::Scripted(p) => p.context_window(),
             _ => self.settings().and_then(|s| s.context_window),
         }
+    }
+
+    /// What compaction may fill: the context window less a reserve for the
+    /// answer (`compaction::Budget`). `None` without a known window (no
+    /// automatic compaction then).
+    pub fn budget(&self) -> Option<crate::compaction::Budget> {
+        let max_tokens = match self {
+            Provider::Scripted(p) => p.max_tokens(),
+            _ => self.settings().and_then(|s| s.max_tokens),
+        };
+        self.context_window()
+            .map(|w| crate::compaction::Budget::new(w, max_tokens.map(u64::from)))
+    }
+
+    /// Whether a model answers this session (not the guidance of
+    /// [`Provider::Unconfigured`]), so it can write a summary.
+    pub fn is_model(&self) -> bool {
+        !matches!(self, Provider::Unconfigured { .. })
     }
 
     /// Runs one model request, streaming deltas into `deltas`.

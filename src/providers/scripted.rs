@@ -28,7 +28,7 @@ use tokio::sync::mpsc;
 
 use super::{ProviderError, StreamDelta};
 use crate::conversation::{
-    AssistantBlock, AssistantTurn, ModelRequest, ModelStop, RewriteStrategy,
+    AssistantBlock, AssistantTurn, ModelRequest, ModelStop, RewriteStrategy, Usage, WireApi,
 };
 
 /// A whole script.
@@ -55,6 +55,10 @@ pub struct Response {
     /// Pause between chunks.
     #[serde(default)]
     pub chunk_delay_ms: u64,
+    /// Token counts to report for this request, as a real provider does
+    /// (`{"inputTokens", "outputTokens"}`).
+    #[serde(default)]
+    pub usage: Option<Usage>,
 }
 
 /// One item of a response.
@@ -88,6 +92,10 @@ pub struct ScriptedProvider {
     calls: u64,
     /// Where each request is appended as a JSON line (`CANDOR_CAPTURE`).
     capture: Option<PathBuf>,
+    /// The configured `context_window` and `max_tokens` (what compaction
+    /// works with; the script itself is not limited by them).
+    context_window: Option<u64>,
+    max_tokens: Option<u32>,
 }
 
 impl ScriptedProvider {
@@ -97,7 +105,24 @@ impl ScriptedProvider {
             next: 0,
             calls: 0,
             capture: None,
+            context_window: None,
+            max_tokens: None,
         }
+    }
+
+    /// Takes the configured `context_window` and `max_tokens`.
+    pub fn limits(mut self, context_window: Option<u64>, max_tokens: Option<u32>) -> Self {
+        self.context_window = context_window;
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    pub fn context_window(&self) -> Option<u64> {
+        self.context_window
+    }
+
+    pub fn max_tokens(&self) -> Option<u32> {
+        self.max_tokens
     }
 
     /// Appends every request this model receives to `path` (one JSON line
@@ -204,6 +229,13 @@ impl ScriptedProvider {
         } else {
             ModelStop::EndTurn
         });
+        if let Some(usage) = response.usage {
+            content.push(AssistantBlock::Raw {
+                api: WireApi::Scripted,
+                turn: Value::Null,
+                usage: Some(usage),
+            });
+        }
         Ok(AssistantTurn { content, stop })
     }
 }

@@ -2,6 +2,8 @@
 //! hooks, rules and mode in force), `/doctor`, `/mcp`, `/context` (the
 //! instruction files and the size of each part of the next request) and
 //! `/audit` (this session's calls, as `candor audit` prints them).
+//! `/compact` is parsed here and run by `session::compact` (it asks the
+//! model for a summary, and nothing else).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -33,6 +35,11 @@ pub(crate) fn offered() -> Vec<OfferedCommand> {
             hint: None,
         },
         OfferedCommand {
+            name: "compact".into(),
+            description: "Replace the older part of the conversation, for the model, by a summary it writes now (what follows /compact says what to focus on); the conversation here stays as it is".into(),
+            hint: Some("[focus]".into()),
+        },
+        OfferedCommand {
             name: "audit".into(),
             description: "Show this session's tool calls: decisions, deciding hooks, original and effective arguments, how each ended".into(),
             hint: None,
@@ -49,6 +56,7 @@ pub(crate) fn parse(prompt: &str) -> Option<&'static str> {
         "/doctor" => Some("doctor"),
         "/mcp" => Some("mcp"),
         "/context" => Some("context"),
+        "/compact" => Some("compact"),
         _ => None,
     }
 }
@@ -77,6 +85,7 @@ pub(crate) fn run(
                 tools: &crate::tools::specs(&gate.mcp.tools()),
                 messages: &messages,
                 window: provider.context_window(),
+                budget: provider.budget(),
             })
         }
         "doctor" => {

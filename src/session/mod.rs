@@ -16,6 +16,7 @@ pub(crate) mod attach;
 pub(crate) mod call;
 pub(crate) mod commands;
 pub(crate) mod commit;
+pub(crate) mod compact;
 pub(crate) mod context;
 pub(crate) mod environment;
 pub(crate) mod events;

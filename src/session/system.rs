@@ -187,28 +187,28 @@ pub(crate) struct Request<'a> {
     pub(crate) messages: &'a [crate::conversation::Message],
     /// The model's context window, when known.
     pub(crate) window: Option<u64>,
+    /// When compaction happens, when the window is known.
+    pub(crate) budget: Option<crate::compaction::Budget>,
 }
 
 /// `/context`: the instruction files loaded, and how much of the context
-/// window each part of the next request takes.
+/// window each part of the next request takes (estimated as compaction
+/// estimates: 4 bytes a token, an image `compaction::IMAGE_TOKENS`).
 pub(crate) fn report(request: &Request<'_>) -> String {
     let env = latest(request.records);
-    let mut rows: Vec<(String, usize)> = parts(env, request.cwd)
+    let given = env.map_or(0, |e| {
+        e.instructions.iter().filter(|f| !f.text.is_empty()).count()
+    });
+    // (part, bytes, tokens)
+    let mut rows: Vec<(String, usize, u64)> = parts(env, request.cwd)
         .into_iter()
         .map(|p| {
             let name = match p.name {
                 "guidance" => "candor's guidance".to_owned(),
                 "environment" => "environment and git".to_owned(),
-                _ => format!(
-                    "instruction files ({})",
-                    env.map_or(0, |e| e
-                        .instructions
-                        .iter()
-                        .filter(|f| !f.text.is_empty())
-                        .count())
-                ),
+                _ => format!("instruction files ({given})"),
             };
-            (name, p.text.len())
+            (name, p.text.len(), estimate_tokens(p.text.len()))
         })
         .collect();
     let tool_bytes = request
@@ -219,13 +219,38 @@ pub(crate) fn report(request: &Request<'_>) -> String {
     rows.push((
         format!("tool definitions ({})", request.tools.len()),
         tool_bytes,
+        estimate_tokens(tool_bytes),
     ));
+    let conversation = crate::conversation::ModelRequest {
+        system: String::new(),
+        messages: request.messages.to_vec(),
+        tools: Vec::new(),
+    };
     let history_bytes = serde_json::to_string(request.messages).map_or(0, |s| s.len());
     rows.push((
         format!("conversation ({} messages)", request.messages.len()),
         history_bytes,
+        crate::compaction::request_tokens(&conversation),
     ));
     let mut out = String::new();
+    window_lines(&mut out, request);
+    out.push_str("\n**The next request, estimated**\n\n| part | bytes | ≈ tokens | of the window |\n|---|---:|---:|---:|\n");
+    let share = |tokens: u64| match request.window {
+        Some(w) if w > 0 => format!("{:.1}%", tokens as f64 * 100.0 / w as f64),
+        _ => "–".to_owned(),
+    };
+    let mut total = 0;
+    for (name, bytes, tokens) in &rows {
+        total += tokens;
+        let _ = writeln!(out, "| {name} | {bytes} | {tokens} | {} |", share(*tokens));
+    }
+    let _ = writeln!(out, "| **total** | | {total} | {} |", share(total));
+    files_loaded(&mut out, env);
+    out
+}
+
+/// The window, the last request's usage, and when compaction happens.
+fn window_lines(out: &mut String, request: &Request<'_>) {
     let last = request.records.iter().rev().find_map(|r| match &r.event {
         Event::AssistantMessage { content, .. } => content.iter().find_map(|b| match b {
             crate::conversation::AssistantBlock::Raw { usage, .. } => *usage,
@@ -238,8 +263,7 @@ pub(crate) fn report(request: &Request<'_>) -> String {
             let _ = writeln!(out, "**Context window**: {w} tokens");
         }
         None => out.push_str(
-            "**Context window**: not known for this model (set `context_window`)
-",
+            "**Context window**: not known for this model (set `context_window`); candor compacts only on `/compact` or when the provider says a request is too long\n",
         ),
     }
     if let Some(u) = last {
@@ -251,46 +275,36 @@ pub(crate) fn report(request: &Request<'_>) -> String {
             u.output_tokens
         );
     }
-    out.push_str(
-        "
-**The next request, estimated** (about 4 bytes a token)
-
-| part | bytes | ≈ tokens | of the window |
-|---|---:|---:|---:|
-",
-    );
-    let share = |tokens: u64| match request.window {
-        Some(w) if w > 0 => format!("{:.1}%", tokens as f64 * 100.0 / w as f64),
-        _ => "–".to_owned(),
-    };
-    let mut total = 0;
-    for (name, bytes) in &rows {
-        let tokens = estimate_tokens(*bytes);
-        total += tokens;
-        let _ = writeln!(out, "| {name} | {bytes} | {tokens} | {} |", share(tokens));
+    if let Some(budget) = request.budget {
+        let _ = writeln!(
+            out,
+            "candor compacts the conversation before a request estimated over {} tokens (the window less {} for the answer); `/compact [focus]` does it now.",
+            budget.limit(),
+            budget.reserve
+        );
     }
-    let _ = writeln!(out, "| **total** | | {total} | {} |", share(total));
-    files_loaded(&mut out, env);
-    out
+    let compactions = request
+        .records
+        .iter()
+        .filter(|r| matches!(r.event, Event::HistoryCompacted { .. }))
+        .count();
+    if compactions > 0 {
+        let _ = writeln!(
+            out,
+            "This session was compacted {compactions} time(s); the conversation below is the latest summary and what followed it."
+        );
+    }
 }
 
 /// The instruction files section of `/context`.
 fn files_loaded(out: &mut String, env: Option<&Environment>) {
-    out.push_str(
-        "
-**Instruction files**
-",
-    );
+    out.push_str("\n**Instruction files**\n");
     let Some(env) = env else {
-        out.push_str(
-            "- none: this session's log predates them
-",
-        );
+        out.push_str("- none: this session's log predates them\n");
         return;
     };
     if env.instructions.is_empty() {
-        out.push_str("- none found (AGENTS.md, CLAUDE.md, CLAUDE.local.md, .claude/CLAUDE.md from the project root down to the working directory; ~/.codex/AGENTS.md; ~/.claude/CLAUDE.md)
-");
+        out.push_str("- none found (AGENTS.md, CLAUDE.md, CLAUDE.local.md, .claude/CLAUDE.md from the project root down to the working directory; ~/.codex/AGENTS.md; ~/.claude/CLAUDE.md)\n");
     }
     for file in &env.instructions {
         let whose = match (&file.imported_by, file.scope) {

@@ -7,6 +7,11 @@
 //! 2. Ask the model: the request's history is derived from the log; text
 //!    and thinking stream in as `assistant/delta`s; the whole turn is then
 //!    appended as `assistant/message`, exactly as the model emitted it.
+//!    Before asking, if the request's estimated size passes the budget
+//!    (the window less a reserve for the answer, `compaction`), the
+//!    history is compacted first ([`super::compact`]: `history/compacted`);
+//!    if the provider answers that the request is too long, it is compacted
+//!    and the request sent once more.
 //! 3. For each tool call of that turn, in order, its whole life
 //!    ([`super::call`]): interception (hooks, rules, mode) → `tool/call`
 //!    (flushed to disk; the card appears with the settled arguments) →
@@ -25,9 +30,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::call::{Next, finish, run_call};
 use super::commit::Committer;
+use super::compact::{self, Step};
 use super::context::{Gate, TurnControl, TurnError};
 use super::events;
-use crate::conversation::{AssistantBlock, ModelRequest, ModelStop};
+use crate::conversation::{AssistantBlock, AssistantTurn, ModelRequest, ModelStop};
 use crate::event_log::{DeltaChannel, Event, LogError, NoticeLevel, ResultStatus, TurnStop};
 use crate::history::derive_messages;
 use crate::providers::{Provider, StreamDelta};
@@ -73,12 +79,7 @@ async fn steps(
     let links = super::mcp::resource_links(&prompt);
     super::attach::commit_prompt(c, prompt)?;
     if let Some(command) = super::commands::parse(&prompt_text) {
-        let output = super::commands::run(command, gate, provider, c, &control.cwd);
-        c.commit(Event::CommandRan {
-            command: command.to_owned(),
-            output,
-        })?;
-        return Ok(TurnStop::EndTurn);
+        return command_turn(c, provider, gate, control, command, &prompt_text).await;
     }
     match events::prompt_submitted(c, gate, &control.cwd, &prompt_text, &control.cancel).await? {
         None => return Ok(TurnStop::Cancelled),
@@ -91,6 +92,8 @@ async fn steps(
     let limit = provider.max_turn_requests().unwrap_or(usize::MAX); // none set: no limit
     // Stop hooks that sent the model back to work in this prompt.
     let mut continued = 0;
+    // Whether the user was told the history could not be compacted.
+    let mut warned = false;
     for _ in 0..limit {
         if control.cancel.is_cancelled() {
             return Ok(TurnStop::Cancelled);
@@ -99,12 +102,7 @@ async fn steps(
             .apply(c, &mut gate.policy.mode, Some(&mut *provider))?;
         super::mcp::report(c, gate)?;
         gate.mcp.refresh(&control.cancel).await;
-        let request = ModelRequest {
-            system: super::system::prompt(c.records(), &control.cwd),
-            messages: derive_messages(c.records(), provider.rewrite_strategy(), c.attachments()),
-            tools: tools::specs(&gate.mcp.tools()),
-        };
-        let Some(turn) = ask_model(c, provider, &request, &control.cancel).await? else {
+        let Some(turn) = respond(c, provider, gate, control, &mut warned).await? else {
             return Ok(TurnStop::Cancelled);
         };
         // Each call gets a session-unique id before anything is recorded:
@@ -200,6 +198,75 @@ async fn prepare(
         return Ok(Some(stop));
     }
     super::attach::attach_files(c, gate, control).await
+}
+
+/// A turn that is one of candor's commands: answered without the model,
+/// but for `/compact`, which has it write a summary.
+async fn command_turn(
+    c: &mut Committer,
+    provider: &mut Provider,
+    gate: &Gate,
+    control: &TurnControl,
+    command: &str,
+    prompt_text: &str,
+) -> Result<TurnStop, TurnError> {
+    if command == "compact" {
+        let focus = prompt_text.trim_start().trim_start_matches("/compact");
+        let base = request(c, provider, gate, control);
+        return Ok(compact::on_request(c, provider, &base, focus, &control.cancel).await?);
+    }
+    let output = super::commands::run(command, gate, provider, c, &control.cwd);
+    c.commit(Event::CommandRan {
+        command: command.to_owned(),
+        output,
+    })?;
+    Ok(TurnStop::EndTurn)
+}
+
+/// The next model request: its history derived from the log.
+fn request(c: &Committer, provider: &Provider, gate: &Gate, control: &TurnControl) -> ModelRequest {
+    ModelRequest {
+        system: super::system::prompt(c.records(), &control.cwd),
+        messages: derive_messages(c.records(), provider.rewrite_strategy(), c.attachments()),
+        tools: tools::specs(&gate.mcp.tools()),
+    }
+}
+
+/// Asks the model for its next response (step 2): compacts the history
+/// first when the request would not fit the budget, and when the provider
+/// answers that it did not fit, compacts and asks once more. `None` when
+/// cancelled.
+async fn respond(
+    c: &mut Committer,
+    provider: &mut Provider,
+    gate: &Gate,
+    control: &TurnControl,
+    warned: &mut bool,
+) -> Result<Option<AssistantTurn>, TurnError> {
+    let mut next = request(c, provider, gate, control);
+    let step = compact::before_request(c, provider, &next, &control.cancel, warned).await?;
+    match step {
+        Step::Compacted => next = request(c, provider, gate, control),
+        Step::Cancelled => return Ok(None),
+        Step::Unchanged => {}
+    }
+    let error = match ask_model(c, provider, &next, &control.cancel).await {
+        Err(TurnError::Provider(e)) if e.is_context_too_long() => e,
+        other => return other,
+    };
+    match compact::after_overflow(c, provider, &next, &control.cancel).await? {
+        Step::Compacted => {}
+        Step::Cancelled => return Ok(None),
+        Step::Unchanged if step == Step::Compacted => return Err(error.after_compaction().into()),
+        Step::Unchanged => return Err(error.into()),
+    }
+    let next = request(c, provider, gate, control);
+    ask_model(c, provider, &next, &control.cancel)
+        .await
+        .map_err(|e| match e {
+            TurnError::Provider(p) => TurnError::Provider(p.after_compaction()),
+            other => other,
+        })
 }
 
 /// Streams one model response. `None` when cancelled (the text received so

@@ -17,6 +17,7 @@ mod claude;
 mod clients;
 mod codex;
 mod commands;
+mod compaction;
 mod context;
 mod crash;
 mod doctor;

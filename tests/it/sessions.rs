@@ -381,7 +381,10 @@ async fn hooks_and_audit_commands_answer_without_the_model() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["hooks", "doctor", "mcp", "context", "audit"]);
+    assert_eq!(
+        names,
+        ["hooks", "doctor", "mcp", "context", "compact", "audit"]
+    );
     conn.prompt(&session, "status").await;
     let requests = conn.env.model_requests().len();
     conn.prompt(&session, "/hooks").await;

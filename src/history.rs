@@ -13,6 +13,10 @@
 //! session's [`Attachments`], loaded before (this module does no I/O). An
 //! image that cannot be had is replaced by a line telling the model so, and
 //! only the latest images are carried (older ones are named by a line).
+//! Which ones are carried is chosen on the records' sizes before any data is
+//! put in, by the one function ([`carried_images`] is the list of them) the
+//! session loads by before it derives a request, so the images held are
+//! always the ones a request carries.
 //!
 //! A `history/compacted` record replaces the records of its span by its
 //! summary (one user message), and the history goes on with the records
@@ -33,7 +37,7 @@ use serde_json::Value;
 use crate::conversation::{
     AssistantBlock, AssistantTurn, Image, Message, ModelStop, RewriteStrategy, ToolOutcome,
 };
-use crate::event_log::content::Attachments;
+use crate::event_log::content::{Attachments, Wanted};
 use crate::event_log::{
     Event, HookNote, NoteKind, PromptImage, Record, ResultContent, ResultStatus, SessionEvent,
     StoredImage,
@@ -88,6 +92,107 @@ pub fn derive_through(
     attachments: &Attachments,
     last: u64,
 ) -> Vec<Message> {
+    let mut messages = carried(records, strategy, attachments, last);
+    put_in_images(&mut messages, attachments);
+    messages
+}
+
+/// The stored images the history up to seq `last` carries, newest first,
+/// each once, with the size it was counted at: what the session loads
+/// (`Attachments::ensure`) before it derives that history.
+pub fn carried_images(
+    records: &[Record],
+    strategy: RewriteStrategy,
+    attachments: &Attachments,
+    last: u64,
+) -> Vec<Wanted> {
+    let messages = carried(records, strategy, attachments, last);
+    let mut wanted: Vec<Wanted> = Vec::new();
+    for image in images_newest_first(&messages) {
+        if let Some((digest, bytes)) = stored(image)
+            && !wanted.iter().any(|w| w.digest == digest)
+        {
+            wanted.push(Wanted {
+                digest: digest.to_owned(),
+                bytes,
+            });
+        }
+    }
+    wanted
+}
+
+/// How an image stored under a digest stands in the history until its
+/// data is put in: this mark (no base64 has it), its size, its digest.
+const STORED: &str = "\u{0}stored:";
+
+/// A stand-in's digest and size.
+fn stored(image: &Image) -> Option<(&str, usize)> {
+    let rest = image.data.strip_prefix(STORED)?;
+    let (size, digest) = rest.split_once(':')?;
+    Some((digest, size.parse().ok()?))
+}
+
+/// The images of `messages`, the newest first (the order the latest are
+/// kept in).
+fn images_newest_first(messages: &[Message]) -> impl Iterator<Item = &Image> {
+    messages
+        .iter()
+        .rev()
+        .flat_map(|m| -> Box<dyn Iterator<Item = &Image>> {
+            match m {
+                Message::User { images, .. } => Box::new(images.iter().rev()),
+                Message::ToolResults { results } => {
+                    Box::new(results.iter().rev().flat_map(|r| r.images.iter().rev()))
+                }
+                Message::Assistant(_) => Box::new(std::iter::empty()),
+            }
+        })
+}
+
+/// Each stored image's data in place of its stand-in, from `attachments`;
+/// one not held (the session did not load it) is replaced by a line.
+fn put_in_images(messages: &mut [Message], attachments: &Attachments) {
+    let fill = |images: &mut Vec<Image>, text: &mut String| {
+        images.retain_mut(|image| {
+            let Some((digest, _)) = stored(image) else {
+                return true;
+            };
+            match attachments.get(digest) {
+                Ok(data) => {
+                    image.data = data.to_owned();
+                    true
+                }
+                Err(why) => {
+                    text.push_str(&format!(
+                        "\n\n[candor] An image ({}) was here that is no longer available: {why}.",
+                        image.media_type
+                    ));
+                    false
+                }
+            }
+        });
+    };
+    for message in messages {
+        match message {
+            Message::User { text, images } => fill(images, text),
+            Message::ToolResults { results } => {
+                for r in results {
+                    fill(&mut r.images, &mut r.content);
+                }
+            }
+            Message::Assistant(_) => {}
+        }
+    }
+}
+
+/// The history up to `last` with the latest images chosen, stored ones
+/// still stand-ins.
+fn carried(
+    records: &[Record],
+    strategy: RewriteStrategy,
+    attachments: &Attachments,
+    last: u64,
+) -> Vec<Message> {
     let compacted = latest_compaction(records, last);
     // Records are in seq order: only those after the span and up to
     // `last` are folded.
@@ -113,7 +218,9 @@ pub fn derive_through(
     for record in kept {
         history.apply(&record.event);
     }
-    history.finish()
+    let mut messages = history.finish();
+    keep_latest_images(&mut messages);
+    messages
 }
 
 /// The compaction in force for the history up to `last`: the one whose
@@ -232,10 +339,10 @@ impl History<'_> {
                         mime_type,
                         data,
                         digest,
-                        ..
+                        bytes,
                     } = c
                     {
-                        match self.image(mime_type, data, digest.as_deref()) {
+                        match self.image(mime_type, data, digest.as_deref(), *bytes) {
                             Ok(image) => images.0.push(image),
                             Err(why) => images.1.push(format!(
                                 "[candor] An image this tool answered with is no longer available: {why}."
@@ -268,21 +375,39 @@ impl History<'_> {
 
     fn finish(mut self) -> Vec<Message> {
         flush(&mut self.awaiting, &mut self.messages);
-        keep_latest_images(&mut self.messages);
         self.messages
     }
 
-    /// An image's data: inline (`data`, a log from before the content
-    /// store) or stored under `digest`; why not, if it cannot be had.
-    fn image(&self, mime_type: &str, data: &str, digest: Option<&str>) -> Result<Image, String> {
+    /// An image: its data inline (`data`, a log from before the content
+    /// store), or a stand-in for the one stored under `digest` with its
+    /// size (as read, else as its record gives it, `claimed`); why not, if
+    /// it cannot be had.
+    fn image(
+        &self,
+        mime_type: &str,
+        data: &str,
+        digest: Option<&str>,
+        claimed: Option<u64>,
+    ) -> Result<Image, String> {
         let data = match (data, digest) {
-            ("", Some(digest)) => self.attachments.get(digest).map_err(str::to_owned)?,
+            ("", Some(digest)) => {
+                if let Some(why) = self.attachments.unavailable_reason(digest) {
+                    return Err(why.to_owned());
+                }
+                let size = self.attachments.size(digest).unwrap_or_else(|| {
+                    claimed.map_or(0, |c| usize::try_from(c).unwrap_or(usize::MAX))
+                });
+                format!("{STORED}{size}:{digest}")
+            }
             ("", None) => return Err("the log holds no data for it".into()),
-            (data, _) => data,
+            (data, _) if data.starts_with(STORED) => {
+                return Err("the log holds no data for it".into());
+            }
+            (data, _) => data.to_owned(),
         };
         Ok(Image {
             media_type: mime_type.to_owned(),
-            data: data.to_owned(),
+            data,
         })
     }
 
@@ -296,11 +421,10 @@ impl History<'_> {
                 parts.push(block_text(block));
                 continue;
             };
-            let digest = stored
-                .iter()
-                .find(|s| s.block == place)
-                .map(|s| s.image.digest.as_str());
-            match self.image(&image.mime_type, &image.data, digest) {
+            let stored = stored.iter().find(|s| s.block == place);
+            let digest = stored.map(|s| s.image.digest.as_str());
+            let claimed = stored.map(|s| s.image.bytes);
+            match self.image(&image.mime_type, &image.data, digest, claimed) {
                 Ok(image) => images.push(image),
                 Err(why) => missing.push(format!(
                     "[candor] The user attached an image ({}) here that is no longer available: {why}.",
@@ -324,7 +448,7 @@ impl History<'_> {
     /// A resource the prompt linked, added to the prompt's message: its
     /// text, or its image.
     fn prompt_resource(&mut self, uri: &str, text: &str, image: Option<&StoredImage>) {
-        let image = image.map(|i| self.image(&i.mime_type, "", Some(&i.digest)));
+        let image = image.map(|i| self.image(&i.mime_type, "", Some(&i.digest), Some(i.bytes)));
         let Some(Message::User {
             text: typed,
             images,
@@ -510,7 +634,11 @@ impl History<'_> {
 fn keep_latest_images(messages: &mut [Message]) {
     let (mut count, mut bytes) = (0usize, 0usize);
     let mut keep = |image: &Image| {
-        let size = image.data.len() / 4 * 3;
+        // What its base64 decodes to, counted in whole groups of three.
+        let size = stored(image).map_or(image.data.len(), |(_, bytes)| {
+            crate::media::encoded_len(bytes)
+        }) / 4
+            * 3;
         let fits = count < crate::media::MAX_REQUEST_IMAGES
             && bytes + size <= crate::media::MAX_REQUEST_IMAGE_BYTES;
         if fits {

@@ -26,6 +26,11 @@ pub const MAX_REQUEST_IMAGES: usize = 20;
 /// Most bytes (decoded) of the images one model request carries (the
 /// latest), well within the providers' request sizes (Anthropic: 32 MB).
 pub const MAX_REQUEST_IMAGE_BYTES: usize = 20 * 1024 * 1024;
+/// The length of the base64 of `bytes` bytes.
+pub const fn encoded_len(bytes: usize) -> usize {
+    bytes.div_ceil(3) * 4
+}
+
 /// Most images one prompt attaches: its image blocks and the images its
 /// `file:` links name, together.
 pub const MAX_PROMPT_IMAGES: usize = 10;

@@ -11,12 +11,19 @@
 //! are on disk. Files are never rewritten (the same bytes are the same
 //! name) nor removed.
 //!
-//! The projections do no I/O, so the bytes are loaded beforehand:
-//! [`Attachments`] holds every image the session's records name (as base64,
-//! what every consumer wants), filled as each is stored and, for a stored
-//! session, once when its log is opened ([`Attachments::load`], each file
-//! checked against its digest). A file that is missing or does not match
-//! is *unavailable*: the replay shows a placeholder and the model is told.
+//! The projections do no I/O, so the bytes they need are loaded
+//! beforehand, and only those: [`Attachments`] holds at most
+//! [`MAX_HELD_IMAGES`] images and [`MAX_HELD_BYTES`] of their base64 (what
+//! every consumer wants), the least recently wanted let go first, and
+//! knows of every image looked at its size or why it cannot be had. It is
+//! filled as each image is stored; for a stored session, every image is
+//! surveyed once when its log is opened ([`Attachments::survey`]: read,
+//! checked against its digest, let go). Before a request is derived, the
+//! session loads the images it carries ([`Attachments::ensure`], given the
+//! history's own choice of them); a record shown to the client gets its
+//! images from those held or else from the store, for that record only
+//! ([`Attachments::hydrate`]). A file that is missing or does not match is
+//! *unavailable*: the replay shows a placeholder and the model is told.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -136,76 +143,222 @@ impl ContentStore {
     }
 }
 
-/// One image as the projections have it.
+/// Most images [`Attachments`] holds: the most one request carries
+/// (`media::MAX_REQUEST_IMAGES`) and a prompt's worth more
+/// (`media::MAX_PROMPT_IMAGES`), so the images just stored for a prompt or
+/// a tool do not push out the ones the next request still carries.
+pub const MAX_HELD_IMAGES: usize =
+    crate::media::MAX_REQUEST_IMAGES + crate::media::MAX_PROMPT_IMAGES;
+/// Most bytes of base64 [`Attachments`] holds: the most one request
+/// carries (`media::MAX_REQUEST_IMAGE_BYTES`) and one image more
+/// (`media::MAX_IMAGE_BYTES`), both as base64 (what is held).
+pub const MAX_HELD_BYTES: usize = crate::media::encoded_len(crate::media::MAX_REQUEST_IMAGE_BYTES)
+    + crate::media::encoded_len(MAX_IMAGE_BYTES);
+
+/// What is known of an image the records name, without holding it.
 #[derive(Debug, Clone)]
-enum Loaded {
-    /// Its base64.
-    Data(Arc<str>),
+enum Known {
+    /// It was read and matched its digest: its size, decoded.
+    Size(usize),
     /// Why it cannot be had.
     Unavailable(String),
 }
 
-/// The images a session's records name, by digest, in memory (see the
-/// module doc).
+/// An image held: its base64 and when it was last wanted.
+#[derive(Debug, Clone)]
+struct Held {
+    data: Arc<str>,
+    used: u64,
+}
+
+/// The images of a session as the projections have them (see the module
+/// doc): at most [`MAX_HELD_IMAGES`] and [`MAX_HELD_BYTES`] of them held
+/// as base64 (the least recently wanted go first), and for every image
+/// looked at, its size or why it cannot be had (a few bytes each).
 #[derive(Debug, Clone, Default)]
 pub struct Attachments {
-    by_digest: HashMap<String, Loaded>,
+    known: HashMap<String, Known>,
+    held: HashMap<String, Held>,
+    held_bytes: usize,
+    clock: u64,
+}
+
+/// An image a request is to carry: its digest and the size the history
+/// counted for it (decoded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wanted {
+    pub digest: String,
+    pub bytes: usize,
 }
 
 impl Attachments {
-    /// Every image `records` name, read from `store` (each checked against
-    /// its digest; one that cannot be had is kept as unavailable).
-    pub fn load(store: &ContentStore, records: &[Record]) -> Self {
-        let mut loaded = Self::default();
+    /// What is known of every image `records` name, read from `store` one
+    /// at a time and not held (each checked against its digest; one that
+    /// cannot be had is kept as unavailable). The images a request carries
+    /// are loaded by [`ensure`](Self::ensure).
+    pub fn survey(store: &ContentStore, records: &[Record]) -> Self {
+        let mut surveyed = Self::default();
         for digest in records.iter().flat_map(|r| digests(&r.event)) {
-            if loaded.by_digest.contains_key(digest) {
+            if surveyed.known.contains_key(digest) {
                 continue;
             }
-            let entry = match store.get(digest) {
-                Ok(bytes) => Loaded::Data(crate::media::encode(&bytes).into()),
+            let known = match store.get(digest) {
+                Ok(bytes) => Known::Size(bytes.len()),
                 Err(why) => {
                     tracing::warn!(digest, why, "a stored image is unavailable");
-                    Loaded::Unavailable(why)
+                    Known::Unavailable(why)
                 }
             };
-            loaded.by_digest.insert(digest.to_owned(), entry);
+            surveyed.known.insert(digest.to_owned(), known);
         }
-        loaded
+        surveyed
     }
 
-    /// An image just stored.
-    pub fn insert(&mut self, digest: String, base64: String) {
-        self.by_digest.insert(digest, Loaded::Data(base64.into()));
+    /// An image just stored (the bytes `digest` names).
+    pub fn insert(&mut self, digest: String, bytes: &[u8]) {
+        self.known.insert(digest.clone(), Known::Size(bytes.len()));
+        self.clock += 1;
+        self.hold(digest, crate::media::encode(bytes).into());
     }
 
-    /// The image's base64, or why it is unavailable.
+    /// Holds `data`, wanted now, letting go of the least recently wanted
+    /// images until the holding is within its caps (those wanted now go
+    /// last: the caps leave room for every image one request carries and
+    /// one more, so they never have to).
+    fn hold(&mut self, digest: String, data: Arc<str>) {
+        if let Some(old) = self.held.remove(&digest) {
+            self.held_bytes -= old.data.len();
+        }
+        self.held_bytes += data.len();
+        self.held.insert(
+            digest,
+            Held {
+                data,
+                used: self.clock,
+            },
+        );
+        while self.held.len() > MAX_HELD_IMAGES || self.held_bytes > MAX_HELD_BYTES {
+            let now = self.clock;
+            let Some(oldest) = self
+                .held
+                .iter()
+                .min_by_key(|(_, h)| (h.used == now, h.used))
+                .map(|(d, _)| d.clone())
+            else {
+                break;
+            };
+            if let Some(gone) = self.held.remove(&oldest) {
+                self.held_bytes -= gone.data.len();
+            }
+        }
+    }
+
+    /// Makes sure the images of `wanted` (a request's, newest first, as
+    /// `history::carried_images` chose them) are held, reading those that
+    /// are not from `store`. `false` when they all are; `true` when one
+    /// turned out otherwise than the choice assumed (unavailable, or not
+    /// the size its record gives), so that the choice is to be made again.
+    pub fn ensure(&mut self, store: &ContentStore, wanted: &[Wanted]) -> bool {
+        // The ones held are wanted now, so that reading the others lets go
+        // of images no longer wanted.
+        self.clock += 1;
+        for w in wanted {
+            if let Some(held) = self.held.get_mut(&w.digest) {
+                held.used = self.clock;
+            }
+        }
+        for w in wanted {
+            if self.held.contains_key(&w.digest) {
+                continue;
+            }
+            match store.get(&w.digest) {
+                Ok(bytes) => {
+                    self.known
+                        .insert(w.digest.clone(), Known::Size(bytes.len()));
+                    self.hold(w.digest.clone(), crate::media::encode(&bytes).into());
+                    if bytes.len() != w.bytes {
+                        return true;
+                    }
+                }
+                Err(why) => {
+                    tracing::warn!(digest = w.digest, why, "a stored image is unavailable");
+                    self.known.insert(w.digest.clone(), Known::Unavailable(why));
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// The image's base64 if it is held, or why it is not.
     pub fn get(&self, digest: &str) -> Result<&str, &str> {
-        match self.by_digest.get(digest) {
-            Some(Loaded::Data(data)) => Ok(data),
-            Some(Loaded::Unavailable(why)) => Err(why),
-            None => Err("it is not in this session's content store"),
+        match (self.held.get(digest), self.known.get(digest)) {
+            (Some(held), _) => Ok(&held.data),
+            (None, Some(Known::Unavailable(why))) => Err(why),
+            (None, _) => Err("it is not in this session's content store"),
         }
+    }
+
+    /// Why the image cannot be had, if that is known.
+    pub fn unavailable_reason(&self, digest: &str) -> Option<&str> {
+        match self.known.get(digest) {
+            Some(Known::Unavailable(why)) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// The image's size (decoded) as read from the store, if it was.
+    pub fn size(&self, digest: &str) -> Option<usize> {
+        match self.known.get(digest) {
+            Some(Known::Size(size)) => Some(*size),
+            _ => None,
+        }
+    }
+
+    /// How many images are held, and their base64's bytes.
+    pub fn held(&self) -> (usize, usize) {
+        (self.held.len(), self.held_bytes)
     }
 
     /// The images that cannot be had: digest and why.
     pub fn unavailable(&self) -> Vec<(&str, &str)> {
         let mut out: Vec<(&str, &str)> = self
-            .by_digest
+            .known
             .iter()
-            .filter_map(|(d, l)| match l {
-                Loaded::Unavailable(why) => Some((d.as_str(), why.as_str())),
-                Loaded::Data(_) => None,
+            .filter_map(|(d, k)| match k {
+                Known::Unavailable(why) => Some((d.as_str(), why.as_str())),
+                Known::Size(_) => None,
             })
             .collect();
         out.sort_unstable();
         out
     }
 
+    /// An image's base64 for the client: held, else read from `store` for
+    /// this once (not held); `None` if it cannot be had.
+    fn data_for_client(&self, store: &ContentStore, digest: &str) -> Option<String> {
+        if let Some(held) = self.held.get(digest) {
+            return Some(held.data.to_string());
+        }
+        if self.unavailable_reason(digest).is_some() {
+            return None;
+        }
+        match store.get(digest) {
+            Ok(bytes) => Some(crate::media::encode(&bytes)),
+            Err(why) => {
+                tracing::warn!(digest, why, "a stored image is unavailable");
+                None
+            }
+        }
+    }
+
     /// The record with its images' data put back where the client and the
     /// presenter expect it (a prompt's image blocks, an MCP tool's image
-    /// blocks); unchanged when it names none. An unavailable image stays
-    /// without data (the presenter shows a placeholder for it).
-    pub fn hydrate<'a>(&self, record: &'a Record) -> Cow<'a, Record> {
+    /// blocks), each from the images held or else read from `store` for
+    /// this record only (a replay holds one record's images at a time);
+    /// unchanged when it names none. An unavailable image stays without
+    /// data (the presenter shows a placeholder for it).
+    pub fn hydrate<'a>(&self, store: &ContentStore, record: &'a Record) -> Cow<'a, Record> {
         match &record.event {
             Event::UserMessage { images, .. } if !images.is_empty() => {
                 let mut record = record.clone();
@@ -213,9 +366,9 @@ impl Attachments {
                     for image in images.iter() {
                         if let Some(ContentBlock::Image(block)) = content.get_mut(image.block)
                             && block.data.is_empty()
-                            && let Ok(data) = self.get(&image.image.digest)
+                            && let Some(data) = self.data_for_client(store, &image.image.digest)
                         {
-                            block.data = data.to_owned();
+                            block.data = data;
                         }
                     }
                 }
@@ -241,9 +394,9 @@ impl Attachments {
                             ..
                         } = block
                             && data.is_empty()
-                            && let Ok(stored) = self.get(digest)
+                            && let Some(stored) = self.data_for_client(store, digest)
                         {
-                            stored.clone_into(data);
+                            *data = stored;
                         }
                     }
                 }
@@ -315,5 +468,58 @@ mod tests {
                 "{digest}"
             );
         }
+    }
+
+    #[test]
+    fn the_images_held_never_exceed_the_caps() {
+        let mut held = Attachments::default();
+        // Many small ones: the count caps.
+        for n in 0..100u32 {
+            let bytes = n.to_le_bytes();
+            held.insert(digest_of(&bytes), &bytes);
+            assert!(held.held().0 <= MAX_HELD_IMAGES);
+        }
+        assert_eq!(held.held().0, MAX_HELD_IMAGES);
+        // The latest are the ones held.
+        assert!(held.get(&digest_of(&99u32.to_le_bytes())).is_ok());
+        assert!(held.get(&digest_of(&0u32.to_le_bytes())).is_err());
+        // Large ones: the bytes cap.
+        for n in 0..20u8 {
+            let bytes = vec![n; MAX_IMAGE_BYTES];
+            held.insert(digest_of(&bytes), &bytes);
+            let (_, bytes) = held.held();
+            assert!(bytes <= MAX_HELD_BYTES, "{bytes}");
+        }
+        assert!(held.get(&digest_of(&vec![19u8; MAX_IMAGE_BYTES])).is_ok());
+    }
+
+    #[test]
+    fn ensure_reads_what_is_wanted_and_tells_when_the_choice_was_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ContentStore::beside(&dir.path().join("s.jsonl"));
+        let digests: Vec<String> = (0..5u8).map(|n| store.put(&[n; 10]).unwrap()).collect();
+        let mut held = Attachments::default();
+        let wanted = |d: &str, bytes| Wanted {
+            digest: d.to_owned(),
+            bytes,
+        };
+        assert!(!held.ensure(&store, &[wanted(&digests[0], 10)]));
+        assert_eq!(
+            held.get(&digests[0]),
+            Ok(crate::media::encode(&[0; 10]).as_str())
+        );
+        assert_eq!(held.size(&digests[0]), Some(10));
+        // A size its record gets wrong: chosen again.
+        assert!(held.ensure(&store, &[wanted(&digests[1], 3)]));
+        assert_eq!(held.size(&digests[1]), Some(10));
+        // Gone from the store: known as unavailable, chosen again.
+        std::fs::remove_file(store.dir().join(digests[2].trim_start_matches("sha256:"))).unwrap();
+        assert!(held.ensure(&store, &[wanted(&digests[2], 10)]));
+        assert!(
+            held.unavailable_reason(&digests[2])
+                .unwrap()
+                .contains("missing")
+        );
+        assert_eq!(held.unavailable().len(), 1);
     }
 }

@@ -11,9 +11,12 @@
 //!
 //! The session's images live beside the log, in its content store
 //! ([`content`]): [`store_image`](EventLog::store_image) puts one on disk
-//! before the record that names it is appended, and the log keeps every
-//! image its records name in memory ([`content::Attachments`]) for the
-//! projections, which do no I/O.
+//! before the record that names it is appended, and the log holds a bounded
+//! set of them in memory ([`content::Attachments`]) for the projections,
+//! which do no I/O: the session loads the ones a model request carries
+//! before deriving it ([`ensure_images`](EventLog::ensure_images)), and the
+//! client is shown each record's images as it is committed or replayed
+//! ([`hydrate`](EventLog::hydrate)).
 //!
 //! Architecture invariant: a record is appended before anything derived from
 //! it is shown or sent, and records are never rewritten or removed.
@@ -147,7 +150,7 @@ impl EventLog {
         })?;
         let content = content::ContentStore::beside(path);
         Ok(Self {
-            attachments: content::Attachments::load(&content, &records),
+            attachments: content::Attachments::survey(&content, &records),
             content,
             path: path.to_owned(),
             file,
@@ -179,7 +182,7 @@ impl EventLog {
         }
         let content = content::ContentStore::beside(path);
         Ok(Self {
-            attachments: content::Attachments::load(&content, &read.records),
+            attachments: content::Attachments::survey(&content, &read.records),
             content,
             path: path.to_owned(),
             file,
@@ -273,8 +276,7 @@ impl EventLog {
             path: self.content.dir().to_owned(),
             source,
         })?;
-        self.attachments
-            .insert(digest.clone(), crate::media::encode(bytes));
+        self.attachments.insert(digest.clone(), bytes);
         Ok(StoredImage {
             digest,
             mime_type: mime_type.to_owned(),
@@ -282,9 +284,23 @@ impl EventLog {
         })
     }
 
-    /// The images the records name, as loaded (for the projections).
+    /// The images the records name, as far as they are held (for the
+    /// projections).
     pub fn attachments(&self) -> &content::Attachments {
         &self.attachments
+    }
+
+    /// Makes sure the images of `wanted` are held (see
+    /// [`content::Attachments::ensure`]); `true` when the choice of them is
+    /// to be made again.
+    pub fn ensure_images(&mut self, wanted: &[content::Wanted]) -> bool {
+        self.attachments.ensure(&self.content, wanted)
+    }
+
+    /// `record` with its images' data put back for the client (see
+    /// [`content::Attachments::hydrate`]; may read the content store).
+    pub fn hydrate<'a>(&self, record: &'a Record) -> std::borrow::Cow<'a, Record> {
+        self.attachments.hydrate(&self.content, record)
     }
 
     /// Where the log lives.

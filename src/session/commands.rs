@@ -66,7 +66,7 @@ pub(crate) fn run(
     command: &str,
     gate: &Gate,
     provider: &crate::providers::Provider,
-    c: &super::commit::Committer,
+    c: &mut super::commit::Committer,
     cwd: &Path,
 ) -> String {
     let records = c.records();
@@ -74,6 +74,8 @@ pub(crate) fn run(
         "hooks" => hooks(gate),
         "mcp" => mcp(gate),
         "context" => {
+            c.ensure_images(provider.rewrite_strategy(), u64::MAX);
+            let records = c.records();
             let messages = crate::history::derive_messages(
                 records,
                 provider.rewrite_strategy(),

@@ -6,13 +6,19 @@
 //! nothing is shown for it. The presenter is given the record with its
 //! images' data put back from the content store
 //! ([`Attachments::hydrate`](crate::event_log::content::Attachments::hydrate)),
-//! so a replayed prompt shows its images as the client sent them.
+//! so a replayed prompt shows its images as the client sent them: those not
+//! held are read from the store for that record only, so a replay never
+//! holds a session's images all at once. Before a model request is derived,
+//! [`Committer::ensure_images`] loads the images it carries.
 
 use agent_client_protocol_schema::v1::{SessionId, SessionUpdate};
 
 use crate::event_log::{Event, EventLog, LogError, Record};
 use crate::presentation::Presenter;
 use crate::transport::Outbox;
+
+/// Most rounds of choosing and loading a request's images.
+const ENSURE_ROUNDS: usize = 64;
 
 /// A session's log, presenter and connection to the client.
 #[derive(Debug)]
@@ -48,7 +54,7 @@ impl Committer {
     /// Shows the record just appended.
     fn publish_last(&mut self) {
         if let Some(record) = self.log.records().last() {
-            let shown = self.log.attachments().hydrate(record);
+            let shown = self.log.hydrate(record);
             publish(&mut self.presenter, &self.outbox, &self.session_id, &shown);
         }
     }
@@ -63,9 +69,37 @@ impl Committer {
         self.log.store_image(bytes, mime_type)
     }
 
-    /// The images the session's records name, loaded.
+    /// The images the session's records name, as far as they are held
+    /// (after [`ensure_images`](Self::ensure_images), every image the
+    /// history it was called for carries).
     pub(crate) fn attachments(&self) -> &crate::event_log::content::Attachments {
         self.log.attachments()
+    }
+
+    /// Loads from the content store the images the history up to seq
+    /// `last` carries (`history::carried_images`), so that deriving it
+    /// finds them held. When one turns out unavailable or not the size its
+    /// record gives, the choice is made again (each time knowing one image
+    /// more, so a few rounds at most).
+    pub(crate) fn ensure_images(
+        &mut self,
+        strategy: crate::conversation::RewriteStrategy,
+        last: u64,
+    ) {
+        for _ in 0..ENSURE_ROUNDS {
+            let wanted = crate::history::carried_images(
+                self.log.records(),
+                strategy,
+                self.log.attachments(),
+                last,
+            );
+            if !self.log.ensure_images(&wanted) {
+                return;
+            }
+        }
+        tracing::warn!(
+            "the images of a request kept changing as they were loaded; some may be told as unavailable"
+        );
     }
 
     /// Like [`commit`](Self::commit), and the record is on disk when this
@@ -109,9 +143,7 @@ impl Committer {
     /// The presenter goes live afterwards.
     pub(crate) fn replay(&mut self, send: bool) {
         for record in self.log.records() {
-            let updates = self
-                .presenter
-                .apply(&self.log.attachments().hydrate(record));
+            let updates = self.presenter.apply(&self.log.hydrate(record));
             if send {
                 for update in updates {
                     self.send(update);

@@ -82,6 +82,7 @@ pub(crate) async fn compact(
     let mut tries = 0;
     let (turn, elided) = loop {
         tries += 1;
+        c.ensure_images(strategy, plan.to);
         let (request, elided) = compaction::summary_request(
             c.records(),
             c.attachments(),

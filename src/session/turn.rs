@@ -224,7 +224,14 @@ async fn command_turn(
 }
 
 /// The next model request: its history derived from the log.
-fn request(c: &Committer, provider: &Provider, gate: &Gate, control: &TurnControl) -> ModelRequest {
+/// The images it carries are loaded first.
+fn request(
+    c: &mut Committer,
+    provider: &Provider,
+    gate: &Gate,
+    control: &TurnControl,
+) -> ModelRequest {
+    c.ensure_images(provider.rewrite_strategy(), u64::MAX);
     ModelRequest {
         system: super::system::prompt(c.records(), &control.cwd),
         messages: derive_messages(c.records(), provider.rewrite_strategy(), c.attachments()),

@@ -640,3 +640,87 @@ async fn deleting_a_session_moves_its_images_with_its_log() {
         .join(digest(&png_bytes()).trim_start_matches("sha256:"));
     assert_eq!(std::fs::read(moved).unwrap(), png_bytes());
 }
+
+/// A PNG that is the 1×1 one with `n` after its end: as many different
+/// images as wanted, each a few bytes.
+fn nth_png(n: usize) -> Vec<u8> {
+    let mut bytes = png_bytes();
+    bytes.extend_from_slice(format!("#{n}").as_bytes());
+    bytes
+}
+
+/// The images of the results in model request `n`, by call id.
+fn carried(conn: &Conn, n: usize, calls: usize) -> Vec<Option<String>> {
+    (1..=calls)
+        .map(|i| {
+            let result = result_in_request(conn, n, &format!("r{i}"));
+            result["images"]
+                .as_array()
+                .map(|images| images[0]["data"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_session_of_more_images_than_are_held_sends_the_latest_twenty_and_replays_all() {
+    // More images than the session holds in memory (30): the model is
+    // still sent exactly the latest 20, as they were read, and a reload
+    // replays every one of them.
+    const CALLS: usize = 40;
+    let reads: Vec<Value> = (1..=CALLS)
+        .map(|i| {
+            tool(
+                &format!("r{i}"),
+                "Read",
+                json!({"file_path": format!("shot{i}.png")}),
+            )
+        })
+        .collect();
+    let env = TestEnv::scripted(script(vec![
+        respond(Value::Array(reads)),
+        respond(json!([text("Forty dots.")])),
+        respond(json!([text("Still forty.")])),
+    ]));
+    for i in 1..=CALLS {
+        std::fs::write(env.project.join(format!("shot{i}.png")), nth_png(i)).unwrap();
+    }
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    let answer = conn.prompt(&session, "look at them all").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let encode = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let want: Vec<Option<String>> = (1..=CALLS)
+        .map(|i| (i > CALLS - 20).then(|| encode(&nth_png(i))))
+        .collect();
+    assert_eq!(carried(&conn, 1, CALLS), want);
+    let older = result_in_request(&conn, 1, "r1");
+    assert!(
+        older["content"]
+            .as_str()
+            .unwrap()
+            .contains("left out of this request"),
+        "{older}"
+    );
+    let env = conn.end().await;
+
+    // Reloaded, nothing held yet: every card shows its image again, and
+    // the next request carries the same latest 20, byte for byte.
+    let mut again = load(env, &session).await;
+    for i in 1..=CALLS {
+        let card = card_frames(&again, &session, &format!("r{i}"));
+        let shown: Vec<&Value> = card
+            .iter()
+            .filter_map(|u| u["content"].as_array())
+            .flatten()
+            .filter(|c| c["content"]["type"] == "image")
+            .collect();
+        assert_eq!(
+            shown.last().map(|c| c["content"]["data"].clone()),
+            Some(json!(encode(&nth_png(i)))),
+            "r{i}"
+        );
+    }
+    let answer = again.prompt(&session, "and now?").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(carried(&again, 2, CALLS), want);
+}

@@ -25,6 +25,11 @@
 //! reads a list and then fails), and nothing else in the frontmatter is
 //! used. Indented or `- ` lines continue the key above them.
 //!
+//! Unicode tag characters and bidirectional controls (`text::is_invisible`:
+//! a model reads them, a person does not see them) are removed from a
+//! command file's text when it is read; the expansion's notice says how
+//! many.
+//!
 //! What is skipped, each with a notice (the session goes on): a file over
 //! [`MAX_FILE`] bytes, a binary or non-UTF-8 one, a symbolic link (files
 //! and folders inside the command folders alike; the user's own
@@ -105,6 +110,9 @@ pub struct UserCommand {
     pub allowed_tools: Option<String>,
     /// `model`, as written (never applied).
     pub model: Option<String>,
+    /// How many invisible characters (`text::is_invisible`) were taken out
+    /// of the file's text.
+    pub invisible: usize,
 }
 
 /// A folder tree of command files.
@@ -378,7 +386,8 @@ fn parse(
         .and_then(|s| s.to_str())
         .filter(|s| valid_name(s))
         .ok_or_else(|| NAME_RULE.to_owned())?;
-    let (front, body) = frontmatter(text);
+    let (text, invisible) = crate::text::strip_invisible(text);
+    let (front, body) = frontmatter(&text);
     let name = match source {
         CommandSource::Codex => format!("prompts:{stem}"),
         CommandSource::Project | CommandSource::User => stem.to_owned(),
@@ -409,6 +418,7 @@ fn parse(
         body: body.to_owned(),
         allowed_tools: front.allowed_tools.filter(|t| !t.is_empty()),
         model: front.model.filter(|m| !m.is_empty()),
+        invisible,
     })
 }
 
@@ -579,6 +589,12 @@ pub fn expand(command: &UserCommand, args: &str) -> Result<Expansion, String> {
         format!("{}\n\nARGUMENTS: {args}", text.trim_end())
     };
     let mut ignored = Vec::new();
+    if command.invisible > 0 {
+        ignored.push(format!(
+            "{} invisible characters removed from it (Unicode tag or bidirectional control characters, which the model would read and you would not see)",
+            command.invisible
+        ));
+    }
     if command.source != CommandSource::Codex
         && let Some(note) = claude_notes(command, &mut ignored)
     {
@@ -869,6 +885,7 @@ mod tests {
             body: body.into(),
             allowed_tools: None,
             model: None,
+            invisible: 0,
         }
     }
 
@@ -1039,5 +1056,29 @@ mod tests {
         assert_eq!((c.name.as_str(), args), ("prompts:draft", "a b"));
         assert!(invoked("/prompts:drafts", &commands).is_none());
         assert!(invoked("say /prompts:draft", &commands).is_none());
+    }
+
+    #[test]
+    fn invisible_characters_in_a_command_file_are_removed_and_said() {
+        let text = "---\ndescription: Review\u{E0041}\n---\nReview \u{2066}$ARGUMENTS\u{2069} carefully.\u{E0069}\u{E0067}";
+        let command = parse(
+            CommandSource::Project,
+            Path::new("/p/.claude/commands/review.md"),
+            Vec::new(),
+            text,
+        )
+        .unwrap();
+        assert_eq!(command.invisible, 5);
+        assert!(command.body.chars().all(|c| !crate::text::is_invisible(c)));
+        let expansion = expand(&command, "a.rs").unwrap();
+        assert_eq!(expansion.text, "Review a.rs carefully.");
+        assert!(
+            expansion
+                .ignored
+                .iter()
+                .any(|i| i.contains("5 invisible characters removed")),
+            "{:?}",
+            expansion.ignored
+        );
     }
 }

@@ -147,28 +147,10 @@ pub fn not_a_file(path: &Path) -> Option<String> {
 /// most one byte more than the cap is ever read, whatever the file does.
 pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, String> {
     use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt;
     let shown = path.display();
-    if let Some(why) = not_a_file(path) {
-        return Err(why);
-    }
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {shown}: {e}")),
+    let Some((file, meta)) = open_regular(path)? else {
+        return Ok(None);
     };
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!(
-            "{shown} is not a regular file; candor reads and writes only regular files"
-        ));
-    }
     let too_big = |len: u64| {
         format!(
             "{shown} is {len} bytes; files over {cap} bytes are not read whole (use Bash with `head`, `tail` or `grep`)"
@@ -191,11 +173,25 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, String> {
 /// [`read_regular`] opens it (`Ok(None)`: no such file).
 pub fn head(path: &Path, n: usize) -> Result<Option<Vec<u8>>, String> {
     use std::io::Read as _;
+    let Some((file, _)) = open_regular(path)? else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    file.take(n as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(Some(bytes))
+}
+
+/// A regular file opened for reading without blocking, and checked again
+/// once open (`Ok(None)`: no such file; an error for anything that is not
+/// a regular file, before or after the open).
+fn open_regular(path: &Path) -> Result<Option<(std::fs::File, std::fs::Metadata)>, String> {
     use std::os::unix::fs::OpenOptionsExt;
+    let shown = path.display();
     if let Some(why) = not_a_file(path) {
         return Err(why);
     }
-    let shown = path.display();
     let file = match std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
@@ -213,11 +209,7 @@ pub fn head(path: &Path, n: usize) -> Result<Option<Vec<u8>>, String> {
             "{shown} is not a regular file; candor reads and writes only regular files"
         ));
     }
-    let mut bytes = Vec::new();
-    file.take(n as u64)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    Ok(Some(bytes))
+    Ok(Some((file, meta)))
 }
 
 /// An image file on disk (PNG, JPEG, GIF, WebP by its bytes, whatever its

@@ -1,7 +1,9 @@
 //! What a prompt attaches besides its words: its images, kept in the
 //! session's content store before the `user/message` that names them
 //! ([`commit_prompt`]), and the files its `file:` links name, read for the
-//! model ([`attach_files`]).
+//! model ([`attach_files`]). A file the editor embedded whole (a `resource`
+//! block) that a Read deny rule covers is recorded as a line saying it was
+//! withheld, and the model never sees its contents.
 //!
 //! A linked file is read only as the Read tool would be let read it: the
 //! permission rules and the mode decide on the path as written and as it
@@ -33,10 +35,18 @@ pub(crate) const MAX_LINKED_FILES: usize = 20;
 /// saying so rather than kept.
 pub(crate) fn commit_prompt(
     c: &mut Committer,
+    gate: &Gate,
+    cwd: &std::path::Path,
     mut content: Vec<ContentBlock>,
 ) -> Result<(), LogError> {
     let mut images = Vec::new();
+    let mut withheld = Vec::new();
     for (block, item) in content.iter_mut().enumerate() {
+        if let Some(why) = denied_resource(item, gate, cwd) {
+            *item = ContentBlock::from(format!("[candor] {why}"));
+            withheld.push(why);
+            continue;
+        }
         let ContentBlock::Image(image) = item else {
             continue;
         };
@@ -52,7 +62,37 @@ pub(crate) fn commit_prompt(
             Err(why) => *item = ContentBlock::from(format!("[an image left out: {why}]")),
         }
     }
-    c.commit(Event::UserMessage { content, images })
+    c.commit(Event::UserMessage { content, images })?;
+    for why in withheld {
+        notice(c, why)?;
+    }
+    Ok(())
+}
+
+/// Why a file the editor embedded in the prompt (a `resource` block with a
+/// `file:` URI) is not given to the model: a Read deny rule covers it (as
+/// written or where it leads). The user attached it themselves, so a file
+/// the Read tool would only ask about is given; a deny rule says the model
+/// never sees it. The block is recorded as this line instead of the file.
+fn denied_resource(block: &ContentBlock, gate: &Gate, cwd: &std::path::Path) -> Option<String> {
+    use agent_client_protocol_schema::v1::EmbeddedResourceResource;
+    let ContentBlock::Resource(resource) = block else {
+        return None;
+    };
+    let uri = match &resource.resource {
+        EmbeddedResourceResource::TextResourceContents(t) => &t.uri,
+        EmbeddedResourceResource::BlobResourceContents(b) => &b.uri,
+        _ => return None,
+    };
+    let path = file_path(uri).ok()?;
+    let (_, decision) = crate::interception::decide_read(&path, &gate.policy, &gate.grants, cwd);
+    match decision {
+        Disposition::Deny { reason, .. } => Some(format!(
+            "{} was attached to the prompt, but its contents were not given to the model: {reason}",
+            path.display()
+        )),
+        Disposition::Run { .. } | Disposition::Ask { .. } => None,
+    }
 }
 
 /// The URIs of the `file:` links of the latest prompt, and the image

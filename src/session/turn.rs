@@ -77,7 +77,7 @@ async fn steps(
 ) -> Result<TurnStop, TurnError> {
     let prompt_text = crate::history::flatten_prompt(&prompt);
     let links = super::mcp::resource_links(&prompt);
-    super::attach::commit_prompt(c, prompt)?;
+    super::attach::commit_prompt(c, gate, &control.cwd, prompt)?;
     if let Some(command) = super::commands::parse(&prompt_text) {
         return command_turn(c, provider, gate, control, command, &prompt_text).await;
     }

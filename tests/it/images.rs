@@ -724,3 +724,51 @@ async fn a_session_of_more_images_than_are_held_sends_the_latest_twenty_and_repl
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     assert_eq!(carried(&again, 2, CALLS), want);
 }
+
+#[tokio::test]
+async fn an_embedded_file_a_read_deny_rule_covers_is_withheld_from_the_model() {
+    let env = TestEnv::scripted(script(vec![respond(json!([text("ok")]))]))
+        .with_policy(json!({"permissions": {"deny": ["Read(.env)"]}}));
+    let secret = env.file(".env", "API_KEY=hunter2\n");
+    let notes = env.file("notes.txt", "remember the milk\n");
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    let embedded = |path: &Path, text: &str| {
+        json!({"type": "resource", "resource": {
+            "uri": format!("file://{}", path.display()), "text": text, "mimeType": "text/plain"}})
+    };
+    let prompt = json!([
+        {"type": "text", "text": "look at these"},
+        embedded(&secret, "API_KEY=hunter2\n"),
+        embedded(&notes, "remember the milk\n"),
+    ]);
+    let id = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": prompt}),
+        )
+        .await;
+    let answer = conn.response(&id).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let sent = conn.env.model_requests()[0].to_string();
+    assert!(
+        !sent.contains("hunter2"),
+        "the denied file reached the model: {sent}"
+    );
+    assert!(sent.contains("remember the milk"), "{sent}");
+    assert!(
+        sent.contains("its contents were not given to the model"),
+        "{sent}"
+    );
+    // Neither the log nor a replay holds the withheld contents.
+    let log = serde_json::to_string(&conn.env.log(&session)).unwrap();
+    assert!(!log.contains("hunter2"), "{log}");
+    let told = notices(&conn.env, &session);
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(
+        told[0].contains(".env was attached to the prompt"),
+        "{}",
+        told[0]
+    );
+    assert!(told[0].contains("Read(.env)"), "{}", told[0]);
+}

@@ -37,8 +37,14 @@ pub struct Report {
     /// The mode a new session starts in.
     pub mode: String,
     pub trust: TrustInfo,
-    /// MCP servers candor would start (none: candor has no MCP support yet).
-    pub mcp_servers: Vec<String>,
+    /// The MCP servers the user's and (when trusted) the project's
+    /// configuration give a session here, one a name, the winning entry
+    /// (the editor may give more at `session/new`).
+    pub mcp_servers: Vec<McpServerInfo>,
+    /// The instruction files a session here would give the model, in order.
+    pub instructions: Vec<InstructionInfo>,
+    /// What about them could not be loaded or was cut.
+    pub instruction_notes: Vec<String>,
     /// Editor set-ups in candor's `editors/` for editors found on this machine.
     pub editors: Vec<EditorInfo>,
     /// What loading had to say, as a session would show it.
@@ -118,6 +124,29 @@ pub struct EditorInfo {
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+pub struct McpServerInfo {
+    pub name: String,
+    /// Where its entry comes from.
+    pub source: String,
+    /// What it runs or where it connects (header values left out).
+    pub transport: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstructionInfo {
+    pub path: PathBuf,
+    /// `user` or `project`.
+    pub scope: crate::event_log::InstructionScope,
+    pub imported_by: Option<PathBuf>,
+    /// The file's size in bytes.
+    pub bytes: u64,
+    /// Whether only its start would be given (the caps).
+    pub cut: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NoticeInfo {
     pub level: NoticeLevel,
     pub text: String,
@@ -173,6 +202,8 @@ pub fn report(config: &Config, cwd: &Path) -> Report {
             }
         }
     };
+    let (mcp_servers, instructions, instruction_notes) =
+        loaded_beside(config, &cwd, built.as_ref());
     let (hooks, rules, mode, notices) = match built {
         Some(b) => {
             let mut rules = Vec::new();
@@ -223,11 +254,53 @@ pub fn report(config: &Config, cwd: &Path) -> Report {
         rules,
         mode,
         trust: trust_info,
-        mcp_servers: Vec::new(),
+        mcp_servers,
+        instructions,
+        instruction_notes,
         editors: editors(config),
         notices,
         broken,
     }
+}
+
+/// The MCP servers and the instruction files a session here would load
+/// beside its policy (the instruction files under its Read deny rules).
+fn loaded_beside(
+    config: &Config,
+    cwd: &Path,
+    built: Option<&bridges::policy::Built>,
+) -> (Vec<McpServerInfo>, Vec<InstructionInfo>, Vec<String>) {
+    let specs = built.map(|b| b.mcp.clone()).unwrap_or_default();
+    let servers = crate::tools::mcp::choose(specs)
+        .servers
+        .into_iter()
+        .map(|s| McpServerInfo {
+            name: s.name,
+            source: s.source.describe(),
+            transport: s.transport.describe(),
+        })
+        .collect();
+    let denies = built
+        .map(|b| crate::interception::policy::ReadDenies::of(&b.policy.rules))
+        .unwrap_or_default();
+    let (files, notes) = bridges::instructions::load_in(
+        cwd,
+        config.user_home.as_deref(),
+        config.codex.as_ref().and_then(|c| c.home.as_deref()),
+        config.claude.as_ref().and_then(|c| c.user_dir.as_deref()),
+        &denies,
+    );
+    let files = files
+        .into_iter()
+        .map(|f| InstructionInfo {
+            path: f.path,
+            scope: f.scope,
+            imported_by: f.imported_by,
+            bytes: f.bytes,
+            cut: f.cut,
+        })
+        .collect();
+    (servers, files, notes)
 }
 
 fn provider(config: &Config, cwd: &Path) -> ProviderInfo {
@@ -492,10 +565,32 @@ fn render_hooks_and_rules(out: &mut String, r: &Report) {
     for rule in &r.rules {
         let _ = writeln!(out, "  {:<5} {}", rule.kind, rule.rule);
     }
+    let _ = writeln!(out, "\nMCP servers (besides those the editor gives)");
+    if r.mcp_servers.is_empty() {
+        let _ = writeln!(out, "  none");
+    }
+    for m in &r.mcp_servers {
+        let _ = writeln!(out, "  {}: {} (from {})", m.name, m.transport, m.source);
+    }
     let _ = writeln!(
         out,
-        "\nMCP servers\n  none (candor does not start MCP servers yet)"
+        "\nInstruction files (in the order the model reads them)"
     );
+    if r.instructions.is_empty() {
+        let _ = writeln!(out, "  none");
+    }
+    for f in &r.instructions {
+        let by = f
+            .imported_by
+            .as_ref()
+            .map(|b| format!(", imported by {}", b.display()))
+            .unwrap_or_default();
+        let cut = if f.cut { ", cut" } else { "" };
+        let _ = writeln!(out, "  {} ({} bytes{by}{cut})", f.path.display(), f.bytes);
+    }
+    for note in &r.instruction_notes {
+        let _ = writeln!(out, "  note: {}", crate::text::shorten(note, 300));
+    }
     if !r.editors.is_empty() {
         let _ = writeln!(out, "\nEditors found");
         for e in &r.editors {

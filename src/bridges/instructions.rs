@@ -109,6 +109,48 @@ pub fn load(sources: &Sources<'_>) -> (Vec<Instructions>, Vec<String>) {
     (loader.files, loader.notes)
 }
 
+/// The nearest directory at or above `cwd` holding `.git` (a directory, or
+/// the file a worktree or submodule has), as git finds it.
+pub fn repository_root(cwd: &Path) -> Option<PathBuf> {
+    cwd.ancestors()
+        .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
+        .map(Path::to_owned)
+}
+
+/// The root a project's instruction files are confined to: the
+/// repository's, unless it holds the user's home directory (dotfiles kept
+/// in git at `~`): then every directory below home would share it, and a
+/// project unpacked there could import the user's own files; the working
+/// directory is the project then, as outside any repository.
+fn project_root(repo: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
+    let repo = repo?;
+    let holds_home = home.is_some_and(|home| {
+        crate::tools::resolve_links(home).starts_with(crate::tools::resolve_links(repo))
+    });
+    (!holds_home).then(|| repo.to_owned())
+}
+
+/// The files a session in `cwd` loads (the project root found as the
+/// module doc says), and the notes on what it could not load or cut.
+pub fn load_in(
+    cwd: &Path,
+    home: Option<&Path>,
+    codex_home: Option<&Path>,
+    claude_dir: Option<&Path>,
+    denies: &ReadDenies,
+) -> (Vec<Instructions>, Vec<String>) {
+    let repo = repository_root(cwd);
+    let root = project_root(repo.as_deref(), home).unwrap_or_else(|| cwd.to_owned());
+    load(&Sources {
+        cwd,
+        root: &root,
+        home,
+        codex_home,
+        claude_dir,
+        denies,
+    })
+}
+
 /// The directories from `root` down to `cwd` (just `cwd` when it is not
 /// under `root`).
 fn dirs_down(root: &Path, cwd: &Path) -> Vec<PathBuf> {

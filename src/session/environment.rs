@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::bridges::instructions;
 use crate::config::Config;
-use crate::event_log::{Environment, GitFacts};
+use crate::event_log::{Environment, GitFacts, Instructions};
 use crate::interception::policy::ReadDenies;
 use crate::tools::exec;
 
@@ -62,7 +62,7 @@ impl Sources {
 /// same time.
 pub(crate) async fn gather(sources: Sources) -> Environment {
     let cwd = sources.cwd.clone();
-    let repo = repository_root(&cwd);
+    let repo = instructions::repository_root(&cwd);
     let git = async {
         match &repo {
             Some(root) => Some(git_facts(root).await),
@@ -71,18 +71,7 @@ pub(crate) async fn gather(sources: Sources) -> Environment {
     };
     let files = tokio::task::spawn_blocking({
         let sources = sources.clone();
-        let root =
-            project_root(repo.as_deref(), sources.home.as_deref()).unwrap_or_else(|| cwd.clone());
-        move || {
-            instructions::load(&instructions::Sources {
-                cwd: &sources.cwd,
-                root: &root,
-                home: sources.home.as_deref(),
-                codex_home: sources.codex_home.as_deref(),
-                claude_dir: sources.claude_dir.as_deref(),
-                denies: &sources.denies,
-            })
-        }
+        move || load_instructions(&sources)
     });
     // A file on a mount that stopped answering must not hold the session.
     let files = tokio::time::timeout(FILES_BUDGET, files);
@@ -117,31 +106,22 @@ pub(crate) async fn gather(sources: Sources) -> Environment {
     }
 }
 
+/// The instruction files a session in `sources.cwd` loads, and the notes
+/// on what it could not load or cut.
+fn load_instructions(sources: &Sources) -> (Vec<Instructions>, Vec<String>) {
+    instructions::load_in(
+        &sources.cwd,
+        sources.home.as_deref(),
+        sources.codex_home.as_deref(),
+        sources.claude_dir.as_deref(),
+        &sources.denies,
+    )
+}
+
 /// Today's date in UTC, `YYYY-MM-DD`.
 fn today() -> String {
     let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     now.get(..10).unwrap_or(&now).to_owned()
-}
-
-/// The nearest directory at or above `cwd` holding `.git` (a directory, or
-/// the file a worktree or submodule has), as git finds it.
-fn repository_root(cwd: &Path) -> Option<PathBuf> {
-    cwd.ancestors()
-        .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
-        .map(Path::to_owned)
-}
-
-/// The root a project's instruction files are confined to: the
-/// repository's, unless it holds the user's home directory (dotfiles kept
-/// in git at `~`): then every directory below home would share it, and a
-/// project unpacked there could import the user's own files; the working
-/// directory is the project then, as outside any repository.
-fn project_root(repo: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
-    let repo = repo?;
-    let holds_home = home.is_some_and(|home| {
-        crate::tools::resolve_links(home).starts_with(crate::tools::resolve_links(repo))
-    });
-    (!holds_home).then(|| repo.to_owned())
 }
 
 /// Branch, status and recent commits, all within [`GIT_BUDGET`].

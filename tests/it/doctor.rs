@@ -189,3 +189,46 @@ async fn slash_doctor_shows_the_same_in_the_editor() {
     );
     assert!(conn.env.model_requests().is_empty(), "the model was asked");
 }
+
+#[test]
+fn mcp_servers_and_instruction_files_are_listed() {
+    let env = TestEnv::new();
+    write(
+        &env.dir.path().join(".claude.json"),
+        &json!({"mcpServers": {"docs": {"command": "docs-server", "args": ["--stdio"]}}})
+            .to_string(),
+    );
+    env.file("AGENTS.md", "Run the tests.\n");
+    env.file("CLAUDE.md", "See @docs/style.md and @../outside.md\n");
+    env.file("docs/style.md", "Tabs.\n");
+    std::fs::write(env.dir.path().join("outside.md"), "x\n").unwrap();
+    let (code, report, text) = doctor(&env, &[]);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(report["mcpServers"][0]["name"], "docs", "{report}");
+    let transport = report["mcpServers"][0]["transport"].as_str().unwrap();
+    assert_eq!(transport, "stdio: docs-server --stdio");
+    let paths: Vec<&str> = report["instructions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths.len(), 3, "{paths:?}");
+    assert!(paths[0].ends_with("/AGENTS.md"), "{paths:?}");
+    assert!(paths[1].ends_with("/CLAUDE.md"), "{paths:?}");
+    assert!(paths[2].ends_with("/docs/style.md"), "{paths:?}");
+    assert!(
+        report["instructionNotes"]
+            .to_string()
+            .contains("outside the project"),
+        "{report}"
+    );
+    assert!(
+        text.contains("docs: stdio: docs-server --stdio (from "),
+        "{text}"
+    );
+    assert!(
+        text.contains("docs/style.md (6 bytes, imported by "),
+        "{text}"
+    );
+}

@@ -340,19 +340,10 @@ fn is_markdown(name: &str) -> bool {
 /// link or blocking on a FIFO swapped in, and checked again once open), at
 /// most [`MAX_FILE`] bytes, UTF-8 and not binary.
 fn read_command(path: &Path) -> Result<String, String> {
+    use crate::tools::files::{Links, open_regular};
     use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| format!("cannot be read ({e})"))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot be read ({e})"))?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
+    let (file, meta) = open_regular(path, Links::Refuse)?
+        .ok_or_else(|| "cannot be read (it is no longer there)".to_owned())?;
     let too_big = |len: u64| format!("{len} bytes, over the {MAX_FILE} a command file may have");
     if meta.len() > MAX_FILE {
         return Err(too_big(meta.len()));

@@ -148,7 +148,7 @@ pub fn not_a_file(path: &Path) -> Option<String> {
 pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, String> {
     use std::io::Read as _;
     let shown = path.display();
-    let Some((file, meta)) = open_regular(path)? else {
+    let Some((file, meta)) = open_regular(path, Links::Follow)? else {
         return Ok(None);
     };
     let too_big = |len: u64| {
@@ -173,7 +173,7 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, String> {
 /// [`read_regular`] opens it (`Ok(None)`: no such file).
 pub fn head(path: &Path, n: usize) -> Result<Option<Vec<u8>>, String> {
     use std::io::Read as _;
-    let Some((file, _)) = open_regular(path)? else {
+    let Some((file, _)) = open_regular(path, Links::Follow)? else {
         return Ok(None);
     };
     let mut bytes = Vec::new();
@@ -183,18 +183,36 @@ pub fn head(path: &Path, n: usize) -> Result<Option<Vec<u8>>, String> {
     Ok(Some(bytes))
 }
 
+/// Whether [`open_regular`] opens a symbolic link's target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    /// Follow it (the file tools judge a path where it leads).
+    Follow,
+    /// Refuse it (`O_NOFOLLOW`: a link swapped in after a check that saw
+    /// none is not opened).
+    Refuse,
+}
+
 /// A regular file opened for reading without blocking, and checked again
 /// once open (`Ok(None)`: no such file; an error for anything that is not
-/// a regular file, before or after the open).
-fn open_regular(path: &Path) -> Result<Option<(std::fs::File, std::fs::Metadata)>, String> {
+/// a regular file, before or after the open, and for a link `links`
+/// refuses).
+pub fn open_regular(
+    path: &Path,
+    links: Links,
+) -> Result<Option<(std::fs::File, std::fs::Metadata)>, String> {
     use std::os::unix::fs::OpenOptionsExt;
     let shown = path.display();
     if let Some(why) = not_a_file(path) {
         return Err(why);
     }
+    let mut flags = nix::fcntl::OFlag::O_NONBLOCK;
+    if links == Links::Refuse {
+        flags |= nix::fcntl::OFlag::O_NOFOLLOW;
+    }
     let file = match std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .custom_flags(flags.bits())
         .open(path)
     {
         Ok(f) => f,

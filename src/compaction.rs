@@ -89,7 +89,7 @@ impl Budget {
 }
 
 /// Tokens of `bytes` bytes of text.
-fn tokens(bytes: usize) -> u64 {
+pub fn tokens(bytes: usize) -> u64 {
     (bytes as u64).div_ceil(BYTES_PER_TOKEN)
 }
 
@@ -106,7 +106,8 @@ impl std::io::Write for Counter {
     }
 }
 
-fn json_bytes(value: &impl serde::Serialize) -> usize {
+/// The size of `value` as JSON, counted without building it.
+pub fn json_bytes(value: &impl serde::Serialize) -> usize {
     let mut counter = Counter(0);
     let _ = serde_json::to_writer(&mut counter, value);
     counter.0
@@ -258,12 +259,15 @@ pub fn cap_summary(summary: &str, budget: &Budget) -> String {
 
 /// The estimated tokens of a whole request.
 pub fn request_tokens(request: &ModelRequest) -> u64 {
-    let fixed = fixed_tokens(request);
-    request
-        .messages
+    fixed_tokens(request).saturating_add(messages_tokens(&request.messages))
+}
+
+/// The estimated tokens of a history.
+pub fn messages_tokens(messages: &[Message]) -> u64 {
+    messages
         .iter()
         .map(message_tokens)
-        .fold(fixed, u64::saturating_add)
+        .fold(0, u64::saturating_add)
 }
 
 fn message_tokens(message: &Message) -> u64 {

@@ -13,6 +13,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::compaction;
 use crate::event_log::{Environment, Event, InstructionScope, Record};
 
 /// One part of the system prompt.
@@ -172,13 +173,6 @@ fn instructions(env: &Environment) -> String {
     out.trim_end().to_owned()
 }
 
-/// Tokens a text is estimated to take: a token for every 4 bytes, as a
-/// rough rule for English and code (a provider's count is only known after
-/// the request).
-pub(crate) fn estimate_tokens(bytes: usize) -> u64 {
-    (bytes as u64).div_ceil(4)
-}
-
 /// What the next request would carry, for `/context`.
 pub(crate) struct Request<'a> {
     pub(crate) records: &'a [Record],
@@ -208,29 +202,19 @@ pub(crate) fn report(request: &Request<'_>) -> String {
                 "environment" => "environment and git".to_owned(),
                 _ => format!("instruction files ({given})"),
             };
-            (name, p.text.len(), estimate_tokens(p.text.len()))
+            (name, p.text.len(), compaction::tokens(p.text.len()))
         })
         .collect();
-    let tool_bytes = request
-        .tools
-        .iter()
-        .map(|t| serde_json::to_string(t).map_or(0, |s| s.len()))
-        .sum();
+    let tool_bytes = compaction::json_bytes(&request.tools);
     rows.push((
         format!("tool definitions ({})", request.tools.len()),
         tool_bytes,
-        estimate_tokens(tool_bytes),
+        compaction::tokens(tool_bytes),
     ));
-    let conversation = crate::conversation::ModelRequest {
-        system: String::new(),
-        messages: request.messages.to_vec(),
-        tools: Vec::new(),
-    };
-    let history_bytes = serde_json::to_string(request.messages).map_or(0, |s| s.len());
     rows.push((
         format!("conversation ({} messages)", request.messages.len()),
-        history_bytes,
-        crate::compaction::request_tokens(&conversation),
+        compaction::json_bytes(&request.messages),
+        compaction::messages_tokens(request.messages),
     ));
     let mut out = String::new();
     window_lines(&mut out, request);

@@ -223,18 +223,10 @@ async fn a_hostile_repositorys_git_config_runs_nothing() {
     let env = TestEnv::scripted(script(vec![respond(json!([text("ok")]))]));
     repository(&env);
     let p = env.project.clone();
-    let marker = env.dir.path().join("ran");
+    let (evil, marker) = evil_script(&env);
     let elsewhere = env.dir.path().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
     std::fs::write(elsewhere.join("users-private-file"), "x").unwrap();
-    let evil = env.dir.path().join("evil.sh");
-    std::fs::write(
-        &evil,
-        format!("#!/bin/sh\necho \"$0 $*\" >> {}\ncat\n", marker.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&evil, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let evil = evil.display().to_string();
     // git status runs core.fsmonitor, and a filter's clean command on a
     // file whose index entry is stale; git log --show-signature runs
     // gpg.program on a signed commit; core.worktree points git elsewhere.
@@ -252,15 +244,7 @@ async fn a_hostile_repositorys_git_config_runs_nothing() {
     // The size the index has (4 bytes): only hashing it (through the
     // filter) tells git whether it changed.
     std::fs::write(p.join("tracked.txt"), "six\n").unwrap();
-    let mut conn = Conn::in_process(env);
-    let session = conn.ready().await;
-    conn.prompt(&session, "hi").await;
-    let system = system_of(&conn.env.model_requests()[0]);
-    assert!(
-        !marker.exists(),
-        "the repository ran {:?}",
-        std::fs::read_to_string(&marker)
-    );
+    let system = first_system_prompt_running_nothing(env, &marker).await;
     assert!(system.contains("Branch: main"), "{system}");
     assert!(system.contains("- signed"), "{system}");
     assert!(system.contains("?? .gitattributes"), "{system}");
@@ -366,6 +350,22 @@ async fn an_anthropic_request_carries_the_instructions() {
 }
 
 /// A script that notes it ran in `<dir>/ran`, then passes its input on.
+/// The system prompt of a session's first request, after checking that
+/// nothing of the repository's ran (`marker` is what its script writes).
+async fn first_system_prompt_running_nothing(env: TestEnv, marker: &Path) -> String {
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "hi").await;
+    assert!(
+        !marker.exists(),
+        "the repository ran {:?}",
+        std::fs::read_to_string(marker)
+    );
+    system_of(&conn.env.model_requests()[0])
+}
+
+/// A script that says it ran (in the marker file it returns beside its
+/// path) and passes its input through, as a filter would.
 fn evil_script(env: &TestEnv) -> (String, std::path::PathBuf) {
     let marker = env.dir.path().join("ran");
     let evil = env.dir.path().join("evil.sh");
@@ -391,15 +391,7 @@ async fn a_filter_whose_name_holds_an_equals_sign_runs_nothing() {
     // The size the index has (4 bytes): only hashing it (through the
     // filter) tells git whether it changed.
     std::fs::write(p.join("tracked.txt"), "six\n").unwrap();
-    let mut conn = Conn::in_process(env);
-    let session = conn.ready().await;
-    conn.prompt(&session, "hi").await;
-    let system = system_of(&conn.env.model_requests()[0]);
-    assert!(
-        !marker.exists(),
-        "the repository ran {:?}",
-        std::fs::read_to_string(&marker)
-    );
+    let system = first_system_prompt_running_nothing(env, &marker).await;
     assert!(system.contains("Branch: main"), "{system}");
 }
 
@@ -455,15 +447,7 @@ async fn a_filter_past_what_git_config_is_read_for_runs_nothing() {
     std::fs::write(p.join(".git/config"), config).unwrap();
     env.file(".gitattributes", "* filter=zz\n");
     std::fs::write(p.join("tracked.txt"), "six\n").unwrap();
-    let mut conn = Conn::in_process(env);
-    let session = conn.ready().await;
-    conn.prompt(&session, "hi").await;
-    let system = system_of(&conn.env.model_requests()[0]);
-    assert!(
-        !marker.exists(),
-        "the repository ran {:?}",
-        std::fs::read_to_string(&marker)
-    );
+    let system = first_system_prompt_running_nothing(env, &marker).await;
     assert!(system.contains("Branch: main"), "{system}");
     assert!(system.contains("git status was not run"), "{system}");
 }

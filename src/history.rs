@@ -106,9 +106,14 @@ pub fn carried_images(
     attachments: &Attachments,
     last: u64,
 ) -> Vec<Wanted> {
-    let messages = carried(records, strategy, attachments, last);
+    wanted_images(&carried(records, strategy, attachments, last))
+}
+
+/// The stored images a history from [`carried`] carries, newest first,
+/// each once, with the size it was counted at.
+pub fn wanted_images(messages: &[Message]) -> Vec<Wanted> {
     let mut wanted: Vec<Wanted> = Vec::new();
-    for image in images_newest_first(&messages) {
+    for image in images_newest_first(messages) {
         if let Some((digest, bytes)) = stored(image)
             && !wanted.iter().any(|w| w.digest == digest)
         {
@@ -151,7 +156,7 @@ fn images_newest_first(messages: &[Message]) -> impl Iterator<Item = &Image> {
 
 /// Each stored image's data in place of its stand-in, from `attachments`;
 /// one not held (the session did not load it) is replaced by a line.
-fn put_in_images(messages: &mut [Message], attachments: &Attachments) {
+pub fn put_in_images(messages: &mut [Message], attachments: &Attachments) {
     let fill = |images: &mut Vec<Image>, text: &mut String| {
         images.retain_mut(|image| {
             let Some((digest, _)) = stored(image) else {
@@ -186,8 +191,8 @@ fn put_in_images(messages: &mut [Message], attachments: &Attachments) {
 }
 
 /// The history up to `last` with the latest images chosen, stored ones
-/// still stand-ins.
-fn carried(
+/// still stand-ins ([`put_in_images`] fills them in once they are loaded).
+pub fn carried(
     records: &[Record],
     strategy: RewriteStrategy,
     attachments: &Attachments,

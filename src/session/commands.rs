@@ -74,15 +74,9 @@ pub(crate) fn run(
         "hooks" => hooks(gate),
         "mcp" => mcp(gate),
         "context" => {
-            c.ensure_images(provider.rewrite_strategy(), u64::MAX);
-            let records = c.records();
-            let messages = crate::history::derive_messages(
-                records,
-                provider.rewrite_strategy(),
-                c.attachments(),
-            );
+            let messages = c.request_history(provider.rewrite_strategy());
             super::system::report(&super::system::Request {
-                records,
+                records: c.records(),
                 cwd,
                 tools: &crate::tools::specs(&gate.mcp.tools()),
                 messages: &messages,

@@ -77,29 +77,46 @@ impl Committer {
     }
 
     /// Loads from the content store the images the history up to seq
-    /// `last` carries (`history::carried_images`), so that deriving it
-    /// finds them held. When one turns out unavailable or not the size its
-    /// record gives, the choice is made again (each time knowing one image
-    /// more, so a few rounds at most).
+    /// `last` carries (`history::carried`), so that deriving it finds them
+    /// held, and returns that history with its images still stand-ins.
+    /// When one turns out unavailable or not the size its record gives,
+    /// the choice is made again (each time knowing one image more, so a few
+    /// rounds at most).
     pub(crate) fn ensure_images(
         &mut self,
         strategy: crate::conversation::RewriteStrategy,
         last: u64,
-    ) {
+    ) -> Vec<crate::conversation::Message> {
+        let carried = |log: &EventLog| {
+            crate::history::carried(log.records(), strategy, log.attachments(), last)
+        };
         for _ in 0..ENSURE_ROUNDS {
-            let wanted = crate::history::carried_images(
-                self.log.records(),
-                strategy,
-                self.log.attachments(),
-                last,
-            );
-            if !self.log.ensure_images(&wanted) {
-                return;
+            let messages = carried(&self.log);
+            if !self
+                .log
+                .ensure_images(&crate::history::wanted_images(&messages))
+            {
+                // Every image as the choice assumed: the history derived
+                // now is the one to send.
+                return messages;
             }
         }
         tracing::warn!(
             "the images of a request kept changing as they were loaded; some may be told as unavailable"
         );
+        carried(&self.log)
+    }
+
+    /// The history the next request carries, its images loaded: what
+    /// `history::derive_messages` gives once [`ensure_images`](Self::ensure_images)
+    /// ran, folded once.
+    pub(crate) fn request_history(
+        &mut self,
+        strategy: crate::conversation::RewriteStrategy,
+    ) -> Vec<crate::conversation::Message> {
+        let mut messages = self.ensure_images(strategy, u64::MAX);
+        crate::history::put_in_images(&mut messages, self.log.attachments());
+        messages
     }
 
     /// Like [`commit`](Self::commit), and the record is on disk when this

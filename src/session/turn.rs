@@ -35,7 +35,6 @@ use super::context::{Gate, TurnControl, TurnError};
 use super::events;
 use crate::conversation::{AssistantBlock, AssistantTurn, ModelRequest, ModelStop};
 use crate::event_log::{DeltaChannel, Event, LogError, NoticeLevel, ResultStatus, TurnStop};
-use crate::history::derive_messages;
 use crate::providers::{Provider, StreamDelta};
 use crate::tools;
 
@@ -231,10 +230,10 @@ fn request(
     gate: &Gate,
     control: &TurnControl,
 ) -> ModelRequest {
-    c.ensure_images(provider.rewrite_strategy(), u64::MAX);
+    let messages = c.request_history(provider.rewrite_strategy());
     ModelRequest {
         system: super::system::prompt(c.records(), &control.cwd),
-        messages: derive_messages(c.records(), provider.rewrite_strategy(), c.attachments()),
+        messages,
         tools: tools::specs(&gate.mcp.tools()),
     }
 }

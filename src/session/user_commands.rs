@@ -11,22 +11,12 @@ use super::context::{Gate, TurnError};
 use crate::bridges::commands::{self, UserCommand};
 use crate::event_log::{Event, NoticeLevel, OfferedCommand, TurnStop};
 
-/// Commands other parts of candor answer (besides those
-/// `session::commands` offers), which no command file may take.
-const ALSO_RESERVED: &[&str] = &["compact", "context"];
-
-/// The names no command file may take.
+/// The names no command file may take: candor's own commands.
 fn reserved() -> Vec<String> {
-    let mut names: Vec<String> = super::commands::offered()
+    super::commands::offered()
         .into_iter()
         .map(|c| c.name)
-        .collect();
-    for name in ALSO_RESERVED {
-        if !names.iter().any(|n| n == name) {
-            names.push((*name).to_owned());
-        }
-    }
-    names
+        .collect()
 }
 
 /// Reads the command files afresh into the gate, and tells the user of

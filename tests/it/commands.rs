@@ -336,6 +336,8 @@ async fn a_link_a_huge_file_or_a_binary_one_is_not_read() {
     std::os::unix::fs::symlink("/etc", commands.join("etc")).unwrap();
     env.file(".claude/commands/huge.md", &"x".repeat(100_000));
     std::fs::write(commands.join("binary.md"), b"ab\0cd").unwrap();
+    // A FIFO would block a reader that opened it as a file.
+    nix::unistd::mkfifo(&commands.join("pipe.md"), nix::sys::stat::Mode::S_IRWXU).unwrap();
     env.file(".claude/commands/fine.md", "Fine.\n");
     let mut conn = connect(env);
     let session = open(&mut conn).await;
@@ -344,7 +346,7 @@ async fn a_link_a_huge_file_or_a_binary_one_is_not_read() {
         .map(|c| c["name"].as_str().unwrap().to_owned())
         .collect();
     assert!(names.contains(&"fine".to_owned()), "{names:?}");
-    for skipped in ["passwd", "huge", "binary"] {
+    for skipped in ["passwd", "huge", "binary", "pipe"] {
         assert!(!names.contains(&skipped.to_owned()), "{names:?}");
     }
     let log = conn.env.log(&session);
@@ -358,6 +360,7 @@ async fn a_link_a_huge_file_or_a_binary_one_is_not_read() {
         "etc: a symbolic link",
         "huge.md: 100000 bytes",
         "binary.md: a binary file",
+        "pipe.md: not a regular file",
     ] {
         assert!(notices.contains(said), "{said:?} missing from {notices}");
     }

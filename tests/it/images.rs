@@ -772,3 +772,45 @@ async fn an_embedded_file_a_read_deny_rule_covers_is_withheld_from_the_model() {
     );
     assert!(told[0].contains("Read(.env)"), "{}", told[0]);
 }
+
+#[tokio::test]
+async fn a_pipe_named_like_an_image_or_linked_in_a_prompt_blocks_nothing() {
+    // A repository ships a FIFO called `screen.png`: the model's Read of
+    // it, and the user's link to another, must neither block on it nor
+    // take it for an image.
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool(
+            "r",
+            "Read",
+            json!({"file_path": "screen.png"})
+        )])),
+        respond(json!([text("Done.")])),
+    ]));
+    let mode = nix::sys::stat::Mode::S_IRWXU;
+    nix::unistd::mkfifo(&env.project.join("screen.png"), mode).unwrap();
+    let pipe = env.project.join("notes.txt");
+    nix::unistd::mkfifo(&pipe, mode).unwrap();
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    let prompt = json!([{"type": "text", "text": "look"}, link(&pipe)]);
+    let id = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": prompt}),
+        )
+        .await;
+    let answer = conn.response(&id).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let told = notices(&conn.env, &session);
+    assert!(
+        told.iter()
+            .any(|n| n.contains("notes.txt") && n.contains("named pipe")),
+        "{told:?}"
+    );
+    let card = card_frames(&conn, &session, "r");
+    let last = card.last().unwrap();
+    assert_eq!(last["status"], "failed", "{last}");
+    assert!(last.to_string().contains("named pipe"), "{last}");
+    let result = result_in_request(&conn, 1, "r");
+    assert!(result.get("images").is_none(), "{result}");
+}

@@ -14,7 +14,6 @@
 //! context-length error (`overflow`), and for `/compact [focus]`
 //! ([`on_request`], `manual`).
 
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::commit::Committer;
@@ -92,7 +91,8 @@ pub(crate) async fn compact(
             ask.focus,
             &shown,
         );
-        match summarize(c, provider, &request, cancel).await? {
+        // Nothing of the summary is shown; retries are notices.
+        match super::ask::stream(c, provider, &request, cancel, |_, _| Ok(())).await? {
             None => {
                 if ask.trigger != CompactTrigger::Manual {
                     c.commit(Event::Notice {
@@ -152,42 +152,6 @@ fn after_tokens(c: &Committer, base: &ModelRequest, to: u64, summary: &str) -> u
         .position(|r| r.seq > to)
         .unwrap_or(records.len());
     compaction::request_tokens(&head).saturating_add(compaction::appended(&records[kept..]))
-}
-
-/// Runs the summary request: nothing of it is shown, retries are notices.
-/// `None` when cancelled.
-async fn summarize(
-    c: &mut Committer,
-    provider: &mut Provider,
-    request: &ModelRequest,
-    cancel: &CancellationToken,
-) -> Result<
-    Option<Result<crate::conversation::AssistantTurn, crate::providers::ProviderError>>,
-    LogError,
-> {
-    let (tx, mut deltas) = mpsc::unbounded_channel();
-    let (notice_tx, mut notices) = mpsc::unbounded_channel();
-    provider.set_notices(Some(notice_tx));
-    let notice = |text: String| Event::Notice {
-        level: NoticeLevel::Warning,
-        text,
-    };
-    let stream = provider.stream(request, tx);
-    tokio::pin!(stream);
-    let result = loop {
-        tokio::select! {
-            biased;
-            // The summary streams unseen; only the record shows it.
-            Some(_) = deltas.recv() => {}
-            Some(text) = notices.recv() => c.commit(notice(text))?,
-            result = &mut stream => break Some(result),
-            _ = cancel.cancelled() => break None,
-        }
-    };
-    while let Ok(text) = notices.try_recv() {
-        c.commit(notice(text))?;
-    }
-    Ok(result)
 }
 
 /// What a compaction around a model request did to the history.

@@ -12,6 +12,7 @@
 //! always reaches that prompt's turn.
 
 pub(crate) mod actor;
+pub(crate) mod ask;
 pub(crate) mod attach;
 pub(crate) mod call;
 pub(crate) mod commands;

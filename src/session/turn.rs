@@ -25,7 +25,6 @@
 //! with an error: no tool runs without its `tool/call` record.
 
 use agent_client_protocol_schema::v1::ContentBlock;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::call::{Next, finish, run_call};
@@ -283,32 +282,11 @@ async fn ask_model(
     request: &ModelRequest,
     cancel: &CancellationToken,
 ) -> Result<Option<crate::conversation::AssistantTurn>, TurnError> {
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    // Retries and other provider news reach the user as notices.
-    let (notice_tx, mut notices) = mpsc::unbounded_channel();
-    provider.set_notices(Some(notice_tx));
-    let notice = |text: String| Event::Notice {
-        level: NoticeLevel::Warning,
-        text,
-    };
     let mut streamed = String::new();
-    let stream = provider.stream(request, tx);
-    tokio::pin!(stream);
-    let result = loop {
-        tokio::select! {
-            biased;
-            Some(delta) = rx.recv() => record_delta(c, delta, &mut streamed)?,
-            Some(text) = notices.recv() => c.commit(notice(text))?,
-            result = &mut stream => break Some(result),
-            _ = cancel.cancelled() => break None,
-        }
-    };
-    while let Ok(delta) = rx.try_recv() {
-        record_delta(c, delta, &mut streamed)?;
-    }
-    while let Ok(text) = notices.try_recv() {
-        c.commit(notice(text))?;
-    }
+    let result = super::ask::stream(c, provider, request, cancel, |c, delta| {
+        record_delta(c, delta, &mut streamed)
+    })
+    .await?;
     match result {
         Some(Ok(turn)) => Ok(Some(turn)),
         Some(Err(e)) => Err(e.into()),

@@ -516,24 +516,6 @@ fn compact(v: &Value) -> String {
 }
 
 /// The timeline for people.
-/// Text for a terminal or an editor: control characters (an escape
-/// sequence in a hostile tool name, path or prompt would otherwise drive
-/// the terminal) and bidirectional overrides (which reorder what is shown)
-/// are written as visible `\u{…}` escapes; line breaks and tabs stay.
-pub fn visible(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        let hidden = (c.is_control() && c != '\n' && c != '\t')
-            || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}');
-        if hidden {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 fn render_environment(
     out: &mut String,
     at: &str,
@@ -636,7 +618,7 @@ pub fn render(entries: &[Entry]) -> String {
             }
         }
     }
-    visible(&out)
+    crate::text::visible(&out)
 }
 
 fn render_compacted(out: &mut String, entry: &Entry) {
@@ -883,14 +865,6 @@ mod tests {
         assert_eq!(
             json[1]["originalArguments"],
             json!({"command": "git status"})
-        );
-    }
-
-    #[test]
-    fn hostile_text_is_shown_not_obeyed() {
-        assert_eq!(
-            visible("rm\u{1b}]0;pwned\u{7}\r x\u{202E}gpj\n\tok"),
-            "rm\\u{1b}]0;pwned\\u{7}\\u{d} x\\u{202e}gpj\n\tok"
         );
     }
 }

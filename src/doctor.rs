@@ -535,7 +535,7 @@ pub fn render(r: &Report) -> String {
             "Nothing is broken."
         }
     );
-    crate::audit::visible(&out)
+    crate::text::visible(&out)
 }
 
 /// The hooks, rules, MCP servers and editors of a report.

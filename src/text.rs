@@ -1,8 +1,11 @@
 //! Shortening text for people, in one place: by characters (never inside
 //! one), the cut marked with `…`. Byte positions use std's
 //! `str::floor_char_boundary` and `str::ceil_char_boundary`. Also counts
-//! for people (`thousands`: `183,616`), and taking out of a file's text the
-//! characters a model reads and a person does not see (`strip_invisible`).
+//! for people (`thousands`: `183,616`), taking out of a file's text the
+//! characters a model reads and a person does not see (`strip_invisible`),
+//! and the one sanitizer for every text a person reads to decide
+//! (`visible`: cards, permission prompts, the trust question, notices, the
+//! audit trail).
 
 /// `text` cut to at most `max` characters, the last of them `…` when it
 /// was cut.
@@ -64,9 +67,63 @@ pub fn strip_invisible(text: &str) -> (String, usize) {
     (kept, removed)
 }
 
+/// Whether a person would not see `c` as what it is: a control character
+/// (an escape sequence drives the terminal, `\r` overwrites what was
+/// shown), a bidirectional control or mark (reorders what is shown), a
+/// Unicode tag character, or a zero-width or invisible formatting
+/// character (U+200B–U+200D, U+2060–U+2064, U+FEFF, U+180E, U+00AD, which
+/// hide a word's break or join). Line breaks and tabs are seen as such.
+fn is_unseen(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || is_invisible(c)
+        || matches!(
+            c,
+            '\u{200B}'..='\u{200F}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{FEFF}'
+                | '\u{180E}'
+                | '\u{00AD}'
+                | '\u{061C}'
+        )
+}
+
+/// `text` as a person can safely be shown it, to read and decide on: every
+/// character they would not see as what it is ([`is_unseen`]) written as a
+/// visible `\u{…}` escape, so a hook command with an ANSI conceal sequence
+/// or a right-to-left override shows what it holds. Line breaks and tabs
+/// stay. The one function every presentation path goes through (a tidy test
+/// keeps it so).
+pub fn visible(text: &str) -> String {
+    if !text.chars().any(is_unseen) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_unseen(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hostile_text_is_shown_not_obeyed() {
+        assert_eq!(
+            visible("rm\u{1b}]0;pwned\u{7}\r x\u{202E}gpj\n\tok"),
+            "rm\\u{1b}]0;pwned\\u{7}\\u{d} x\\u{202e}gpj\n\tok"
+        );
+        assert_eq!(
+            visible("echo \u{1b}[8mhidden\u{1b}[0m a\u{200B}b\u{E0041}"),
+            "echo \\u{1b}[8mhidden\\u{1b}[0m a\\u{200b}b\\u{e0041}"
+        );
+        assert_eq!(visible("plain é ✓ 日本\n"), "plain é ✓ 日本\n");
+    }
 
     #[test]
     fn invisible_characters_are_taken_out_and_counted() {

@@ -1,0 +1,139 @@
+//! What candor keeps of the user's (`CANDOR_HOME`), and where it finds the
+//! user's own settings when the editor starts it without `HOME`.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// A 1×1 PNG.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+/// Every file and directory under `dir` (and `dir`), with its mode bits.
+fn modes(dir: &Path) -> Vec<(PathBuf, u32, bool)> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(path) = todo.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        found.push((path.clone(), meta.permissions().mode() & 0o777, meta.is_dir()));
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap() {
+                todo.push(entry.unwrap().path());
+            }
+        }
+    }
+    found
+}
+
+fn write_json(path: &Path, value: &Value) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_string_pretty(value).unwrap()).unwrap();
+}
+
+/// A session that writes everything candor writes under `CANDOR_HOME`: its
+/// log, the environment file of a SessionStart hook, the trust answer
+/// (`trust.json`), an image in the content store, a command's whole output
+/// spilled beside the log, and a deleted session's log: every file is the
+/// user's alone (0600), every directory too (0700), whatever the umask.
+#[tokio::test]
+async fn everything_candor_keeps_is_the_users_alone() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool(
+            "big",
+            "Bash",
+            json!({"command": "head -c 40000 /dev/zero | tr '\\0' 'a'; echo"})
+        )])),
+        respond(json!([text("done")])),
+        respond(json!([text("a picture")])),
+        respond(json!([text("bye")])),
+    ]));
+    // The project wants a hook (so candor asks, and the answer is kept),
+    // and the user has a SessionStart hook (so the session has an
+    // environment file for it).
+    write_json(
+        &env.project.join(".claude/settings.json"),
+        &json!({"permissions": {"allow": ["Bash(head *)"]}}),
+    );
+    write_json(
+        &env.dir.path().join(".claude/settings.json"),
+        &json!({"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "true"}]}]}}),
+    );
+    let mut cmd = candor_command(&env);
+    cmd.env("RUST_LOG", "off");
+    let mut conn = Conn::spawn_with(env, umask_000(cmd));
+    let session = conn.ready().await;
+    conn.answer_permissions(&["allow_always"]);
+    conn.prompt(&session, "go").await;
+    let answer = conn
+        .request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [
+                {"type": "text", "text": "What is this?"},
+                {"type": "image", "mimeType": "image/png", "data": PNG}
+            ]}),
+        )
+        .await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let other = conn.new_session().await;
+    conn.prompt(&other, "hello").await;
+    conn.call("session/delete", json!({"sessionId": other}))
+        .await;
+    let home = conn.env.home.clone();
+    let sessions = home.join("sessions");
+    // What the session wrote is there (else the test proves nothing).
+    for path in [
+        home.join("trust.json"),
+        sessions.join(format!("{session}.jsonl")),
+        sessions.join(format!("{session}.env")),
+        sessions.join(format!("{session}.content")),
+        sessions.join(format!("{session}.outputs")),
+        sessions.join(format!("deleted/{other}.jsonl")),
+    ] {
+        assert!(path.exists(), "{} was not written", path.display());
+    }
+    assert!(
+        std::fs::read_dir(sessions.join(format!("{session}.outputs")))
+            .unwrap()
+            .count()
+            == 1
+    );
+    let open: Vec<String> = modes(&home)
+        .into_iter()
+        .filter(|(_, mode, dir)| *mode != if *dir { 0o700 } else { 0o600 })
+        .map(|(path, mode, _)| format!("{} {mode:o}", path.display()))
+        .collect();
+    assert!(open.is_empty(), "not the user's alone: {open:?}");
+    // And so after the session ends (its environment file goes).
+    let env = conn.end().await;
+    let open: Vec<String> = modes(&env.home)
+        .into_iter()
+        .filter(|(_, mode, dir)| *mode != if *dir { 0o700 } else { 0o600 })
+        .map(|(path, mode, _)| format!("{} {mode:o}", path.display()))
+        .collect();
+    assert!(open.is_empty(), "not the user's alone: {open:?}");
+}
+
+/// `cmd` (candor) started by a shell with umask 000: a file or directory
+/// candor does not create with a mode of its own is then open to all.
+#[allow(clippy::disallowed_methods)] // the test starts the binary under test
+fn umask_000(cmd: tokio::process::Command) -> tokio::process::Command {
+    let std = cmd.as_std();
+    let mut shell = tokio::process::Command::new("sh");
+    shell
+        .arg("-c")
+        .arg("umask 000 && exec \"$0\"")
+        .arg(std.get_program())
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    for (name, value) in std.get_envs() {
+        if let Some(value) = value {
+            shell.env(name, value);
+        }
+    }
+    shell
+}

@@ -405,6 +405,63 @@ async fn allow_always_grants_exactly_that_command_for_the_session() {
     );
 }
 
+/// "Always allow" is offered only where the grant would let the next
+/// identical call run: not under an ask rule (it wins over grants), not
+/// where a hook asks each time; the same command without them is offered
+/// it, and the grant holds.
+#[tokio::test]
+async fn always_allow_is_offered_only_where_it_would_hold() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([bash_call("a", "touch asked.txt")])),
+        respond(json!([bash_call("b", "touch asked.txt")])),
+        respond(json!([bash_call("h", "touch hooked.txt")])),
+        respond(json!([bash_call("f", "touch free.txt")])),
+        respond(json!([bash_call("g", "touch free.txt")])),
+        respond(json!([text("done")])),
+    ]))
+    .with_policy(json!({"hooks": [
+        {"id": "confirm", "tool": "Bash", "when": {"command": {"$contains": "hooked"}},
+         "decision": "ask", "reason": "check it"}
+    ]}));
+    let settings = env.dir.path().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        json!({"permissions": {"ask": ["Bash(touch asked.txt)"]}}).to_string(),
+    )
+    .unwrap();
+    let mut conn = Conn::in_process(env);
+    conn.answer_permissions(&["allow_once", "allow_once", "allow_once", "allow_always"]);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let offered = |n: usize| -> Vec<String> {
+        conn.permission_requests[n]["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        conn.permission_requests.len(),
+        4,
+        "a, b, h and f asked; g ran by the grant"
+    );
+    for n in 0..3 {
+        assert_eq!(offered(n), ["allow_once", "reject_once"], "request {n}");
+    }
+    assert_eq!(offered(3), ["allow_once", "allow_always", "reject_once"]);
+    assert_eq!(
+        record(&conn, &session, "tool/call", "b").unwrap()["decision"]["by"],
+        "rule:Bash(touch asked.txt)"
+    );
+    assert_eq!(
+        record(&conn, &session, "tool/call", "g").unwrap()["decision"],
+        json!({"outcome": "allow", "by": "grant:Bash(touch free.txt)"})
+    );
+    assert!(conn.env.project.join("free.txt").exists());
+}
+
 #[tokio::test]
 async fn cancel_during_a_permission_request_ends_the_turn_cancelled() {
     let env = scripted(vec![bash_call("t", "printf x > ran.txt")]);

@@ -32,6 +32,7 @@ use crate::event_log::{
     CompactTrigger, ConfigId, DeltaChannel, Event, FileDiff, NoteKind, NoticeLevel, Outcome,
     Record, ResultContent, ResultStatus, TrustOutcome,
 };
+use crate::text::{fenced, inline_code};
 use crate::tools::{self, Tool};
 
 /// An offered command as ACP sends it, with its input hint when it has one.
@@ -124,8 +125,9 @@ pub struct Presenter {
 struct Card {
     status: ToolCallStatus,
     output: BoundedText,
-    /// The "rewritten by" line, first in every content list of the card.
-    note: Option<String>,
+    /// First in every content list of the card: the "rewritten by" line,
+    /// and the whole command when the title shows only part of it.
+    lead: Vec<ToolCallContent>,
     /// The card as first shown (for a permission request's `toolCall`).
     shown: ToolCall,
     /// Why candor asks, for a call whose decision was `ask`.
@@ -139,13 +141,9 @@ struct Card {
 }
 
 impl Card {
-    /// The card's content: its note, then `rest`.
+    /// The card's content: its lead, then `rest`.
     fn content(&self, rest: Vec<ToolCallContent>) -> Vec<ToolCallContent> {
-        self.note
-            .iter()
-            .map(|n| text_content(n.clone()))
-            .chain(rest)
-            .collect()
+        self.lead.iter().cloned().chain(rest).collect()
     }
 }
 
@@ -555,8 +553,12 @@ impl Presenter {
         let note = original_arguments
             .as_ref()
             .map(|original| rewrite_note(original, arguments, rewritten_by));
-        let mut content: Vec<ToolCallContent> =
-            note.iter().map(|n| text_content(n.clone())).collect();
+        let lead: Vec<ToolCallContent> = note
+            .into_iter()
+            .chain(known.and_then(|t| t.detail(arguments)))
+            .map(text_content)
+            .collect();
+        let mut content = lead.clone();
         content.extend(preview.as_ref().map(diff_content));
         if preview.as_ref().is_some_and(|p| p.unread) {
             content.push(text_content(
@@ -610,7 +612,7 @@ impl Presenter {
             Card {
                 status,
                 output: BoundedText::default(),
-                note,
+                lead,
                 shown: call.clone(),
                 ask_reason,
                 terminal: None,
@@ -648,7 +650,7 @@ impl Presenter {
             Card {
                 status: ToolCallStatus::Pending,
                 output: BoundedText::default(),
-                note: None,
+                lead: Vec::new(),
                 shown: call.clone(),
                 ask_reason: None,
                 terminal: None,
@@ -927,17 +929,6 @@ fn shorten(s: &str) -> String {
     crate::text::shorten(s, 301)
 }
 
-/// Markdown inline code that the text cannot close early.
-fn inline_code(text: &str) -> String {
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let ticks = "`".repeat(longest + 1);
-    if longest > 0 {
-        format!("{ticks} {text} {ticks}")
-    } else {
-        format!("{ticks}{text}{ticks}")
-    }
-}
-
 /// The line under a card's output saying how it ended, when that is not
 /// plain from the output: a cancel, a non-zero exit code, a signal. (A
 /// failure without either carries its own message as the output.)
@@ -948,14 +939,6 @@ fn trailer(status: ResultStatus, exit_code: Option<i32>, signal: Option<&str>) -
         (_, Some(code), _) => Some(format!("Exited with code {code}.")),
         (_, None, Some(sig)) => Some(format!("Terminated by {sig}.")),
     }
-}
-
-/// A Markdown code fence around `text` that `text` cannot close early.
-pub fn fenced(text: &str, lang: &str) -> String {
-    let longest_run = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest_run.max(2) + 1);
-    let body = text.strip_suffix('\n').unwrap_or(text);
-    format!("{fence}{lang}\n{body}\n{fence}")
 }
 
 /// Text that keeps its first and last [`CARD_OUTPUT_MAX`]/2 bytes and
@@ -1062,7 +1045,7 @@ mod tests {
         assert_eq!(
             wire(call),
             vec![
-                json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_1", "title": "echo hi",
+                json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_1", "title": "`echo hi`",
                         "name": "Bash", "kind": "execute", "rawInput": {"command": "echo hi"},
                         "_meta": {"candor": {"decision": {"outcome": "allow"},
                                              "digest": crate::interception::digest("Bash", &json!({"command": "echo hi"}))}}})
@@ -1178,12 +1161,6 @@ mod tests {
                 .len(),
             1
         );
-    }
-
-    #[test]
-    fn fences_cannot_be_closed_by_the_text() {
-        assert_eq!(fenced("a ``` b", ""), "````\na ``` b\n````");
-        assert_eq!(fenced("x\n", "console"), "```console\nx\n```");
     }
 
     #[test]

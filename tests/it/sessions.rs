@@ -159,10 +159,14 @@ async fn sessions_are_listed_newest_first_and_close_resume_and_delete_work() {
     tokio::time::sleep(Duration::from_millis(20)).await;
     let second = conn.new_session().await;
     conn.prompt(&second, "Write the docs").await;
+    // A chat opened and never used (each one an editor opens) is not
+    // listed.
+    let unused = conn.new_session().await;
     let cwd = conn.env.project.clone();
     let listed = conn.call("session/list", json!({})).await;
     let sessions = listed["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 2);
+    assert_eq!(sessions.len(), 2, "{listed}");
+    assert!(sessions.iter().all(|s| s["sessionId"] != unused));
     assert_eq!(sessions[0]["sessionId"], second);
     assert_eq!(sessions[0]["title"], "Write the docs");
     assert_eq!(sessions[1]["title"], "Fix the parser");
@@ -244,6 +248,45 @@ async fn sessions_are_listed_newest_first_and_close_resume_and_delete_work() {
         .join("sessions/deleted")
         .join(format!("{second}.jsonl"));
     assert!(kept.is_file());
+}
+
+/// `session/set_mode` and `session/set_config_option` are answered after
+/// the `current_mode_update` that shows the change, so a client that asks
+/// for the mode right after its answer (acpx's `status`) sees the new one.
+#[tokio::test]
+async fn a_mode_change_is_shown_before_it_is_answered() {
+    let mut conn = Conn::spawn(TestEnv::new());
+    let session = conn.ready().await;
+    for round in 0..10 {
+        for (method, mode, params) in [
+            (
+                "session/set_mode",
+                "acceptEdits",
+                json!({"sessionId": session, "modeId": "acceptEdits"}),
+            ),
+            (
+                "session/set_config_option",
+                "plan",
+                json!({"sessionId": session, "configId": "mode", "value": "plan"}),
+            ),
+        ] {
+            let before = conn.frames.len();
+            let id = conn.send_request(method, params).await;
+            let response = conn.response(&id).await;
+            assert!(response.get("error").is_none(), "{response}");
+            let frames = &conn.frames[before..];
+            let answered = frames.iter().position(|f| f["id"] == id).unwrap();
+            let shown = frames.iter().position(|f| {
+                f["method"] == "session/update"
+                    && f["params"]["update"]["sessionUpdate"] == "current_mode_update"
+                    && f["params"]["update"]["currentModeId"] == mode
+            });
+            assert!(
+                shown.is_some_and(|at| at < answered),
+                "round {round}, {method}: the update came after the answer: {frames:?}"
+            );
+        }
+    }
 }
 
 #[tokio::test]

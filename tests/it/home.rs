@@ -137,3 +137,74 @@ fn umask_000(cmd: tokio::process::Command) -> tokio::process::Command {
     }
     shell
 }
+
+/// `candor doctor --json` in the test project, with exactly `vars` (and
+/// `PATH`) in its environment: the report.
+fn doctor_with(env: &TestEnv, vars: &[(&str, &Path)]) -> Value {
+    let script = env.dir.path().join("doctor-script.json");
+    std::fs::write(&script, json!({"responses": []}).to_string()).unwrap();
+    #[allow(clippy::disallowed_methods)] // the test runs the binary under test
+    let mut cmd = std::process::Command::new(candor_bin());
+    cmd.args(["doctor", "--json", "--cwd"])
+        .arg(&env.project)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("CANDOR_PROVIDER", "scripted")
+        .env("CANDOR_SCRIPT", &script)
+        .env("RUST_LOG", "off");
+    for (name, value) in vars {
+        cmd.env(name, value);
+    }
+    let out = cmd.output().unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// An editor that starts candor with only `PATH` (avante.nvim does): the
+/// user's home is the password database's, so their `~/.claude`
+/// settings, `~/.codex` and candor config are where a session looks (only
+/// looked at here: the test does not write in the real home), and nothing
+/// says the home is unknown. The same with `HOME` pointing elsewhere reads
+/// that home instead.
+#[test]
+fn without_home_the_users_settings_are_found_through_the_password_database() {
+    let env = TestEnv::new();
+    let report = doctor_with(&env, &[("CANDOR_HOME", &env.home)]);
+    let path_of = |report: &Value, tool: &str| -> String {
+        report["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["tool"] == tool && f["source"] == "user")
+            .unwrap_or_else(|| panic!("no user {tool} file in {report}"))["path"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let notices = report["notices"].to_string();
+    match candor::config::passwd_home() {
+        Ok(home) => {
+            assert_eq!(
+                path_of(&report, "Claude Code"),
+                home.join(".claude/settings.json").display().to_string(),
+                "{report}"
+            );
+            assert!(
+                path_of(&report, "Codex").starts_with(&home.join(".codex").display().to_string()),
+                "{report}"
+            );
+            assert!(!notices.contains("cannot find your home"), "{notices}");
+        }
+        // A user the password database does not know: the report says
+        // what was not read.
+        Err(_) => assert!(notices.contains("cannot find your home"), "{notices}"),
+    }
+    let elsewhere = doctor_with(
+        &env,
+        &[("CANDOR_HOME", &env.home), ("HOME", env.dir.path())],
+    );
+    assert_eq!(
+        path_of(&elsewhere, "Claude Code"),
+        env.dir.path().join(".claude/settings.json").display().to_string()
+    );
+}

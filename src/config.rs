@@ -341,7 +341,11 @@ impl Config {
             .unwrap_or_else(|| std::env::temp_dir().join("candor"));
         let user_file = nonempty("XDG_CONFIG_HOME")
             .map(|d| PathBuf::from(d).join("candor/config.toml"))
-            .or_else(|| user_home.as_ref().map(|h| h.join(".config/candor/config.toml")));
+            .or_else(|| {
+                user_home
+                    .as_ref()
+                    .map(|h| h.join(".config/candor/config.toml"))
+            });
         let user_settings = match &user_file {
             Some(path) => Settings::load(path),
             None => Ok(Settings::default()),
@@ -580,7 +584,9 @@ mod tests {
             find_home(Some("rel".into()), || Ok(PathBuf::from("/home/u"))),
             Ok(PathBuf::from("/home/u"))
         );
-        let none = find_home(None, || Err("the password database has no entry for user id 7".into()));
+        let none = find_home(None, || {
+            Err("the password database has no entry for user id 7".into())
+        });
         assert_eq!(
             none,
             Err("HOME is not set, and the password database has no entry for user id 7".into())
@@ -598,7 +604,10 @@ mod tests {
             found.claude.unwrap().user_dir,
             Some(PathBuf::from("/home/u/.claude"))
         );
-        assert_eq!(found.codex.unwrap().home, Some(PathBuf::from("/home/u/.codex")));
+        assert_eq!(
+            found.codex.unwrap().home,
+            Some(PathBuf::from("/home/u/.codex"))
+        );
         assert_eq!(found.home_unknown, None);
     }
 

@@ -204,7 +204,7 @@ pub fn report(config: &Config, cwd: &Path) -> Report {
     };
     let (mcp_servers, instructions, instruction_notes) =
         loaded_beside(config, &cwd, built.as_ref());
-    let (hooks, rules, mode, mut notices) = match built {
+    let (hooks, rules, mode, notices) = match built {
         Some(b) => {
             let mut rules = Vec::new();
             for (kind, list) in [
@@ -236,16 +236,6 @@ pub fn report(config: &Config, cwd: &Path) -> Report {
                 "the project is not trusted: only what restricts applies (deny and ask rules, plan mode); its hooks and allow rules wait for trust".into(),
             );
         }
-    }
-    // Without a home, what a session says first.
-    if let Some(text) = &config.home_unknown {
-        notices.insert(
-            0,
-            NoticeInfo {
-                level: crate::event_log::NoticeLevel::Warning,
-                text: text.clone(),
-            },
-        );
     }
     let provider = provider(config, &cwd);
     broken |= provider.problem.is_some();

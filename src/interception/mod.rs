@@ -581,14 +581,7 @@ pub async fn settle(
         mcp_read_only: settled.mcp.as_ref().map(|m| m.read_only && !m.open_world),
         mcp_name: canonical.as_deref(),
     };
-    let disposition = policy::decide(
-        subject,
-        &verdict,
-        policy.mode,
-        &policy.rules,
-        grants,
-        cwd,
-    );
+    let disposition = policy::decide(subject, &verdict, policy.mode, &policy.rules, grants, cwd);
     if matches!(disposition, Disposition::Ask { .. }) {
         settled.grant =
             policy::offer_grant(subject, &verdict, policy.mode, &policy.rules, grants, cwd);

@@ -83,11 +83,6 @@ pub(crate) fn start(
     let (built, consent) = super::trust::start(config, &context).map_err(StartError::Policy)?;
     let mut policy = built.policy;
     let mut start_notices = built.notices;
-    // Without a home, the user's own settings were not read: every
-    // session says so.
-    if let Some(text) = &config.home_unknown {
-        start_notices.push((NoticeLevel::Warning, text.clone()));
-    }
     let (log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
     let mcp = start_mcp(mcp_servers, built.mcp, &cwd, &mut start_notices);
     let mut log = log;

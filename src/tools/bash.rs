@@ -124,7 +124,14 @@ pub(crate) fn detail(input: &Value) -> Option<String> {
     let command = input.get("command").and_then(Value::as_str)?;
     let trimmed = command.trim();
     let partial = trimmed.lines().nth(1).is_some()
-        || trimmed.lines().next().unwrap_or("").trim_end().chars().count() > TITLE_MAX + 1;
+        || trimmed
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_end()
+            .chars()
+            .count()
+            > TITLE_MAX + 1;
     partial.then(|| crate::text::fenced(command, "sh"))
 }
 

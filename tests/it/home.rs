@@ -17,7 +17,11 @@ fn modes(dir: &Path) -> Vec<(PathBuf, u32, bool)> {
     let mut todo = vec![dir.to_owned()];
     while let Some(path) = todo.pop() {
         let meta = std::fs::symlink_metadata(&path).unwrap();
-        found.push((path.clone(), meta.permissions().mode() & 0o777, meta.is_dir()));
+        found.push((
+            path.clone(),
+            meta.permissions().mode() & 0o777,
+            meta.is_dir(),
+        ));
         if meta.is_dir() {
             for entry in std::fs::read_dir(&path).unwrap() {
                 todo.push(entry.unwrap().path());
@@ -205,6 +209,136 @@ fn without_home_the_users_settings_are_found_through_the_password_database() {
     );
     assert_eq!(
         path_of(&elsewhere, "Claude Code"),
-        env.dir.path().join(".claude/settings.json").display().to_string()
+        env.dir
+            .path()
+            .join(".claude/settings.json")
+            .display()
+            .to_string()
+    );
+}
+
+/// The configuration of candor started with neither `HOME` nor a password
+/// database entry (a user id it does not know), for the test's state.
+fn homeless(env: &TestEnv) -> candor::Config {
+    let home = env.home.display().to_string();
+    let script = env.script.as_ref().unwrap().display().to_string();
+    let managed = env.dir.path().join("managed").display().to_string();
+    let vars: std::collections::HashMap<&str, String> = [
+        ("CANDOR_HOME", home),
+        ("CANDOR_PROVIDER", "scripted".to_owned()),
+        ("CANDOR_SCRIPT", script),
+        ("CANDOR_CLAUDE_MANAGED_DIR", managed),
+    ]
+    .into_iter()
+    .collect();
+    candor::Config::from_vars_with(
+        |name| vars.get(name).cloned(),
+        || Err("the password database has no entry for user id 4242".into()),
+    )
+}
+
+/// No home at all: the user's settings cannot be read, and the session
+/// says so, and which. For a client without `session.notices` the notice,
+/// recorded when the session opened, is not sent then (no turn runs; no
+/// thought, no message outside a turn) but opens the first turn, as a
+/// message marked as candor's; a replay shows it in the same place. A
+/// client with `session.notices` gets a `notice` at once.
+#[tokio::test]
+async fn without_any_home_every_session_says_which_settings_it_did_not_read() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([text("hi there")])),
+        respond(json!([text("again")])),
+    ]));
+    let config = homeless(&env);
+    assert_eq!(config.user_home, None);
+    let mut conn = Conn::in_process_with(env, config.clone());
+    let session = conn.ready().await;
+    while conn
+        .try_recv(std::time::Duration::from_millis(300))
+        .await
+        .is_some()
+    {}
+    assert!(
+        told(&conn).is_empty(),
+        "told outside a turn: {:?}",
+        told(&conn)
+    );
+    conn.prompt(&session, "hello").await;
+    let said = told(&conn);
+    assert_eq!(said.len(), 1, "{said:?}");
+    for part in [
+        "cannot find your home directory (HOME is not set, and the password database has no entry for user id 4242)",
+        "~/.claude/settings.json",
+        "~/.codex",
+        "~/.config/candor/config.toml",
+        "Set HOME",
+    ] {
+        assert!(said[0].contains(part), "{part:?} not in {}", said[0]);
+    }
+    let thread = conn.thread(&session);
+    assert!(
+        thread
+            .notices
+            .starts_with("> candor (warning): candor cannot find")
+    );
+    assert_eq!(thread.thoughts, "");
+    assert_eq!(thread.agent_text, "hi there");
+    let live: Vec<Value> = thread
+        .updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .cloned()
+        .collect();
+    let env = conn.end().await;
+
+    // Loaded again: the replay shows the notice where live did (and the
+    // notice of this opening waits for the next turn).
+    let mut again = Conn::in_process_with(env, config.clone());
+    again.initialize().await;
+    let cwd = again.env.project.clone();
+    again
+        .call(
+            "session/load",
+            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
+        )
+        .await;
+    let replayed: Vec<Value> = again
+        .thread(&session)
+        .updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .cloned()
+        .collect();
+    assert_eq!(replayed, live);
+    again.prompt(&session, "and now?").await;
+    assert_eq!(told(&again).len(), 2, "{:?}", told(&again));
+    let env = again.end().await;
+
+    // A client that takes notices: a `notice`, at once.
+    let mut noticing = Conn::in_process_with(env, config);
+    noticing
+        .initialize_with(json!({"session": {"notices": {}}}))
+        .await;
+    let other = noticing.new_session().await;
+    while noticing
+        .try_recv(std::time::Duration::from_millis(300))
+        .await
+        .is_some()
+    {}
+    let notices: Vec<&Value> = noticing
+        .thread(&other)
+        .updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "notice")
+        .collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert_eq!(notices[0]["severity"], "warning");
+    assert!(
+        notices[0]["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("candor cannot find your home directory"),
+        "{}",
+        notices[0]
     );
 }

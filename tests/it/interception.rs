@@ -76,7 +76,7 @@ async fn allow_and_rewrite_runs_the_rewrite_without_asking_and_every_reader_agre
     let frames = card_frames(&conn, &session, "t");
     assert_eq!(frames[0]["sessionUpdate"], "tool_call");
     assert_eq!(frames[0]["rawInput"], effective);
-    assert_eq!(frames[0]["title"], "printf rewritten > ran.txt");
+    assert_eq!(frames[0]["title"], "`printf rewritten > ran.txt`");
     assert_eq!(frames[0]["_meta"]["candor"]["originalInput"], original);
     assert_eq!(frames[0]["_meta"]["candor"]["rewrittenBy"], json!(["rtk"]));
     let note = "Rewritten by hook rtk: `printf original > ran.txt` → `printf rewritten > ran.txt`";
@@ -165,7 +165,7 @@ async fn ask_and_rewrite_shows_the_rewrite_in_the_permission_request() {
     assert_eq!(conn.permission_requests.len(), 1);
     let asked = &conn.permission_requests[0]["toolCall"];
     assert_eq!(asked["rawInput"], effective);
-    assert_eq!(asked["title"], "printf sandboxed > ran.txt");
+    assert_eq!(asked["title"], "`printf sandboxed > ran.txt`");
     assert_eq!(
         first_text(&asked["content"]),
         "Rewritten by hook sandbox: `printf original > ran.txt` → `printf sandboxed > ran.txt`"

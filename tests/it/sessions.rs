@@ -291,7 +291,10 @@ async fn a_mode_change_is_shown_before_it_is_answered() {
 
 #[tokio::test]
 async fn a_torn_last_line_is_cut_and_a_damaged_log_loads_read_only() {
-    let env = TestEnv::scripted(script(vec![respond(json!([text("hello")]))]));
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([text("hello")])),
+        respond(json!([text("again")])),
+    ]));
     let mut conn = Conn::spawn(env);
     let session = conn.ready().await;
     conn.prompt(&session, "hi").await;
@@ -309,16 +312,32 @@ async fn a_torn_last_line_is_cut_and_a_damaged_log_loads_read_only() {
         json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
     )
     .await;
-    assert!(
-        conn.try_recv(Duration::from_millis(500)).await.is_some(),
-        "no notice after the load"
-    );
+    // This client takes no `notice` updates: the notice waits for the
+    // next turn, and opens it.
     while conn.try_recv(Duration::from_millis(200)).await.is_some() {}
-    let told: String = updates(&conn.frames, &session)
-        .iter()
-        .filter_map(|u| u["content"]["text"].as_str().map(str::to_owned))
-        .collect();
-    assert!(told.contains("last line was cut short"), "{told}");
+    assert!(told(&conn).is_empty(), "{:?}", told(&conn));
+    conn.prompt(&session, "and now?").await;
+    let thread = conn.thread(&session);
+    assert!(
+        thread.notices.starts_with("> candor (warning): ")
+            && thread.notices.contains("last line was cut short"),
+        "{}",
+        thread.notices
+    );
+    // The replay's "hello", then this turn's answer after the notice.
+    assert_eq!(thread.agent_text, "helloagain");
+    let at = |text: &str| {
+        thread
+            .updates
+            .iter()
+            .position(|u| {
+                u["content"]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains(text))
+            })
+            .unwrap()
+    };
+    assert!(at("last line was cut short") < at("again"));
     let now = std::fs::read(&path).unwrap();
     assert!(now.starts_with(&whole), "a committed record was lost");
     assert!(
@@ -333,8 +352,10 @@ async fn a_torn_last_line_is_cut_and_a_damaged_log_loads_read_only() {
     let damaged_line = 3;
     lines[damaged_line - 1] = "{\"seq\": 2, garbage".into();
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    // This client takes `notice` updates: told at once.
     let mut conn = Conn::spawn(env);
-    conn.initialize().await;
+    conn.initialize_with(json!({"session": {"notices": {}}}))
+        .await;
     let cwd = conn.env.project.clone();
     conn.call(
         "session/load",
@@ -342,10 +363,7 @@ async fn a_torn_last_line_is_cut_and_a_damaged_log_loads_read_only() {
     )
     .await;
     while conn.try_recv(Duration::from_millis(300)).await.is_some() {}
-    let told: String = updates(&conn.frames, &session)
-        .iter()
-        .filter_map(|u| u["content"]["text"].as_str().map(str::to_owned))
-        .collect();
+    let told = told(&conn).join("\n");
     assert!(told.contains("loaded read-only"), "{told}");
     assert!(
         told.contains(&format!(":{damaged_line}: not a valid record")),

@@ -65,7 +65,7 @@ async fn a_turn_with_tools_shows_cards_derived_from_the_log() {
     let thread = conn.thread(&session);
     assert_eq!(thread.agent_text, "Looking around.All done.");
     let bash = thread.card("t1");
-    assert_eq!(bash.title, "echo hello; echo oops >&2; printf 'x'");
+    assert_eq!(bash.title, "`echo hello; echo oops >&2; printf 'x'`");
     assert_eq!(bash.kind, "execute");
     assert_eq!(
         bash.raw_input,
@@ -700,7 +700,11 @@ async fn command_titles_show_whole_and_a_long_command_is_on_the_card() {
     let multi = "printf one\nprintf ' `two`'\nprintf three";
     let env = TestEnv::scripted(script(vec![
         respond(json!([
-            tool("colon", "Bash", json!({"command": "echo HEAD:refs/heads/main"})),
+            tool(
+                "colon",
+                "Bash",
+                json!({"command": "echo HEAD:refs/heads/main"})
+            ),
             tool("multi", "Bash", json!({"command": multi})),
         ])),
         respond(json!([text("done")])),
@@ -715,7 +719,11 @@ async fn command_titles_show_whole_and_a_long_command_is_on_the_card() {
     assert_eq!(card.title, "`printf one` (+2 more lines)");
     assert_eq!(card.raw_input, json!({"command": multi}));
     let whole = format!("```sh\n{multi}\n```");
-    assert_eq!(card.content[0]["content"]["text"], whole, "{:?}", card.content);
+    assert_eq!(
+        card.content[0]["content"]["text"], whole,
+        "{:?}",
+        card.content
+    );
     assert!(card.text().contains("one `two`three"), "{}", card.text());
     let asked = &conn.permission_requests[1]["toolCall"];
     assert_eq!(asked["title"], "`printf one` (+2 more lines)");

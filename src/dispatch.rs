@@ -226,7 +226,7 @@ impl Agent {
             .take(PAGE)
             .map(|s| {
                 SessionInfo::new(s.id, s.cwd)
-                    .title(s.title)
+                    .title(s.title.as_deref().map(crate::text::visible))
                     .updated_at(s.updated_at)
             })
             .collect();

@@ -113,15 +113,21 @@ fn is_unseen(c: char) -> bool {
 /// character they would not see as what it is ([`is_unseen`]) written as a
 /// visible `\u{…}` escape, so a hook command with an ANSI conceal sequence
 /// or a right-to-left override shows what it holds. Line breaks and tabs
-/// stay. The one function every presentation path goes through (a tidy test
-/// keeps it so).
+/// stay, and so does a `\r` that ends a line (`\r\n`, which overwrites
+/// nothing). The one function every presentation path goes through
+/// (`shown`, where every update and permission request leaves; a tidy test
+/// keeps it so). Escaping only adds visible ASCII, so it can be applied
+/// twice.
 pub fn visible(text: &str) -> String {
     if !text.chars().any(is_unseen) {
         return text.to_owned();
     }
     let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if is_unseen(c) {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\r' && chars.peek() == Some(&'\n') {
+            out.push(c);
+        } else if is_unseen(c) {
             out.push_str(&format!("\\u{{{:x}}}", c as u32));
         } else {
             out.push(c);
@@ -145,6 +151,9 @@ mod tests {
             "echo \\u{1b}[8mhidden\\u{1b}[0m a\\u{200b}b\\u{e0041}"
         );
         assert_eq!(visible("plain é ✓ 日本\n"), "plain é ✓ 日本\n");
+        assert_eq!(visible("a\r\nb\rc\u{1b}"), "a\r\nb\\u{d}c\\u{1b}");
+        let hostile = "x\u{1b}[8m\u{202e}y";
+        assert_eq!(visible(&visible(hostile)), visible(hostile));
     }
 
     #[test]

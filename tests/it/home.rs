@@ -342,3 +342,40 @@ async fn without_any_home_every_session_says_which_settings_it_did_not_read() {
         notices[0]
     );
 }
+
+/// Started with only `PATH` (and its own settings), candor gives the
+/// commands and hooks it runs the `HOME` it found in the password
+/// database, so a hook written as `"$HOME/.claude/hooks/x.sh"` finds its
+/// script. (The user's real settings are not read here: both bridges are
+/// off.)
+#[tokio::test]
+async fn without_home_commands_get_the_home_candor_found() {
+    let Ok(home) = candor::config::passwd_home() else {
+        // A user the password database does not know: nothing to find
+        // (the notice test above covers that case).
+        return;
+    };
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool(
+            "h",
+            "Bash",
+            json!({"command": "printf 'home=%s' \"$HOME\""})
+        )])),
+        respond(json!([text("done")])),
+    ]))
+    .with_policy(json!({"permissions": {"allow": ["Bash(printf *)"]}}));
+    let mut cmd = candor_command(&env);
+    cmd.env_remove("HOME")
+        .env("CANDOR_CLAUDE_HOOKS", "0")
+        .env("CANDOR_CODEX_HOOKS", "0")
+        .env("RUST_LOG", "off");
+    let mut conn = Conn::spawn_with(env, cmd);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let result = record(&conn, &session, "tool/result", "h").unwrap();
+    assert_eq!(
+        result["output"].as_str().unwrap().trim_end(),
+        format!("home={}", home.display()),
+        "{result}"
+    );
+}

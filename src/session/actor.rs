@@ -80,7 +80,14 @@ pub(crate) fn start(
         cwd.clone(),
         config.user_home.clone(),
     ));
-    let (built, consent) = super::trust::start(config, &context).map_err(StartError::Policy)?;
+    // A stored session trusts again what it trusted (`trust/granted`),
+    // while the files still hold it.
+    let (granted, source) = match &origin {
+        Origin::New => (None, "startup"),
+        Origin::Stored { read, .. } => (super::trust::granted(&read.records, &cwd), "resume"),
+    };
+    let (built, trust) = super::trust::start(config, &context, granted.as_ref(), source)
+        .map_err(StartError::Policy)?;
     let mut policy = built.policy;
     let mut start_notices = built.notices;
     let (log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
@@ -140,6 +147,7 @@ pub(crate) fn start(
         config: Arc::new(config.clone()),
         mcp,
         user_commands: Vec::new(),
+        trust,
     };
     let handle = SessionHandle::new(
         id.clone(),
@@ -156,14 +164,9 @@ pub(crate) fn start(
         opened: opened_rx,
         notices: start_notices,
         context,
-        consent,
         damaged,
         gathering,
-        source: if stored.is_some() {
-            "resume"
-        } else {
-            "startup"
-        },
+        source,
     };
     let task = tokio::spawn(run(
         committer, provider, gate, cwd, commands, hard_stop, opening,
@@ -346,8 +349,6 @@ struct Opening {
     notices: Vec<(NoticeLevel, String)>,
     /// What bridge hooks are told about the session and its turn.
     context: Arc<SessionContext>,
-    /// The question for an untrusted project, asked at the first prompt.
-    consent: Option<super::trust::Consent>,
     /// The log cannot take records (damaged): why, for the user.
     damaged: Option<String>,
     /// The session's `session/environment`, being gathered.
@@ -418,23 +419,6 @@ async fn run(
                 cancel,
                 reply,
             } => {
-                if let Some(consent) = opening.consent.take() {
-                    match super::trust::ask(
-                        &mut committer,
-                        &mut gate,
-                        consent,
-                        opening.source,
-                        provider.model(),
-                        &cancel,
-                    )
-                    .await
-                    {
-                        Ok(again) => opening.consent = again,
-                        Err(e) => {
-                            tracing::error!(error = %e, "could not record the trust question")
-                        }
-                    }
-                }
                 super::user_commands::refresh(&mut committer, &mut gate, &cwd, &mut file_problems);
                 offer_commands(&mut committer, &gate, &mut offered);
                 opening.context.set_turn(TurnInfo {

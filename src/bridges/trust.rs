@@ -723,4 +723,144 @@ mod tests {
             digest(&["a".into(), "b".into()], &[])
         );
     }
+
+    /// The paths a hook's command names, and the project files among them
+    /// (also through `$CLAUDE_PROJECT_DIR`, `bash -c`, wrappers, input
+    /// redirections and an exec form), each bound to what it holds.
+    #[test]
+    fn trust_binds_to_the_project_files_a_hook_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("p");
+        let hooks = project.join(".claude/hooks");
+        std::fs::create_dir_all(&hooks).unwrap();
+        for name in ["a.sh", "b.py", "c.sh", "d.txt", "e.js"] {
+            std::fs::write(hooks.join(name), name).unwrap();
+        }
+        std::fs::write(dir.path().join("outside.sh"), "elsewhere").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("outside.sh"), hooks.join("out.sh")).unwrap();
+        std::os::unix::fs::symlink("a.sh", hooks.join("link.sh")).unwrap();
+        let session = Arc::new(super::super::SessionContext::new(
+            "s".into(),
+            dir.path().join("s.jsonl"),
+            project.clone(),
+            None,
+        ));
+        let table = serde_json::json!({"PreToolUse": [{"hooks": [
+            {"type": "command", "command": "sh \"$CLAUDE_PROJECT_DIR/.claude/hooks/a.sh\" --flag"},
+            {"type": "command", "command": "timeout 5 bash -c 'python3 .claude/hooks/b.py' < .claude/hooks/d.txt"},
+            {"type": "command", "command": "${CLAUDE_PROJECT_DIR}/.claude/hooks/c.sh; /bin/true; sh .claude/hooks/missing.sh"},
+            {"type": "command", "command": "sh .claude/hooks/out.sh && sh .claude/hooks/link.sh"},
+            {"type": "command", "command": "node", "args": [".claude/hooks/e.js"]}
+        ]}]});
+        let mut read = super::super::hook::Table::default();
+        read.read(
+            &super::super::claude::CLAUDE,
+            &table,
+            &project.join(".claude/settings.json"),
+            "project",
+            &session,
+        );
+        let paths: Vec<PathBuf> = read.hooks.iter().flat_map(|h| h.named_paths()).collect();
+        let files = covered(&project, &paths);
+        let named: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            named,
+            [
+                ".claude/hooks/a.sh",
+                ".claude/hooks/b.py",
+                ".claude/hooks/d.txt",
+                ".claude/hooks/c.sh",
+                ".claude/hooks/out.sh",
+                ".claude/hooks/link.sh",
+                ".claude/hooks/e.js"
+            ]
+        );
+        assert!(matches!(&files[0].state, FileState::Hashed { size: 4, .. }));
+        assert!(
+            matches!(&files[4].state, FileState::Outside { target } if target.ends_with("outside.sh"))
+        );
+        assert_eq!(files[5].resolved.as_deref(), Some(".claude/hooks/a.sh"));
+        // A change to one file changes the digest, and is named.
+        let wants = vec!["hook".to_owned()];
+        let before = Offer::new(&project, wants.clone(), &paths);
+        std::fs::write(hooks.join("b.py"), "changed").unwrap();
+        let after = Offer::new(&project, wants, &paths);
+        assert_ne!(before.digest, after.digest);
+        assert_eq!(
+            after.changes(&before.file_digests()),
+            ["`.claude/hooks/b.py` changed"]
+        );
+        assert_eq!(after.blocked(), None);
+        // A script too large to bind to: candor cannot trust it at all.
+        std::fs::write(hooks.join("c.sh"), vec![b'#'; MAX_COVERED as usize + 1]).unwrap();
+        let big = Offer::new(&project, vec!["hook".into()], &paths);
+        assert!(
+            big.blocked().unwrap().contains(".claude/hooks/c.sh"),
+            "{big:?}"
+        );
+    }
+
+    /// Every want is shown whole (its lines broken, never cut), every
+    /// character visible; a break candor made cannot be faked; the editor
+    /// shows at most [`SHOWN_WANT`] of one and says why it cannot trust it.
+    #[test]
+    fn wants_are_shown_whole_wrapped_and_visible() {
+        let long = format!("echo {}; touch PWNED", "A".repeat(2100));
+        let offer = Offer {
+            wants: vec![long.clone(), "x \u{202e}y\u{1b}[8m ↩\nrm -rf ~".into()],
+            files: Vec::new(),
+            digest: String::new(),
+        };
+        let (shown, cut) = offer.render(true);
+        assert_eq!(cut, None);
+        assert!(
+            shown.lines().all(|l| l.chars().count() <= WIDTH + 7),
+            "{shown}"
+        );
+        let joined = shown.replace("↩\n      ", "");
+        assert!(joined.contains(&long), "{shown}");
+        assert!(
+            shown.contains("x \\u{202e}y\\u{1b}[8m \\u{21a9}\n      rm -rf ~"),
+            "{shown}"
+        );
+        let huge = Offer {
+            wants: vec!["B".repeat(SHOWN_WANT + 10)],
+            files: Vec::new(),
+            digest: String::new(),
+        };
+        let (shown, cut) = huge.render(true);
+        assert!(cut.unwrap().contains("more than candor shows"));
+        assert!(
+            shown.contains("10 more characters not shown"),
+            "{}",
+            &shown[shown.len() - 200..]
+        );
+        let (whole, cut) = huge.render(false);
+        assert_eq!(cut, None);
+        assert_eq!(whole.matches('B').count(), SHOWN_WANT + 10);
+    }
+
+    /// A trust remembered without a person's word (an older candor's
+    /// permission request) is not used; a refusal still is.
+    #[test]
+    fn only_a_persons_answer_trusts() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let project = Path::new("/p");
+        let answer = |trusted, by: Option<&str>| Answer {
+            trusted,
+            digest: "sha256:d".into(),
+            at: "then".into(),
+            by: by.map(str::to_owned),
+            files: BTreeMap::new(),
+        };
+        store.remember(project, answer(true, None)).unwrap();
+        assert_eq!(store.answer(project, "sha256:d"), None);
+        store.remember(project, answer(false, None)).unwrap();
+        assert_eq!(store.answer(project, "sha256:d"), Some(false));
+        store
+            .remember(project, answer(true, Some("candor trust")))
+            .unwrap();
+        assert_eq!(store.answer(project, "sha256:d"), Some(true));
+    }
 }

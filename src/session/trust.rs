@@ -419,3 +419,48 @@ async fn apply(
     gate.policy.event_hooks = all;
     ran
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(seq: u64, event: Event) -> Record {
+        Record {
+            seq,
+            at: "2026-01-01T00:00:00.000Z".into(),
+            event,
+        }
+    }
+
+    /// Only a `trust/granted` of the session's project restores trust: an
+    /// older candor's `trust/resolved` (an editor could answer it alone)
+    /// does not, nor a grant for another directory.
+    #[test]
+    fn only_a_typed_trust_of_this_project_is_restored() {
+        let project = Path::new("/p");
+        let grant = |project: &str, digest: &str| Event::TrustGranted {
+            project: project.into(),
+            wants: vec!["hook".into()],
+            files: BTreeMap::from([("a.sh".to_owned(), "sha256:1".to_owned())]),
+            digest: digest.into(),
+            always: false,
+        };
+        let old = [record(
+            0,
+            Event::TrustResolved {
+                digest: "sha256:old".into(),
+                outcome: crate::event_log::TrustOutcome::TrustedOnce,
+                reason: None,
+            },
+        )];
+        assert_eq!(granted(&old, project), None);
+        let records = [
+            record(0, grant("/p", "sha256:first")),
+            record(1, grant("/p", "sha256:second")),
+            record(2, grant("/elsewhere", "sha256:third")),
+        ];
+        let restored = granted(&records, project).unwrap();
+        assert_eq!(restored.digest, "sha256:second");
+        assert_eq!(restored.files["a.sh"], "sha256:1");
+    }
+}

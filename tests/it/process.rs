@@ -183,11 +183,13 @@ async fn the_demo_runs_a_whole_session() {
         String::from_utf8_lossy(&output.stderr)
     );
     for expected in [
-        "you ▸ What is in this project?",
-        // The project's own hook, trusted for the session by the demo user.
-        "candor asks: trust this project's own settings?",
+        // The project's own hook, trusted for the session by the demo user
+        // typing `/trust` (candor takes no editor's automatic answer for it).
+        "you ▸ /trust",
+        "candor ▸ Trusted for this session",
         "- PreToolUse hook (Bash): sh .claude/hooks/timeout.sh",
-        "the demo answers: Trust it for this session",
+        ".claude/hooks/timeout.sh: 313 bytes, sha256:",
+        "you ▸ What is in this project?",
         // The card shows what ran, with what the model asked for beside it.
         "✓ execute  timeout 10s ls",
         "was     {\"command\":\"ls\"}",

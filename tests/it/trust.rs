@@ -245,8 +245,12 @@ async fn an_auto_approving_client_never_trusts_and_slash_trust_does() {
         eventually(Duration::from_secs(2), || marker.exists()).await,
         "the hook did not run after /trust"
     );
-    // For this session only: nothing remembered.
+    // For this session only: nothing remembered, until `/trust always`.
     assert!(!conn.env.home.join("trust.json").exists());
+    conn.prompt(&session, "/trust always").await;
+    assert!(answered(&conn, &session, "trust").contains("Remembered"));
+    let store = std::fs::read_to_string(conn.env.home.join("trust.json")).unwrap();
+    assert!(store.contains("\"by\": \"/trust always\""), "{store}");
 }
 
 /// `/trust always` is remembered: a new session applies the settings from

@@ -159,6 +159,47 @@ pub struct NoticeInfo {
     pub text: String,
 }
 
+/// Where the project stands with trust (`info`), and the policy a session
+/// there would run with: the trusted build when trusted.
+fn standing(
+    config: &Config,
+    context: &Arc<SessionContext>,
+    untrusted: bridges::policy::Built,
+    session: Option<(&str, &str)>,
+    trust_info: &mut TrustInfo,
+) -> Option<bridges::policy::Built> {
+    let cwd = &context.project_dir;
+    let offer = trust::Offer::new(cwd, untrusted.wants.clone(), &untrusted.scripts);
+    trust_info.wants = untrusted.wants.clone();
+    trust_info.files = offer.render_files();
+    let store = trust::Store::new(&config.home);
+    let answer = || Some(format!("your answer ({})", store.path().display()));
+    let (state, by) = match trust::standing(config, &store, cwd, &offer) {
+        trust::Standing::Recorded { by } => ("trusted", Some(by)),
+        trust::Standing::Answered { trusted: true } => ("trusted", answer()),
+        _ if session.is_some_and(|(digest, _)| digest == offer.digest) => {
+            ("trusted", session.map(|(_, by)| by.to_owned()))
+        }
+        trust::Standing::Answered { trusted: false } => ("refused", answer()),
+        trust::Standing::Unknown => ("untrusted", None),
+    };
+    trust_info.state = state.into();
+    trust_info.by = by;
+    if state != "trusted" {
+        trust_info.how = Some(offer.blocked().unwrap_or_else(|| {
+            format!(
+                "its hooks, allow rules and mode wait for a person: type /trust in a session (/trust always to remember), or run `candor trust {}` in a terminal; an editor's automatic approval never trusts a project",
+                cwd.display()
+            )
+        }));
+    }
+    if trust_info.state == "trusted" {
+        bridges::policy::build(config, context, true).ok()
+    } else {
+        Some(untrusted)
+    }
+}
+
 /// Builds the report for a session in `cwd`.
 pub fn report(config: &Config, cwd: &Path) -> Report {
     report_in(config, cwd, None)
@@ -198,37 +239,7 @@ pub fn report_in(config: &Config, cwd: &Path, session: Option<(&str, &str)>) -> 
             None
         }
         Ok(untrusted) if untrusted.wants.is_empty() => Some(untrusted),
-        Ok(untrusted) => {
-            let offer = trust::Offer::new(&cwd, untrusted.wants.clone(), &untrusted.scripts);
-            trust_info.wants = untrusted.wants.clone();
-            trust_info.files = offer.render_files();
-            let store = trust::Store::new(&config.home);
-            let answer = || Some(format!("your answer ({})", store.path().display()));
-            let (state, by) = match trust::standing(config, &store, &cwd, &offer) {
-                trust::Standing::Recorded { by } => ("trusted", Some(by)),
-                trust::Standing::Answered { trusted: true } => ("trusted", answer()),
-                _ if session.is_some_and(|(digest, _)| digest == offer.digest) => {
-                    ("trusted", session.map(|(_, by)| by.to_owned()))
-                }
-                trust::Standing::Answered { trusted: false } => ("refused", answer()),
-                trust::Standing::Unknown => ("untrusted", None),
-            };
-            trust_info.state = state.into();
-            trust_info.by = by;
-            if state != "trusted" {
-                trust_info.how = Some(offer.blocked().unwrap_or_else(|| {
-                    format!(
-                        "its hooks, allow rules and mode wait for a person: type /trust in a session (/trust always to remember), or run `candor trust {}` in a terminal; an editor's automatic approval never trusts a project",
-                        cwd.display()
-                    )
-                }));
-            }
-            if trust_info.state == "trusted" {
-                bridges::policy::build(config, &context, true).ok()
-            } else {
-                Some(untrusted)
-            }
-        }
+        Ok(untrusted) => standing(config, &context, untrusted, session, &mut trust_info),
     };
     let (mcp_servers, instructions, instruction_notes) =
         loaded_beside(config, &cwd, built.as_ref());

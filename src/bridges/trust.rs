@@ -370,7 +370,7 @@ impl Offer {
     }
 
     /// The wants and files as a person is shown them, whole: every
-    /// character visible, each want's lines broken at [`WIDTH`] (never
+    /// character visible, each want's lines broken at 100 characters (never
     /// cut), as an indented block no text can close. With `limits`, the
     /// editor's: a want longer than [`SHOWN_WANT`], or all of them past
     /// [`SHOWN_ALL`], is cut, and the second value says why the offer

@@ -80,14 +80,7 @@ pub(crate) fn start(
         cwd.clone(),
         config.user_home.clone(),
     ));
-    // A stored session trusts again what it trusted (`trust/granted`),
-    // while the files still hold it.
-    let (granted, source) = match &origin {
-        Origin::New => (None, "startup"),
-        Origin::Stored { read, .. } => (super::trust::granted(&read.records, &cwd), "resume"),
-    };
-    let (built, trust) = super::trust::start(config, &context, granted.as_ref(), source)
-        .map_err(StartError::Policy)?;
+    let (built, trust, source) = policy(config, &context, &origin)?;
     let mut policy = built.policy;
     let mut start_notices = built.notices;
     let (log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
@@ -177,6 +170,34 @@ pub(crate) fn start(
         settings: view,
         opened,
     })
+}
+
+/// The session's policy and where it stands with its project's own
+/// settings (a stored session trusts again what it trusted,
+/// `trust/granted`, while the files still hold it), and SessionStart's
+/// `source`.
+fn policy(
+    config: &Config,
+    context: &Arc<SessionContext>,
+    origin: &Origin,
+) -> Result<
+    (
+        crate::bridges::policy::Built,
+        super::context::Trust,
+        &'static str,
+    ),
+    StartError,
+> {
+    let (granted, source) = match origin {
+        Origin::New => (None, "startup"),
+        Origin::Stored { read, .. } => (
+            super::trust::granted(&read.records, &context.project_dir),
+            "resume",
+        ),
+    };
+    let (built, trust) = super::trust::start(config, context, granted.as_ref(), source)
+        .map_err(StartError::Policy)?;
+    Ok((built, trust, source))
 }
 
 /// Offers the session's commands (candor's, the MCP servers' prompts,

@@ -266,6 +266,8 @@ async fn commands_and_hooks_never_see_the_provider_keys() {
         .env("XDG_CONFIG_HOME", &config);
     let mut conn = Conn::spawn_with(env, cmd);
     let session = conn.ready().await;
+    // The repository's hook runs once the user trusts it.
+    conn.prompt(&session, "/trust").await;
     conn.prompt(&session, "go").await;
     for file in ["bash-env.txt", "hook-env.txt"] {
         let seen = std::fs::read_to_string(conn.env.project.join(file)).unwrap();

@@ -268,6 +268,7 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
             }),
             Event::TrustRequested { .. }
             | Event::TrustResolved { .. }
+            | Event::TrustGranted { .. }
             | Event::PromptExpanded { .. }
             | Event::PromptResource { .. } => entries.extend(
                 trust_entry(at.clone(), &record.event).or_else(|| prompt_entry(at, &record.event)),
@@ -472,6 +473,24 @@ fn trust_entry(at: String, event: &Event) -> Option<Entry> {
                 .as_ref()
                 .map(|r| format!(" ({r})"))
                 .unwrap_or_default()
+        ),
+        Event::TrustGranted {
+            wants,
+            files,
+            always,
+            ..
+        } => format!(
+            "the user typed /trust{}: this project's settings apply, which want:\n{}{}",
+            if *always {
+                " always (remembered)"
+            } else {
+                " (this session)"
+            },
+            wants.join("\n"),
+            files
+                .iter()
+                .map(|(path, held)| format!("\nand run {path} ({held})"))
+                .collect::<String>()
         ),
         _ => return None,
     };

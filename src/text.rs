@@ -88,7 +88,7 @@ fn is_unseen(c: char) -> bool {
 }
 
 /// `text` as a person can safely be shown it, to read and decide on: every
-/// character they would not see as what it is ([`is_unseen`]) written as a
+/// character they would not see as what it is (`is_unseen`) written as a
 /// visible `\u{…}` escape, so a hook command with an ANSI conceal sequence
 /// or a right-to-left override shows what it holds. Line breaks and tabs
 /// stay. The one function every presentation path goes through (a tidy test

@@ -25,6 +25,7 @@
 //! The full description, record by record, is `protocol/event-log.md`; a
 //! tidy test keeps the two in step.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use agent_client_protocol_schema::v1::ContentBlock;
@@ -246,9 +247,10 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
-    /// The project's own settings want what only a trusted project may have
-    /// (hooks, allow rules, a mode that asks less: `bridges::trust`); candor
-    /// asks the user, showing `wants`, before anything of them applies.
+    /// An older candor's question (read in old logs, never written now):
+    /// the project's own settings want what only a trusted project may have
+    /// (hooks, allow rules, a mode that asks less: `bridges::trust`), asked
+    /// through a permission request. Its answer no longer restores trust.
     #[serde(rename = "trust/requested")]
     TrustRequested {
         project: PathBuf,
@@ -264,6 +266,25 @@ pub enum Event {
         outcome: TrustOutcome,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+    },
+    /// The user typed `/trust` (or `/trust always`): the project's settings
+    /// apply from now on in this session, for exactly `wants` and `files`
+    /// (flushed before any of them applies). A loaded or resumed session
+    /// trusts them again while they are the same (`digest`).
+    #[serde(rename = "trust/granted")]
+    TrustGranted {
+        project: PathBuf,
+        /// Each hook command, allow rule and mode, whole.
+        wants: Vec<String>,
+        /// Each project file the project's hooks run, and what it held
+        /// (`sha256:…`).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        files: BTreeMap<String, String>,
+        /// What the grant binds to (`bridges::trust::digest`).
+        digest: String,
+        /// `/trust always`: remembered in `$CANDOR_HOME/trust.json` too.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        always: bool,
     },
     /// The tool began executing.
     #[serde(rename = "tool/started")]

@@ -80,7 +80,7 @@ pub(crate) fn start(
         cwd.clone(),
         config.user_home.clone(),
     ));
-    let (built, consent) = super::trust::start(config, &context).map_err(StartError::Policy)?;
+    let (built, trust, source) = policy(config, &context, &origin)?;
     let mut policy = built.policy;
     let mut start_notices = built.notices;
     let (log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
@@ -140,6 +140,7 @@ pub(crate) fn start(
         config: Arc::new(config.clone()),
         mcp,
         user_commands: Vec::new(),
+        trust,
     };
     let handle = SessionHandle::new(
         id.clone(),
@@ -156,14 +157,9 @@ pub(crate) fn start(
         opened: opened_rx,
         notices: start_notices,
         context,
-        consent,
         damaged,
         gathering,
-        source: if stored.is_some() {
-            "resume"
-        } else {
-            "startup"
-        },
+        source,
     };
     let task = tokio::spawn(run(
         committer, provider, gate, cwd, commands, hard_stop, opening,
@@ -174,6 +170,34 @@ pub(crate) fn start(
         settings: view,
         opened,
     })
+}
+
+/// The session's policy and where it stands with its project's own
+/// settings (a stored session trusts again what it trusted,
+/// `trust/granted`, while the files still hold it), and SessionStart's
+/// `source`.
+fn policy(
+    config: &Config,
+    context: &Arc<SessionContext>,
+    origin: &Origin,
+) -> Result<
+    (
+        crate::bridges::policy::Built,
+        super::context::Trust,
+        &'static str,
+    ),
+    StartError,
+> {
+    let (granted, source) = match origin {
+        Origin::New => (None, "startup"),
+        Origin::Stored { read, .. } => (
+            super::trust::granted(&read.records, &context.project_dir),
+            "resume",
+        ),
+    };
+    let (built, trust) = super::trust::start(config, context, granted.as_ref(), source)
+        .map_err(StartError::Policy)?;
+    Ok((built, trust, source))
 }
 
 /// Offers the session's commands (candor's, the MCP servers' prompts,
@@ -346,8 +370,6 @@ struct Opening {
     notices: Vec<(NoticeLevel, String)>,
     /// What bridge hooks are told about the session and its turn.
     context: Arc<SessionContext>,
-    /// The question for an untrusted project, asked at the first prompt.
-    consent: Option<super::trust::Consent>,
     /// The log cannot take records (damaged): why, for the user.
     damaged: Option<String>,
     /// The session's `session/environment`, being gathered.
@@ -418,23 +440,6 @@ async fn run(
                 cancel,
                 reply,
             } => {
-                if let Some(consent) = opening.consent.take() {
-                    match super::trust::ask(
-                        &mut committer,
-                        &mut gate,
-                        consent,
-                        opening.source,
-                        provider.model(),
-                        &cancel,
-                    )
-                    .await
-                    {
-                        Ok(again) => opening.consent = again,
-                        Err(e) => {
-                            tracing::error!(error = %e, "could not record the trust question")
-                        }
-                    }
-                }
                 super::user_commands::refresh(&mut committer, &mut gate, &cwd, &mut file_problems);
                 offer_commands(&mut committer, &gate, &mut offered);
                 opening.context.set_turn(TurnInfo {

@@ -577,16 +577,15 @@ async fn a_projects_mcp_json_starts_only_enabled_servers_and_only_once_trusted()
     );
     // Untrusted: the server is one of the project's wants, not started.
     let mut conn = Conn::in_process(env);
-    conn.answer_permissions(&["reject_once"]);
     let session = conn.ready().await;
     conn.prompt(&session, "hi").await;
-    let asked = conn
+    let told = conn
         .env
         .log(&session)
         .into_iter()
-        .find(|r| r["type"] == "trust/requested")
+        .find(|r| r["type"] == "session/notice" && r["text"].to_string().contains("/trust"))
         .unwrap();
-    let wants = asked["wants"].to_string();
+    let wants = told["text"].to_string();
     assert!(wants.contains("MCP server \\\"proj\\\""), "{wants}");
     assert!(!wants.contains("\\\"other\\\""), "{wants}");
     assert!(seen(&log).is_empty(), "an untrusted project's server ran");

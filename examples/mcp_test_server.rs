@@ -9,15 +9,24 @@
 //! `endpoint` event says). The address it listens on is printed as
 //! `listening <addr>` on stdout. Every
 //! call it receives is appended to `--log` as a JSON line
-//! (`{"tool", "arguments"}`), and so is a cancellation
+//! (`{"tool", "arguments"}`, after `{"requestId", "for": <tool>}`), and so
+//! is a cancellation
 //! (`{"cancelled": <tool>}`), so a test can say what the server saw.
 //!
 //! Tools: `echo {text}` (text), `lookup {key}` (annotated read-only),
 //! `picture {}` (an image and a text), `fail {}` (`isError`), `slow
 //! {seconds}` (waits, or until cancelled), `grow {}` (adds the tool `extra`
 //! and says the list changed), `crash {}` (exits mid-call), `rich {}`
-//! (structured content, a resource link, an embedded resource). A prompt
-//! `greet {name}` and a resource `test://readme`.
+//! (structured content, a resource link, an embedded resource), `huge
+//! {mib}` (answers that many MiB of text), `garbage {}` (answers its call
+//! with a line that is not JSON, over stdio only, and nothing else). Tools
+//! annotated for the permission tests: `lookup` (`readOnlyHint` and
+//! `openWorldHint: false`), `fetch` (`readOnlyHint` only), `wipe`
+//! (`readOnlyHint` and `destructiveHint`), `browse` (`readOnlyHint` and
+//! `openWorldHint: true`). A `notifications/cancelled` is logged as
+//! `{"cancelledId": <id>, "reason"}` (and, for a `slow` call still running,
+//! `{"cancelled": "slow"}`). A prompt `greet {name}` and a resource
+//! `test://readme`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::Write;
@@ -67,7 +76,12 @@ impl TestServer {
         let empty = json!({"type": "object", "properties": {}});
         let mut tools = vec![
             json!({"name": "echo", "description": "Says the text back", "inputSchema": text}),
-            json!({"name": "lookup", "description": "Looks a key up", "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}, "annotations": {"title": "Look up", "readOnlyHint": true}}),
+            json!({"name": "lookup", "description": "Looks a key up", "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}, "annotations": {"title": "Look up", "readOnlyHint": true, "openWorldHint": false}}),
+            json!({"name": "fetch", "description": "Fetches a URL", "inputSchema": {"type": "object", "properties": {"url": {"type": "string"}}}, "annotations": {"readOnlyHint": true}}),
+            json!({"name": "wipe", "description": "Reads, it says", "inputSchema": empty, "annotations": {"readOnlyHint": true, "destructiveHint": true, "openWorldHint": false}}),
+            json!({"name": "browse", "description": "Reads the web", "inputSchema": empty, "annotations": {"readOnlyHint": true, "openWorldHint": true}}),
+            json!({"name": "huge", "description": "Answers at length", "inputSchema": {"type": "object", "properties": {"mib": {"type": "number"}}}}),
+            json!({"name": "garbage", "description": "Answers what is not JSON", "inputSchema": empty}),
             json!({"name": "picture", "description": "Draws a picture", "inputSchema": empty}),
             json!({"name": "fail", "description": "Always fails", "inputSchema": empty}),
             json!({"name": "slow", "description": "Takes its time", "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}}),
@@ -115,13 +129,14 @@ impl ServerHandler for TestServer {
             .map(Value::Object)
             .unwrap_or(json!({}));
         let name = request.name.to_string();
+        self.note(json!({"requestId": context.id, "for": name}));
         self.note(json!({"tool": name, "arguments": args}));
         let result: Value = match name.as_str() {
             "echo" => {
                 let text = args.get("text").and_then(Value::as_str).unwrap_or_default();
                 json!({"content": [{"type": "text", "text": format!("echo: {text}")}]})
             }
-            "lookup" | "extra" => {
+            "lookup" | "extra" | "fetch" | "wipe" | "browse" => {
                 json!({"content": [{"type": "text", "text": format!("{name} ok")}]})
             }
             "picture" => json!({"content": [
@@ -159,9 +174,37 @@ impl ServerHandler for TestServer {
                 ],
                 "structuredContent": {"answer": 42}
             }),
+            "huge" => {
+                let mib = args.get("mib").and_then(Value::as_f64).unwrap_or(17.0);
+                let text = "x".repeat((mib * 1024.0 * 1024.0) as usize);
+                json!({"content": [{"type": "text", "text": text}]})
+            }
+            "garbage" => {
+                // The answer's id, then what no JSON parser takes; written
+                // past rmcp (nothing else is being written: the call waits).
+                let id = serde_json::to_string(&context.id).unwrap_or_default();
+                {
+                    let mut out = std::io::stdout().lock();
+                    let _ = writeln!(
+                        out,
+                        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"cut"
+                    );
+                    let _ = out.flush();
+                }
+                context.ct.cancelled().await;
+                return Err(ErrorData::internal_error("cancelled", None));
+            }
             other => return Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
         };
         Ok(from::<CallToolResult>(result)?.into())
+    }
+
+    async fn on_cancelled(
+        &self,
+        notification: rmcp::model::CancelledNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleServer>,
+    ) {
+        self.note(json!({"cancelledId": notification.request_id, "reason": notification.reason}));
     }
 
     async fn list_prompts(

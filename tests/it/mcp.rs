@@ -766,3 +766,105 @@ async fn a_call_whose_answer_never_comes_fails_at_its_codex_timeout_and_the_serv
         "{shown}"
     );
 }
+
+/// The session's entry for the test server over `transport` (`stdio`,
+/// `http`, `sse`), and the server when candor does not start it.
+async fn entry_over(
+    transport: &str,
+    log: &std::path::Path,
+) -> (Value, Option<tokio::process::Child>) {
+    match transport {
+        "stdio" => (stdio("test", log, &[]), None),
+        "http" => {
+            let (server, addr) = listening("--http", log).await;
+            let url = format!("http://{addr}/mcp");
+            (
+                json!({"type": "http", "name": "test", "url": url, "headers": []}),
+                Some(server),
+            )
+        }
+        _ => {
+            let (server, addr) = listening("--sse", log).await;
+            let url = format!("http://{addr}/sse");
+            (
+                json!({"type": "sse", "name": "test", "url": url, "headers": []}),
+                Some(server),
+            )
+        }
+    }
+}
+
+/// A call whose answer candor cannot take (`tool`): its card fails within
+/// seconds saying why (`why`), the server is told the call was given up,
+/// and the next call to the same server works.
+async fn an_answer_candor_cannot_take(transport: &str, tool_name: &str, why: &str) {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([mcp_call("m1", tool_name, json!({}))])),
+        respond(json!([mcp_call("m2", "echo", json!({"text": "after"}))])),
+        respond(json!([text("done")])),
+    ]))
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let log = env.dir.path().join("server.jsonl");
+    let (entry, _server) = entry_over(transport, &log).await;
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, json!([entry])).await;
+    let started = std::time::Instant::now();
+    let answer = tokio::time::timeout(Duration::from_secs(60), conn.prompt(&session, "go"))
+        .await
+        .expect("the call waited for its timeout");
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{transport}: took {:?}",
+        started.elapsed()
+    );
+    let result = record(&conn, &session, "tool/result", "m1").unwrap();
+    assert_eq!(result["status"], "failed", "{transport}: {result}");
+    let output = result["output"].as_str().unwrap();
+    assert!(output.contains(why), "{transport}: {output}");
+    let last = card_frames(&conn, &session, "m1").pop().unwrap();
+    assert_eq!(last["status"], "failed");
+    assert!(last["content"].to_string().contains(why), "{last}");
+    assert!(output.contains("candor gave the call up and told the server so"), "{output}");
+    // The server was told, naming the request it answered.
+    let asked = seen(&log)
+        .into_iter()
+        .find(|v| v["for"] == tool_name)
+        .unwrap()["requestId"]
+        .clone();
+    assert!(
+        eventually(Duration::from_secs(10), || seen(&log)
+            .iter()
+            .any(|v| v.get("cancelledId") == Some(&asked)))
+        .await,
+        "{transport}: the server was not told the call was given up: {:?}",
+        seen(&log)
+            .iter()
+            .filter(|v| v.get("tool").is_none())
+            .collect::<Vec<_>>()
+    );
+    let next = record(&conn, &session, "tool/result", "m2").unwrap();
+    assert_eq!(next["status"], "completed", "{transport}: {next}");
+    assert_eq!(next["output"], "echo: after");
+}
+
+#[tokio::test]
+async fn an_answer_over_16_mib_over_stdio_fails_the_call_at_once_and_the_server_goes_on() {
+    an_answer_candor_cannot_take("stdio", "huge", "over 16 MiB").await;
+}
+
+#[tokio::test]
+async fn an_answer_over_16_mib_over_streamable_http_fails_the_call_at_once_and_the_server_goes_on()
+{
+    an_answer_candor_cannot_take("http", "huge", "over 16 MiB").await;
+}
+
+#[tokio::test]
+async fn an_answer_over_16_mib_over_http_sse_fails_the_call_at_once_and_the_server_goes_on() {
+    an_answer_candor_cannot_take("sse", "huge", "over 16 MiB").await;
+}
+
+#[tokio::test]
+async fn an_answer_that_is_not_json_fails_the_call_at_once_and_the_server_goes_on() {
+    an_answer_candor_cannot_take("stdio", "garbage", "not JSON").await;
+}

@@ -10,9 +10,12 @@
 //! store beside the log. The card shows the same, through a
 //! `tool/content` record. `isError` fails the card.
 
+mod http;
+pub mod refusal;
 pub mod servers;
 pub mod spec;
 mod sse;
+mod stdio;
 
 use serde_json::{Map, Value};
 

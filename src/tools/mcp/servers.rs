@@ -456,7 +456,7 @@ impl Servers {
                     Ok(v) => CallOutcome::Done(v),
                     Err(e) => CallOutcome::Failed(format!("the server's answer could not be read: {e}")),
                 },
-                Ok(Err(e)) => CallOutcome::Failed(format!("the MCP server {server:?} failed the call: {e}")),
+                Ok(Err(e)) => CallOutcome::Failed(failure(&peer, server, "the call", &e).await),
                 Err(_) => CallOutcome::Failed(format!(
                     "the MCP server {server:?} did not answer within {}",
                     humantime::format_duration(timeout)
@@ -483,7 +483,7 @@ impl Servers {
         };
         let result = match result {
             Ok(Ok(r)) => r,
-            Ok(Err(e)) => return Err(format!("the MCP server {server:?} failed: {e}")),
+            Ok(Err(e)) => return Err(failure(&peer, server, "the prompt", &e).await),
             Err(_) => return Err(format!("the MCP server {server:?} did not answer")),
         };
         let value = serde_json::to_value(&result).map_err(|e| e.to_string())?;
@@ -528,7 +528,7 @@ impl Servers {
                     .collect::<Vec<_>>()
                     .join("\n"))
             }
-            Ok(Err(e)) => Err(format!("the MCP server {server:?} failed: {e}")),
+            Ok(Err(e)) => Err(failure(&peer, server, "the read", &e).await),
             Err(_) => Err(format!("the MCP server {server:?} did not answer")),
         }
     }
@@ -556,6 +556,29 @@ impl Servers {
         }
         None
     }
+}
+
+/// Why a request to `server` failed, for people. When candor refused the
+/// answer (`refusal`), the server is first told the request was given up
+/// (`notifications/cancelled`, waited for at most 5 s).
+async fn failure(
+    peer: &Peer<RoleClient>,
+    server: &str,
+    what: &str,
+    error: &rmcp::service::ServiceError,
+) -> String {
+    let Some((id, why)) = super::refusal::refused(error) else {
+        return format!("the MCP server {server:?} failed {what}: {error}");
+    };
+    let reason = format!("candor cannot take the answer: {why}");
+    let param = rmcp::model::CancelledNotificationParam::new(Some(id), Some(reason));
+    let told = tokio::time::timeout(Duration::from_secs(5), peer.notify_cancelled(param)).await;
+    let told = if matches!(told, Ok(Ok(()))) {
+        "and told the server so"
+    } else {
+        "(the server could not be told)"
+    };
+    format!("the MCP server {server:?} sent {why}; candor gave {what} up {told}")
 }
 
 /// The text of an MCP content block (a placeholder for what is not text).
@@ -796,10 +819,8 @@ async fn connect(
                     }
                 });
             }
-            let service = handler
-                .serve((stdout, stdin))
-                .await
-                .map_err(initialize_error)?;
+            let transport = super::stdio::Stdio::new(&entry.spec.name, stdout, stdin);
+            let service = handler.serve(transport).await.map_err(initialize_error)?;
             Ok((service, Some(group)))
         }
         Transport::Http { url, headers } => {
@@ -811,7 +832,8 @@ async fn connect(
                 .collect();
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
-            let transport = StreamableHttpClientTransport::with_client(http_client()?, config);
+            let client = super::http::Client(http_client()?);
+            let transport = StreamableHttpClientTransport::with_client(client, config);
             let service = handler.serve(transport).await.map_err(initialize_error)?;
             Ok((service, None))
         }

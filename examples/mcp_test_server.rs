@@ -9,8 +9,8 @@
 //! `endpoint` event says). The address it listens on is printed as
 //! `listening <addr>` on stdout. Every
 //! call it receives is appended to `--log` as a JSON line
-//! (`{"tool", "arguments"}`, after `{"requestId", "for": <tool>}`), and so
-//! is a cancellation
+//! (`{"tool", "arguments"}`; for `huge` and `garbage` also `{"requestId",
+//! "for": <tool>}`), and so is a cancellation
 //! (`{"cancelled": <tool>}`), so a test can say what the server saw.
 //!
 //! Tools: `echo {text}` (text), `lookup {key}` (annotated read-only),
@@ -24,9 +24,9 @@
 //! `openWorldHint: false`), `fetch` (`readOnlyHint` only), `wipe`
 //! (`readOnlyHint` and `destructiveHint`), `browse` (`readOnlyHint` and
 //! `openWorldHint: true`). A `notifications/cancelled` is logged as
-//! `{"cancelledId": <id>, "reason"}` (and, for a `slow` call still running,
-//! `{"cancelled": "slow"}`). A prompt `greet {name}` and a resource
-//! `test://readme`.
+//! `{"cancelledId": <id>, "reason"}` when it is of a `huge` or `garbage`
+//! call (and a `slow` call still running logs `{"cancelled": "slow"}`).
+//! A prompt `greet {name}` and a resource `test://readme`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::Write;
@@ -53,6 +53,9 @@ const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkY
 struct TestServer {
     log: Option<PathBuf>,
     grown: Arc<AtomicBool>,
+    /// The requests of `huge` and `garbage` calls, whose cancellation is
+    /// logged by id.
+    watched: Arc<std::sync::Mutex<Vec<rmcp::model::RequestId>>>,
 }
 
 fn from<T: DeserializeOwned>(v: Value) -> Result<T, ErrorData> {
@@ -129,8 +132,14 @@ impl ServerHandler for TestServer {
             .map(Value::Object)
             .unwrap_or(json!({}));
         let name = request.name.to_string();
-        self.note(json!({"requestId": context.id, "for": name}));
         self.note(json!({"tool": name, "arguments": args}));
+        if name == "huge" || name == "garbage" {
+            self.note(json!({"requestId": context.id, "for": name}));
+            self.watched
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(context.id.clone());
+        }
         let result: Value = match name.as_str() {
             "echo" => {
                 let text = args.get("text").and_then(Value::as_str).unwrap_or_default();
@@ -204,7 +213,17 @@ impl ServerHandler for TestServer {
         notification: rmcp::model::CancelledNotificationParam,
         _context: rmcp::service::NotificationContext<RoleServer>,
     ) {
-        self.note(json!({"cancelledId": notification.request_id, "reason": notification.reason}));
+        let watched = self
+            .watched
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .any(|id| Some(id) == notification.request_id.as_ref());
+        if watched {
+            self.note(
+                json!({"cancelledId": notification.request_id, "reason": notification.reason}),
+            );
+        }
     }
 
     async fn list_prompts(
@@ -291,6 +310,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = TestServer {
         log,
         grown: Arc::new(AtomicBool::new(false)),
+        watched: Arc::default(),
     };
     server.note(json!({"started": std::process::id()}));
     match (http, sse) {

@@ -99,12 +99,15 @@ impl StreamableHttpClient for Client {
                 .await;
             let Some(id) = id else { return posted };
             match posted {
-                Err(StreamableHttpError::ResponseBodyTooLarge { .. }) => Ok(
-                    StreamableHttpPostResponse::Json(refusal::refusal(id, &refusal::too_large()), None),
-                ),
-                Ok(StreamableHttpPostResponse::Sse(events, session)) => {
-                    Ok(StreamableHttpPostResponse::Sse(answered(events, id), session))
+                Err(StreamableHttpError::ResponseBodyTooLarge { .. }) => {
+                    Ok(StreamableHttpPostResponse::Json(
+                        refusal::refusal(id, &refusal::too_large()),
+                        None,
+                    ))
                 }
+                Ok(StreamableHttpPostResponse::Sse(events, session)) => Ok(
+                    StreamableHttpPostResponse::Sse(answered(events, id), session),
+                ),
                 posted => posted,
             }
         }
@@ -129,13 +132,8 @@ impl StreamableHttpClient for Client {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = Result<Events, StreamableHttpError<Self::Error>>> + Send + '_ {
-        self.0.get_stream(
-            uri,
-            session_id,
-            last_event_id,
-            auth_header,
-            custom_headers,
-        )
+        self.0
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
     }
 
     fn get_stream_with_max_sse_event_size(
@@ -218,6 +216,11 @@ mod tests {
         assert!(unreadable(&event("")).is_none());
         let why = unreadable(&event(r#"{"jsonrpc":"2.0","id":1,"result":{"#)).unwrap();
         assert!(why.contains("not JSON"), "{why}");
-        assert!(unreadable(&event(r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"#)).is_none());
+        assert!(
+            unreadable(&event(
+                r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"#
+            ))
+            .is_none()
+        );
     }
 }

@@ -73,10 +73,10 @@ pub struct McpTool {
     pub input_schema: Value,
     /// `annotations.title`, or the tool's `title`.
     pub title: Option<String>,
-    /// `annotations.readOnlyHint`.
-    pub read_only: bool,
-    /// `annotations.openWorldHint`.
-    pub open_world: bool,
+    /// The hints of its `annotations`, as the server sent them.
+    pub annotations: crate::event_log::McpHints,
+    /// What candor takes it to be (`super::annotations`).
+    pub reading: super::annotations::Reading,
 }
 
 /// A server's prompt, offered as the command `/mcp__<server>__<prompt>`.
@@ -149,15 +149,24 @@ struct Inner {
     /// Ends every server.
     stop: CancellationToken,
     shadowed: Mutex<Vec<(String, String, String)>>,
+    /// Whether the user lets annotations decide (`mcp_trust_annotations`).
+    trust_annotations: bool,
 }
 
 impl Default for Inner {
     fn default() -> Self {
+        Self::new(true)
+    }
+}
+
+impl Inner {
+    fn new(trust_annotations: bool) -> Self {
         Self {
             entries: Mutex::new(Vec::new()),
             changed: watch::channel(0).0,
             stop: CancellationToken::new(),
             shadowed: Mutex::new(Vec::new()),
+            trust_annotations,
         }
     }
 }
@@ -169,6 +178,15 @@ impl Drop for Inner {
 }
 
 impl Servers {
+    /// An empty set whose servers' annotations are taken at their word
+    /// (for those the user configured) when `trust_annotations`, else for
+    /// none (`super::annotations`).
+    pub fn new(trust_annotations: bool) -> Self {
+        Self {
+            inner: Arc::new(Inner::new(trust_annotations)),
+        }
+    }
+
     /// Starts `specs` (each on its own task; returns at once). Servers
     /// already in the set by name are left as they are.
     pub fn start(&self, specs: Vec<ServerSpec>, cwd: &std::path::Path) {
@@ -335,6 +353,13 @@ impl Servers {
                     continue;
                 };
                 let annotations = def.annotations.as_ref();
+                let hints = crate::event_log::McpHints {
+                    read_only_hint: annotations.and_then(|a| a.read_only_hint),
+                    destructive_hint: annotations.and_then(|a| a.destructive_hint),
+                    idempotent_hint: annotations.and_then(|a| a.idempotent_hint),
+                    open_world_hint: annotations.and_then(|a| a.open_world_hint),
+                };
+                let reading = super::annotations::read(&hints, &self.trust(&entry.spec.source));
                 out.push(McpTool {
                     exposed,
                     server: entry.spec.name.clone(),
@@ -347,12 +372,23 @@ impl Servers {
                     title: annotations
                         .and_then(|a| a.title.clone())
                         .or_else(|| def.title.clone()),
-                    read_only: annotations.and_then(|a| a.read_only_hint) == Some(true),
-                    open_world: annotations.and_then(|a| a.open_world_hint) == Some(true),
+                    annotations: hints,
+                    reading,
                 });
             }
         }
         out
+    }
+
+    /// Whether the annotations of a server from `source` are taken at
+    /// their word.
+    fn trust(&self, source: &super::Source) -> super::annotations::Trust {
+        use super::annotations::Trust;
+        match source {
+            _ if !self.inner.trust_annotations => Trust::Off,
+            super::Source::Project(path) => Trust::Project(path.clone()),
+            _ => Trust::Taken,
+        }
     }
 
     /// The tool the model calls `exposed`, if a ready server has it.

@@ -130,7 +130,9 @@ fn message(event: Event) -> Option<RxJsonRpcMessage<RoleClient>> {
                 .answers()
                 .map(|id| refusal::refusal(id, &refusal::too_large()));
             if refused.is_none() {
-                tracing::warn!("an MCP server sent an event over {MAX_MESSAGE} bytes that answers no request of candor's; skipped");
+                tracing::warn!(
+                    "an MCP server sent an event over {MAX_MESSAGE} bytes that answers no request of candor's; skipped"
+                );
             }
             refused
         }
@@ -363,7 +365,10 @@ mod tests {
     fn an_event_over_the_cap_is_read_past_its_id_kept_and_the_stream_goes_on() {
         let mut parser = Parser::default();
         let mut out = VecDeque::new();
-        parser.feed(b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"result\":{\"t\":\"", &mut out);
+        parser.feed(
+            b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"result\":{\"t\":\"",
+            &mut out,
+        );
         let chunk = vec![b'x'; 1024 * 1024];
         for _ in 0..17 {
             parser.feed(&chunk, &mut out);

@@ -98,7 +98,13 @@ impl Stdio {
     /// The line read, parsed: a message, candor's refusal of the answer it
     /// was, or nothing to pass on (the answer to send back, for a request
     /// of the server's candor cannot read).
-    fn parse(&self, line: &[u8]) -> (Option<RxJsonRpcMessage<RoleClient>>, Option<ClientJsonRpcMessage>) {
+    fn parse(
+        &self,
+        line: &[u8],
+    ) -> (
+        Option<RxJsonRpcMessage<RoleClient>>,
+        Option<ClientJsonRpcMessage>,
+    ) {
         let text = line.strip_suffix(b"\n").unwrap_or(line);
         let text = text.strip_suffix(b"\r").unwrap_or(text);
         let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
@@ -123,7 +129,10 @@ impl Stdio {
             .and_then(|v| serde_json::from_value(v.get("id")?.clone()).ok())
             .map(|id| {
                 ClientJsonRpcMessage::error(
-                    ErrorData::invalid_request(format!("candor cannot read this request: {error}"), None),
+                    ErrorData::invalid_request(
+                        format!("candor cannot read this request: {error}"),
+                        None,
+                    ),
                     Some(id),
                 )
             });

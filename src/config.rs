@@ -592,6 +592,24 @@ mod tests {
     }
 
     #[test]
+    fn mcp_annotations_are_trusted_unless_the_user_file_says_not_and_a_project_file_cannot_say() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(config(&[("HOME", dir.path().to_str().unwrap())]).mcp_trust_annotations());
+        // A project's file is no place for it: read from the user's only.
+        write(
+            &dir.path().join(PROJECT_CONFIG),
+            "mcp_trust_annotations = true\n",
+        );
+        write(
+            &dir.path().join(".config/candor/config.toml"),
+            "mcp_trust_annotations = false\n",
+        );
+        let c = config(&[("HOME", dir.path().to_str().unwrap())]);
+        assert!(c.model_config(Some(dir.path())).is_ok());
+        assert!(!c.mcp_trust_annotations());
+    }
+
+    #[test]
     fn a_broken_file_is_a_reason_not_a_crash() {
         let dir = tempfile::tempdir().unwrap();
         let xdg = dir.path().join("xdg");

@@ -826,6 +826,11 @@ async fn slash_mcp_shows_each_server_its_state_its_tools_and_its_stderr() {
     let text = ran["output"].as_str().unwrap();
     assert!(text.contains("**test**: ready"), "{text}");
     assert!(text.contains("mcp__test__echo"), "{text}");
+    assert!(
+        text.contains("mcp__test__lookup (runs unasked: read-only, closed-world)")
+            && !text.contains("mcp__test__fetch (runs unasked"),
+        "{text}"
+    );
     assert!(text.contains("**broken**: failed"), "{text}");
     assert!(text.contains("refusing to start"), "{text}");
     assert!(text.contains("from the editor"), "{text}");

@@ -70,7 +70,7 @@ const MAX_KEY: usize = 8;
 const MAX_ID: usize = 256;
 
 /// Reads the top-level `"id"` of a JSON object fed in pieces, keeping only
-/// that (at most [`MAX_ID`] bytes), whatever the size of the rest. Stops
+/// that (at most 256 bytes of it), whatever the size of the rest. Stops
 /// reading at the first byte that is not the JSON it expects, keeping what
 /// it found before.
 #[derive(Debug, Default)]

@@ -15,23 +15,22 @@ use std::sync::Arc;
 use rmcp::model::{ClientJsonRpcMessage, ErrorData};
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{ChildStdin, ChildStdout};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 use super::refusal::{self, MAX_MESSAGE, Scan};
 
 /// A line buffer bigger than this is given back once its line is read.
 const KEEP_CAPACITY: usize = 1024 * 1024;
 
-/// A server spoken to over its stdin and stdout.
-pub(crate) struct Stdio {
+/// A server spoken to over its stdin (`W`) and stdout (`R`).
+pub(crate) struct Stdio<R, W> {
     server: String,
-    read: BufReader<ChildStdout>,
+    read: BufReader<R>,
     /// What was read of the line so far.
     line: Vec<u8>,
     /// Reading past a line over the cap: its id as far as scanned.
     skipping: Option<Scan>,
-    write: Arc<tokio::sync::Mutex<ChildStdin>>,
+    write: Arc<tokio::sync::Mutex<W>>,
 }
 
 /// One line read.
@@ -42,8 +41,12 @@ enum Line {
     Over(Scan),
 }
 
-impl Stdio {
-    pub(crate) fn new(server: &str, stdout: ChildStdout, stdin: ChildStdin) -> Self {
+impl<R, W> Stdio<R, W>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    pub(crate) fn new(server: &str, stdout: R, stdin: W) -> Self {
         Self {
             server: server.to_owned(),
             read: BufReader::new(stdout),
@@ -140,7 +143,11 @@ impl Stdio {
     }
 }
 
-impl Transport<RoleClient> for Stdio {
+impl<R, W> Transport<RoleClient> for Stdio<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     type Error = std::io::Error;
 
     fn send(
@@ -191,5 +198,78 @@ impl Transport<RoleClient> for Stdio {
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.write.lock().await.shutdown().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{JsonRpcMessage, RequestId};
+
+    #[tokio::test]
+    async fn a_line_over_the_cap_is_never_held_and_becomes_the_refusal_of_what_it_answers() {
+        let (mut server, ours) = tokio::io::duplex(64 * 1024);
+        let (read, write) = tokio::io::split(ours);
+        let mut stdio = Stdio::new("s", read, write);
+        let writer = tokio::spawn(async move {
+            server
+                .write_all(br#"{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":""#)
+                .await?;
+            let chunk = vec![b'x'; 1024 * 1024];
+            for _ in 0..40 {
+                server.write_all(&chunk).await?;
+            }
+            server.write_all(b"\"}]},\"id\":7}\n").await?;
+            server
+                .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{}}\n")
+                .await?;
+            Ok::<_, std::io::Error>(server)
+        });
+        let first = stdio.receive().await;
+        let Some(JsonRpcMessage::Error(refused)) = first else {
+            panic!("{first:?}");
+        };
+        assert_eq!(refused.id, Some(RequestId::Number(7)));
+        assert!(refused.error.message.contains("over 16 MiB"), "{refused:?}");
+        // What was held of it: never more than the cap.
+        assert!(
+            stdio.line.capacity() <= MAX_MESSAGE,
+            "{}",
+            stdio.line.capacity()
+        );
+        let next = stdio.receive().await;
+        assert!(
+            matches!(&next, Some(JsonRpcMessage::Response(r)) if r.id == RequestId::Number(8)),
+            "{next:?}"
+        );
+        assert!(writer.await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_request_of_the_servers_that_candor_cannot_read_is_answered_and_skipped() {
+        let (server, ours) = tokio::io::duplex(64 * 1024);
+        let (read, write) = tokio::io::split(ours);
+        let (mut server_read, mut server_write) = tokio::io::split(server);
+        let mut stdio = Stdio::new("s", read, write);
+        server_write
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"sampling/createMessage\",\"params\":7}\n\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n")
+            .await
+            .unwrap();
+        let next = stdio.receive().await;
+        assert!(
+            matches!(&next, Some(JsonRpcMessage::Response(r)) if r.id == RequestId::Number(1)),
+            "{next:?}"
+        );
+        let mut answer = String::new();
+        let mut lines = tokio::io::BufReader::new(&mut server_read);
+        lines.read_line(&mut answer).await.unwrap();
+        let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(answer["id"], 3);
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("cannot read")
+        );
     }
 }

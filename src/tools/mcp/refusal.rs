@@ -21,8 +21,13 @@ use serde_json::{Value, json};
 /// on an SSE event).
 pub const MAX_MESSAGE: usize = 16 * 1024 * 1024;
 
-/// The mark in [`refusal`]'s `data` saying candor made it.
-const MARK: &str = "answer-refused";
+/// The mark in [`refusal`]'s `data` saying candor made it: a word no
+/// server can guess (it is never sent to one), so no server's own error
+/// passes for candor's refusal.
+fn mark() -> &'static str {
+    static MARK: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MARK.get_or_init(|| format!("answer-refused-{}", uuid::Uuid::new_v4()))
+}
 
 /// The reason for a message over [`MAX_MESSAGE`].
 pub fn too_large() -> String {
@@ -44,7 +49,7 @@ pub fn not_json(error: &serde_json::Error) -> String {
 
 /// The error answer candor puts in place of `id`'s answer.
 pub fn refusal(id: RequestId, why: &str) -> ServerJsonRpcMessage {
-    let data = json!({"candor": MARK, "requestId": id});
+    let data = json!({"candor": mark(), "requestId": id});
     ServerJsonRpcMessage::error(
         ErrorData::new(ErrorCode::INTERNAL_ERROR, why.to_owned(), Some(data)),
         Some(id),
@@ -57,7 +62,7 @@ pub fn refused(error: &ServiceError) -> Option<(RequestId, String)> {
         return None;
     };
     let mark = data.data.as_ref()?;
-    if mark.get("candor").and_then(Value::as_str) != Some(MARK) {
+    if mark.get("candor").and_then(Value::as_str) != Some(self::mark()) {
         return None;
     }
     let id = serde_json::from_value(mark.get("requestId")?.clone()).ok()?;
@@ -316,5 +321,11 @@ mod tests {
         assert_eq!(refused(&e), Some((RequestId::Number(5), "too big".into())));
         let other = ServiceError::McpError(ErrorData::internal_error("boom", None));
         assert_eq!(refused(&other), None);
+        // A server's error that looks like one is not taken for one.
+        let forged = ErrorData::internal_error(
+            "boom",
+            Some(json!({"candor": "answer-refused", "requestId": 5})),
+        );
+        assert_eq!(refused(&ServiceError::McpError(forged)), None);
     }
 }

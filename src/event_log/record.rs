@@ -689,12 +689,37 @@ pub struct McpTarget {
     /// The tool's title, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    /// `readOnlyHint`: the card's kind is `read` (`fetch` when it also
-    /// reaches the outside world, `openWorldHint`).
+    /// What the server said: the hints of the tool's `annotations`, each
+    /// as sent (one it did not send is absent). `None`: a log written
+    /// before candor recorded them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<McpHints>,
+    /// What candor takes the tool to be (`tools::mcp::annotations`): it
+    /// changes nothing. The card's kind is `read` (`fetch` when it is also
+    /// `openWorld`); with `openWorld` false it runs where reads do.
     #[serde(default)]
     pub read_only: bool,
+    /// What candor takes the tool to be: it may reach outside (the
+    /// network, other systems).
     #[serde(default)]
     pub open_world: bool,
+    /// Why candor reads the annotations as it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reading: Option<String>,
+}
+
+/// The hints of an MCP tool's `annotations`, as its server sent them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpHints {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
 }
 
 /// One block of what an MCP tool answered (MCP's content types; text

@@ -84,7 +84,7 @@ pub(crate) fn start(
     let mut policy = built.policy;
     let mut start_notices = built.notices;
     let (log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
-    let mcp = start_mcp(mcp_servers, built.mcp, &cwd, &mut start_notices);
+    let mcp = start_mcp(mcp_servers, built.mcp, &cwd, config, &mut start_notices);
     let mut log = log;
     log.fail_at(config.log_fails_at);
     let mut provider = Provider::for_session(config, &cwd);
@@ -226,12 +226,14 @@ fn start_mcp(
     editor: &[agent_client_protocol_schema::v1::McpServer],
     configured: Vec<crate::tools::mcp::ServerSpec>,
     cwd: &std::path::Path,
+    config: &Config,
     notices: &mut Vec<(NoticeLevel, String)>,
 ) -> crate::tools::mcp::Servers {
     let (mut specs, problems) = crate::tools::mcp::from_editor(editor);
     notices.extend(problems.into_iter().map(|p| (NoticeLevel::Warning, p)));
     specs.extend(configured);
-    let servers = crate::tools::mcp::Servers::default();
+    // Annotations decide only where the user lets them.
+    let servers = crate::tools::mcp::Servers::new(config.mcp_trust_annotations());
     let chosen = crate::tools::mcp::choose(specs);
     servers.shadowed(chosen.shadowed);
     servers.start(chosen.servers, cwd);

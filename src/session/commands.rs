@@ -141,10 +141,17 @@ fn mcp(gate: &Gate) -> String {
         let _ = writeln!(out, "**{}**: {state}", s.name);
         let _ = writeln!(out, "- from {}", s.source);
         let _ = writeln!(out, "- {}", s.transport);
-        let names: Vec<&str> = tools
+        // Those that run without asking where reads do say so.
+        let names: Vec<String> = tools
             .iter()
             .filter(|t| t.server == s.name)
-            .map(|t| t.exposed.as_str())
+            .map(|t| {
+                if t.reading.runs_unasked() {
+                    format!("{} (runs unasked: read-only, closed-world)", t.exposed)
+                } else {
+                    t.exposed.clone()
+                }
+            })
             .collect();
         if !names.is_empty() {
             let _ = writeln!(out, "- tools: {}", names.join(", "));

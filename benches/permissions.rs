@@ -117,6 +117,7 @@ fn decide_bash(args: &Value, rules: &Rules, root: &Path) -> Disposition {
             args,
             spelled: &[],
             mcp_read_only: None,
+            mcp_reading: None,
             mcp_name: None,
         },
         &hooks(),

@@ -9,15 +9,24 @@
 //! `endpoint` event says). The address it listens on is printed as
 //! `listening <addr>` on stdout. Every
 //! call it receives is appended to `--log` as a JSON line
-//! (`{"tool", "arguments"}`), and so is a cancellation
+//! (`{"tool", "arguments"}`; for `huge` and `garbage` also `{"requestId",
+//! "for": <tool>}`), and so is a cancellation
 //! (`{"cancelled": <tool>}`), so a test can say what the server saw.
 //!
 //! Tools: `echo {text}` (text), `lookup {key}` (annotated read-only),
 //! `picture {}` (an image and a text), `fail {}` (`isError`), `slow
 //! {seconds}` (waits, or until cancelled), `grow {}` (adds the tool `extra`
 //! and says the list changed), `crash {}` (exits mid-call), `rich {}`
-//! (structured content, a resource link, an embedded resource). A prompt
-//! `greet {name}` and a resource `test://readme`.
+//! (structured content, a resource link, an embedded resource), `huge
+//! {mib}` (answers that many MiB of text), `garbage {}` (answers its call
+//! with a line that is not JSON, over stdio only, and nothing else). Tools
+//! annotated for the permission tests: `lookup` (`readOnlyHint` and
+//! `openWorldHint: false`), `fetch` (`readOnlyHint` only), `wipe`
+//! (`readOnlyHint` and `destructiveHint`), `browse` (`readOnlyHint` and
+//! `openWorldHint: true`). A `notifications/cancelled` is logged as
+//! `{"cancelledId": <id>, "reason"}` when it is of a `huge` or `garbage`
+//! call (and a `slow` call still running logs `{"cancelled": "slow"}`).
+//! A prompt `greet {name}` and a resource `test://readme`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::Write;
@@ -44,6 +53,9 @@ const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkY
 struct TestServer {
     log: Option<PathBuf>,
     grown: Arc<AtomicBool>,
+    /// The requests of `huge` and `garbage` calls, whose cancellation is
+    /// logged by id.
+    watched: Arc<std::sync::Mutex<Vec<rmcp::model::RequestId>>>,
 }
 
 fn from<T: DeserializeOwned>(v: Value) -> Result<T, ErrorData> {
@@ -67,7 +79,12 @@ impl TestServer {
         let empty = json!({"type": "object", "properties": {}});
         let mut tools = vec![
             json!({"name": "echo", "description": "Says the text back", "inputSchema": text}),
-            json!({"name": "lookup", "description": "Looks a key up", "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}, "annotations": {"title": "Look up", "readOnlyHint": true}}),
+            json!({"name": "lookup", "description": "Looks a key up", "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}, "annotations": {"title": "Look up", "readOnlyHint": true, "openWorldHint": false}}),
+            json!({"name": "fetch", "description": "Fetches a URL", "inputSchema": {"type": "object", "properties": {"url": {"type": "string"}}}, "annotations": {"readOnlyHint": true}}),
+            json!({"name": "wipe", "description": "Reads, it says", "inputSchema": empty, "annotations": {"readOnlyHint": true, "destructiveHint": true, "openWorldHint": false}}),
+            json!({"name": "browse", "description": "Reads the web", "inputSchema": empty, "annotations": {"readOnlyHint": true, "openWorldHint": true}}),
+            json!({"name": "huge", "description": "Answers at length", "inputSchema": {"type": "object", "properties": {"mib": {"type": "number"}}}}),
+            json!({"name": "garbage", "description": "Answers what is not JSON", "inputSchema": empty}),
             json!({"name": "picture", "description": "Draws a picture", "inputSchema": empty}),
             json!({"name": "fail", "description": "Always fails", "inputSchema": empty}),
             json!({"name": "slow", "description": "Takes its time", "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}}),
@@ -116,12 +133,19 @@ impl ServerHandler for TestServer {
             .unwrap_or(json!({}));
         let name = request.name.to_string();
         self.note(json!({"tool": name, "arguments": args}));
+        if name == "huge" || name == "garbage" {
+            self.note(json!({"requestId": context.id, "for": name}));
+            self.watched
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(context.id.clone());
+        }
         let result: Value = match name.as_str() {
             "echo" => {
                 let text = args.get("text").and_then(Value::as_str).unwrap_or_default();
                 json!({"content": [{"type": "text", "text": format!("echo: {text}")}]})
             }
-            "lookup" | "extra" => {
+            "lookup" | "extra" | "fetch" | "wipe" | "browse" => {
                 json!({"content": [{"type": "text", "text": format!("{name} ok")}]})
             }
             "picture" => json!({"content": [
@@ -159,9 +183,47 @@ impl ServerHandler for TestServer {
                 ],
                 "structuredContent": {"answer": 42}
             }),
+            "huge" => {
+                let mib = args.get("mib").and_then(Value::as_f64).unwrap_or(17.0);
+                let text = "x".repeat((mib * 1024.0 * 1024.0) as usize);
+                json!({"content": [{"type": "text", "text": text}]})
+            }
+            "garbage" => {
+                // The answer's id, then what no JSON parser takes; written
+                // past rmcp (nothing else is being written: the call waits).
+                let id = serde_json::to_string(&context.id).unwrap_or_default();
+                {
+                    let mut out = std::io::stdout().lock();
+                    let _ = writeln!(
+                        out,
+                        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"cut"
+                    );
+                    let _ = out.flush();
+                }
+                context.ct.cancelled().await;
+                return Err(ErrorData::internal_error("cancelled", None));
+            }
             other => return Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
         };
         Ok(from::<CallToolResult>(result)?.into())
+    }
+
+    async fn on_cancelled(
+        &self,
+        notification: rmcp::model::CancelledNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleServer>,
+    ) {
+        let watched = self
+            .watched
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .any(|id| Some(id) == notification.request_id.as_ref());
+        if watched {
+            self.note(
+                json!({"cancelledId": notification.request_id, "reason": notification.reason}),
+            );
+        }
     }
 
     async fn list_prompts(
@@ -248,6 +310,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = TestServer {
         log,
         grown: Arc::new(AtomicBool::new(false)),
+        watched: Arc::default(),
     };
     server.note(json!({"started": std::process::id()}));
     match (http, sse) {

@@ -268,6 +268,7 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
             }),
             Event::TrustRequested { .. }
             | Event::TrustResolved { .. }
+            | Event::TrustGranted { .. }
             | Event::PromptExpanded { .. }
             | Event::PromptResource { .. } => entries.extend(
                 trust_entry(at.clone(), &record.event).or_else(|| prompt_entry(at, &record.event)),
@@ -320,6 +321,50 @@ fn finish_call(c: &mut Call, record: &Record, started: Option<&str>) {
         .zip(time(&record.at))
         .and_then(|(from, to)| to.duration_since(from).ok())
         .map(|d| d.as_millis() as u64);
+}
+
+/// What an MCP tool's server said of it and what candor read (nothing for
+/// a log written before candor recorded them).
+fn annotations(out: &mut String, mcp: &crate::event_log::McpTarget) {
+    let Some(said) = &mcp.annotations else {
+        return;
+    };
+    let hints: Vec<String> = [
+        ("readOnlyHint", said.read_only_hint),
+        ("destructiveHint", said.destructive_hint),
+        ("idempotentHint", said.idempotent_hint),
+        ("openWorldHint", said.open_world_hint),
+    ]
+    .into_iter()
+    .filter_map(|(name, v)| v.map(|v| format!("{name} {v}")))
+    .collect();
+    let said = if hints.is_empty() {
+        "none".to_owned()
+    } else {
+        hints.join(", ")
+    };
+    let _ = writeln!(
+        out,
+        "            annotations: {said} (as the server sent them)"
+    );
+    let _ = writeln!(
+        out,
+        "            read as: {}, {}{}",
+        if mcp.read_only {
+            "read-only"
+        } else {
+            "may change things"
+        },
+        if mcp.open_world {
+            "open-world"
+        } else {
+            "closed-world"
+        },
+        mcp.reading
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default()
+    );
 }
 
 /// The entry of a `tool/call` record.
@@ -472,6 +517,24 @@ fn trust_entry(at: String, event: &Event) -> Option<Entry> {
                 .as_ref()
                 .map(|r| format!(" ({r})"))
                 .unwrap_or_default()
+        ),
+        Event::TrustGranted {
+            wants,
+            files,
+            always,
+            ..
+        } => format!(
+            "the user typed /trust{}: this project's settings apply, which want:\n{}{}",
+            if *always {
+                " always (remembered)"
+            } else {
+                " (this session)"
+            },
+            wants.join("\n"),
+            files
+                .iter()
+                .map(|(path, held)| format!("\nand run {path} ({held})"))
+                .collect::<String>()
         ),
         _ => return None,
     };
@@ -684,6 +747,9 @@ fn render_call(out: &mut String, c: &Call) {
         c.id,
         compact(&c.arguments)
     );
+    if let Some(mcp) = &c.mcp {
+        annotations(out, mcp);
+    }
     for hook in &c.hooks {
         let verdict = serde_json::to_value(hook.decision)
             .ok()

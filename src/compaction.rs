@@ -192,6 +192,7 @@ pub fn record_tokens(event: &Event) -> u64 {
         | Event::PermissionResolved { .. }
         | Event::TrustRequested { .. }
         | Event::TrustResolved { .. }
+        | Event::TrustGranted { .. }
         | Event::ToolStarted { .. }
         | Event::ToolTerminal { .. }
         | Event::ToolOutput { .. }

@@ -137,6 +137,11 @@ pub struct Settings {
     /// How long a prompt waits for MCP servers still starting, in seconds
     /// (default 10; at most 300).
     pub mcp_startup_wait: Option<u64>,
+    /// Whether an MCP tool that a server you configured marks read-only
+    /// and closed-world runs without asking (default true; a project's
+    /// `.mcp.json` servers are never taken at their word). Read from the
+    /// user file only.
+    pub mcp_trust_annotations: Option<bool>,
 }
 
 impl Settings {
@@ -156,6 +161,7 @@ impl Settings {
             rewrite_strategy: self.rewrite_strategy.or(lower.rewrite_strategy),
             pass_env: self.pass_env.or(lower.pass_env),
             mcp_startup_wait: self.mcp_startup_wait.or(lower.mcp_startup_wait),
+            mcp_trust_annotations: self.mcp_trust_annotations.or(lower.mcp_trust_annotations),
         }
     }
 
@@ -278,6 +284,23 @@ impl Config {
             .and_then(|s| s.mcp_startup_wait);
         let seconds = self.env_settings.mcp_startup_wait.or(user).unwrap_or(10);
         std::time::Duration::from_secs(seconds.min(300))
+    }
+}
+
+impl Config {
+    /// Whether MCP annotations of the servers the user configured may let
+    /// a tool run without asking (the user config's
+    /// `mcp_trust_annotations`, default true).
+    pub fn mcp_trust_annotations(&self) -> bool {
+        let user = self
+            .user_settings
+            .as_ref()
+            .ok()
+            .and_then(|s| s.mcp_trust_annotations);
+        self.env_settings
+            .mcp_trust_annotations
+            .or(user)
+            .unwrap_or(true)
     }
 }
 
@@ -734,6 +757,24 @@ mod tests {
         );
         let c = config(&[("HOME", dir.path().to_str().unwrap())]);
         assert_eq!(c.user_settings.unwrap().model.as_deref(), Some("m"));
+    }
+
+    #[test]
+    fn mcp_annotations_are_trusted_unless_the_user_file_says_not_and_a_project_file_cannot_say() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(config(&[("HOME", dir.path().to_str().unwrap())]).mcp_trust_annotations());
+        // A project's file is no place for it: read from the user's only.
+        write(
+            &dir.path().join(PROJECT_CONFIG),
+            "mcp_trust_annotations = true\n",
+        );
+        write(
+            &dir.path().join(".config/candor/config.toml"),
+            "mcp_trust_annotations = false\n",
+        );
+        let c = config(&[("HOME", dir.path().to_str().unwrap())]);
+        assert!(c.model_config(Some(dir.path())).is_ok());
+        assert!(!c.mcp_trust_annotations());
     }
 
     #[test]

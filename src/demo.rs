@@ -6,8 +6,10 @@
 //! deny rule for `rm -rf`), starts candor itself as a child process with
 //! the scripted model (`protocol/examples/demo-script.json`) and no other
 //! settings, and acts as a minimal ACP client: `initialize`,
-//! `session/new`, two prompts, answering candor's questions as a user
-//! would (trust the project for the session, allow once). It prints the
+//! `session/new`, then the prompts a user would type: `/trust` (the
+//! project's own settings apply only once a person trusts them), then two
+//! questions, answering candor's permission request as a user would
+//! (allow once). It prints the
 //! conversation as it streams and each tool card once it is final (the
 //! rewritten command, with the original beside it), then the session's
 //! audit trail (`candor audit`), read from the event log every frame was
@@ -27,7 +29,10 @@ use crate::tools::exec::{self, ProcessGroup};
 
 const SCRIPT: &str = include_str!("../protocol/examples/demo-script.json");
 
-const PROMPTS: [&str; 2] = ["What is in this project?", "Try it out."];
+/// What the demo user types: trust the project's settings for the session
+/// (candor never takes an editor's automatic answer for that), then two
+/// questions.
+const PROMPTS: [&str; 3] = ["/trust", "What is in this project?", "Try it out."];
 
 /// Runs the demo, writing to `out`.
 pub async fn run(out: &mut dyn Write) -> io::Result<ExitCode> {
@@ -305,43 +310,26 @@ impl Client {
             .as_array()
             .map(|o| o.iter().filter_map(|o| o["name"].as_str()).collect())
             .unwrap_or_default();
-        let answer = match call["rawInput"]["wants"].as_array() {
-            // The trust question: what the project's settings want.
-            Some(wants) => {
-                writeln!(
-                    out,
-                    "  {} {}",
-                    s.bold(&s.blue("?")),
-                    s.bold("candor asks: trust this project's own settings?")
-                )?;
-                for want in wants.iter().filter_map(Value::as_str) {
-                    writeln!(out, "    {}", fit(&format!("- {want}"), 74))?;
-                }
-                "Trust it for this session"
-            }
-            None => {
-                writeln!(
-                    out,
-                    "  {} {}",
-                    s.bold(&s.blue("?")),
-                    s.bold(&fit(&format!("candor asks to run: {title}"), 74))
-                )?;
-                if let Some((original, by)) = rewrite_of(call) {
-                    let was = original["command"].as_str().unwrap_or("?");
-                    writeln!(
-                        out,
-                        "    {}",
-                        fit(&format!("the model asked for: {was}"), 74)
-                    )?;
-                    writeln!(
-                        out,
-                        "    {}",
-                        fit(&format!("rewritten by hook:   {by}"), 74)
-                    )?;
-                }
-                "Allow once"
-            }
-        };
+        writeln!(
+            out,
+            "  {} {}",
+            s.bold(&s.blue("?")),
+            s.bold(&fit(&format!("candor asks to run: {title}"), 74))
+        )?;
+        if let Some((original, by)) = rewrite_of(call) {
+            let was = original["command"].as_str().unwrap_or("?");
+            writeln!(
+                out,
+                "    {}",
+                fit(&format!("the model asked for: {was}"), 74)
+            )?;
+            writeln!(
+                out,
+                "    {}",
+                fit(&format!("rewritten by hook:   {by}"), 74)
+            )?;
+        }
+        let answer = "Allow once";
         writeln!(
             out,
             "    {}",
@@ -384,6 +372,10 @@ impl Client {
                         wrapped.push_str("\n          ");
                         self.column = 10;
                         continue;
+                    } else if self.column >= 79 {
+                        // A word too long for the line (a path) is broken.
+                        wrapped.push_str("\n          ");
+                        self.column = 11;
                     } else {
                         self.column += 1;
                     }
@@ -416,10 +408,6 @@ impl Client {
             "tool_call" => {
                 self.end_text(out)?;
                 let id = update["toolCallId"].as_str().unwrap_or("").to_owned();
-                // The trust question was shown as it was asked.
-                if id.starts_with("candor-trust-") {
-                    return Ok(());
-                }
                 let card = Card {
                     title: update["title"].as_str().unwrap_or("").to_owned(),
                     kind: update["kind"].as_str().unwrap_or("other").to_owned(),

@@ -110,6 +110,13 @@ pub struct TrustInfo {
     pub by: Option<String>,
     /// What the project's own files want that only trust gives.
     pub wants: Vec<String>,
+    /// The project files their hooks run, which trust binds to (path,
+    /// size and digest, or why it cannot bind).
+    pub files: Vec<String>,
+    /// Untrusted or refused: how to trust (and why candor cannot, when it
+    /// cannot).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub how: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -152,8 +159,55 @@ pub struct NoticeInfo {
     pub text: String,
 }
 
+/// Where the project stands with trust (`info`), and the policy a session
+/// there would run with: the trusted build when trusted.
+fn standing(
+    config: &Config,
+    context: &Arc<SessionContext>,
+    untrusted: bridges::policy::Built,
+    session: Option<(&str, &str)>,
+    trust_info: &mut TrustInfo,
+) -> Option<bridges::policy::Built> {
+    let cwd = &context.project_dir;
+    let offer = trust::Offer::new(cwd, untrusted.wants.clone(), &untrusted.scripts);
+    trust_info.wants = untrusted.wants.clone();
+    trust_info.files = offer.render_files();
+    let store = trust::Store::new(&config.home);
+    let answer = || Some(format!("your answer ({})", store.path().display()));
+    let (state, by) = match trust::standing(config, &store, cwd, &offer) {
+        trust::Standing::Recorded { by } => ("trusted", Some(by)),
+        trust::Standing::Answered { trusted: true } => ("trusted", answer()),
+        _ if session.is_some_and(|(digest, _)| digest == offer.digest) => {
+            ("trusted", session.map(|(_, by)| by.to_owned()))
+        }
+        trust::Standing::Answered { trusted: false } => ("refused", answer()),
+        trust::Standing::Unknown => ("untrusted", None),
+    };
+    trust_info.state = state.into();
+    trust_info.by = by;
+    if state != "trusted" {
+        trust_info.how = Some(offer.blocked().unwrap_or_else(|| {
+            format!(
+                "its hooks, allow rules and mode wait for a person: type /trust in a session (/trust always to remember), or run `candor trust {}` in a terminal; an editor's automatic approval never trusts a project",
+                cwd.display()
+            )
+        }));
+    }
+    if trust_info.state == "trusted" {
+        bridges::policy::build(config, context, true).ok()
+    } else {
+        Some(untrusted)
+    }
+}
+
 /// Builds the report for a session in `cwd`.
 pub fn report(config: &Config, cwd: &Path) -> Report {
+    report_in(config, cwd, None)
+}
+
+/// The report for a session in `cwd` that trusted (`session`) the offer of
+/// this digest, by this (`/trust`, for the session).
+pub fn report_in(config: &Config, cwd: &Path, session: Option<(&str, &str)>) -> Report {
     let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_owned());
     let context = Arc::new(SessionContext::new(
         "doctor".into(),
@@ -169,6 +223,8 @@ pub fn report(config: &Config, cwd: &Path) -> Report {
         state: "not needed".into(),
         by: None,
         wants: Vec::new(),
+        files: Vec::new(),
+        how: None,
     };
     let built = match bridges::policy::build(config, &context, false) {
         Err(e) => {
@@ -183,24 +239,7 @@ pub fn report(config: &Config, cwd: &Path) -> Report {
             None
         }
         Ok(untrusted) if untrusted.wants.is_empty() => Some(untrusted),
-        Ok(untrusted) => {
-            trust_info.wants = untrusted.wants.clone();
-            let store = trust::Store::new(&config.home);
-            let answer = || Some(format!("your answer ({})", store.path().display()));
-            let (state, by) = match trust::standing(config, &store, &cwd, &untrusted.wants) {
-                trust::Standing::Recorded { by } => ("trusted", Some(by)),
-                trust::Standing::Answered { trusted: true } => ("trusted", answer()),
-                trust::Standing::Answered { trusted: false } => ("refused", answer()),
-                trust::Standing::Unknown => ("untrusted", None),
-            };
-            trust_info.state = state.into();
-            trust_info.by = by;
-            if trust_info.state == "trusted" {
-                bridges::policy::build(config, &context, true).ok()
-            } else {
-                Some(untrusted)
-            }
-        }
+        Ok(untrusted) => standing(config, &context, untrusted, session, &mut trust_info),
     };
     let (mcp_servers, instructions, instruction_notes) =
         loaded_beside(config, &cwd, built.as_ref());
@@ -513,6 +552,12 @@ pub fn render(r: &Report) -> String {
             "withheld"
         };
         let _ = writeln!(out, "  {applied}: {want}");
+    }
+    for file in &r.trust.files {
+        let _ = writeln!(out, "  runs {file}");
+    }
+    if let Some(how) = &r.trust.how {
+        let _ = writeln!(out, "  {how}");
     }
     render_hooks_and_rules(&mut out, r);
     let problems: Vec<&NoticeInfo> = r

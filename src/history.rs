@@ -369,6 +369,7 @@ impl History<'_> {
             | Event::PermissionResolved { .. }
             | Event::TrustRequested { .. }
             | Event::TrustResolved { .. }
+            | Event::TrustGranted { .. }
             | Event::ToolTerminal { .. }
             | Event::ToolStarted { .. }
             | Event::ToolOutput { .. }

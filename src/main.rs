@@ -44,6 +44,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Trust a project's own settings (its hooks, allow rules and starting mode): prints every
+    /// one of them whole, with the project files its hooks run, and asks on the terminal. The
+    /// answer is remembered for exactly what was shown; when a setting or one of those files
+    /// changes, sessions there wait for trust again. Exits 1 when nothing was trusted.
+    Trust {
+        /// The project directory (default: the current one).
+        #[arg(value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+        /// Trust without asking (you typed this; scripts may use it).
+        #[arg(long)]
+        yes: bool,
+    },
     /// Run protocol conformance scenarios against candor or another ACP agent.
     Harness {
         /// Run the scenarios against this agent command (run by `bash -c`) instead of candor;
@@ -155,6 +167,31 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::FAILURE
             } else {
                 ExitCode::SUCCESS
+            })
+        }
+        Some(Command::Trust { dir, yes }) => {
+            use std::io::IsTerminal as _;
+            let config = candor::Config::from_env();
+            let dir = match dir {
+                Some(dir) => dir,
+                None => std::env::current_dir()?,
+            };
+            let stdin = std::io::stdin();
+            let mut lines = stdin.lock();
+            // Only a person at a terminal answers the question.
+            let terminal: Option<&mut dyn std::io::BufRead> =
+                std::io::stdin().is_terminal().then_some(&mut lines);
+            let trusted = candor::bridges::trust::command(
+                &config,
+                &dir,
+                yes,
+                terminal,
+                &mut std::io::stdout(),
+            )?;
+            Ok(if trusted {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
             })
         }
         Some(Command::Demo) => Ok(runtime.block_on(candor::demo::run(&mut std::io::stdout()))?),

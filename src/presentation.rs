@@ -441,6 +441,8 @@ impl Presenter {
             Event::PermissionRequested { .. } | Event::PermissionResolved { .. } => Vec::new(),
             Event::TrustRequested { .. } => self.trust_requested(record),
             Event::TrustResolved { .. } => self.trust_resolved(record),
+            // The `/trust` command's answer says what it did.
+            Event::TrustGranted { .. } => Vec::new(),
             Event::ToolTerminal { .. } => self.tool_terminal(record),
             Event::ToolStarted { tool_call_id } => {
                 self.advance(tool_call_id, ToolCallStatus::InProgress, |_| {
@@ -779,10 +781,8 @@ impl Presenter {
             return Vec::new();
         }
         self.trust_cards.insert(digest.clone(), id.clone());
-        let shown: Vec<String> = wants
-            .iter()
-            .map(|w| crate::shell::truncate(w, 2000))
-            .collect();
+        // Whole (an older candor's card cut each at 2,000 characters).
+        let shown: Vec<String> = wants.iter().map(|w| crate::text::visible(w)).collect();
         let content = vec![text_content(format!(
             "This project's own settings want the following. None of it applies until you trust the project (deny and ask rules, and `plan` mode, apply anyway):\n{}",
             fenced(&shown.join("\n"), "text")

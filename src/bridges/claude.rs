@@ -178,6 +178,9 @@ pub fn load(locations: &ClaudeLocations, session: &Arc<SessionContext>, trusted:
     table.finish(&CLAUDE);
     loaded.add(table);
     loaded.wants.extend(wanted.hooks.iter().map(|h| h.wanted()));
+    loaded
+        .scripts
+        .extend(wanted.hooks.iter().flat_map(|h| h.named_paths()));
     read_mode(&mut loaded, &settings, trusted);
     loaded
 }

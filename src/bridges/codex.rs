@@ -168,6 +168,9 @@ pub fn load(locations: &CodexLocations, session: &Arc<SessionContext>, trusted: 
         "Codex project",
     );
     loaded.wants.extend(wanted.hooks.iter().map(|h| h.wanted()));
+    loaded
+        .scripts
+        .extend(wanted.hooks.iter().flat_map(|h| h.named_paths()));
     if trusted {
         read(
             &mut table,

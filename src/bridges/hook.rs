@@ -460,6 +460,55 @@ impl CommandHook {
         )
     }
 
+    /// The paths this hook's command names, as candor can see them: every
+    /// word of every command the shell would run (the program and its
+    /// arguments, also inside `bash -c` strings and behind wrappers) and
+    /// every file it reads its input from, with `$CLAUDE_PROJECT_DIR` put
+    /// in and relative paths taken from the project (where hooks run). An
+    /// exec-form hook names its program and arguments. Which of them are
+    /// files of the project, and what they hold, `trust::covered` says.
+    pub fn named_paths(&self) -> Vec<std::path::PathBuf> {
+        let project = &self.session.project_dir;
+        let shown = project.display().to_string();
+        let words: Vec<String> = match &self.command.args {
+            Some(args) => std::iter::once(self.command.command.clone())
+                .chain(args.iter().cloned())
+                .collect(),
+            None => {
+                let line = self
+                    .command
+                    .command
+                    .replace("${CLAUDE_PROJECT_DIR}", &shown)
+                    .replace("$CLAUDE_PROJECT_DIR", &shown);
+                let script = crate::shell::parse(&line);
+                let mut words: Vec<String> = script
+                    .all_commands()
+                    .into_iter()
+                    .flat_map(|c| c.words.iter().filter_map(crate::shell::Word::text))
+                    .collect();
+                words.extend(
+                    script
+                        .all_redirects()
+                        .into_iter()
+                        .filter(|r| !r.writes)
+                        .filter_map(|r| r.target.text()),
+                );
+                words
+            }
+        };
+        let mut paths: Vec<std::path::PathBuf> = Vec::new();
+        for word in words {
+            if word.is_empty() || word.starts_with('-') || word.contains('\0') {
+                continue;
+            }
+            let path = crate::tools::resolve(project, &word);
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+        paths
+    }
+
     fn tool_applies(&self, tool: &str, input: &Value, root: &Path) -> bool {
         let names = self.flavor.matched_names(tool);
         self.conditions.iter().any(|c| {

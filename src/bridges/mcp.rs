@@ -11,8 +11,8 @@
 //!    (`enableAllProjectMcpServers`, `enabledMcpjsonServers`, less
 //!    `disabledMcpjsonServers`, in any Claude Code settings file or the
 //!    folder's entry in `~/.claude.json`), and only in a trusted project
-//!    (untrusted, each is one of the project's wants, shown in the trust
-//!    question, and started on a yes);
+//!    (each is one of the project's wants, listed trusted or not, shown
+//!    with what waits for trust, and started on a `/trust`);
 //! 4. the user's own: Claude Code's `mcpServers` in `~/.claude.json`, then
 //!    Codex's `[mcp_servers.<name>]` in `$CODEX_HOME/config.toml` (without
 //!    `enabled = false`).
@@ -34,8 +34,8 @@ use crate::tools::mcp::{ServerSpec, Source, Transport};
 pub struct Configured {
     /// To start (the project's only when trusted).
     pub servers: Vec<ServerSpec>,
-    /// The project's enabled servers held back until it is trusted, each as
-    /// the trust question lists it.
+    /// The project's enabled servers, which only trust starts, each as the
+    /// user is shown it (trusted or not).
     pub wants: Vec<String>,
     /// What was wrong, naming the file.
     pub problems: Vec<String>,
@@ -130,21 +130,21 @@ fn claude_servers(locations: &ClaudeLocations, cwd: &Path, trusted: bool, out: &
             if disabled.contains(&spec.name) || !(all || enabled.contains(&spec.name)) {
                 continue;
             }
+            // The entry as written (command, args, env, headers, cwd): what
+            // a trust binds to, so any change to it waits for trust again.
+            // Listed whether trusted or not, as every want is.
+            let written = map
+                .get("mcpServers")
+                .and_then(|m| m.get(&spec.name))
+                .map(Value::to_string)
+                .unwrap_or_default();
+            out.wants.push(format!(
+                "MCP server {:?} ({}): {written}",
+                spec.name,
+                mcp_json.display(),
+            ));
             if trusted {
                 out.servers.push(spec);
-            } else {
-                // The entry as written (command, args, env, headers, cwd):
-                // what a yes binds to, so any change to it is asked again.
-                let written = map
-                    .get("mcpServers")
-                    .and_then(|m| m.get(&spec.name))
-                    .map(Value::to_string)
-                    .unwrap_or_default();
-                out.wants.push(format!(
-                    "MCP server {:?} ({}): {written}",
-                    spec.name,
-                    mcp_json.display(),
-                ));
             }
         }
     }

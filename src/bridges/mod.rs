@@ -149,6 +149,9 @@ pub struct Loaded {
     /// listed whether applied (trusted) or not, so that what is applied is
     /// what the user was shown (its digest is what an answer binds to).
     pub wants: Vec<String>,
+    /// The paths the project's hooks name (`CommandHook::named_paths`):
+    /// trust binds to those that are files of the project, as they are.
+    pub scripts: Vec<PathBuf>,
     /// Every hook loaded, described (for `candor doctor`).
     pub summaries: Vec<hook::HookSummary>,
 }

@@ -20,6 +20,9 @@ pub struct Built {
     /// What the project's settings want that only trust gives (applied
     /// when the build trusted the project).
     pub wants: Vec<String>,
+    /// The paths the project's hooks name (trust binds to the project's
+    /// files among them: `super::trust::Offer`).
+    pub scripts: Vec<std::path::PathBuf>,
     /// The hooks loaded, described.
     pub hooks: Vec<super::hook::HookSummary>,
     /// The MCP servers the user's and (when trusted) the project's
@@ -53,17 +56,20 @@ pub fn build(
         .collect();
     let mut wants = Vec::new();
     let mut hooks = Vec::new();
+    let mut scripts = Vec::new();
     // The user's Claude Code, then Codex, hooks and rules join the policy;
     // a broken settings file is a notice, never a failed session.
     if let Some(locations) = &config.claude {
         let mut loaded = super::claude::load(locations, context, trusted);
         wants.append(&mut loaded.wants);
+        scripts.append(&mut loaded.scripts);
         hooks.append(&mut loaded.summaries);
         notices.extend(loaded.merge_into(&mut policy, cwd, home, mode_set));
     }
     if let Some(locations) = &config.codex {
         let mut loaded = super::codex::load(locations, context, trusted);
         wants.append(&mut loaded.wants);
+        scripts.append(&mut loaded.scripts);
         hooks.append(&mut loaded.summaries);
         notices.extend(loaded.merge_into(&mut policy, cwd, home, mode_set));
     }
@@ -83,6 +89,7 @@ pub fn build(
         policy,
         notices,
         wants,
+        scripts,
         hooks,
         mcp: mcp.servers,
     })

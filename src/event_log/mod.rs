@@ -33,9 +33,9 @@ use std::time::SystemTime;
 pub use record::{
     CommandSource, CompactTrigger, ConfigId, Decision, DeltaChannel, Environment, Event,
     FORMAT_VERSION, FileDiff, GitFacts, HookNote, HookRecord, InstructionScope, Instructions,
-    McpTarget, NoteKind, NoticeLevel, OfferedCommand, Outcome, OutputFile, PermissionChoice,
-    PermissionOutcome, PromptImage, Record, ResultContent, ResultStatus, SessionEvent, StoredImage,
-    TrustOutcome, TurnStop, Verdict,
+    McpHints, McpTarget, NoteKind, NoticeLevel, OfferedCommand, Outcome, OutputFile,
+    PermissionChoice, PermissionOutcome, PromptImage, Record, ResultContent, ResultStatus,
+    SessionEvent, StoredImage, TrustOutcome, TurnStop, Verdict,
 };
 
 /// Why the log could not be written or read.

@@ -25,6 +25,7 @@
 //! The full description, record by record, is `protocol/event-log.md`; a
 //! tidy test keeps the two in step.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use agent_client_protocol_schema::v1::ContentBlock;
@@ -246,9 +247,10 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
-    /// The project's own settings want what only a trusted project may have
-    /// (hooks, allow rules, a mode that asks less: `bridges::trust`); candor
-    /// asks the user, showing `wants`, before anything of them applies.
+    /// An older candor's question (read in old logs, never written now):
+    /// the project's own settings want what only a trusted project may have
+    /// (hooks, allow rules, a mode that asks less: `bridges::trust`), asked
+    /// through a permission request. Its answer no longer restores trust.
     #[serde(rename = "trust/requested")]
     TrustRequested {
         project: PathBuf,
@@ -264,6 +266,25 @@ pub enum Event {
         outcome: TrustOutcome,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+    },
+    /// The user typed `/trust` (or `/trust always`): the project's settings
+    /// apply from now on in this session, for exactly `wants` and `files`
+    /// (flushed before any of them applies). A loaded or resumed session
+    /// trusts them again while they are the same (`digest`).
+    #[serde(rename = "trust/granted")]
+    TrustGranted {
+        project: PathBuf,
+        /// Each hook command, allow rule and mode, whole.
+        wants: Vec<String>,
+        /// Each project file the project's hooks run, and what it held
+        /// (`sha256:…`).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        files: BTreeMap<String, String>,
+        /// What the grant binds to (`bridges::trust::digest`).
+        digest: String,
+        /// `/trust always`: remembered in `$CANDOR_HOME/trust.json` too.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        always: bool,
     },
     /// The tool began executing.
     #[serde(rename = "tool/started")]
@@ -668,12 +689,37 @@ pub struct McpTarget {
     /// The tool's title, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    /// `readOnlyHint`: the card's kind is `read` (`fetch` when it also
-    /// reaches the outside world, `openWorldHint`).
+    /// What the server said: the hints of the tool's `annotations`, each
+    /// as sent (one it did not send is absent). `None`: a log written
+    /// before candor recorded them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<McpHints>,
+    /// What candor takes the tool to be (`tools::mcp::annotations`): it
+    /// changes nothing. The card's kind is `read` (`fetch` when it is also
+    /// `openWorld`); with `openWorld` false it runs where reads do.
     #[serde(default)]
     pub read_only: bool,
+    /// What candor takes the tool to be: it may reach outside (the
+    /// network, other systems).
     #[serde(default)]
     pub open_world: bool,
+    /// Why candor reads the annotations as it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reading: Option<String>,
+}
+
+/// The hints of an MCP tool's `annotations`, as its server sent them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpHints {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
 }
 
 /// One block of what an MCP tool answered (MCP's content types; text

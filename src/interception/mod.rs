@@ -578,7 +578,8 @@ pub async fn settle(
         tool: name,
         args: &settled.effective,
         spelled: &spelled,
-        mcp_read_only: settled.mcp.as_ref().map(|m| m.read_only && !m.open_world),
+        mcp_read_only: settled.mcp.as_ref().map(|m| m.reading.runs_unasked()),
+        mcp_reading: settled.mcp.as_ref().map(|m| m.reading.why.as_str()),
         mcp_name: canonical.as_deref(),
     };
     let disposition = policy::decide(subject, &verdict, policy.mode, &policy.rules, grants, cwd);
@@ -622,6 +623,7 @@ pub fn decide_read(
             args: &accepted.arguments,
             spelled: &spelled,
             mcp_read_only: None,
+            mcp_reading: None,
             mcp_name: None,
         },
         &HookVerdict {
@@ -898,8 +900,11 @@ mod tests {
             description: String::new(),
             input_schema: json!({"type": "object"}),
             title: None,
-            read_only: false,
-            open_world: false,
+            annotations: Default::default(),
+            reading: crate::tools::mcp::annotations::read(
+                &Default::default(),
+                &crate::tools::mcp::annotations::Trust::Taken,
+            ),
         };
         let p = Policy::default();
         let a = settle(

@@ -1197,9 +1197,12 @@ pub struct Subject<'a> {
     /// The paths as they were written (made absolute, not resolved), when
     /// they differ from the arguments'.
     pub spelled: &'a [PathBuf],
-    /// For an MCP tool: whether it runs without asking where reads do (its
-    /// server marks it `readOnlyHint` and not `openWorldHint`).
+    /// For an MCP tool: whether it runs without asking where reads do
+    /// (candor reads it as read-only and closed-world,
+    /// `tools::mcp::annotations`).
     pub mcp_read_only: Option<bool>,
+    /// For an MCP tool: why candor reads it so (said when it asks).
+    pub mcp_reading: Option<&'a str>,
     /// For an MCP tool: `mcp__<server>__<tool>` unsanitised, which deny and
     /// ask rules are checked on too (the name offered may be cut or
     /// suffixed).
@@ -1228,6 +1231,7 @@ pub fn decide(
             .mcp_read_only
             .unwrap_or_else(|| known.is_some_and(Tool::is_read_only)),
         mcp: call.mcp_read_only.is_some(),
+        reading: call.mcp_reading,
         also: call.mcp_name.filter(|n| *n != call.tool),
         view: view(call.tool, call.args, call.spelled, root),
         scope: Scope::new(root, rules.home.as_deref()),
@@ -1252,6 +1256,8 @@ struct Deciding<'a> {
     read_only: bool,
     /// An MCP tool (it says itself whether it changes things).
     mcp: bool,
+    /// Why candor reads the MCP tool as it does.
+    reading: Option<&'a str>,
     /// The MCP tool's unsanitised name, when it differs from `tool`.
     also: Option<&'a str>,
     view: View,
@@ -1263,6 +1269,13 @@ struct Deciding<'a> {
 }
 
 impl Deciding<'_> {
+    /// `: <why candor reads the MCP tool so>`, or nothing.
+    fn reading_said(&self) -> String {
+        self.reading
+            .map(|r| format!("; this one: {r}"))
+            .unwrap_or_default()
+    }
+
     /// `hook:<id>` of the hook that decided.
     fn hook(&self) -> String {
         format!("hook:{}", self.hooks.by.clone().unwrap_or_default())
@@ -1314,7 +1327,10 @@ impl Deciding<'_> {
         if self.mode == Mode::Plan && !self.read_only && self.mcp {
             return ask(
                 "mode:plan".into(),
-                Some("plan mode asks before an MCP tool its server does not mark read-only".into()),
+                Some(format!(
+                    "plan mode asks before an MCP tool candor does not read as read-only and closed-world{}",
+                    self.reading_said()
+                )),
             );
         }
         if let Some(reason) = protected_write(self.tool, &self.view, &self.scope) {
@@ -1481,7 +1497,8 @@ impl Deciding<'_> {
                 .to_owned()
         } else if self.mcp {
             format!(
-                "MCP tools ask before they run unless their server marks them read-only (an allow rule such as {}, or \"Always allow\", lets it run)",
+                "MCP tools ask before they run unless a server you configured marks them read-only and closed-world{} (an allow rule such as {}, or \"Always allow\", lets it run)",
+                self.reading_said(),
                 self.tool
             )
         } else {
@@ -1946,6 +1963,7 @@ mod tests {
             args: &args,
             spelled: &[],
             mcp_read_only: None,
+            mcp_reading: None,
             mcp_name: None,
         };
         decide(call, &no_hooks(), mode, rules, &[], Path::new("/p"))
@@ -1965,6 +1983,7 @@ mod tests {
             args: &args,
             spelled: &[],
             mcp_read_only: Some(read_only),
+            mcp_reading: None,
             mcp_name: Some(canonical),
         };
         decide(call, &no_hooks(), mode, rules, &[], Path::new("/p"))
@@ -2025,6 +2044,7 @@ mod tests {
             args: &args,
             spelled: &[],
             mcp_read_only: None,
+            mcp_reading: None,
             mcp_name: None,
         };
         decide(call, hooks, mode, rules, grants, root)

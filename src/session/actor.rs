@@ -80,11 +80,11 @@ pub(crate) fn start(
         cwd.clone(),
         config.user_home.clone(),
     ));
-    let (built, consent) = super::trust::start(config, &context).map_err(StartError::Policy)?;
+    let (built, trust, source) = policy(config, &context, &origin)?;
     let mut policy = built.policy;
     let mut start_notices = built.notices;
     let (log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
-    let mcp = start_mcp(mcp_servers, built.mcp, &cwd, &mut start_notices);
+    let mcp = start_mcp(mcp_servers, built.mcp, &cwd, config, &mut start_notices);
     let mut log = log;
     log.fail_at(config.log_fails_at);
     let mut provider = Provider::for_session(config, &cwd);
@@ -140,6 +140,7 @@ pub(crate) fn start(
         config: Arc::new(config.clone()),
         mcp,
         user_commands: Vec::new(),
+        trust,
     };
     let handle = SessionHandle::new(
         id.clone(),
@@ -156,14 +157,9 @@ pub(crate) fn start(
         opened: opened_rx,
         notices: start_notices,
         context,
-        consent,
         damaged,
         gathering,
-        source: if stored.is_some() {
-            "resume"
-        } else {
-            "startup"
-        },
+        source,
     };
     let task = tokio::spawn(run(
         committer, provider, gate, cwd, commands, hard_stop, opening,
@@ -174,6 +170,34 @@ pub(crate) fn start(
         settings: view,
         opened,
     })
+}
+
+/// The session's policy and where it stands with its project's own
+/// settings (a stored session trusts again what it trusted,
+/// `trust/granted`, while the files still hold it), and SessionStart's
+/// `source`.
+fn policy(
+    config: &Config,
+    context: &Arc<SessionContext>,
+    origin: &Origin,
+) -> Result<
+    (
+        crate::bridges::policy::Built,
+        super::context::Trust,
+        &'static str,
+    ),
+    StartError,
+> {
+    let (granted, source) = match origin {
+        Origin::New => (None, "startup"),
+        Origin::Stored { read, .. } => (
+            super::trust::granted(&read.records, &context.project_dir),
+            "resume",
+        ),
+    };
+    let (built, trust) = super::trust::start(config, context, granted.as_ref(), source)
+        .map_err(StartError::Policy)?;
+    Ok((built, trust, source))
 }
 
 /// Offers the session's commands (candor's, the MCP servers' prompts,
@@ -202,12 +226,14 @@ fn start_mcp(
     editor: &[agent_client_protocol_schema::v1::McpServer],
     configured: Vec<crate::tools::mcp::ServerSpec>,
     cwd: &std::path::Path,
+    config: &Config,
     notices: &mut Vec<(NoticeLevel, String)>,
 ) -> crate::tools::mcp::Servers {
     let (mut specs, problems) = crate::tools::mcp::from_editor(editor);
     notices.extend(problems.into_iter().map(|p| (NoticeLevel::Warning, p)));
     specs.extend(configured);
-    let servers = crate::tools::mcp::Servers::default();
+    // Annotations decide only where the user lets them.
+    let servers = crate::tools::mcp::Servers::new(config.mcp_trust_annotations());
     let chosen = crate::tools::mcp::choose(specs);
     servers.shadowed(chosen.shadowed);
     servers.start(chosen.servers, cwd);
@@ -346,8 +372,6 @@ struct Opening {
     notices: Vec<(NoticeLevel, String)>,
     /// What bridge hooks are told about the session and its turn.
     context: Arc<SessionContext>,
-    /// The question for an untrusted project, asked at the first prompt.
-    consent: Option<super::trust::Consent>,
     /// The log cannot take records (damaged): why, for the user.
     damaged: Option<String>,
     /// The session's `session/environment`, being gathered.
@@ -420,23 +444,6 @@ async fn run(
                 cancel,
                 reply,
             } => {
-                if let Some(consent) = opening.consent.take() {
-                    match super::trust::ask(
-                        &mut committer,
-                        &mut gate,
-                        consent,
-                        opening.source,
-                        provider.model(),
-                        &cancel,
-                    )
-                    .await
-                    {
-                        Ok(again) => opening.consent = again,
-                        Err(e) => {
-                            tracing::error!(error = %e, "could not record the trust question")
-                        }
-                    }
-                }
                 super::user_commands::refresh(&mut committer, &mut gate, &cwd, &mut file_problems);
                 offer_commands(&mut committer, &gate, &mut offered);
                 opening.context.set_turn(TurnInfo {

@@ -3,7 +3,9 @@
 //! instruction files and the size of each part of the next request) and
 //! `/audit` (this session's calls, as `candor audit` prints them).
 //! `/compact` is parsed here and run by `session::compact` (it asks the
-//! model for a summary, and nothing else).
+//! model for a summary, and nothing else); `/trust` is parsed here and run
+//! by `session::trust`. `/hooks`, `/context` and `/doctor` also say what of
+//! the project's settings waits for trust, and why.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -40,6 +42,11 @@ pub(crate) fn offered() -> Vec<OfferedCommand> {
             hint: Some("[focus]".into()),
         },
         OfferedCommand {
+            name: "trust".into(),
+            description: "Trust this project's own settings (its hooks, allow rules and mode) for this session; `/trust always` remembers it until they change".into(),
+            hint: Some("[always]".into()),
+        },
+        OfferedCommand {
             name: "audit".into(),
             description: "Show this session's tool calls: decisions, deciding hooks, original and effective arguments, how each ended".into(),
             hint: None,
@@ -57,6 +64,7 @@ pub(crate) fn parse(prompt: &str) -> Option<&'static str> {
         "/mcp" => Some("mcp"),
         "/context" => Some("context"),
         "/compact" => Some("compact"),
+        "/trust" => Some("trust"),
         _ => None,
     }
 }
@@ -75,17 +83,28 @@ pub(crate) fn run(
         "mcp" => mcp(gate),
         "context" => {
             let messages = c.request_history(provider.rewrite_strategy());
-            super::system::report(&super::system::Request {
+            let mut out = super::system::report(&super::system::Request {
                 records: c.records(),
                 cwd,
                 tools: &crate::tools::specs(&gate.mcp.tools()),
                 messages: &messages,
                 window: provider.context_window(),
                 budget: provider.budget(),
-            })
+            });
+            if let Some(withheld) = super::trust::withheld(&gate.trust) {
+                out.push_str("\n\n");
+                out.push_str(&withheld);
+            }
+            out
         }
         "doctor" => {
-            let report = crate::doctor::report(&gate.config, cwd);
+            let session = match &gate.trust {
+                super::context::Trust::Trusted { by, offer, .. } => {
+                    Some((offer.digest.as_str(), by.as_str()))
+                }
+                _ => None,
+            };
+            let report = crate::doctor::report_in(&gate.config, cwd, session);
             format!("```text\n{}```\n", crate::doctor::render(&report))
         }
         _ => {
@@ -122,10 +141,17 @@ fn mcp(gate: &Gate) -> String {
         let _ = writeln!(out, "**{}**: {state}", s.name);
         let _ = writeln!(out, "- from {}", s.source);
         let _ = writeln!(out, "- {}", s.transport);
-        let names: Vec<&str> = tools
+        // Those that run without asking where reads do say so.
+        let names: Vec<String> = tools
             .iter()
             .filter(|t| t.server == s.name)
-            .map(|t| t.exposed.as_str())
+            .map(|t| {
+                if t.reading.runs_unasked() {
+                    format!("{} (runs unasked: read-only, closed-world)", t.exposed)
+                } else {
+                    t.exposed.clone()
+                }
+            })
             .collect();
         if !names.is_empty() {
             let _ = writeln!(out, "- tools: {}", names.join(", "));
@@ -203,6 +229,10 @@ fn hooks(gate: &Gate) -> String {
         rules(&gate.grants),
         policy.mode.id()
     );
+    if let Some(withheld) = super::trust::withheld(&gate.trust) {
+        out.push_str("\n\n");
+        out.push_str(&withheld);
+    }
     out
 }
 

@@ -41,6 +41,47 @@ pub(crate) struct Gate {
     pub(crate) mcp: crate::tools::mcp::Servers,
     /// The user's command files, as last read (`session::user_commands`).
     pub(crate) user_commands: Vec<crate::bridges::commands::UserCommand>,
+    /// Whether the project's own settings apply (`session::trust`).
+    pub(crate) trust: Trust,
+}
+
+/// Where the session stands with its project's own settings.
+#[derive(Debug)]
+pub(crate) enum Trust {
+    /// They want nothing that only trust gives.
+    NotNeeded,
+    /// They apply: `by` says who trusted them; `offer` is what they bind
+    /// to; `remembered`: in the user's records or `trust.json`.
+    Trusted {
+        by: String,
+        project: PathBuf,
+        offer: crate::bridges::trust::Offer,
+        remembered: bool,
+    },
+    /// They wait for the user's `/trust`.
+    Withheld(Box<Withheld>),
+}
+
+/// A project's settings waiting for the user's trust.
+#[derive(Debug)]
+pub(crate) struct Withheld {
+    /// What the project's hooks are told of the session (for the rebuild).
+    pub(crate) context: Arc<crate::bridges::SessionContext>,
+    /// What trusting gives, as last shown or read.
+    pub(crate) offer: crate::bridges::trust::Offer,
+    /// The notices loading gave when the session opened (not repeated when
+    /// the policy is rebuilt).
+    pub(crate) said: std::collections::HashSet<String>,
+    /// The user was told, in a turn, what waits and how to trust.
+    pub(crate) told: bool,
+    /// The user said never to these (`trust.json`).
+    pub(crate) refused: bool,
+    /// Why an earlier trust no longer holds (which files changed), for
+    /// the user.
+    pub(crate) changed: Option<String>,
+    /// SessionStart's `source` for the project's SessionStart hooks when
+    /// trusted (`startup`, `resume`).
+    pub(crate) source: &'static str,
 }
 
 /// Between SIGTERM and SIGKILL for a cancelled command.

@@ -1,238 +1,395 @@
-//! Asking the user to trust a project whose own settings want hooks, allow
-//! rules or a mode that asks less (`bridges::trust` says when a project is
-//! trusted without asking).
-//!
-//! The session starts without those settings and says so. At the first
-//! prompt, before anything else of the turn, candor asks once:
+//! A project's own settings that only trust gives (hooks, allow rules, a
+//! mode that asks less; `bridges::trust` says when the user's own records
+//! trust a project) wait for the user, who trusts them by typing:
 //!
 //! ```text
-//! trust/requested (the card lists every want) → session/request_permission
-//!   → trust/resolved (flushed) → trusted: the policy is rebuilt with the
-//!     project's settings and the project's SessionStart hooks run
+//! session/new: the policy without them (Trust::Withheld)
+//! first prompt that is not a candor command: a notice inside the turn
+//!   lists them whole and says how to trust; the prompt runs without them
+//! /trust [always] → trust/granted (flushed) → the policy rebuilt with the
+//!   project's settings, the project's SessionStart hooks run
 //! ```
 //!
-//! A remembered answer (`Trust this project`, `Never for these settings`)
-//! binds to the digest of the list shown: when the list changes, candor
-//! asks again.
+//! Nothing an editor answers on its own grants trust: no auto-approver
+//! types `/trust`, and `candor trust DIR` asks on a terminal. A grant binds
+//! to the digest of what it gives (the wants and the project files the
+//! hooks run, `bridges::trust::Offer`); a loaded or resumed session trusts
+//! again what its last `trust/granted` bound to, while the files hold it.
 
-use std::collections::HashSet;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
 use std::sync::Arc;
 
-use super::call::{Asked, ask_client};
 use super::commit::Committer;
-use super::context::Gate;
+use super::context::{Gate, Trust, Withheld};
 use super::events;
 use crate::bridges::SessionContext;
 use crate::bridges::policy::{Built, build};
-use crate::bridges::trust::{self, Answer, Standing, Store};
+use crate::bridges::trust::{self, Answer, Offer, Standing, Store};
 use crate::config::Config;
-use crate::event_log::{Event, LogError, NoticeLevel, PermissionChoice, TrustOutcome};
-use crate::presentation::trust_card_id;
+use crate::event_log::{Event, LogError, NoticeLevel, Record};
 
-/// A question to ask at the first prompt.
-#[derive(Debug)]
-pub(crate) struct Consent {
-    config: Config,
-    context: Arc<SessionContext>,
-    wants: Vec<String>,
-    digest: String,
-    /// The notices already given (not repeated when the policy is rebuilt).
-    said: HashSet<String>,
+/// What a session's log says it trusted last (`trust/granted`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Granted {
+    pub(crate) digest: String,
+    pub(crate) files: BTreeMap<String, String>,
 }
 
-/// Builds the session's policy, trusting the project if the user's records
-/// do; else, when the project wants something, the question to ask.
+/// The last `trust/granted` of `records` for `project`. (An older
+/// candor's `trust/resolved` is not one: an editor could answer it alone.)
+pub(crate) fn granted(records: &[Record], project: &Path) -> Option<Granted> {
+    records.iter().rev().find_map(|r| match &r.event {
+        Event::TrustGranted {
+            project: p,
+            digest,
+            files,
+            ..
+        } if p == project => Some(Granted {
+            digest: digest.clone(),
+            files: files.clone(),
+        }),
+        _ => None,
+    })
+}
+
+/// Builds the session's policy, with the project's settings when the
+/// user's records, their remembered answer or this session's `granted`
+/// trust them as they are now; else the policy without them, and what
+/// waits.
 pub(crate) fn start(
     config: &Config,
     context: &Arc<SessionContext>,
-) -> Result<(Built, Option<Consent>), String> {
+    granted: Option<&Granted>,
+    source: &'static str,
+) -> Result<(Built, Trust), String> {
     let project = &context.project_dir;
     // Most projects want nothing; the user's records are read only when
     // one does.
-    let mut built = build(config, context, false)?;
+    let built = build(config, context, false)?;
     if built.wants.is_empty() {
-        return Ok((built, None));
+        return Ok((built, Trust::NotNeeded));
     }
+    let offer = Offer::new(project, built.wants.clone(), &built.scripts);
     let store = Store::new(&config.home);
-    let digest = trust::digest(&built.wants);
-    match trust::standing(config, &store, project, &built.wants) {
-        Standing::Recorded { by } => {
-            tracing::info!(project = %project.display(), by, "the project is trusted");
-            return Ok((build(config, context, true)?, None));
-        }
+    let standing = trust::standing(config, &store, project, &offer);
+    let by = match &standing {
+        Standing::Recorded { by } => Some((by.clone(), true)),
         Standing::Answered { trusted: true } => {
-            let trusted = build(config, context, true)?;
-            // Applied only if it is still what was answered for (the files
-            // may change between two reads).
-            if trust::digest(&trusted.wants) == digest {
-                return Ok((trusted, None));
-            }
+            Some((format!("your answer, in {}", store.path().display()), true))
         }
-        Standing::Answered { trusted: false } => {
-            let listed = listed(&built.wants);
-            built.notices.push((
-                NoticeLevel::Info,
-                format!(
-                    "This project's own settings were not applied (you chose not to trust them; candor asks again if they change, or remove the project from {}):\n{listed}",
-                    store.path().display()
-                ),
-            ));
-            return Ok((built, None));
+        _ if granted.is_some_and(|g| g.digest == offer.digest) => {
+            Some(("your /trust, for this session".to_owned(), false))
         }
-        Standing::Unknown => {}
-    }
-    built.notices.push((
-        NoticeLevel::Warning,
-        format!(
-            "This project's own settings are not applied until you trust the project; candor asks at your first prompt. They want:\n{}",
-            listed(&built.wants)
-        ),
-    ));
-    let consent = Consent {
-        config: config.clone(),
-        context: context.clone(),
-        wants: built.wants.clone(),
-        digest,
-        said: built.notices.iter().map(|(_, t)| t.clone()).collect(),
+        _ => None,
     };
-    Ok((built, Some(consent)))
+    if let Some((by, remembered)) = by {
+        let trusted = build(config, context, true)?;
+        // Applied only if it is still what was trusted (the files may
+        // change between two reads).
+        if Offer::new(project, trusted.wants.clone(), &trusted.scripts).digest == offer.digest {
+            tracing::info!(project = %project.display(), by, "the project is trusted");
+            return Ok((
+                trusted,
+                Trust::Trusted {
+                    by,
+                    project: project.clone(),
+                    offer,
+                    remembered,
+                },
+            ));
+        }
+    }
+    let changed = changed(&store, project, &offer, granted);
+    let withheld = Withheld {
+        context: context.clone(),
+        said: built.notices.iter().map(|(_, t)| t.clone()).collect(),
+        told: false,
+        refused: standing == Standing::Answered { trusted: false },
+        changed,
+        source,
+        offer,
+    };
+    Ok((built, Trust::Withheld(Box::new(withheld))))
 }
 
-fn listed(wants: &[String]) -> String {
-    wants
-        .iter()
-        .map(|w| format!("- {}", crate::shell::truncate(w, 2000)))
-        .collect::<Vec<_>>()
-        .join("\n")
+/// Why an earlier trust of the project no longer holds, if one did.
+fn changed(
+    store: &Store,
+    project: &Path,
+    offer: &Offer,
+    granted: Option<&Granted>,
+) -> Option<String> {
+    if let Some(g) = granted.filter(|g| g.digest != offer.digest) {
+        return Some(format!(
+            "You trusted them for this session; since then {}.",
+            offer.changes(&g.files).join(", ")
+        ));
+    }
+    let before = store.previous(project).filter(|a| a.trusted)?;
+    if before.by.is_none() {
+        return Some(
+            "candor no longer takes the trust given through an editor's permission prompt (an editor that approves requests on its own gives it blindly).".into(),
+        );
+    }
+    (before.digest != offer.digest).then(|| {
+        format!(
+            "You trusted this project ({}); since then {}.",
+            before.at,
+            offer.changes(&before.files).join(", ")
+        )
+    })
 }
 
-fn choice(id: &str, name: &str) -> PermissionChoice {
-    PermissionChoice {
-        option_id: id.into(),
-        kind: id.into(),
-        name: name.into(),
+/// Tells the user, once, inside the turn, what waits for their trust and
+/// how to give it.
+pub(crate) fn tell(c: &mut Committer, gate: &mut Gate) -> Result<(), LogError> {
+    let Trust::Withheld(w) = &mut gate.trust else {
+        return Ok(());
+    };
+    if w.told {
+        return Ok(());
+    }
+    w.told = true;
+    let level = if w.refused {
+        NoticeLevel::Info
+    } else {
+        NoticeLevel::Warning
+    };
+    let text = question(w);
+    c.commit(Event::Notice { level, text })
+}
+
+/// What waits, whole, why, and how to trust it (`/hooks`, `/context` and
+/// the notice say the same).
+fn question(w: &Withheld) -> String {
+    let dir = w.context.project_dir.display();
+    let (list, cut) = w.offer.render(true);
+    let mut text = if w.refused {
+        "This project's own settings are not applied: you chose never to trust them (candor says so again when they change).".to_owned()
+    } else {
+        "This project's own settings are not applied until you trust the project; prompts run without them.".to_owned()
+    };
+    if let Some(changed) = &w.changed {
+        text.push(' ');
+        text.push_str(changed);
+    }
+    text.push_str(" They want:\n");
+    text.push_str(&list);
+    match (w.offer.blocked(), cut) {
+        (Some(why), _) => text.push_str(&format!("{why}.")),
+        (None, Some(why)) => text.push_str(&format!(
+            "They cannot be trusted from the editor: {why}. Read them in the project's settings, and run `candor trust {dir}` in a terminal, which shows them whole."
+        )),
+        (None, None) => text.push_str(&format!(
+            "To trust them, type `/trust` (for this session) or `/trust always` (remembered until they change), or run `candor trust {dir}` in a terminal. An editor's automatic approval never trusts a project."
+        )),
+    }
+    crate::text::visible(&text)
+}
+
+/// What `/hooks` and `/context` say of settings waiting for trust.
+pub(crate) fn withheld(trust: &Trust) -> Option<String> {
+    match trust {
+        Trust::Withheld(w) => Some(format!(
+            "**Withheld until you trust the project**\n{}\n",
+            question(w)
+        )),
+        _ => None,
     }
 }
 
-/// Asks the question; applies a yes. Returns the question when it is to be
-/// asked again at the next prompt (the prompt was cancelled).
-pub(crate) async fn ask(
+/// `/trust` (`always`: `/trust always`): trusts the project's settings as
+/// they are now, applies them and says what they are.
+pub(crate) async fn grant(
     c: &mut Committer,
     gate: &mut Gate,
-    consent: Consent,
-    source: &str,
+    always: bool,
     model: Option<&str>,
     cancel: &tokio_util::sync::CancellationToken,
-) -> Result<Option<Consent>, LogError> {
-    let project: PathBuf = consent.context.project_dir.clone();
-    c.commit(Event::TrustRequested {
-        project: project.clone(),
-        wants: consent.wants.clone(),
-        digest: consent.digest.clone(),
-    })?;
-    let choices = [
-        choice("allow_always", "Trust this project"),
-        choice("allow_once", "Trust it for this session"),
-        choice("reject_once", "Not now"),
-        choice("reject_always", "Never for these settings"),
-    ];
-    let seq = c.records().last().map_or(0, |r| r.seq);
-    let asked = match c.permission_card(&trust_card_id(seq)) {
-        Some(card) => ask_client(gate, card, &choices, cancel).await,
-        None => Asked::Failed("candor lost the card of the question".into()),
-    };
-    let (outcome, reason) = match asked {
-        Asked::Chose(option) => (
-            match option.as_str() {
-                "allow_always" => TrustOutcome::Trusted,
-                "allow_once" => TrustOutcome::TrustedOnce,
-                "reject_always" => TrustOutcome::Refused,
-                _ => TrustOutcome::NotNow,
-            },
-            None,
+) -> Result<String, LogError> {
+    match std::mem::replace(&mut gate.trust, Trust::NotNeeded) {
+        Trust::NotNeeded => Ok(
+            "Nothing to trust: this project's settings want nothing that only trust gives (hooks, allow rules, a starting mode that asks less).".into(),
         ),
-        Asked::Cancelled => (TrustOutcome::Cancelled, None),
-        Asked::Failed(why) => (TrustOutcome::Failed, Some(why)),
+        Trust::Trusted {
+            by,
+            project,
+            offer,
+            remembered,
+        } => {
+            let mut answer = format!("This project's settings apply already (trusted by {by}).");
+            let mut now_remembered = remembered;
+            if always && !remembered {
+                c.commit_durable(granted_event(&project, &offer, true))
+                    .await?;
+                now_remembered = remember(c, &gate.config, &project, &offer)?;
+                if now_remembered {
+                    answer = "Remembered: sessions in this project apply its settings from their start, until they change.".into();
+                }
+            }
+            gate.trust = Trust::Trusted {
+                by,
+                project,
+                offer,
+                remembered: now_remembered,
+            };
+            Ok(answer)
+        }
+        Trust::Withheld(w) => trust_withheld(c, gate, w, always, model, cancel).await,
+    }
+}
+
+fn granted_event(project: &Path, offer: &Offer, always: bool) -> Event {
+    Event::TrustGranted {
+        project: project.to_owned(),
+        wants: offer.wants.clone(),
+        files: offer.file_digests(),
+        digest: offer.digest.clone(),
+        always,
+    }
+}
+
+/// Remembers the trust in `trust.json`; `false` (and a notice) when it
+/// cannot be written.
+fn remember(
+    c: &mut Committer,
+    config: &Config,
+    project: &Path,
+    offer: &Offer,
+) -> Result<bool, LogError> {
+    let store = Store::new(&config.home);
+    let answer = Answer {
+        trusted: true,
+        digest: offer.digest.clone(),
+        at: trust::now(),
+        by: Some("/trust always".into()),
+        files: offer.file_digests(),
     };
-    c.commit_durable(Event::TrustResolved {
-        digest: consent.digest.clone(),
-        outcome,
-        reason,
-    })
-    .await?;
-    if matches!(outcome, TrustOutcome::Trusted | TrustOutcome::Refused) {
-        let store = Store::new(&consent.config.home);
-        let answer = Answer {
-            trusted: outcome.trusts(),
-            digest: consent.digest.clone(),
-            at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
-        };
-        if let Err(e) = store.remember(&project, answer) {
+    match store.remember(project, answer) {
+        Ok(()) => Ok(true),
+        Err(e) => {
             c.commit(Event::Notice {
                 level: NoticeLevel::Warning,
                 text: format!(
-                    "candor could not remember the answer in {} ({e}); it asks again next session",
+                    "candor could not remember the trust in {} ({e}); this session trusts the project, the next one waits for /trust again",
                     store.path().display()
                 ),
             })?;
+            Ok(false)
         }
     }
-    if outcome == TrustOutcome::Cancelled {
-        return Ok(Some(consent));
-    }
-    if !outcome.trusts() {
-        return Ok(None);
-    }
-    apply(c, gate, consent, source, model, cancel).await
 }
 
-/// Rebuilds the policy with the project's settings and runs the project's
-/// SessionStart hooks (the user's ran when the session opened); applies
-/// nothing if the settings no longer want what the user was shown (then
-/// the new question, for the next prompt).
+/// `/trust` of settings that wait: applied only when they can be shown
+/// whole and are, as the files are now, what the user was shown (else
+/// nothing is, and the answer says what they are now).
+async fn trust_withheld(
+    c: &mut Committer,
+    gate: &mut Gate,
+    mut w: Box<Withheld>,
+    always: bool,
+    model: Option<&str>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<String, LogError> {
+    let config = gate.config.clone();
+    let project = w.context.project_dir.clone();
+    let refuse = |gate: &mut Gate, w: Box<Withheld>, text: String| {
+        gate.trust = Trust::Withheld(w);
+        Ok(crate::text::visible(&text))
+    };
+    let now = match build(&config, &w.context, false) {
+        Ok(b) => b,
+        Err(e) => {
+            return refuse(
+                gate,
+                w,
+                format!("Nothing was trusted: the policy no longer loads ({e})."),
+            );
+        }
+    };
+    let offer = Offer::new(&project, now.wants, &now.scripts);
+    if offer.wants.is_empty() {
+        return Ok("Nothing to trust: this project's settings no longer want anything that only trust gives.".into());
+    }
+    if w.told && offer.digest != w.offer.digest {
+        w.offer = offer;
+        w.changed = None;
+        let text = format!(
+            "Nothing was trusted: the project's settings changed since candor showed them. {}",
+            question(&w)
+        );
+        return refuse(gate, w, text);
+    }
+    w.offer = offer;
+    let (list, cut) = w.offer.render(true);
+    if w.offer.blocked().is_some() || cut.is_some() {
+        let text = format!("Nothing was trusted. {}", question(&w));
+        return refuse(gate, w, text);
+    }
+    let trusted = match build(&config, &w.context, true) {
+        Ok(b) if Offer::new(&project, b.wants.clone(), &b.scripts).digest == w.offer.digest => b,
+        Ok(_) => {
+            return refuse(
+                gate,
+                w,
+                "Nothing was trusted: the project's settings changed while candor read them; type /trust again to trust them as they are now.".into(),
+            );
+        }
+        Err(e) => {
+            return refuse(
+                gate,
+                w,
+                format!(
+                    "Nothing was trusted: the policy no longer loads with the project's settings ({e})."
+                ),
+            );
+        }
+    };
+    c.commit_durable(granted_event(&project, &w.offer, always))
+        .await?;
+    let remembered = always && remember(c, &config, &project, &w.offer)?;
+    apply(c, gate, trusted, &w, model, cancel).await?;
+    let scope = if remembered {
+        "and remembered until they change (sessions in this project apply them from their start)"
+    } else {
+        "for this session"
+    };
+    let text =
+        format!("Trusted {scope}: the project's settings apply from now on. They want:\n{list}");
+    gate.trust = Trust::Trusted {
+        by: if remembered {
+            "your /trust always".into()
+        } else {
+            "your /trust, for this session".into()
+        },
+        project,
+        offer: w.offer,
+        remembered,
+    };
+    Ok(crate::text::visible(&text))
+}
+
+/// Applies the project's settings (`built`, read trusted): its MCP
+/// servers start, the policy is the rebuilt one (the session's mode
+/// stays), and the project's SessionStart hooks run (the user's ran when
+/// the session opened).
 async fn apply(
     c: &mut Committer,
     gate: &mut Gate,
-    consent: Consent,
-    source: &str,
+    built: Built,
+    w: &Withheld,
     model: Option<&str>,
     cancel: &tokio_util::sync::CancellationToken,
-) -> Result<Option<Consent>, LogError> {
-    let built = match build(&consent.config, &consent.context, true) {
-        Ok(b) => b,
-        Err(e) => {
-            c.commit(Event::Notice {
-                level: NoticeLevel::Error,
-                text: format!(
-                    "The project's settings could not be applied: the policy no longer loads ({e}); the session goes on as it was"
-                ),
-            })?;
-            return Ok(None);
-        }
-    };
-    if trust::digest(&built.wants) != consent.digest {
-        c.commit(Event::Notice {
-            level: NoticeLevel::Warning,
-            text: format!(
-                "The project's settings changed while candor asked, so none of them was applied; candor asks again at your next prompt. They now want:\n{}",
-                listed(&built.wants)
-            ),
-        })?;
-        return Ok((!built.wants.is_empty()).then(|| Consent {
-            digest: trust::digest(&built.wants),
-            wants: built.wants,
-            ..consent
-        }));
-    }
+) -> Result<(), LogError> {
     for (level, text) in built.notices {
-        if !consent.said.contains(&text) {
+        if !w.said.contains(&text) {
             c.commit(Event::Notice { level, text })?;
         }
     }
     // The project's MCP servers start now (those of the editor, of the
     // same names, stay).
-    gate.mcp.start(built.mcp, &consent.context.project_dir);
+    gate.mcp.start(built.mcp, &w.context.project_dir);
     let mut policy = built.policy;
     if policy.mode != gate.policy.mode {
         c.commit(Event::Notice {
@@ -258,8 +415,52 @@ async fn apply(
         .filter(|h| !before.contains(h.id()))
         .cloned()
         .collect();
-    let ran =
-        events::session_start(c, gate, &consent.context.project_dir, source, model, cancel).await;
+    let ran = events::session_start(c, gate, &w.context.project_dir, w.source, model, cancel).await;
     gate.policy.event_hooks = all;
-    ran.map(|()| None)
+    ran
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(seq: u64, event: Event) -> Record {
+        Record {
+            seq,
+            at: "2026-01-01T00:00:00.000Z".into(),
+            event,
+        }
+    }
+
+    /// Only a `trust/granted` of the session's project restores trust: an
+    /// older candor's `trust/resolved` (an editor could answer it alone)
+    /// does not, nor a grant for another directory.
+    #[test]
+    fn only_a_typed_trust_of_this_project_is_restored() {
+        let project = Path::new("/p");
+        let grant = |project: &str, digest: &str| Event::TrustGranted {
+            project: project.into(),
+            wants: vec!["hook".into()],
+            files: BTreeMap::from([("a.sh".to_owned(), "sha256:1".to_owned())]),
+            digest: digest.into(),
+            always: false,
+        };
+        let old = [record(
+            0,
+            Event::TrustResolved {
+                digest: "sha256:old".into(),
+                outcome: crate::event_log::TrustOutcome::TrustedOnce,
+                reason: None,
+            },
+        )];
+        assert_eq!(granted(&old, project), None);
+        let records = [
+            record(0, grant("/p", "sha256:first")),
+            record(1, grant("/p", "sha256:second")),
+            record(2, grant("/elsewhere", "sha256:third")),
+        ];
+        let restored = granted(&records, project).unwrap();
+        assert_eq!(restored.digest, "sha256:second");
+        assert_eq!(restored.files["a.sh"], "sha256:1");
+    }
 }

@@ -79,6 +79,9 @@ async fn steps(
     if let Some(command) = super::commands::parse(&prompt_text) {
         return command_turn(c, provider, gate, control, command, &prompt_text).await;
     }
+    // Once, in the first turn that is not a command: what of the
+    // project's settings waits for the user's trust, and how to give it.
+    super::trust::tell(c, gate)?;
     match events::prompt_submitted(c, gate, &control.cwd, &prompt_text, &control.cancel).await? {
         None => return Ok(TurnStop::Cancelled),
         Some(true) => return Ok(TurnStop::Refusal),
@@ -203,7 +206,7 @@ async fn prepare(
 async fn command_turn(
     c: &mut Committer,
     provider: &mut Provider,
-    gate: &Gate,
+    gate: &mut Gate,
     control: &TurnControl,
     command: &str,
     prompt_text: &str,
@@ -213,7 +216,20 @@ async fn command_turn(
         let base = request(c, provider, gate, control);
         return Ok(compact::on_request(c, provider, &base, focus, &control.cancel).await?);
     }
-    let output = super::commands::run(command, gate, provider, c, &control.cwd);
+    let output = if command == "trust" {
+        let mut words = prompt_text.split_whitespace().skip(1);
+        match (words.next(), words.next()) {
+            (None, _) => {
+                super::trust::grant(c, gate, false, provider.model(), &control.cancel).await?
+            }
+            (Some("always"), None) => {
+                super::trust::grant(c, gate, true, provider.model(), &control.cancel).await?
+            }
+            _ => "`/trust` trusts this project's own settings for this session; `/trust always` remembers it until they change. It takes nothing else.".into(),
+        }
+    } else {
+        super::commands::run(command, gate, provider, c, &control.cwd)
+    };
     c.commit(Event::CommandRan {
         command: command.to_owned(),
         output,

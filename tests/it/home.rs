@@ -53,7 +53,8 @@ async fn everything_candor_keeps_is_the_users_alone() {
         respond(json!([text("a picture")])),
         respond(json!([text("bye")])),
     ]));
-    // The project wants a hook (so candor asks, and the answer is kept),
+    // The project wants an allow rule (trusted with `/trust always`, which
+    // is kept),
     // and the user has a SessionStart hook (so the session has an
     // environment file for it).
     write_json(
@@ -68,7 +69,7 @@ async fn everything_candor_keeps_is_the_users_alone() {
     cmd.env("RUST_LOG", "off");
     let mut conn = Conn::spawn_with(env, umask_000(cmd));
     let session = conn.ready().await;
-    conn.answer_permissions(&["allow_always"]);
+    conn.prompt(&session, "/trust always").await;
     conn.prompt(&session, "go").await;
     let answer = conn
         .request(

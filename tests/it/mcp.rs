@@ -198,7 +198,8 @@ async fn an_mcp_tool_asks_unless_its_server_marks_it_read_only() {
     conn.answer_permissions(&["allow_always"]);
     let session = open(&mut conn, json!([stdio("test", &log, &[])])).await;
     conn.prompt(&session, "go").await;
-    // echo asked (once), lookup ran on its readOnlyHint.
+    // echo asked (once), lookup ran on its readOnlyHint and openWorldHint
+    // false (the editor's server: the user's own).
     assert_eq!(conn.permission_requests.len(), 1);
     let asked = &conn.permission_requests[0];
     assert_eq!(asked["toolCall"]["title"], "test: echo");
@@ -217,6 +218,196 @@ async fn an_mcp_tool_asks_unless_its_server_marks_it_read_only() {
     assert_eq!(lookup["decision"]["outcome"], "allow");
     assert_eq!(card_frames(&conn, &session, "m2")[0]["kind"], "read");
     assert_eq!(calls(&log).len(), 2);
+    // The log keeps what the server said apart from what candor read.
+    assert_eq!(
+        lookup["mcp"]["annotations"],
+        json!({"readOnlyHint": true, "openWorldHint": false})
+    );
+    assert_eq!(lookup["mcp"]["readOnly"], true);
+    assert_eq!(lookup["mcp"]["openWorld"], false);
+    let echo = record(&conn, &session, "tool/call", "m1").unwrap();
+    assert_eq!(echo["mcp"]["annotations"], json!({}));
+    assert_eq!(echo["mcp"]["readOnly"], false);
+    assert_eq!(echo["mcp"]["openWorld"], true);
+    assert!(
+        echo["mcp"]["reading"]
+            .as_str()
+            .unwrap()
+            .contains("readOnlyHint absent"),
+        "{echo}"
+    );
+}
+
+/// The `tool/call` record and the card of one call to `tool_name` of the
+/// editor's test server (the user says no if asked).
+async fn settled_call(
+    tool_name: &str,
+    input: Value,
+    configure: impl FnOnce(&mut candor::Config),
+) -> (Value, Vec<Value>) {
+    let env = scripted(vec![mcp_call("m1", tool_name, input)]);
+    let log = env.dir.path().join("server.jsonl");
+    let mut config = env.config();
+    configure(&mut config);
+    let mut conn = Conn::in_process_with(env, config);
+    conn.answer_permissions(&["reject_once"]);
+    let session = open(&mut conn, json!([stdio("test", &log, &[])])).await;
+    conn.prompt(&session, "go").await;
+    let call = record(&conn, &session, "tool/call", "m1").unwrap();
+    (call, card_frames(&conn, &session, "m1"))
+}
+
+#[tokio::test]
+async fn an_mcp_tool_that_says_only_read_only_asks_since_it_may_send_data_out() {
+    let (call, frames) = settled_call("fetch", json!({}), |_| ()).await;
+    assert_eq!(call["decision"]["outcome"], "ask", "{call}");
+    let reason = call["decision"]["reason"].as_str().unwrap();
+    assert!(reason.contains("openWorldHint absent"), "{reason}");
+    // What the server said: only readOnlyHint; no openWorld claim it never
+    // made.
+    assert_eq!(call["mcp"]["annotations"], json!({"readOnlyHint": true}));
+    assert_eq!(call["mcp"]["readOnly"], true);
+    assert_eq!(call["mcp"]["openWorld"], true);
+    assert_eq!(frames[0]["kind"], "fetch");
+}
+
+#[tokio::test]
+async fn an_mcp_tool_that_says_read_only_and_open_world_asks() {
+    let (call, _) = settled_call("browse", json!({}), |_| ()).await;
+    assert_eq!(call["decision"]["outcome"], "ask", "{call}");
+    assert!(
+        call["decision"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("openWorldHint true"),
+        "{call}"
+    );
+}
+
+#[tokio::test]
+async fn an_mcp_tool_that_says_read_only_and_destructive_is_read_as_not_read_only() {
+    let (call, frames) = settled_call("wipe", json!({}), |_| ()).await;
+    assert_eq!(call["decision"]["outcome"], "ask", "{call}");
+    assert_eq!(
+        call["mcp"]["annotations"],
+        json!({"readOnlyHint": true, "destructiveHint": true, "openWorldHint": false})
+    );
+    assert_eq!(call["mcp"]["readOnly"], false);
+    assert!(
+        call["mcp"]["reading"]
+            .as_str()
+            .unwrap()
+            .contains("destructiveHint"),
+        "{call}"
+    );
+    // Neither `read` nor `fetch` (ACP leaves the default `other` out).
+    assert!(
+        frames[0].get("kind").is_none_or(|k| k == "other"),
+        "{}",
+        frames[0]
+    );
+}
+
+#[tokio::test]
+async fn mcp_trust_annotations_off_in_the_users_config_makes_a_read_only_tool_ask() {
+    let (call, frames) = settled_call("lookup", json!({"key": "k"}), |config| {
+        config.user_settings = Ok(candor::config::Settings {
+            mcp_trust_annotations: Some(false),
+            ..Default::default()
+        });
+    })
+    .await;
+    assert_eq!(call["decision"]["outcome"], "ask", "{call}");
+    assert!(
+        call["decision"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("mcp_trust_annotations = false"),
+        "{call}"
+    );
+    assert_eq!(call["mcp"]["readOnly"], false);
+    // Neither `read` nor `fetch` (ACP leaves the default `other` out).
+    assert!(
+        frames[0].get("kind").is_none_or(|k| k == "other"),
+        "{}",
+        frames[0]
+    );
+}
+
+#[tokio::test]
+async fn a_projects_mcp_json_server_cannot_make_its_tool_run_unasked() {
+    let env = scripted(vec![tool("m1", "mcp__proj__lookup", json!({"key": "k"}))]);
+    let log = env.dir.path().join("server.jsonl");
+    let entry = json!({"command": mcp_test_server(), "args": ["--log", log]});
+    env.file(
+        ".mcp.json",
+        &json!({"mcpServers": {"proj": entry}}).to_string(),
+    );
+    let user = env.dir.path().join(".claude");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(
+        user.join("settings.json"),
+        json!({"enabledMcpjsonServers": ["proj"]}).to_string(),
+    )
+    .unwrap();
+    // Trusted, and its server enabled: it runs, but its word on its tools
+    // lets nothing run unasked.
+    env.trust_project();
+    let mut conn = Conn::in_process(env);
+    conn.answer_permissions(&["reject_once"]);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let call = record(&conn, &session, "tool/call", "m1").unwrap();
+    assert_eq!(call["decision"]["outcome"], "ask", "{call}");
+    let reason = call["decision"]["reason"].as_str().unwrap();
+    assert!(reason.contains(".mcp.json"), "{reason}");
+    assert_eq!(
+        call["mcp"]["annotations"],
+        json!({"readOnlyHint": true, "openWorldHint": false})
+    );
+    assert_eq!(call["mcp"]["readOnly"], false);
+    assert!(
+        calls(&log).is_empty(),
+        "the refused call reached the server"
+    );
+}
+
+#[tokio::test]
+async fn a_read_only_closed_world_tool_of_the_users_codex_server_runs_unasked_and_the_audit_shows_why()
+ {
+    let env = scripted(vec![mcp_call("m1", "lookup", json!({"key": "k"}))]);
+    let log = env.dir.path().join("server.jsonl");
+    let codex = env.dir.path().join("codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    std::fs::write(
+        codex.join("config.toml"),
+        format!(
+            "[mcp_servers.test]\ncommand = {:?}\nargs = [\"--log\", {:?}]\n",
+            mcp_test_server().display().to_string(),
+            log.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut config = env.config();
+    config.codex = Some(candor::config::CodexLocations { home: Some(codex) });
+    let mut conn = Conn::in_process_with(env, config);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let call = record(&conn, &session, "tool/call", "m1").unwrap();
+    assert_eq!(call["decision"]["outcome"], "allow", "{call}");
+    assert_eq!(calls(&log).len(), 1);
+    let home = conn.env.home.clone();
+    let trail = audit(&home, &session, false);
+    assert!(
+        trail.contains("annotations: readOnlyHint true, openWorldHint false"),
+        "{trail}"
+    );
+    assert!(
+        trail.contains("read as: read-only, closed-world"),
+        "{trail}"
+    );
+    let json = audit(&home, &session, true);
+    assert!(json.contains("\"annotations\""), "{json}");
 }
 
 #[tokio::test]
@@ -577,16 +768,15 @@ async fn a_projects_mcp_json_starts_only_enabled_servers_and_only_once_trusted()
     );
     // Untrusted: the server is one of the project's wants, not started.
     let mut conn = Conn::in_process(env);
-    conn.answer_permissions(&["reject_once"]);
     let session = conn.ready().await;
     conn.prompt(&session, "hi").await;
-    let asked = conn
+    let told = conn
         .env
         .log(&session)
         .into_iter()
-        .find(|r| r["type"] == "trust/requested")
+        .find(|r| r["type"] == "session/notice" && r["text"].to_string().contains("/trust"))
         .unwrap();
-    let wants = asked["wants"].to_string();
+    let wants = told["text"].to_string();
     assert!(wants.contains("MCP server \\\"proj\\\""), "{wants}");
     assert!(!wants.contains("\\\"other\\\""), "{wants}");
     assert!(seen(&log).is_empty(), "an untrusted project's server ran");
@@ -635,6 +825,11 @@ async fn slash_mcp_shows_each_server_its_state_its_tools_and_its_stderr() {
     let text = ran["output"].as_str().unwrap();
     assert!(text.contains("**test**: ready"), "{text}");
     assert!(text.contains("mcp__test__echo"), "{text}");
+    assert!(
+        text.contains("mcp__test__lookup (runs unasked: read-only, closed-world)")
+            && !text.contains("mcp__test__fetch (runs unasked"),
+        "{text}"
+    );
     assert!(text.contains("**broken**: failed"), "{text}");
     assert!(text.contains("refusing to start"), "{text}");
     assert!(text.contains("from the editor"), "{text}");
@@ -765,4 +960,109 @@ async fn a_call_whose_answer_never_comes_fails_at_its_codex_timeout_and_the_serv
         !shown["output"].as_str().unwrap().contains("**off**"),
         "{shown}"
     );
+}
+
+/// The session's entry for the test server over `transport` (`stdio`,
+/// `http`, `sse`), and the server when candor does not start it.
+async fn entry_over(
+    transport: &str,
+    log: &std::path::Path,
+) -> (Value, Option<tokio::process::Child>) {
+    match transport {
+        "stdio" => (stdio("test", log, &[]), None),
+        "http" => {
+            let (server, addr) = listening("--http", log).await;
+            let url = format!("http://{addr}/mcp");
+            (
+                json!({"type": "http", "name": "test", "url": url, "headers": []}),
+                Some(server),
+            )
+        }
+        _ => {
+            let (server, addr) = listening("--sse", log).await;
+            let url = format!("http://{addr}/sse");
+            (
+                json!({"type": "sse", "name": "test", "url": url, "headers": []}),
+                Some(server),
+            )
+        }
+    }
+}
+
+/// A call whose answer candor cannot take (`tool`): its card fails within
+/// seconds saying why (`why`), the server is told the call was given up,
+/// and the next call to the same server works.
+async fn an_answer_candor_cannot_take(transport: &str, tool_name: &str, why: &str) {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([mcp_call("m1", tool_name, json!({}))])),
+        respond(json!([mcp_call("m2", "echo", json!({"text": "after"}))])),
+        respond(json!([text("done")])),
+    ]))
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let log = env.dir.path().join("server.jsonl");
+    let (entry, _server) = entry_over(transport, &log).await;
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, json!([entry])).await;
+    let started = std::time::Instant::now();
+    let answer = tokio::time::timeout(Duration::from_secs(60), conn.prompt(&session, "go"))
+        .await
+        .expect("the call waited for its timeout");
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{transport}: took {:?}",
+        started.elapsed()
+    );
+    let result = record(&conn, &session, "tool/result", "m1").unwrap();
+    assert_eq!(result["status"], "failed", "{transport}: {result}");
+    let output = result["output"].as_str().unwrap();
+    assert!(output.contains(why), "{transport}: {output}");
+    let last = card_frames(&conn, &session, "m1").pop().unwrap();
+    assert_eq!(last["status"], "failed");
+    assert!(last["content"].to_string().contains(why), "{last}");
+    assert!(
+        output.contains("candor gave the call up and told the server so"),
+        "{output}"
+    );
+    // The server was told, naming the request it answered.
+    let asked = seen(&log)
+        .into_iter()
+        .find(|v| v["for"] == tool_name)
+        .unwrap()["requestId"]
+        .clone();
+    assert!(
+        eventually(Duration::from_secs(10), || seen(&log)
+            .iter()
+            .any(|v| v.get("cancelledId") == Some(&asked)))
+        .await,
+        "{transport}: the server was not told the call was given up: {:?}",
+        seen(&log)
+            .iter()
+            .filter(|v| v.get("tool").is_none())
+            .collect::<Vec<_>>()
+    );
+    let next = record(&conn, &session, "tool/result", "m2").unwrap();
+    assert_eq!(next["status"], "completed", "{transport}: {next}");
+    assert_eq!(next["output"], "echo: after");
+}
+
+#[tokio::test]
+async fn an_answer_over_16_mib_over_stdio_fails_the_call_at_once_and_the_server_goes_on() {
+    an_answer_candor_cannot_take("stdio", "huge", "over 16 MiB").await;
+}
+
+#[tokio::test]
+async fn an_answer_over_16_mib_over_streamable_http_fails_the_call_at_once_and_the_server_goes_on()
+{
+    an_answer_candor_cannot_take("http", "huge", "over 16 MiB").await;
+}
+
+#[tokio::test]
+async fn an_answer_over_16_mib_over_http_sse_fails_the_call_at_once_and_the_server_goes_on() {
+    an_answer_candor_cannot_take("sse", "huge", "over 16 MiB").await;
+}
+
+#[tokio::test]
+async fn an_answer_that_is_not_json_fails_the_call_at_once_and_the_server_goes_on() {
+    an_answer_candor_cannot_take("stdio", "garbage", "not JSON").await;
 }

@@ -250,6 +250,7 @@ fn judge(
             args: &effective,
             spelled: &spelled,
             mcp_read_only: None,
+            mcp_reading: None,
             mcp_name: None,
         },
         hooks,

@@ -86,6 +86,7 @@ fn bash(line: &str, mode: Mode, rules: &Rules, root: &Path) -> Disposition {
             args: &args,
             spelled: &[],
             mcp_read_only: None,
+            mcp_reading: None,
             mcp_name: None,
         },
         &no_hooks(),

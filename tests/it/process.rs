@@ -183,11 +183,13 @@ async fn the_demo_runs_a_whole_session() {
         String::from_utf8_lossy(&output.stderr)
     );
     for expected in [
-        "you ▸ What is in this project?",
-        // The project's own hook, trusted for the session by the demo user.
-        "candor asks: trust this project's own settings?",
+        // The project's own hook, trusted for the session by the demo user
+        // typing `/trust` (candor takes no editor's automatic answer for it).
+        "you ▸ /trust",
+        "candor ▸ Trusted for this session",
         "- PreToolUse hook (Bash): sh .claude/hooks/timeout.sh",
-        "the demo answers: Trust it for this session",
+        ".claude/hooks/timeout.sh: 313 bytes, sha256:",
+        "you ▸ What is in this project?",
         // The card shows what ran, with what the model asked for beside it.
         "✓ execute  `timeout 10s ls`",
         "was     {\"command\":\"ls\"}",
@@ -264,6 +266,8 @@ async fn commands_and_hooks_never_see_the_provider_keys() {
         .env("XDG_CONFIG_HOME", &config);
     let mut conn = Conn::spawn_with(env, cmd);
     let session = conn.ready().await;
+    // The repository's hook runs once the user trusts it.
+    conn.prompt(&session, "/trust").await;
     conn.prompt(&session, "go").await;
     for file in ["bash-env.txt", "hook-env.txt"] {
         let seen = std::fs::read_to_string(conn.env.project.join(file)).unwrap();

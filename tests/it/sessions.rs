@@ -444,7 +444,9 @@ async fn hooks_and_audit_commands_answer_without_the_model() {
         .collect();
     assert_eq!(
         names,
-        ["hooks", "doctor", "mcp", "context", "compact", "audit"]
+        [
+            "hooks", "doctor", "mcp", "context", "compact", "trust", "audit"
+        ]
     );
     conn.prompt(&session, "status").await;
     let requests = conn.env.model_requests().len();

@@ -10,9 +10,13 @@
 //! store beside the log. The card shows the same, through a
 //! `tool/content` record. `isError` fails the card.
 
+pub mod annotations;
+mod http;
+pub mod refusal;
 pub mod servers;
 pub mod spec;
 mod sse;
+mod stdio;
 
 use serde_json::{Map, Value};
 
@@ -80,8 +84,10 @@ pub fn target(tool: &McpTool) -> McpTarget {
         server: tool.server.clone(),
         tool: tool.tool.clone(),
         title: tool.title.clone(),
-        read_only: tool.read_only,
-        open_world: tool.open_world,
+        annotations: Some(tool.annotations.clone()),
+        read_only: tool.reading.read_only,
+        open_world: tool.reading.open_world,
+        reading: Some(tool.reading.why.clone()),
     }
 }
 
@@ -302,8 +308,8 @@ mod tests {
             description: String::new(),
             input_schema: json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
             title: None,
-            read_only: false,
-            open_world: false,
+            annotations: Default::default(),
+            reading: annotations::read(&Default::default(), &annotations::Trust::Taken),
         };
         assert!(parse(&tool, &json!({"n": 1})).is_ok());
         let wrong = parse(&tool, &json!({"n": "one"})).unwrap_err();

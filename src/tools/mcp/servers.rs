@@ -73,10 +73,10 @@ pub struct McpTool {
     pub input_schema: Value,
     /// `annotations.title`, or the tool's `title`.
     pub title: Option<String>,
-    /// `annotations.readOnlyHint`.
-    pub read_only: bool,
-    /// `annotations.openWorldHint`.
-    pub open_world: bool,
+    /// The hints of its `annotations`, as the server sent them.
+    pub annotations: crate::event_log::McpHints,
+    /// What candor takes it to be (`super::annotations`).
+    pub reading: super::annotations::Reading,
 }
 
 /// A server's prompt, offered as the command `/mcp__<server>__<prompt>`.
@@ -149,15 +149,24 @@ struct Inner {
     /// Ends every server.
     stop: CancellationToken,
     shadowed: Mutex<Vec<(String, String, String)>>,
+    /// Whether the user lets annotations decide (`mcp_trust_annotations`).
+    trust_annotations: bool,
 }
 
 impl Default for Inner {
     fn default() -> Self {
+        Self::new(true)
+    }
+}
+
+impl Inner {
+    fn new(trust_annotations: bool) -> Self {
         Self {
             entries: Mutex::new(Vec::new()),
             changed: watch::channel(0).0,
             stop: CancellationToken::new(),
             shadowed: Mutex::new(Vec::new()),
+            trust_annotations,
         }
     }
 }
@@ -169,6 +178,15 @@ impl Drop for Inner {
 }
 
 impl Servers {
+    /// An empty set whose servers' annotations are taken at their word
+    /// (for those the user configured) when `trust_annotations`, else for
+    /// none (`super::annotations`).
+    pub fn new(trust_annotations: bool) -> Self {
+        Self {
+            inner: Arc::new(Inner::new(trust_annotations)),
+        }
+    }
+
     /// Starts `specs` (each on its own task; returns at once). Servers
     /// already in the set by name are left as they are.
     pub fn start(&self, specs: Vec<ServerSpec>, cwd: &std::path::Path) {
@@ -335,6 +353,13 @@ impl Servers {
                     continue;
                 };
                 let annotations = def.annotations.as_ref();
+                let hints = crate::event_log::McpHints {
+                    read_only_hint: annotations.and_then(|a| a.read_only_hint),
+                    destructive_hint: annotations.and_then(|a| a.destructive_hint),
+                    idempotent_hint: annotations.and_then(|a| a.idempotent_hint),
+                    open_world_hint: annotations.and_then(|a| a.open_world_hint),
+                };
+                let reading = super::annotations::read(&hints, &self.trust(&entry.spec.source));
                 out.push(McpTool {
                     exposed,
                     server: entry.spec.name.clone(),
@@ -347,12 +372,23 @@ impl Servers {
                     title: annotations
                         .and_then(|a| a.title.clone())
                         .or_else(|| def.title.clone()),
-                    read_only: annotations.and_then(|a| a.read_only_hint) == Some(true),
-                    open_world: annotations.and_then(|a| a.open_world_hint) == Some(true),
+                    annotations: hints,
+                    reading,
                 });
             }
         }
         out
+    }
+
+    /// Whether the annotations of a server from `source` are taken at
+    /// their word.
+    fn trust(&self, source: &super::Source) -> super::annotations::Trust {
+        use super::annotations::Trust;
+        match source {
+            _ if !self.inner.trust_annotations => Trust::Off,
+            super::Source::Project(path) => Trust::Project(path.clone()),
+            _ => Trust::Taken,
+        }
     }
 
     /// The tool the model calls `exposed`, if a ready server has it.
@@ -456,7 +492,7 @@ impl Servers {
                     Ok(v) => CallOutcome::Done(v),
                     Err(e) => CallOutcome::Failed(format!("the server's answer could not be read: {e}")),
                 },
-                Ok(Err(e)) => CallOutcome::Failed(format!("the MCP server {server:?} failed the call: {e}")),
+                Ok(Err(e)) => CallOutcome::Failed(failure(&peer, server, "the call", &e).await),
                 Err(_) => CallOutcome::Failed(format!(
                     "the MCP server {server:?} did not answer within {}",
                     humantime::format_duration(timeout)
@@ -483,7 +519,7 @@ impl Servers {
         };
         let result = match result {
             Ok(Ok(r)) => r,
-            Ok(Err(e)) => return Err(format!("the MCP server {server:?} failed: {e}")),
+            Ok(Err(e)) => return Err(failure(&peer, server, "the prompt", &e).await),
             Err(_) => return Err(format!("the MCP server {server:?} did not answer")),
         };
         let value = serde_json::to_value(&result).map_err(|e| e.to_string())?;
@@ -528,7 +564,7 @@ impl Servers {
                     .collect::<Vec<_>>()
                     .join("\n"))
             }
-            Ok(Err(e)) => Err(format!("the MCP server {server:?} failed: {e}")),
+            Ok(Err(e)) => Err(failure(&peer, server, "the read", &e).await),
             Err(_) => Err(format!("the MCP server {server:?} did not answer")),
         }
     }
@@ -556,6 +592,29 @@ impl Servers {
         }
         None
     }
+}
+
+/// Why a request to `server` failed, for people. When candor refused the
+/// answer (`refusal`), the server is first told the request was given up
+/// (`notifications/cancelled`, waited for at most 5 s).
+async fn failure(
+    peer: &Peer<RoleClient>,
+    server: &str,
+    what: &str,
+    error: &rmcp::service::ServiceError,
+) -> String {
+    let Some((id, why)) = super::refusal::refused(error) else {
+        return format!("the MCP server {server:?} failed {what}: {error}");
+    };
+    let reason = format!("candor cannot take the answer: {why}");
+    let param = rmcp::model::CancelledNotificationParam::new(Some(id), Some(reason));
+    let told = tokio::time::timeout(Duration::from_secs(5), peer.notify_cancelled(param)).await;
+    let told = if matches!(told, Ok(Ok(()))) {
+        "and told the server so"
+    } else {
+        "(the server could not be told)"
+    };
+    format!("the MCP server {server:?} sent {why}; candor gave {what} up {told}")
 }
 
 /// The text of an MCP content block (a placeholder for what is not text).
@@ -796,10 +855,8 @@ async fn connect(
                     }
                 });
             }
-            let service = handler
-                .serve((stdout, stdin))
-                .await
-                .map_err(initialize_error)?;
+            let transport = super::stdio::Stdio::new(&entry.spec.name, stdout, stdin);
+            let service = handler.serve(transport).await.map_err(initialize_error)?;
             Ok((service, Some(group)))
         }
         Transport::Http { url, headers } => {
@@ -811,7 +868,8 @@ async fn connect(
                 .collect();
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
-            let transport = StreamableHttpClientTransport::with_client(http_client()?, config);
+            let client = super::http::Client(http_client()?);
+            let transport = StreamableHttpClientTransport::with_client(client, config);
             let service = handler.serve(transport).await.map_err(initialize_error)?;
             Ok((service, None))
         }

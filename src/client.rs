@@ -111,6 +111,8 @@ impl ClientLink {
         request: RequestPermissionRequest,
         cancel: &CancellationToken,
     ) -> Result<RequestPermissionResponse, Failed> {
+        // What the user decides on, made visible (`shown`).
+        let request = crate::shown::permission_request(request);
         match self
             .call(
                 AgentRequest::RequestPermissionRequest(request),
@@ -266,15 +268,17 @@ fn unexpected() -> Failed {
 }
 
 /// Sends `update` as a `session/update` notification (the only way
-/// updates reach the client; `session::commit` calls it).
+/// updates reach the client; `session::commit` calls it), its texts made
+/// visible ([`crate::shown::update`]).
 pub(crate) fn session_update(
     outbox: &crate::transport::Outbox,
     session_id: &SessionId,
     update: SessionUpdate,
 ) {
+    // What the user reads, made visible (`shown`).
     let notification = AgentNotification::SessionNotification(SessionNotification::new(
         session_id.clone(),
-        update,
+        crate::shown::update(update),
     ));
     outbox.notify(notification.method(), &notification);
 }

@@ -28,6 +28,12 @@
 //! cannot be read or parsed is not fatal: the session gets no model and its
 //! first prompt is answered with the file and the problem.
 //!
+//! The user's home (for `~/.claude`, `~/.codex`, `~/.config/candor` and
+//! `~/` in rules) is `HOME`, else the password database's entry for the
+//! user candor runs as (an editor may start it without `HOME`); when
+//! neither gives one, every session says which of the user's settings it
+//! could not read ([`Config::home_unknown`]).
+//!
 //! [`Config::from_env`] reads the environment once at start-up; nothing
 //! else in the crate reads it, so tests build a [`Config`] directly or
 //! through [`Config::from_vars`].
@@ -214,8 +220,13 @@ pub struct Config {
     pub policy: Option<PathBuf>,
     /// Where the scripted provider copies its requests (`CANDOR_CAPTURE`).
     pub capture: Option<PathBuf>,
-    /// The user's home directory (`~/` in permission rules).
+    /// The user's home directory (`~/` in permission rules): `HOME`, else
+    /// the password database's ([`find_home`]).
     pub user_home: Option<PathBuf>,
+    /// When the user's home directory is unknown: the notice every session
+    /// gives, saying why and which of the user's settings candor did not
+    /// read.
+    pub home_unknown: Option<String>,
     /// The user's login shell (`$SHELL`), for the model's picture of
     /// where it works.
     pub login_shell: Option<String>,
@@ -306,6 +317,7 @@ impl Config {
             policy: None,
             capture: None,
             user_home: None,
+            home_unknown: None,
             login_shell: None,
             log_messages: false,
             env_settings: Settings::default(),
@@ -319,25 +331,43 @@ impl Config {
         }
     }
 
-    /// Reads the process environment (and the user's config file).
+    /// Reads the process environment (and the user's config file); without
+    /// `HOME`, the user's home is the password database's.
     pub fn from_env() -> Self {
-        Self::from_vars(|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
+        Self::from_vars_with(
+            |name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()),
+            passwd_home,
+        )
     }
 
     /// Reads variables through `var` (for tests), and the user's config
     /// file they point at (`$XDG_CONFIG_HOME/candor/config.toml`, else
-    /// `$HOME/.config/candor/config.toml`).
+    /// `$HOME/.config/candor/config.toml`). The password database is not
+    /// asked: without `HOME`, the home is unknown.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
+        Self::from_vars_with(var, || Err("the password database was not asked".into()))
+    }
+
+    /// [`from_vars`](Self::from_vars), with `passwd` giving the user's
+    /// home when `HOME` does not (or why it cannot).
+    pub fn from_vars_with(
+        var: impl Fn(&str) -> Option<String>,
+        passwd: impl FnOnce() -> Result<PathBuf, String>,
+    ) -> Self {
         let nonempty = |name: &str| var(name).filter(|v| !v.is_empty());
+        let found_home = find_home(nonempty("HOME"), passwd);
+        let user_home = found_home.as_ref().ok().cloned();
         let home = nonempty("CANDOR_HOME")
             .map(PathBuf::from)
             .or_else(|| nonempty("XDG_STATE_HOME").map(|d| PathBuf::from(d).join("candor")))
-            .or_else(|| nonempty("HOME").map(|h| PathBuf::from(h).join(".local/state/candor")))
+            .or_else(|| user_home.as_ref().map(|h| h.join(".local/state/candor")))
             .unwrap_or_else(|| std::env::temp_dir().join("candor"));
         let user_file = nonempty("XDG_CONFIG_HOME")
             .map(|d| PathBuf::from(d).join("candor/config.toml"))
             .or_else(|| {
-                nonempty("HOME").map(|h| PathBuf::from(h).join(".config/candor/config.toml"))
+                user_home
+                    .as_ref()
+                    .map(|h| h.join(".config/candor/config.toml"))
             });
         let user_settings = match &user_file {
             Some(path) => Settings::load(path),
@@ -366,7 +396,7 @@ impl Config {
         let mut config = Self::new(home, provider);
         config.policy = nonempty("CANDOR_POLICY").map(PathBuf::from);
         config.capture = nonempty("CANDOR_CAPTURE").map(PathBuf::from);
-        config.user_home = nonempty("HOME").map(PathBuf::from);
+        config.user_home = user_home;
         config.login_shell = nonempty("SHELL");
         config.env_settings = env_settings;
         config.user_settings = user_settings;
@@ -399,6 +429,9 @@ impl Config {
                     .unwrap_or_else(|| PathBuf::from("/etc/claude-code")),
             ),
         });
+        config.home_unknown = found_home
+            .err()
+            .map(|why| unread_for_want_of_home(&why, &config, user_file.is_none()));
         config
     }
 
@@ -462,6 +495,73 @@ impl Config {
     }
 }
 
+/// The user's home directory: `HOME` when set (and absolute), else what
+/// `passwd` finds (an editor may start candor with only `PATH` and its own
+/// variables). `Err`: why neither gave one.
+pub fn find_home(
+    home: Option<String>,
+    passwd: impl FnOnce() -> Result<PathBuf, String>,
+) -> Result<PathBuf, String> {
+    let set = match home {
+        Some(h) if Path::new(&h).is_absolute() => return Ok(PathBuf::from(h)),
+        Some(h) => format!("HOME is {h:?}, not an absolute path"),
+        None => "HOME is not set".to_owned(),
+    };
+    match passwd() {
+        Ok(dir) if dir.is_absolute() => Ok(dir),
+        Ok(dir) => Err(format!(
+            "{set}, and the password database gives {:?}, not an absolute path",
+            dir.display().to_string()
+        )),
+        Err(why) => Err(format!("{set}, and {why}")),
+    }
+}
+
+/// The home directory of the user candor runs as, from the password
+/// database (`getpwuid_r`), or why there is none.
+pub fn passwd_home() -> Result<PathBuf, String> {
+    let uid = nix::unistd::getuid();
+    match nix::unistd::User::from_uid(uid) {
+        Ok(Some(user)) => Ok(user.dir),
+        Ok(None) => Err(format!(
+            "the password database has no entry for user id {uid}"
+        )),
+        Err(e) => Err(format!("the password database cannot be read ({e})")),
+    }
+}
+
+/// The notice of a session whose user has no known home: why, and which of
+/// their settings candor could therefore not read (those no variable
+/// pointed at elsewhere).
+fn unread_for_want_of_home(why: &str, config: &Config, no_user_file: bool) -> String {
+    let mut unread = Vec::new();
+    if let Some(claude) = &config.claude {
+        if claude.user_dir.is_none() {
+            unread.push(
+                "your Claude Code settings (~/.claude/settings.json: hooks and permission rules; ~/.claude/commands; ~/.claude/CLAUDE.md)",
+            );
+        }
+        if claude.global_file.is_none() {
+            unread.push("~/.claude.json (your MCP servers and the projects you trusted)");
+        }
+    }
+    if config.codex.as_ref().is_some_and(|c| c.home.is_none()) {
+        unread.push("your Codex settings (~/.codex: hooks, config.toml, prompts, AGENTS.md)");
+    }
+    if no_user_file {
+        unread.push("your candor config (~/.config/candor/config.toml)");
+    }
+    let what = if unread.is_empty() {
+        "nothing of yours is missing: every settings location is set by a variable".to_owned()
+    } else {
+        format!("it did not read {}", unread.join("; "))
+    };
+    format!(
+        "candor cannot find your home directory ({why}), so {what}. Session logs are kept in {}. Set HOME in the environment your editor starts candor with.",
+        config.sessions_dir().display()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -493,6 +593,74 @@ mod tests {
             config(&[("HOME", "/h")]).sessions_dir(),
             PathBuf::from("/h/.local/state/candor/sessions")
         );
+    }
+
+    #[test]
+    fn without_home_the_password_database_gives_it() {
+        let never = || -> Result<PathBuf, String> { panic!("HOME was set") };
+        assert_eq!(find_home(Some("/h".into()), never), Ok(PathBuf::from("/h")));
+        assert_eq!(
+            find_home(None, || Ok(PathBuf::from("/home/u"))),
+            Ok(PathBuf::from("/home/u"))
+        );
+        assert_eq!(
+            find_home(Some("rel".into()), || Ok(PathBuf::from("/home/u"))),
+            Ok(PathBuf::from("/home/u"))
+        );
+        let none = find_home(None, || {
+            Err("the password database has no entry for user id 7".into())
+        });
+        assert_eq!(
+            none,
+            Err("HOME is not set, and the password database has no entry for user id 7".into())
+        );
+        assert!(find_home(None, || Ok(PathBuf::new())).is_err());
+        // Everything found from the home follows it.
+        let vars: HashMap<String, String> = [("CANDOR_CODEX_HOOKS", "on")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let found = Config::from_vars_with(|k| vars.get(k).cloned(), || Ok("/home/u".into()));
+        assert_eq!(found.user_home, Some(PathBuf::from("/home/u")));
+        assert_eq!(found.home, PathBuf::from("/home/u/.local/state/candor"));
+        assert_eq!(
+            found.claude.unwrap().user_dir,
+            Some(PathBuf::from("/home/u/.claude"))
+        );
+        assert_eq!(
+            found.codex.unwrap().home,
+            Some(PathBuf::from("/home/u/.codex"))
+        );
+        assert_eq!(found.home_unknown, None);
+    }
+
+    #[test]
+    fn without_any_home_the_session_is_told_what_was_not_read() {
+        let lost = Config::from_vars_with(|_| None, || Err("no entry for user id 7".into()));
+        assert_eq!(lost.user_home, None);
+        let text = lost.home_unknown.unwrap();
+        for said in [
+            "HOME is not set, and no entry for user id 7",
+            "~/.claude/settings.json",
+            "~/.claude.json",
+            "~/.codex",
+            "~/.config/candor/config.toml",
+            "Set HOME",
+        ] {
+            assert!(text.contains(said), "{said:?} not in {text}");
+        }
+        // What a variable located is read, and not listed.
+        let vars: HashMap<String, String> = [
+            ("CLAUDE_CONFIG_DIR", "/cc"),
+            ("CANDOR_CODEX_HOOKS", "off"),
+            ("XDG_CONFIG_HOME", "/xdg"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let located = Config::from_vars_with(|k| vars.get(k).cloned(), || Err("no".into()));
+        let text = located.home_unknown.unwrap();
+        assert!(text.contains("nothing of yours is missing"), "{text}");
     }
 
     #[test]

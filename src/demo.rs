@@ -390,9 +390,14 @@ impl Client {
             }
             "notice" => {
                 self.end_text(out)?;
-                let text = update["title"].as_str().unwrap_or("");
-                let first = text.lines().next().unwrap_or("");
-                let more = if text.lines().count() > 1 { " …" } else { "" };
+                // The title is the notice's first line; more is in its
+                // description.
+                let first = update["title"].as_str().unwrap_or("");
+                let more = if update["description"].is_string() {
+                    " …"
+                } else {
+                    ""
+                };
                 let level = update["severity"].as_str().unwrap_or("info");
                 writeln!(
                     out,

@@ -226,7 +226,7 @@ impl Agent {
             .take(PAGE)
             .map(|s| {
                 SessionInfo::new(s.id, s.cwd)
-                    .title(s.title)
+                    .title(s.title.as_deref().map(crate::text::visible))
                     .updated_at(s.updated_at)
             })
             .collect();
@@ -300,7 +300,9 @@ impl Agent {
         })
     }
 
-    fn set_config_option(
+    /// `session/set_config_option`; answered once the change's update is
+    /// queued, while no turn runs (see `session::settings`).
+    async fn set_config_option(
         &self,
         request: SetSessionConfigOptionRequest,
     ) -> Result<SetSessionConfigOptionResponse, AcpError> {
@@ -320,13 +322,19 @@ impl Agent {
                 )));
             }
         };
-        Ok(SetSessionConfigOptionResponse::new(session.change(change)?))
+        let (options, recorded) = session.change(change)?;
+        recorded_first(recorded).await;
+        Ok(SetSessionConfigOptionResponse::new(options))
     }
 
     /// `session/set_mode`: the same change as the `mode` config option.
-    fn set_mode(&self, request: SetSessionModeRequest) -> Result<SetSessionModeResponse, AcpError> {
+    async fn set_mode(
+        &self,
+        request: SetSessionModeRequest,
+    ) -> Result<SetSessionModeResponse, AcpError> {
         let session = self.session(&request.session_id.0)?;
-        session.change(Change::Mode(mode(&request.mode_id.0)?))?;
+        let (_, recorded) = session.change(Change::Mode(mode(&request.mode_id.0)?))?;
+        recorded_first(recorded).await;
         Ok(SetSessionModeResponse::new())
     }
 
@@ -572,9 +580,9 @@ impl Agent {
             Call::CloseSession(r) => R::CloseSessionResponse(self.close_session(r)?).into(),
             Call::DeleteSession(r) => R::DeleteSessionResponse(self.delete_session(r)?).into(),
             Call::SetConfigOption(r) => {
-                R::SetSessionConfigOptionResponse(self.set_config_option(r)?).into()
+                R::SetSessionConfigOptionResponse(self.set_config_option(r).await?).into()
             }
-            Call::SetMode(r) => R::SetSessionModeResponse(self.set_mode(r)?).into(),
+            Call::SetMode(r) => R::SetSessionModeResponse(self.set_mode(r).await?).into(),
             Call::Prompt(r) => R::PromptResponse(self.prompt(r).await?).into(),
         })
     }
@@ -716,6 +724,15 @@ fn cancel_request(agent: &Agent, id: RequestId) {
         }) => agent.cancel_session(&session),
         Some(running) => running.cancel.cancel(),
         None => tracing::debug!(?id, "$/cancel_request for a request that is not running"),
+    }
+}
+
+/// Waits, when told to, until a settings change is recorded (its update
+/// queued), so that the response goes after it; a session that stopped
+/// meanwhile ends the wait.
+async fn recorded_first(recorded: Option<tokio::sync::oneshot::Receiver<()>>) {
+    if let Some(recorded) = recorded {
+        let _ = recorded.await;
     }
 }
 

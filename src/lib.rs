@@ -41,6 +41,7 @@ pub mod providers;
 pub(crate) mod rpc;
 pub(crate) mod session;
 pub mod shell;
+pub mod shown;
 pub(crate) mod sync;
 pub mod text;
 pub mod tools;

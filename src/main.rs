@@ -113,6 +113,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // Before any child exists: what commands and hooks leave behind
             // becomes candor's to end.
             candor::tools::exec::become_subreaper();
+            if std::env::var_os("HOME").is_none()
+                && let Some(home) = config.user_home.clone()
+            {
+                candor::tools::exec::home_for_children(home);
+            }
             candor::tools::exec::pass_env(
                 config
                     .user_settings

@@ -32,6 +32,7 @@ use crate::event_log::{
     CompactTrigger, ConfigId, DeltaChannel, Event, FileDiff, NoteKind, NoticeLevel, Outcome,
     Record, ResultContent, ResultStatus, TrustOutcome,
 };
+use crate::text::{fenced, inline_code};
 use crate::tools::{self, Tool};
 
 /// An offered command as ACP sends it, with its input hint when it has one.
@@ -52,6 +53,18 @@ fn unavailable_image(mime_type: &str) -> String {
     format!(
         "[An image ({mime_type}) that is no longer available: its stored copy is missing or damaged]"
     )
+}
+
+/// A block of a prompt as a replay shows it (an image no longer available
+/// as a line saying so).
+fn replayed_block(block: &ContentBlock) -> SessionUpdate {
+    let block = match block {
+        ContentBlock::Image(image) if image.data.is_empty() => {
+            ContentBlock::from(unavailable_image(&image.mime_type))
+        }
+        block => block.clone(),
+    };
+    SessionUpdate::UserMessageChunk(ContentChunk::new(block))
 }
 
 /// A block of an MCP tool's answer as card content.
@@ -118,14 +131,79 @@ pub struct Presenter {
     context_window: Option<u64>,
     /// Open trust questions: the card of each, by the digest answered.
     trust_cards: HashMap<String, String>,
+    /// A turn is open: a `user/message` and no `turn/ended` since.
+    in_turn: bool,
+    /// Notices recorded while no turn ran, for a client without
+    /// `session.notices`: shown when the next turn starts.
+    held: Vec<(NoticeLevel, String)>,
+    /// Notices past [`MAX_HELD`], counted.
+    held_over: usize,
+    /// How the agent's message of this turn ends so far.
+    message_tail: Tail,
+}
+
+/// Most notices held for the next turn (the rest are counted).
+const MAX_HELD: usize = 20;
+
+/// How an agent message ends, for what is added after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tail {
+    /// At a paragraph's end (or nothing yet).
+    Paragraph,
+    /// At a line's end.
+    Line,
+    /// Inside a line.
+    Open,
+}
+
+/// A notice as an agent message, for a client without `session.notices`:
+/// a quote whose first line starts `candor:` (`candor (warning):`,
+/// `candor (error):`), so it reads as candor's word and not the model's in
+/// any client that shows Markdown (Zed, CodeCompanion) or not (Emacs
+/// agent-shell shows the `>` lines as they are), ended by a blank line.
+pub fn marked_notice(level: NoticeLevel, text: &str) -> String {
+    let who = match level {
+        NoticeLevel::Info => "candor:",
+        NoticeLevel::Warning => "candor (warning):",
+        NoticeLevel::Error => "candor (error):",
+    };
+    let mut out = String::with_capacity(text.len() + 32);
+    for (i, line) in text.trim_end().lines().enumerate() {
+        match (i, line.is_empty()) {
+            (0, _) => out.push_str(&format!("> {who} {line}")),
+            (_, true) => out.push('>'),
+            (_, false) => out.push_str(&format!("> {line}")),
+        }
+        out.push('\n');
+    }
+    if out.is_empty() {
+        out.push_str(&format!("> {who}\n"));
+    }
+    out.push('\n');
+    out
+}
+
+/// A notice's text as ACP's `Notice` takes it: the first line a title that
+/// stands alone, the rest (if any) its description.
+fn notice_parts(text: &str) -> (String, Option<String>) {
+    let text = text.trim();
+    let (title, rest) = text.split_once('\n').unwrap_or((text, ""));
+    let title = if title.trim().is_empty() {
+        "candor".to_owned()
+    } else {
+        title.trim().to_owned()
+    };
+    let rest = rest.trim();
+    (title, (!rest.is_empty()).then(|| rest.to_owned()))
 }
 
 #[derive(Debug)]
 struct Card {
     status: ToolCallStatus,
     output: BoundedText,
-    /// The "rewritten by" line, first in every content list of the card.
-    note: Option<String>,
+    /// First in every content list of the card: the "rewritten by" line,
+    /// and the whole command when the title shows only part of it.
+    lead: Vec<ToolCallContent>,
     /// The card as first shown (for a permission request's `toolCall`).
     shown: ToolCall,
     /// Why candor asks, for a call whose decision was `ask`.
@@ -139,13 +217,9 @@ struct Card {
 }
 
 impl Card {
-    /// The card's content: its note, then `rest`.
+    /// The card's content: its lead, then `rest`.
     fn content(&self, rest: Vec<ToolCallContent>) -> Vec<ToolCallContent> {
-        self.note
-            .iter()
-            .map(|n| text_content(n.clone()))
-            .chain(rest)
-            .collect()
+        self.lead.iter().cloned().chain(rest).collect()
     }
 }
 
@@ -159,20 +233,81 @@ impl Card {
 }
 
 impl Presenter {
-    /// A notice: a `notice` update if the client takes them, else a thought
-    /// chunk, which every client shows.
-    fn notice(&self, level: NoticeLevel, text: String) -> Vec<SessionUpdate> {
+    /// A notice: a `notice` update if the client takes them; else, inside a
+    /// turn, an agent message marked as candor's ([`marked_notice`]), and
+    /// outside one nothing yet: it is held and shown when the next turn
+    /// starts (never as a thought, which clients show as the model's, and
+    /// never outside a turn, where some clients drop messages or take them
+    /// for a turn of their own). Whether a turn is open is the records'
+    /// (`user/message` opens one, `turn/ended` ends it), so a replay shows
+    /// the notices where live did.
+    fn notice(&mut self, level: NoticeLevel, text: String) -> Vec<SessionUpdate> {
         if self.notices {
             let severity = match level {
                 NoticeLevel::Info => NoticeSeverity::Info,
                 NoticeLevel::Warning => NoticeSeverity::Warning,
                 NoticeLevel::Error => NoticeSeverity::Error,
             };
-            vec![SessionUpdate::Notice(Notice::new(severity, text))]
-        } else {
-            let chunk = ContentChunk::new(ContentBlock::from(format!("[candor] {text}\n")));
-            vec![SessionUpdate::AgentThoughtChunk(chunk)]
+            let (title, description) = notice_parts(&text);
+            return vec![SessionUpdate::Notice(
+                Notice::new(severity, title).description(description),
+            )];
         }
+        if self.in_turn {
+            return vec![self.message(marked_notice(level, &text))];
+        }
+        if self.held.iter().any(|(_, held)| *held == text) {
+            // Said already, and not shown yet: once is enough.
+        } else if self.held.len() < MAX_HELD {
+            self.held.push((level, text));
+        } else {
+            self.held_over += 1;
+        }
+        Vec::new()
+    }
+
+    /// An agent message chunk, its text apart from what the message said
+    /// before when that did not end a paragraph.
+    fn message(&mut self, text: String) -> SessionUpdate {
+        let text = match self.message_tail {
+            Tail::Paragraph => text,
+            Tail::Line => format!("\n{text}"),
+            Tail::Open => format!("\n\n{text}"),
+        };
+        self.message_tail = Tail::Paragraph;
+        SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(text)))
+    }
+
+    /// Notices held while no turn ran, shown now that one started.
+    fn release_held(&mut self) -> Vec<SessionUpdate> {
+        let held = std::mem::take(&mut self.held);
+        let over = std::mem::take(&mut self.held_over);
+        let mut updates: Vec<SessionUpdate> = held
+            .into_iter()
+            .map(|(level, text)| self.message(marked_notice(level, &text)))
+            .collect();
+        if over > 0 {
+            updates.push(self.message(marked_notice(
+                NoticeLevel::Info,
+                &format!("{over} more notices while no turn ran are in the session's log (`candor audit`)."),
+            )));
+        }
+        updates
+    }
+
+    /// Notes how the agent's message so far ends, for a notice after it.
+    fn note_message(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.message_tail =
+            if text.ends_with("\n\n") || (text == "\n" && self.message_tail != Tail::Open) {
+                Tail::Paragraph
+            } else if text.ends_with('\n') {
+                Tail::Line
+            } else {
+                Tail::Open
+            };
     }
 
     pub fn new(cwd: PathBuf, mode: Mode) -> Self {
@@ -185,17 +320,22 @@ impl Presenter {
             notices: false,
             context_window: None,
             trust_cards: HashMap::new(),
+            in_turn: false,
+            held: Vec::new(),
+            held_over: 0,
+            message_tail: Tail::Paragraph,
         }
     }
 
-    /// Whether the client takes `notice` updates (`session.notices`); if
-    /// not, notices are shown as thoughts.
     /// From now on, present as `mode` (a loaded session goes live once its
     /// records are replayed).
     pub fn set_mode(&mut self, mode: Mode) {
         self.mode = mode;
     }
 
+    /// Whether the client takes `notice` updates (`session.notices`, a
+    /// capability of the connection); if not, notices are agent messages
+    /// inside turns ([`marked_notice`]).
     pub fn with_notices(mut self, notices: bool) -> Self {
         self.notices = notices;
         self
@@ -231,7 +371,11 @@ impl Presenter {
                     value.clone(),
                 ))]
             }
-            Event::TurnEnded { .. } | Event::ConfigChanged { .. } => Vec::new(),
+            Event::TurnEnded { .. } => {
+                self.in_turn = false;
+                Vec::new()
+            }
+            Event::ConfigChanged { .. } => Vec::new(),
             Event::HistoryCompacted { .. } => self.compacted(&record.event),
             Event::PromptExpanded { .. } | Event::PromptResource { .. } => {
                 self.prompt_notice(&record.event)
@@ -260,29 +404,30 @@ impl Presenter {
                     AvailableCommandsUpdate::new(commands.iter().map(available_command).collect()),
                 )],
             },
-            Event::CommandRan { output, .. } => vec![SessionUpdate::AgentMessageChunk(
-                ContentChunk::new(ContentBlock::from(output.clone())),
-            )],
+            Event::CommandRan { output, .. } => {
+                self.note_message(output);
+                vec![SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                    ContentBlock::from(output.clone()),
+                ))]
+            }
             Event::PromptBlocked { hook, reason } => self.notice(
                 NoticeLevel::Error,
                 format!("The hook {hook} blocked this prompt: {reason}"),
             ),
-            Event::UserMessage { content, .. } => match self.mode {
-                Mode::Live => Vec::new(),
-                Mode::Replay => content
-                    .iter()
-                    .map(|block| {
-                        let block = match block {
-                            ContentBlock::Image(image) if image.data.is_empty() => {
-                                ContentBlock::from(unavailable_image(&image.mime_type))
-                            }
-                            block => block.clone(),
-                        };
-                        SessionUpdate::UserMessageChunk(ContentChunk::new(block))
-                    })
-                    .collect(),
-            },
+            Event::UserMessage { content, .. } => {
+                self.in_turn = true;
+                self.message_tail = Tail::Paragraph;
+                let mut updates = match self.mode {
+                    Mode::Live => Vec::new(),
+                    Mode::Replay => content.iter().map(replayed_block).collect(),
+                };
+                updates.extend(self.release_held());
+                updates
+            }
             Event::AssistantDelta { channel, text } => {
+                if *channel == DeltaChannel::Text {
+                    self.note_message(text);
+                }
                 let chunk = ContentChunk::new(ContentBlock::from(text.clone()));
                 vec![match channel {
                     DeltaChannel::Text => SessionUpdate::AgentMessageChunk(chunk),
@@ -311,7 +456,7 @@ impl Presenter {
 
     /// A compaction: a notice with the figures, then the context used
     /// from now on (estimated). The summary request itself shows nothing.
-    fn compacted(&self, event: &Event) -> Vec<SessionUpdate> {
+    fn compacted(&mut self, event: &Event) -> Vec<SessionUpdate> {
         let Event::HistoryCompacted {
             from,
             to,
@@ -557,8 +702,12 @@ impl Presenter {
         let note = original_arguments
             .as_ref()
             .map(|original| rewrite_note(original, arguments, rewritten_by));
-        let mut content: Vec<ToolCallContent> =
-            note.iter().map(|n| text_content(n.clone())).collect();
+        let lead: Vec<ToolCallContent> = note
+            .into_iter()
+            .chain(known.and_then(|t| t.detail(arguments)))
+            .map(text_content)
+            .collect();
+        let mut content = lead.clone();
         content.extend(preview.as_ref().map(diff_content));
         if preview.as_ref().is_some_and(|p| p.unread) {
             content.push(text_content(
@@ -612,7 +761,7 @@ impl Presenter {
             Card {
                 status,
                 output: BoundedText::default(),
-                note,
+                lead,
                 shown: call.clone(),
                 ask_reason,
                 terminal: None,
@@ -648,7 +797,7 @@ impl Presenter {
             Card {
                 status: ToolCallStatus::Pending,
                 output: BoundedText::default(),
-                note: None,
+                lead: Vec::new(),
                 shown: call.clone(),
                 ask_reason: None,
                 terminal: None,
@@ -927,17 +1076,6 @@ fn shorten(s: &str) -> String {
     crate::text::shorten(s, 301)
 }
 
-/// Markdown inline code that the text cannot close early.
-fn inline_code(text: &str) -> String {
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let ticks = "`".repeat(longest + 1);
-    if longest > 0 {
-        format!("{ticks} {text} {ticks}")
-    } else {
-        format!("{ticks}{text}{ticks}")
-    }
-}
-
 /// The line under a card's output saying how it ended, when that is not
 /// plain from the output: a cancel, a non-zero exit code, a signal. (A
 /// failure without either carries its own message as the output.)
@@ -948,14 +1086,6 @@ fn trailer(status: ResultStatus, exit_code: Option<i32>, signal: Option<&str>) -
         (_, Some(code), _) => Some(format!("Exited with code {code}.")),
         (_, None, Some(sig)) => Some(format!("Terminated by {sig}.")),
     }
-}
-
-/// A Markdown code fence around `text` that `text` cannot close early.
-pub fn fenced(text: &str, lang: &str) -> String {
-    let longest_run = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest_run.max(2) + 1);
-    let body = text.strip_suffix('\n').unwrap_or(text);
-    format!("{fence}{lang}\n{body}\n{fence}")
 }
 
 /// Text that keeps its first and last [`CARD_OUTPUT_MAX`]/2 bytes and
@@ -1062,7 +1192,7 @@ mod tests {
         assert_eq!(
             wire(call),
             vec![
-                json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_1", "title": "echo hi",
+                json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_1", "title": "`echo hi`",
                         "name": "Bash", "kind": "execute", "rawInput": {"command": "echo hi"},
                         "_meta": {"candor": {"decision": {"outcome": "allow"},
                                              "digest": crate::interception::digest("Bash", &json!({"command": "echo hi"}))}}})
@@ -1178,12 +1308,6 @@ mod tests {
                 .len(),
             1
         );
-    }
-
-    #[test]
-    fn fences_cannot_be_closed_by_the_text() {
-        assert_eq!(fenced("a ``` b", ""), "````\na ``` b\n````");
-        assert_eq!(fenced("x\n", "console"), "```console\nx\n```");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Shortening text for people, in one place: by characters (never inside
-//! one), the cut marked with `…`. Byte positions use std's
+//! one), the cut marked with `…`. Markdown code a text cannot close early
+//! (`inline_code`, `fenced`). Byte positions use std's
 //! `str::floor_char_boundary` and `str::ceil_char_boundary`. Also counts
 //! for people (`thousands`: `183,616`), taking out of a file's text the
 //! characters a model reads and a person does not see (`strip_invisible`),
@@ -29,6 +30,27 @@ pub fn elide_middle(text: &str, head: usize, tail: usize) -> String {
     let start: String = chars[..head].iter().collect();
     let end: String = chars[chars.len() - tail..].iter().collect();
     format!("{start}…{end}")
+}
+
+/// Markdown inline code that the text cannot close early: `` `ls` ``, or
+/// with a longer run of backticks (and spaces) around a text that holds
+/// some (`` `` echo `a` `` ``).
+pub fn inline_code(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let ticks = "`".repeat(longest + 1);
+    if longest > 0 || text.starts_with(' ') || text.ends_with(' ') {
+        format!("{ticks} {text} {ticks}")
+    } else {
+        format!("{ticks}{text}{ticks}")
+    }
+}
+
+/// A Markdown code fence around `text` that `text` cannot close early.
+pub fn fenced(text: &str, lang: &str) -> String {
+    let longest_run = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest_run.max(2) + 1);
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    format!("{fence}{lang}\n{body}\n{fence}")
 }
 
 /// `n` with its thousands separated by commas (`183,616`).
@@ -91,15 +113,21 @@ fn is_unseen(c: char) -> bool {
 /// character they would not see as what it is (`is_unseen`) written as a
 /// visible `\u{…}` escape, so a hook command with an ANSI conceal sequence
 /// or a right-to-left override shows what it holds. Line breaks and tabs
-/// stay. The one function every presentation path goes through (a tidy test
-/// keeps it so).
+/// stay, and so does a `\r` that ends a line (`\r\n`, which overwrites
+/// nothing). The one function every presentation path goes through
+/// (`shown`, where every update and permission request leaves; a tidy test
+/// keeps it so). Escaping only adds visible ASCII, so it can be applied
+/// twice.
 pub fn visible(text: &str) -> String {
     if !text.chars().any(is_unseen) {
         return text.to_owned();
     }
     let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if is_unseen(c) {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\r' && chars.peek() == Some(&'\n') {
+            out.push(c);
+        } else if is_unseen(c) {
             out.push_str(&format!("\\u{{{:x}}}", c as u32));
         } else {
             out.push(c);
@@ -123,6 +151,9 @@ mod tests {
             "echo \\u{1b}[8mhidden\\u{1b}[0m a\\u{200b}b\\u{e0041}"
         );
         assert_eq!(visible("plain é ✓ 日本\n"), "plain é ✓ 日本\n");
+        assert_eq!(visible("a\r\nb\rc\u{1b}"), "a\r\nb\\u{d}c\\u{1b}");
+        let hostile = "x\u{1b}[8m\u{202e}y";
+        assert_eq!(visible(&visible(hostile)), visible(hostile));
     }
 
     #[test]
@@ -136,6 +167,15 @@ mod tests {
         assert_eq!(kept, "Be kind. txt.exe x");
         assert_eq!(removed, hidden.chars().count() + 4);
         assert_eq!(strip_invisible("plain é ✓"), ("plain é ✓".to_owned(), 0));
+    }
+
+    #[test]
+    fn code_cannot_be_closed_by_the_text() {
+        assert_eq!(fenced("a ``` b", ""), "````\na ``` b\n````");
+        assert_eq!(fenced("x\n", "console"), "```console\nx\n```");
+        assert_eq!(inline_code("ls -la"), "`ls -la`");
+        assert_eq!(inline_code("echo `a`"), "`` echo `a` ``");
+        assert_eq!(inline_code("`a`"), "`` `a` ``");
     }
 
     #[test]

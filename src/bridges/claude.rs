@@ -555,11 +555,15 @@ impl Dialect for Claude {
         if event == HookEvent::Session(SessionEvent::SessionStart) {
             let file = &session.env_file;
             if !file.exists() {
-                let _ = std::fs::OpenOptions::new()
-                    .create(true)
-                    .truncate(false)
-                    .write(true)
-                    .open(file);
+                // Beside the log, and like it only the user's.
+                let _ = std::os::unix::fs::OpenOptionsExt::mode(
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .truncate(false)
+                        .write(true),
+                    0o600,
+                )
+                .open(file);
             }
             env.push(("CLAUDE_ENV_FILE".to_owned(), file.display().to_string()));
         }

@@ -48,7 +48,12 @@ pub fn build(
         None => (Policy::default(), false),
     };
     policy.rules.home = config.user_home.clone();
-    let mut notices = Vec::new();
+    // Without a home, the user's own settings were not read: said first.
+    let mut notices: Vec<(NoticeLevel, String)> = config
+        .home_unknown
+        .iter()
+        .map(|text| (NoticeLevel::Warning, text.clone()))
+        .collect();
     let mut wants = Vec::new();
     let mut hooks = Vec::new();
     let mut scripts = Vec::new();

@@ -545,14 +545,26 @@ impl Store {
         let text =
             serde_json::to_string_pretty(&Value::Object(root)).map_err(std::io::Error::other)?;
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
+            std::os::unix::fs::DirBuilderExt::mode(
+                std::fs::DirBuilder::new().recursive(true),
+                0o700,
+            )
+            .create(dir)?;
         }
         let temp = self.path.with_extension(format!(
             "json.{}.{}.tmp",
             std::process::id(),
             NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
-        std::fs::write(&temp, text)?;
+        // Only the user's, like the logs: who trusts what is theirs to know.
+        std::io::Write::write_all(
+            &mut std::os::unix::fs::OpenOptionsExt::mode(
+                std::fs::OpenOptions::new().write(true).create_new(true),
+                0o600,
+            )
+            .open(&temp)?,
+            text.as_bytes(),
+        )?;
         std::fs::rename(&temp, &self.path)
     }
 }

@@ -299,9 +299,18 @@ pub struct Settled {
     input: Option<ToolInput>,
     /// The MCP tool the name is, when it is not one of candor's.
     mcp: Option<crate::tools::mcp::McpTool>,
+    /// For a call that asks: the grant "Always allow" would add, when it
+    /// would let the next identical call run ([`policy::offer_grant`]).
+    grant: Option<Rule>,
 }
 
 impl Settled {
+    /// The session grant an "Always allow" answer adds: offered only where
+    /// it would make the next identical call run.
+    pub fn grant_offer(&self) -> Option<&Rule> {
+        self.grant.as_ref()
+    }
+
     /// What the hooks said besides their decisions, in the order they said it.
     pub fn asides(&self) -> &[Aside] {
         &self.asides
@@ -540,6 +549,7 @@ pub async fn settle(
         digest: String::new(),
         asides: Vec::new(),
         input: None,
+        grant: None,
     };
     // Candor's own checks: the tool exists and the model's arguments pass
     // its schema (parsed, once, into the input that will run). Paths are
@@ -564,21 +574,20 @@ pub async fn settle(
     let asides = Asides::default();
     let verdict = fold_hooks(&mut settled, policy, cwd, &asides, &mut spelled).await;
     settled.asides = asides.take();
-    settled.disposition = policy::decide(
-        policy::Subject {
-            tool: name,
-            args: &settled.effective,
-            spelled: &spelled,
-            mcp_read_only: settled.mcp.as_ref().map(|m| m.reading.runs_unasked()),
-            mcp_reading: settled.mcp.as_ref().map(|m| m.reading.why.as_str()),
-            mcp_name: canonical.as_deref(),
-        },
-        &verdict,
-        policy.mode,
-        &policy.rules,
-        grants,
-        cwd,
-    );
+    let subject = policy::Subject {
+        tool: name,
+        args: &settled.effective,
+        spelled: &spelled,
+        mcp_read_only: settled.mcp.as_ref().map(|m| m.reading.runs_unasked()),
+        mcp_reading: settled.mcp.as_ref().map(|m| m.reading.why.as_str()),
+        mcp_name: canonical.as_deref(),
+    };
+    let disposition = policy::decide(subject, &verdict, policy.mode, &policy.rules, grants, cwd);
+    if matches!(disposition, Disposition::Ask { .. }) {
+        settled.grant =
+            policy::offer_grant(subject, &verdict, policy.mode, &policy.rules, grants, cwd);
+    }
+    settled.disposition = disposition;
     settled.digest = digest(&digest_name, &settled.effective);
     settled
 }

@@ -1886,6 +1886,28 @@ pub fn grant_for(tool: &str, args: &Value, root: &Path, home: Option<&Path>) -> 
     }
 }
 
+/// The session grant to offer as "Always allow" for a call [`decide`]
+/// asks about: [`grant_for`]'s, only where it would hold, asked of the same
+/// procedure: with it added, the next identical call (the same hooks' say,
+/// mode and rules) runs by it. Not under an ask rule, a protected path, an
+/// asking hook, or anything else that asks before grants are looked at.
+pub fn offer_grant(
+    call: Subject<'_>,
+    hooks: &HookVerdict,
+    mode: Mode,
+    rules: &Rules,
+    grants: &[Rule],
+    root: &Path,
+) -> Option<Rule> {
+    let grant = grant_for(call.tool, call.args, root, rules.home.as_deref())?;
+    let mut with = grants.to_vec();
+    with.push(grant.clone());
+    match decide(call, hooks, mode, rules, &with, root) {
+        Disposition::Run { by } if by.starts_with("grant:") => Some(grant),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

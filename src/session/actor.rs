@@ -420,19 +420,21 @@ async fn run(
     .await;
     loop {
         let command = tokio::select! {
+            // A change the client made before a prompt is in effect for it.
+            biased;
+            true = gate.settings.arrived() => {
+                // Applied at once, while no turn runs.
+                if let Err(e) = gate.settings.apply(&mut committer, &mut gate.policy.mode, Some(&mut provider)) {
+                    tracing::error!(error = %e, "could not record a settings change");
+                }
+                continue;
+            }
             command = commands.recv() => match command {
                 Some(command) => command,
                 None => break,
             },
             Ok(()) = mcp_changes.changed() => {
                 offer_commands(&mut committer, &gate, &mut offered);
-                continue;
-            }
-            true = gate.settings.arrived() => {
-                // Applied at once, while no turn runs.
-                if let Err(e) = gate.settings.apply(&mut committer, &mut gate.policy.mode, Some(&mut provider)) {
-                    tracing::error!(error = %e, "could not record a settings change");
-                }
                 continue;
             }
         };

@@ -31,7 +31,7 @@ use crate::event_log::{
     Decision, Event, FileDiff, LogError, NoticeLevel, Outcome, PermissionChoice, PermissionOutcome,
     ResultContent, ResultStatus,
 };
-use crate::interception::policy::{self, Disposition, Rule};
+use crate::interception::policy::{Disposition, Rule};
 use crate::interception::{self, ApprovedCall, Aside, Asides, FinishedCall, HookNote, Settled};
 use crate::presentation::describe_decider;
 use crate::tools::{ToolContext, ToolEvent};
@@ -362,12 +362,8 @@ async fn ask_once(
 ) -> Result<(Answer, Option<Rule>), TurnError> {
     let id = s.id();
     let digest = s.digest().to_owned();
-    let grant = policy::grant_for(
-        s.name(),
-        s.effective(),
-        &control.cwd,
-        gate.policy.rules.home.as_deref(),
-    );
+    // "Always" only where it would hold for the next identical call.
+    let grant = s.grant_offer().cloned();
     let mut choices = vec![PermissionChoice {
         option_id: "allow_once".into(),
         kind: "allow_once".into(),

@@ -36,7 +36,7 @@ pub(crate) struct SessionHandle {
     /// The session's background shells: a cancel ends them too.
     shells: Shells,
     /// Mode and model changes, to the actor.
-    changes: mpsc::UnboundedSender<settings::Change>,
+    changes: mpsc::UnboundedSender<settings::Sent>,
 }
 
 /// State the dispatcher and the actor share. Std mutexes: each is held for
@@ -63,7 +63,7 @@ impl SessionHandle {
         hard_stop: CancellationToken,
         shells: Shells,
         view: settings::View,
-        changes: mpsc::UnboundedSender<settings::Change>,
+        changes: mpsc::UnboundedSender<settings::Sent>,
     ) -> Self {
         Self {
             id,
@@ -119,18 +119,32 @@ impl SessionHandle {
 
     /// Changes the mode or the model; answers at once with the session's
     /// config options, even while a turn runs (see [`settings`] for when
-    /// the change takes effect).
+    /// the change takes effect), and, while no turn runs, with the word
+    /// that the change is recorded (its update queued), which the answer
+    /// waits for.
     pub(crate) fn change(
         &self,
         change: settings::Change,
-    ) -> Result<Vec<agent_client_protocol_schema::v1::SessionConfigOption>, AcpError> {
+    ) -> Result<
+        (
+            Vec<agent_client_protocol_schema::v1::SessionConfigOption>,
+            Option<oneshot::Receiver<()>>,
+        ),
+        AcpError,
+    > {
         let mut view = lock(&self.shared.view);
         view.set(&change)
             .map_err(|reason| AcpError::invalid_params().data(reason))?;
-        if self.changes.send(change).is_err() {
+        let (recorded, wait) = oneshot::channel();
+        if self
+            .changes
+            .send(settings::Sent { change, recorded })
+            .is_err()
+        {
             return Err(stopped(&self.id));
         }
-        Ok(view.config_options())
+        let idle = !self.shared.busy.load(Ordering::SeqCst);
+        Ok((view.config_options(), idle.then_some(wait)))
     }
 
     /// Cancels the running turn, any prompt read but not yet started, and

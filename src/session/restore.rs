@@ -48,10 +48,13 @@ pub(crate) struct Listed {
     modified: std::time::SystemTime,
 }
 
-/// Every stored session under `dir` (in `cwd` only, when given), most
-/// recently changed first. Each log is read only as far as its first
-/// prompt (or 64 KiB).
+/// Every stored session under `dir` (in `cwd` only, when given) that had a
+/// prompt, most recently changed first: a chat an editor opened and never
+/// used is not listed (its log stays, and loads by its id). Each log is
+/// read only as far as its first prompt (or its first MiB: a log
+/// whose first prompt comes later is taken for one without).
 pub(crate) fn list(dir: &Path, cwd: Option<&Path>) -> Vec<Listed> {
+    const LIST_READ: u64 = 1024 * 1024;
     use std::io::{BufRead, BufReader, Read};
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -71,7 +74,8 @@ pub(crate) fn list(dir: &Path, cwd: Option<&Path>) -> Vec<Listed> {
             .unwrap_or(std::time::UNIX_EPOCH);
         let mut found: Option<(String, std::path::PathBuf)> = None;
         let mut title = None;
-        for line in BufReader::new(file.take(64 * 1024)).lines() {
+        let mut prompted = false;
+        for line in BufReader::new(file.take(LIST_READ)).lines() {
             let Ok(line) = line else { break };
             let Ok(record) = serde_json::from_str::<Record>(&line) else {
                 break;
@@ -81,6 +85,7 @@ pub(crate) fn list(dir: &Path, cwd: Option<&Path>) -> Vec<Listed> {
                     session_id, cwd, ..
                 } => found = Some((session_id, cwd)),
                 Event::UserMessage { content, .. } => {
+                    prompted = true;
                     let text = crate::history::flatten_prompt(&content);
                     // candor's own commands do not name a conversation.
                     if super::commands::parse(&text).is_some() {
@@ -97,7 +102,7 @@ pub(crate) fn list(dir: &Path, cwd: Option<&Path>) -> Vec<Listed> {
                 _ => {}
             }
         }
-        let Some((id, session_cwd)) = found else {
+        let Some((id, session_cwd)) = found.filter(|_| prompted) else {
             continue;
         };
         if cwd.is_some_and(|c| c != session_cwd) {

@@ -11,13 +11,18 @@
 //! decides that turn's next call, and the log says so before that call's
 //! `tool/call` record. [`Inbox::apply`] is the one place a change takes
 //! effect, at each of those moments; a stored session's settings come
-//! back through [`restore`].
+//! back through [`restore`]. Each change carries the word that its record
+//! is committed ([`Sent::recorded`]): while no turn runs, the dispatcher
+//! waits for it before it answers, so the client gets the
+//! `current_mode_update` before the `session/set_mode` (or
+//! `session/set_config_option`) response; while a turn runs, the answer
+//! goes at once and the update follows when the change takes effect.
 
 use agent_client_protocol_schema::v1::{
     SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode,
     SessionModeState,
 };
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::commit::Committer;
 use crate::event_log::{Event, LogError};
@@ -45,6 +50,15 @@ impl Change {
             },
         }
     }
+}
+
+/// A change on its way to the actor, with the word that it is recorded.
+#[derive(Debug)]
+pub(crate) struct Sent {
+    pub(crate) change: Change,
+    /// Told once the change's `config/changed` record is committed (its
+    /// update queued).
+    pub(crate) recorded: oneshot::Sender<()>,
 }
 
 /// The settings as the client last set them.
@@ -126,15 +140,15 @@ impl View {
 /// [`restore`]).
 #[derive(Debug)]
 pub(crate) struct Inbox {
-    changes: mpsc::UnboundedReceiver<Change>,
+    changes: mpsc::UnboundedReceiver<Sent>,
     /// A change that arrived while the actor was idle, not applied yet.
-    arrived: Option<Change>,
+    arrived: Option<Sent>,
     /// A model change waiting for the next model request.
     pending_model: Option<String>,
 }
 
 impl Inbox {
-    pub(crate) fn new() -> (mpsc::UnboundedSender<Change>, Inbox) {
+    pub(crate) fn new() -> (mpsc::UnboundedSender<Sent>, Inbox) {
         let (tx, changes) = mpsc::unbounded_channel();
         (
             tx,
@@ -168,8 +182,12 @@ impl Inbox {
         mode: &mut Mode,
         provider: Option<&mut Provider>,
     ) -> Result<(), LogError> {
-        while let Some(change) = self.arrived.take().or_else(|| self.changes.try_recv().ok()) {
+        while let Some(Sent { change, recorded }) =
+            self.arrived.take().or_else(|| self.changes.try_recv().ok())
+        {
             c.commit(change.record())?;
+            // The dispatcher may be waiting to answer; it may have gone.
+            let _ = recorded.send(());
             match change {
                 Change::Mode(m) => *mode = m,
                 Change::Model(m) => self.pending_model = Some(m),

@@ -96,18 +96,43 @@ pub(crate) fn present(input: &Value, _cwd: &Path) -> Presentation {
     }
 }
 
-/// The first line of a command, shortened for a card title.
+/// Most characters of a command's line a title shows.
+const TITLE_MAX: usize = 120;
+
+/// A command as a card title: its first line in backticks, as
+/// claude-agent-acp shows it (a client that cuts a title at its first
+/// colon, CodeCompanion, keeps one in backticks whole), shortened past
+/// [`TITLE_MAX`] characters, and how many lines more it has.
 fn command_title(command: &str) -> String {
-    const MAX: usize = 120;
-    let first = command.trim().lines().next().unwrap_or("");
-    let multiline = command.trim().lines().nth(1).is_some();
-    if first.chars().count() > MAX {
-        crate::text::shorten(first, MAX + 1)
-    } else if multiline {
-        format!("{first} …")
-    } else {
-        first.to_owned()
+    let command = command.trim();
+    let mut lines = command.lines();
+    let first = lines.next().unwrap_or("").trim_end();
+    if first.is_empty() {
+        return "Bash".to_owned();
     }
+    let code = crate::text::inline_code(&crate::text::shorten(first, TITLE_MAX + 1));
+    match lines.count() {
+        0 => code,
+        1 => format!("{code} (+1 more line)"),
+        n => format!("{code} (+{n} more lines)"),
+    }
+}
+
+/// The whole command, for the card's content, when its title shows only
+/// part of it (a multi-line command, a long line).
+pub(crate) fn detail(input: &Value) -> Option<String> {
+    let command = input.get("command").and_then(Value::as_str)?;
+    let trimmed = command.trim();
+    let partial = trimmed.lines().nth(1).is_some()
+        || trimmed
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_end()
+            .chars()
+            .count()
+            > TITLE_MAX + 1;
+    partial.then(|| crate::text::fenced(command, "sh"))
 }
 
 /// How the command's run ended.
@@ -432,9 +457,21 @@ mod tests {
 
     #[test]
     fn titles_show_the_command() {
-        assert_eq!(command_title("ls -la"), "ls -la");
-        assert_eq!(command_title("cd x\nmake"), "cd x …");
-        let long = "x".repeat(200);
-        assert_eq!(command_title(&long).chars().count(), 121);
+        assert_eq!(command_title("ls -la"), "`ls -la`");
+        assert_eq!(
+            command_title("git push origin HEAD:refs/heads/main --force"),
+            "`git push origin HEAD:refs/heads/main --force`"
+        );
+        assert_eq!(command_title("echo `date`"), "`` echo `date` ``");
+        assert_eq!(command_title("cd x\nmake"), "`cd x` (+1 more line)");
+        assert_eq!(command_title("a\nb\nc\n"), "`a` (+2 more lines)");
+        let long = "x".repeat(500);
+        assert_eq!(command_title(&long).chars().count(), 123);
+        assert_eq!(detail(&serde_json::json!({"command": "ls"})), None);
+        assert_eq!(
+            detail(&serde_json::json!({"command": "cd x\nmake"})).as_deref(),
+            Some("```sh\ncd x\nmake\n```")
+        );
+        assert!(detail(&serde_json::json!({ "command": long })).is_some());
     }
 }

@@ -39,6 +39,15 @@ pub fn pass_env(names: Vec<String>) {
     let _ = PASSED.set(names);
 }
 
+static HOME: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Sets, once at start-up, the `HOME` children get when candor itself was
+/// started without one (the home the password database gave): a hook
+/// written as `"$HOME/.claude/hooks/check.sh"` finds its script.
+pub fn home_for_children(home: std::path::PathBuf) {
+    let _ = HOME.set(home);
+}
+
 /// The variables children must not inherit (the providers' keys and
 /// candor's own settings), less those the user passes.
 pub fn withheld_variables() -> Vec<String> {
@@ -54,10 +63,16 @@ pub fn withheld_variables() -> Vec<String> {
         .collect()
 }
 
-/// Removes what children must not inherit.
+/// Removes what children must not inherit, and gives them the `HOME`
+/// candor found when it had none ([`home_for_children`]).
 fn scrub(cmd: &mut Command) {
     for name in withheld_variables() {
         cmd.env_remove(&name);
+    }
+    if let Some(home) = HOME.get()
+        && std::env::var_os("HOME").is_none()
+    {
+        cmd.env("HOME", home);
     }
 }
 

@@ -201,6 +201,15 @@ impl Tool {
         }
     }
 
+    /// What a card shows of the input beside its title, when the title shows
+    /// only part of it: a multi-line or long command, whole.
+    pub fn detail(self, input: &Value) -> Option<String> {
+        match self {
+            Tool::Bash => bash::detail(input),
+            _ => None,
+        }
+    }
+
     /// For tools that change a file: the change they would make now, shown
     /// on the card (and in a permission prompt) before they run. `Err` is a
     /// reason the call cannot work (the text to find is not there, …).

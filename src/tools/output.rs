@@ -231,10 +231,12 @@ impl Capture {
                 .create(dir)
             })
             .and_then(|()| {
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&path)
+                // Only the user may read it, like the log beside it.
+                std::os::unix::fs::OpenOptionsExt::mode(
+                    std::fs::OpenOptions::new().write(true).create_new(true),
+                    0o600,
+                )
+                .open(&path)
             });
         match opened {
             Ok(file) => {

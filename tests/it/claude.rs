@@ -77,17 +77,7 @@ async fn run(env: TestEnv) -> (Conn, String) {
 }
 
 fn notices(conn: &Conn) -> Vec<String> {
-    conn.notifications
-        .iter()
-        .filter_map(|n| {
-            let u = &n["params"]["update"];
-            match u["sessionUpdate"].as_str() {
-                Some("agent_thought_chunk") => u["content"]["text"].as_str().map(str::to_owned),
-                Some("notice") => u["message"].as_str().map(str::to_owned),
-                _ => None,
-            }
-        })
-        .collect()
+    told(conn)
 }
 
 /// What the call printed, as its `tool/result` records it (the card shows
@@ -136,7 +126,7 @@ async fn an_rtk_rewrite_is_what_ran_what_the_card_shows_and_what_the_model_is_to
     let frames = card_frames(&conn, &session, "t");
     assert_eq!(frames[0]["sessionUpdate"], "tool_call");
     assert_eq!(frames[0]["rawInput"], effective);
-    assert_eq!(frames[0]["title"], "LANG=C rtk read notes.txt");
+    assert_eq!(frames[0]["title"], "`LANG=C rtk read notes.txt`");
     assert!(conn.permission_requests.is_empty());
     // The model: its own call verbatim, told what ran instead.
     assert_eq!(call_in_request(&conn, 1, "t")["input"], original);

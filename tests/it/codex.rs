@@ -67,12 +67,7 @@ async fn run(env: TestEnv) -> (Conn, String) {
 }
 
 fn notices(conn: &Conn) -> String {
-    conn.notifications
-        .iter()
-        .filter(|n| n["params"]["update"]["sessionUpdate"] == "agent_thought_chunk")
-        .filter_map(|n| n["params"]["update"]["content"]["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
+    told(conn).join("\n")
 }
 
 fn printed(conn: &Conn, session: &str, id: &str) -> String {

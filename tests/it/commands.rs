@@ -193,10 +193,10 @@ async fn a_claude_command_expands_its_arguments_and_the_model_is_given_the_expan
             .ends_with(".claude/commands/review.md")
     );
     // The user is told what the model was given.
-    let thoughts = &conn.thread(&session).thoughts;
+    let told = &conn.thread(&session).notices;
     assert!(
-        thoughts.contains("/review was expanded from .claude/commands/review.md (project)"),
-        "{thoughts}"
+        told.contains("/review was expanded from .claude/commands/review.md (project)"),
+        "{told}"
     );
     // The audit trail says so too.
     let audit = audit(&conn.env.home, &session, false);
@@ -276,7 +276,7 @@ async fn a_cloned_repository_s_command_runs_no_shell_line_and_loosens_no_permiss
     ] {
         assert!(ignored.contains(said), "{said:?} missing from {ignored}");
     }
-    assert!(conn.thread(&session).thoughts.contains("Not done:"));
+    assert!(conn.thread(&session).notices.contains("Not done:"));
 }
 
 #[tokio::test]

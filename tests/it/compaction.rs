@@ -182,11 +182,10 @@ async fn a_session_past_a_small_window_compacts_once_and_goes_on_from_the_summar
     let notice = shown
         .iter()
         .position(|u| {
-            kind(u) == "agent_thought_chunk"
-                && u["content"]["text"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with("[candor] Compacted the conversation (the next request would have filled the context window): about ")
+            kind(u) == "agent_message_chunk"
+                && unmark(u["content"]["text"].as_str().unwrap()).is_some_and(|t| {
+                    t.starts_with("Compacted the conversation (the next request would have filled the context window): about ")
+                })
         })
         .expect("a compaction notice");
     assert_eq!(
@@ -218,7 +217,8 @@ async fn cards_and_replay_are_unchanged_but_for_the_notice() {
     let notice = |u: &Value| {
         u["content"]["text"]
             .as_str()
-            .is_some_and(|t| t.starts_with("[candor] Compacted the conversation"))
+            .and_then(unmark)
+            .is_some_and(|t| t.starts_with("Compacted the conversation"))
     };
     let without: Vec<Value> = live.iter().filter(|u| !notice(u)).cloned().collect();
     assert_eq!(live.len(), without.len() + 1);
@@ -288,7 +288,7 @@ async fn compact_mid_session_with_a_focus_and_again_later() {
     );
     assert!(
         thread
-            .thoughts
+            .notices
             .contains("(on request, focused on: the parser bug)")
     );
     let log = conn.env.log(&session);
@@ -503,7 +503,7 @@ async fn a_context_length_error_compacts_and_the_request_is_retried_once() {
     let thread = conn.thread(&session);
     assert!(
         thread
-            .thoughts
+            .notices
             .contains("the provider said the request was too long for the model")
     );
     assert_eq!(thread.card("toolu_01").status, "completed");

@@ -55,7 +55,7 @@ async fn a_wrong_expectation_fails_with_the_frame_that_broke_it() {
     for line in [
         "FAIL  step 1 (initialize): result: at .protocolVersion: expected 2, got 1",
         "FAIL  step 3 (prompt): stopReason is cancelled: expected stopReason \"cancelled\", got \"end_turn\"",
-        "FAIL  step 3 (prompt): cards: card 0 (\"t\"): at .title: expected \"echo bye\", got \"echo hi\"",
+        "FAIL  step 3 (prompt): cards: card 0 (\"t\"): at .title: expected \"`echo bye`\", got \"`echo hi`\"",
         "FAIL  step 3 (prompt): agent text: at .: expected to match /^nope/, got done",
         "frame: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"stopReason\":\"end_turn\"}}",
         "PASS  step 2 (newSession): succeeds",

@@ -76,7 +76,7 @@ async fn allow_and_rewrite_runs_the_rewrite_without_asking_and_every_reader_agre
     let frames = card_frames(&conn, &session, "t");
     assert_eq!(frames[0]["sessionUpdate"], "tool_call");
     assert_eq!(frames[0]["rawInput"], effective);
-    assert_eq!(frames[0]["title"], "printf rewritten > ran.txt");
+    assert_eq!(frames[0]["title"], "`printf rewritten > ran.txt`");
     assert_eq!(frames[0]["_meta"]["candor"]["originalInput"], original);
     assert_eq!(frames[0]["_meta"]["candor"]["rewrittenBy"], json!(["rtk"]));
     let note = "Rewritten by hook rtk: `printf original > ran.txt` → `printf rewritten > ran.txt`";
@@ -165,7 +165,7 @@ async fn ask_and_rewrite_shows_the_rewrite_in_the_permission_request() {
     assert_eq!(conn.permission_requests.len(), 1);
     let asked = &conn.permission_requests[0]["toolCall"];
     assert_eq!(asked["rawInput"], effective);
-    assert_eq!(asked["title"], "printf sandboxed > ran.txt");
+    assert_eq!(asked["title"], "`printf sandboxed > ran.txt`");
     assert_eq!(
         first_text(&asked["content"]),
         "Rewritten by hook sandbox: `printf original > ran.txt` → `printf sandboxed > ran.txt`"
@@ -403,6 +403,63 @@ async fn allow_always_grants_exactly_that_command_for_the_session() {
         record(&conn, &session, "tool/call", "c").unwrap()["decision"]["outcome"],
         "ask"
     );
+}
+
+/// "Always allow" is offered only where the grant would let the next
+/// identical call run: not under an ask rule (it wins over grants), not
+/// where a hook asks each time; the same command without them is offered
+/// it, and the grant holds.
+#[tokio::test]
+async fn always_allow_is_offered_only_where_it_would_hold() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([bash_call("a", "touch asked.txt")])),
+        respond(json!([bash_call("b", "touch asked.txt")])),
+        respond(json!([bash_call("h", "touch hooked.txt")])),
+        respond(json!([bash_call("f", "touch free.txt")])),
+        respond(json!([bash_call("g", "touch free.txt")])),
+        respond(json!([text("done")])),
+    ]))
+    .with_policy(json!({"hooks": [
+        {"id": "confirm", "tool": "Bash", "when": {"command": {"$contains": "hooked"}},
+         "decision": "ask", "reason": "check it"}
+    ]}));
+    let settings = env.dir.path().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        json!({"permissions": {"ask": ["Bash(touch asked.txt)"]}}).to_string(),
+    )
+    .unwrap();
+    let mut conn = Conn::in_process(env);
+    conn.answer_permissions(&["allow_once", "allow_once", "allow_once", "allow_always"]);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let offered = |n: usize| -> Vec<String> {
+        conn.permission_requests[n]["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        conn.permission_requests.len(),
+        4,
+        "a, b, h and f asked; g ran by the grant"
+    );
+    for n in 0..3 {
+        assert_eq!(offered(n), ["allow_once", "reject_once"], "request {n}");
+    }
+    assert_eq!(offered(3), ["allow_once", "allow_always", "reject_once"]);
+    assert_eq!(
+        record(&conn, &session, "tool/call", "b").unwrap()["decision"]["by"],
+        "rule:Bash(touch asked.txt)"
+    );
+    assert_eq!(
+        record(&conn, &session, "tool/call", "g").unwrap()["decision"],
+        json!({"outcome": "allow", "by": "grant:Bash(touch free.txt)"})
+    );
+    assert!(conn.env.project.join("free.txt").exists());
 }
 
 #[tokio::test]
@@ -864,4 +921,125 @@ async fn searches_are_judged_on_their_path_and_extra_fields_are_refused() {
             .to_string()
             .contains("hunter2")
     );
+}
+
+/// Every string of `value` a person reads: all but the data of a card
+/// (`rawInput`, `rawOutput`, `_meta`, the paths of locations and diffs).
+fn read_by_people(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|v| read_by_people(v, out)),
+        Value::Object(map) => {
+            for (key, v) in map {
+                if !matches!(
+                    key.as_str(),
+                    "rawInput" | "rawOutput" | "_meta" | "locations" | "path"
+                ) {
+                    read_by_people(v, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A conceal sequence (ESC[8m) and a right-to-left override (U+202E) in a
+/// command, in a path and in a hook's reason and message: the card, the
+/// permission prompt and the notice show them escaped (`\u{1b}[8m`,
+/// `\u{202e}`), while what ran is exactly what the model asked for, and
+/// the card's `rawInput` and the log keep the exact arguments.
+#[tokio::test]
+async fn hostile_text_is_shown_escaped_and_runs_unchanged() {
+    let command = "printf ok > 'out\u{202E}hs.txt' # \u{1b}[8mhidden\u{1b}[0m";
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([
+            tool("c", "Bash", json!({"command": command})),
+            tool(
+                "w",
+                "Write",
+                json!({"file_path": "notes\u{202E}gpj.exe", "content": "a\u{1b}[8mb\n"})
+            ),
+        ])),
+        respond(json!([text("done")])),
+    ]));
+    // The user's own hook asks, with a reason and a message that hide
+    // things.
+    let answer = json!({
+        "systemMessage": "look \u{1b}[8mhere\u{1b}[0m \u{202E}txt.exe",
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+                               "permissionDecisionReason": "why \u{1b}[8mnot\u{1b}[0m \u{202E}gnp.exe"}
+    });
+    let hook = env.dir.path().join("hook.json");
+    std::fs::write(&hook, answer.to_string()).unwrap();
+    let settings = env.dir.path().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": format!("cat {}", hook.display())}
+        ]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut conn = Conn::spawn(env);
+    conn.answer_permissions(&["allow_once", "allow_once"]);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    // What ran is what the model asked for.
+    assert_eq!(
+        std::fs::read_to_string(conn.env.project.join("out\u{202E}hs.txt")).unwrap(),
+        "ok"
+    );
+    assert_eq!(
+        std::fs::read_to_string(conn.env.project.join("notes\u{202E}gpj.exe")).unwrap(),
+        "a\u{1b}[8mb\n"
+    );
+    assert_eq!(
+        record(&conn, &session, "tool/call", "c").unwrap()["arguments"]["command"],
+        command
+    );
+    // The card and the prompt show it escaped, and keep the data exact.
+    let card = conn.thread(&session).card("c");
+    assert_eq!(
+        card.title,
+        "`printf ok > 'out\\u{202e}hs.txt' # \\u{1b}[8mhidden\\u{1b}[0m`"
+    );
+    assert_eq!(card.raw_input["command"], command);
+    let asked = &conn.permission_requests[0]["toolCall"];
+    assert_eq!(asked["title"], card.title.as_str());
+    assert_eq!(asked["rawInput"]["command"], command);
+    assert!(
+        asked["content"]
+            .to_string()
+            .contains("why \\\\u{1b}[8mnot\\\\u{1b}[0m \\\\u{202e}gnp.exe"),
+        "{}",
+        asked["content"]
+    );
+    let write = conn.thread(&session).card("w");
+    assert!(
+        write.title.ends_with("notes\\u{202e}gpj.exe"),
+        "{}",
+        write.title
+    );
+    assert!(
+        write.locations[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("notes\u{202E}gpj.exe")
+    );
+    let told = told(&conn).join("\n");
+    assert!(
+        told.contains("look \\u{1b}[8mhere\\u{1b}[0m \\u{202e}txt.exe"),
+        "{told}"
+    );
+    // Nothing a person reads holds the characters themselves.
+    let mut texts = Vec::new();
+    for frame in conn.frames.iter().filter(|f| f.get("method").is_some()) {
+        read_by_people(&frame["params"], &mut texts);
+    }
+    let raw: Vec<&String> = texts
+        .iter()
+        .filter(|t| t.contains('\u{1b}') || t.contains('\u{202E}'))
+        .collect();
+    assert!(raw.is_empty(), "shown unescaped: {raw:?}");
 }

@@ -22,6 +22,7 @@ mod context;
 mod crash;
 mod doctor;
 mod harness;
+mod home;
 mod images;
 mod interception;
 mod mcp;

@@ -143,10 +143,11 @@ async fn a_rate_limit_is_retried_and_shown_to_the_user() {
     assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
     let thread = conn.thread(&session);
     assert!(
-        thread.thoughts.contains("[candor]") && thread.thoughts.contains("429"),
+        thread.notices.starts_with("> candor (warning): ") && thread.notices.contains("429"),
         "{}",
-        thread.thoughts
+        thread.notices
     );
+    assert_eq!(thread.thoughts, "", "a notice shown as the model's thought");
     assert_eq!(thread.agent_text, "Here.");
     let log = conn.env.log(&session);
     assert!(
@@ -230,7 +231,7 @@ async fn a_stream_cut_mid_tool_call_leaves_nothing_half_done() {
         .collect();
     assert_eq!(messages.len(), 1, "only the whole turn is kept");
     assert!(
-        conn.thread(&session).thoughts.contains("[candor]"),
+        conn.thread(&session).notices.contains("> candor"),
         "the retry was not shown"
     );
 }

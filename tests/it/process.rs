@@ -191,16 +191,16 @@ async fn the_demo_runs_a_whole_session() {
         ".claude/hooks/timeout.sh: 313 bytes, sha256:",
         "you ▸ What is in this project?",
         // The card shows what ran, with what the model asked for beside it.
-        "✓ execute  timeout 10s ls",
+        "✓ execute  `timeout 10s ls`",
         "was     {\"command\":\"ls\"}",
         "by hook sh .claude/hooks/timeout.sh (project settings)",
         "status  pending → in_progress → completed",
         "Read ",
         // A deny rule stops another, through the hook's wrapper.
-        "✗ execute  timeout 10s rm -rf build",
+        "✗ execute  `timeout 10s rm -rf build`",
         "Refused by rule Bash(rm -rf *)",
         // The prompt shows the command that will run.
-        "candor asks to run: timeout 10s bash greet.sh candor",
+        "candor asks to run: `timeout 10s bash greet.sh candor`",
         "the model asked for: bash greet.sh candor",
         "Hello, candor!",
         "■ end_turn",

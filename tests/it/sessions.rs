@@ -159,10 +159,14 @@ async fn sessions_are_listed_newest_first_and_close_resume_and_delete_work() {
     tokio::time::sleep(Duration::from_millis(20)).await;
     let second = conn.new_session().await;
     conn.prompt(&second, "Write the docs").await;
+    // A chat opened and never used (each one an editor opens) is not
+    // listed.
+    let unused = conn.new_session().await;
     let cwd = conn.env.project.clone();
     let listed = conn.call("session/list", json!({})).await;
     let sessions = listed["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 2);
+    assert_eq!(sessions.len(), 2, "{listed}");
+    assert!(sessions.iter().all(|s| s["sessionId"] != unused));
     assert_eq!(sessions[0]["sessionId"], second);
     assert_eq!(sessions[0]["title"], "Write the docs");
     assert_eq!(sessions[1]["title"], "Fix the parser");
@@ -246,9 +250,51 @@ async fn sessions_are_listed_newest_first_and_close_resume_and_delete_work() {
     assert!(kept.is_file());
 }
 
+/// `session/set_mode` and `session/set_config_option` are answered after
+/// the `current_mode_update` that shows the change, so a client that asks
+/// for the mode right after its answer (acpx's `status`) sees the new one.
+#[tokio::test]
+async fn a_mode_change_is_shown_before_it_is_answered() {
+    let mut conn = Conn::spawn(TestEnv::new());
+    let session = conn.ready().await;
+    for round in 0..10 {
+        for (method, mode, params) in [
+            (
+                "session/set_mode",
+                "acceptEdits",
+                json!({"sessionId": session, "modeId": "acceptEdits"}),
+            ),
+            (
+                "session/set_config_option",
+                "plan",
+                json!({"sessionId": session, "configId": "mode", "value": "plan"}),
+            ),
+        ] {
+            let before = conn.frames.len();
+            let id = conn.send_request(method, params).await;
+            let response = conn.response(&id).await;
+            assert!(response.get("error").is_none(), "{response}");
+            let frames = &conn.frames[before..];
+            let answered = frames.iter().position(|f| f["id"] == id).unwrap();
+            let shown = frames.iter().position(|f| {
+                f["method"] == "session/update"
+                    && f["params"]["update"]["sessionUpdate"] == "current_mode_update"
+                    && f["params"]["update"]["currentModeId"] == mode
+            });
+            assert!(
+                shown.is_some_and(|at| at < answered),
+                "round {round}, {method}: the update came after the answer: {frames:?}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_torn_last_line_is_cut_and_a_damaged_log_loads_read_only() {
-    let env = TestEnv::scripted(script(vec![respond(json!([text("hello")]))]));
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([text("hello")])),
+        respond(json!([text("again")])),
+    ]));
     let mut conn = Conn::spawn(env);
     let session = conn.ready().await;
     conn.prompt(&session, "hi").await;
@@ -266,16 +312,32 @@ async fn a_torn_last_line_is_cut_and_a_damaged_log_loads_read_only() {
         json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
     )
     .await;
-    assert!(
-        conn.try_recv(Duration::from_millis(500)).await.is_some(),
-        "no notice after the load"
-    );
+    // This client takes no `notice` updates: the notice waits for the
+    // next turn, and opens it.
     while conn.try_recv(Duration::from_millis(200)).await.is_some() {}
-    let told: String = updates(&conn.frames, &session)
-        .iter()
-        .filter_map(|u| u["content"]["text"].as_str().map(str::to_owned))
-        .collect();
-    assert!(told.contains("last line was cut short"), "{told}");
+    assert!(told(&conn).is_empty(), "{:?}", told(&conn));
+    conn.prompt(&session, "and now?").await;
+    let thread = conn.thread(&session);
+    assert!(
+        thread.notices.starts_with("> candor (warning): ")
+            && thread.notices.contains("last line was cut short"),
+        "{}",
+        thread.notices
+    );
+    // The replay's "hello", then this turn's answer after the notice.
+    assert_eq!(thread.agent_text, "helloagain");
+    let at = |text: &str| {
+        thread
+            .updates
+            .iter()
+            .position(|u| {
+                u["content"]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains(text))
+            })
+            .unwrap()
+    };
+    assert!(at("last line was cut short") < at("again"));
     let now = std::fs::read(&path).unwrap();
     assert!(now.starts_with(&whole), "a committed record was lost");
     assert!(
@@ -290,8 +352,10 @@ async fn a_torn_last_line_is_cut_and_a_damaged_log_loads_read_only() {
     let damaged_line = 3;
     lines[damaged_line - 1] = "{\"seq\": 2, garbage".into();
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    // This client takes `notice` updates: told at once.
     let mut conn = Conn::spawn(env);
-    conn.initialize().await;
+    conn.initialize_with(json!({"session": {"notices": {}}}))
+        .await;
     let cwd = conn.env.project.clone();
     conn.call(
         "session/load",
@@ -299,10 +363,7 @@ async fn a_torn_last_line_is_cut_and_a_damaged_log_loads_read_only() {
     )
     .await;
     while conn.try_recv(Duration::from_millis(300)).await.is_some() {}
-    let told: String = updates(&conn.frames, &session)
-        .iter()
-        .filter_map(|u| u["content"]["text"].as_str().map(str::to_owned))
-        .collect();
+    let told = told(&conn).join("\n");
     assert!(told.contains("loaded read-only"), "{told}");
     assert!(
         told.contains(&format!(":{damaged_line}: not a valid record")),

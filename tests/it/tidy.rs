@@ -179,6 +179,120 @@ fn acp_method_names_appear_only_at_the_edges() {
     );
 }
 
+/// Everything a person reads to decide passes one sanitizer,
+/// `text::visible`, and it does so at the one place it leaves: `shown`,
+/// called by `client::session_update` (every `session/update`) and
+/// `ClientLink::request_permission` (every permission request). The rule
+/// checked: (1) no other module builds a `SessionNotification` or sends a
+/// `RequestPermissionRequest` (outside the programs that play an editor),
+/// and only `client` puts a notification on the output queue; (2) those
+/// two functions of `client` pass what they send through `shown`; (3)
+/// every `SessionUpdate` variant candor builds is one `shown::update`
+/// names (the schema's enum is non-exhaustive: one it does not name would
+/// pass unchanged); (4) the renderers of `candor audit` and `candor doctor`
+/// (text on a terminal, no update) end with `visible`.
+#[test]
+fn everything_a_person_reads_passes_the_one_sanitizer() {
+    let code_of = |path: &Path| -> String {
+        let text = std::fs::read_to_string(path).unwrap();
+        text.split("#[cfg(test)]")
+            .next()
+            .unwrap_or("")
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut found = Vec::new();
+    let mut built = std::collections::BTreeSet::new();
+    for path in rust_files(&root().join("src")) {
+        let relative = path
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if relative.starts_with("src/harness/") || relative == "src/demo.rs" {
+            continue;
+        }
+        let code = code_of(&path);
+        if relative != "src/shown.rs" {
+            for piece in code.split("SessionUpdate::").skip(1) {
+                let variant: String = piece
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric())
+                    .collect();
+                if variant.starts_with(char::is_uppercase) {
+                    built.insert((variant, relative.clone()));
+                }
+            }
+        }
+        if relative == "src/client.rs" || relative == "src/shown.rs" {
+            continue;
+        }
+        for banned in [
+            "SessionNotification",
+            "AgentRequest::RequestPermissionRequest",
+            ".notify(",
+        ] {
+            if code.contains(banned) && !(banned == ".notify(" && relative == "src/rpc.rs") {
+                found.push(format!("{relative} uses {banned}"));
+            }
+        }
+    }
+    // rpc's one notification is `$/cancel_request`, which shows nothing.
+    let rpc = code_of(&root().join("src/rpc.rs"));
+    assert_eq!(rpc.matches(".notify(").count(), 1);
+    assert!(rpc.contains(".notify(\"$/cancel_request\""));
+    let client = code_of(&root().join("src/client.rs"));
+    let body = |name: &str| -> String {
+        let start = client
+            .find(&format!("fn {name}("))
+            .unwrap_or_else(|| panic!("no fn {name} in client.rs"));
+        let rest = &client[start..];
+        rest[..rest.find("\n}").unwrap_or(rest.len())].to_owned()
+    };
+    for (function, sanitizer) in [
+        ("session_update", "crate::shown::update("),
+        ("request_permission", "crate::shown::permission_request("),
+    ] {
+        if !body(function).contains(sanitizer) {
+            found.push(format!("client::{function} does not call {sanitizer}…)"));
+        }
+    }
+    let shown = code_of(&root().join("src/shown.rs"));
+    let named = &shown
+        [shown.find("pub fn update(").unwrap()..shown.find("pub fn permission_request(").unwrap()];
+    for (variant, relative) in &built {
+        if !named.contains(&format!("SessionUpdate::{variant}(")) {
+            found.push(format!(
+                "{relative} builds SessionUpdate::{variant}, which shown::update does not name"
+            ));
+        }
+    }
+    assert!(built.len() >= 8, "found only {built:?}");
+    for (file, function) in [
+        ("src/audit.rs", "pub fn render("),
+        ("src/doctor.rs", "pub fn render("),
+    ] {
+        let code = code_of(&root().join(file));
+        let start = code
+            .find(function)
+            .unwrap_or_else(|| panic!("no {function} in {file}"));
+        let rest = &code[start..];
+        let body = &rest[..rest.find("\n}").unwrap_or(rest.len())];
+        if !body.trim_end().ends_with("crate::text::visible(&out)") {
+            found.push(format!(
+                "{file}'s {function}…) does not end with text::visible"
+            ));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "presentation paths that bypass text::visible:\n{}",
+        found.join("\n")
+    );
+}
+
 /// The top-level modules of `src/` form no circle: none imports (through
 /// `crate::…`, outside tests and comments) a module that imports it back,
 /// directly or through others.

@@ -53,8 +53,9 @@ fn notices(conn: &Conn) -> String {
             &update["title"],
             &update["description"],
         ] {
+            // A notice shown as a marked message, with its marks off.
             if let Some(t) = text.as_str() {
-                out.push(t.to_owned());
+                out.push(unmark(t).unwrap_or_else(|| t.to_owned()));
             }
         }
         for item in update["content"].as_array().into_iter().flatten() {

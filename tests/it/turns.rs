@@ -65,7 +65,7 @@ async fn a_turn_with_tools_shows_cards_derived_from_the_log() {
     let thread = conn.thread(&session);
     assert_eq!(thread.agent_text, "Looking around.All done.");
     let bash = thread.card("t1");
-    assert_eq!(bash.title, "echo hello; echo oops >&2; printf 'x'");
+    assert_eq!(bash.title, "`echo hello; echo oops >&2; printf 'x'`");
     assert_eq!(bash.kind, "execute");
     assert_eq!(
         bash.raw_input,
@@ -687,4 +687,45 @@ async fn a_long_task_of_300_calls_in_one_prompt_is_not_cut_off() {
         .count();
     assert_eq!(results, 300);
     assert_eq!(conn.env.model_requests().len(), 301);
+}
+
+/// A command's card title is the command in backticks (so a client that
+/// cuts a title at its first colon keeps it whole, as it does for
+/// claude-agent-acp's); a multi-line command's title is its first line and
+/// how many more it has, and the card, the permission prompt included,
+/// shows the whole command throughout; `rawInput` is the arguments as
+/// they run.
+#[tokio::test]
+async fn command_titles_show_whole_and_a_long_command_is_on_the_card() {
+    let multi = "printf one\nprintf ' `two`'\nprintf three";
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([
+            tool(
+                "colon",
+                "Bash",
+                json!({"command": "echo HEAD:refs/heads/main"})
+            ),
+            tool("multi", "Bash", json!({"command": multi})),
+        ])),
+        respond(json!([text("done")])),
+    ]));
+    let mut conn = Conn::in_process(env);
+    conn.answer_permissions(&["allow_once", "allow_once"]);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let thread = conn.thread(&session);
+    assert_eq!(thread.card("colon").title, "`echo HEAD:refs/heads/main`");
+    let card = thread.card("multi");
+    assert_eq!(card.title, "`printf one` (+2 more lines)");
+    assert_eq!(card.raw_input, json!({"command": multi}));
+    let whole = format!("```sh\n{multi}\n```");
+    assert_eq!(
+        card.content[0]["content"]["text"], whole,
+        "{:?}",
+        card.content
+    );
+    assert!(card.text().contains("one `two`three"), "{}", card.text());
+    let asked = &conn.permission_requests[1]["toolCall"];
+    assert_eq!(asked["title"], "`printf one` (+2 more lines)");
+    assert_eq!(asked["content"][0]["content"]["text"], whole);
 }

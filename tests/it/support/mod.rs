@@ -170,6 +170,51 @@ impl TestEnv {
     }
 }
 
+/// Every notice candor showed on this connection, as its text: a
+/// `notice` update's title and description, or an agent message marked
+/// `> candor: …` (for a client without `session.notices`) with its marks
+/// taken off. Fails on a notice sent as a thought.
+pub fn told(conn: &Conn) -> Vec<String> {
+    conn.notifications
+        .iter()
+        .filter_map(|n| {
+            let u = &n["params"]["update"];
+            let said = u["content"]["text"].as_str().unwrap_or("");
+            match u["sessionUpdate"].as_str() {
+                Some("agent_thought_chunk") => {
+                    assert!(!said.starts_with("[candor]"), "a notice as a thought: {u}");
+                    None
+                }
+                Some("agent_message_chunk") => unmark(said),
+                Some("notice") => Some(match u["description"].as_str() {
+                    Some(d) => format!("{}\n{d}", u["title"].as_str().unwrap_or("")),
+                    None => u["title"].as_str().unwrap_or("").to_owned(),
+                }),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The text of a notice shown as a marked agent message (`None` for any
+/// other message).
+pub fn unmark(message: &str) -> Option<String> {
+    let quoted = message.trim_start_matches('\n').trim_end();
+    let first = quoted.lines().next()?;
+    let rest = ["> candor: ", "> candor (warning): ", "> candor (error): "]
+        .iter()
+        .find_map(|mark| first.strip_prefix(mark))?;
+    let mut text = rest.to_owned();
+    for line in quoted.lines().skip(1) {
+        text.push('\n');
+        text.push_str(
+            line.strip_prefix("> ")
+                .unwrap_or(line.trim_start_matches('>')),
+        );
+    }
+    Some(text)
+}
+
 /// `candor audit <session> [--json]` against the state in `home`.
 pub fn audit(home: &Path, session: &str, json: bool) -> String {
     #[allow(clippy::disallowed_methods)] // the test runs the binary under test

@@ -48,9 +48,14 @@ impl Card {
 #[derive(Debug, Default)]
 pub struct Thread {
     pub cards: Vec<Card>,
+    /// The agent's messages but candor's notices.
     pub agent_text: String,
     pub thoughts: String,
     pub user_text: String,
+    /// What candor told the user: `notice` updates (title, then
+    /// description), and for a client without `session.notices` the
+    /// agent messages marked `> candor…`, each on its own.
+    pub notices: String,
     /// Updates received, in order.
     pub updates: Vec<Value>,
     /// Prompts sent and not yet answered.
@@ -121,29 +126,47 @@ impl Model {
         let thread = self.threads.entry(session.to_owned()).or_default();
         // Outside a prompt turn an agent may still say what the session
         // offers and what it noticed (ACP lets updates come any time), but
-        // no part of a turn: no message, thought or card.
+        // no part of a turn: no message, thought or card (a notice for a
+        // client without `session.notices` waits for the next turn).
         let kind = update["sessionUpdate"].as_str().unwrap_or("");
-        let candor_notice = kind == "agent_thought_chunk"
-            && update["content"]["text"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("[candor] "));
-        let any_time = candor_notice
-            || matches!(
-                kind,
-                "available_commands_update"
-                    | "current_mode_update"
-                    | "config_option_update"
-                    | "session_info_update"
-                    | "notice"
-            );
+        let any_time = matches!(
+            kind,
+            "available_commands_update"
+                | "current_mode_update"
+                | "config_option_update"
+                | "session_info_update"
+                | "notice"
+        );
         assert!(
             thread.open_prompts > 0 || any_time,
             "session/update for {session} while no prompt is running: {update}"
         );
+        let said = update["content"]["text"].as_str().unwrap_or("");
+        assert!(
+            !(kind == "agent_thought_chunk"
+                && (said.starts_with("[candor]") || said.trim_start().starts_with("> candor"))),
+            "a notice sent as the model's thought: {update}"
+        );
+        if kind == "agent_message_chunk" && said.trim_start().starts_with("> candor") {
+            thread.notices.push_str(said.trim_start());
+        }
+        if kind == "notice" {
+            thread
+                .notices
+                .push_str(update["title"].as_str().unwrap_or(""));
+            if let Some(d) = update["description"].as_str() {
+                thread.notices.push('\n');
+                thread.notices.push_str(d);
+            }
+            thread.notices.push_str("\n\n");
+        }
         thread.updates.push(update.clone());
         let text = || update["content"]["text"].as_str().unwrap_or("").to_owned();
         match update["sessionUpdate"].as_str().unwrap_or("") {
-            "agent_message_chunk" => thread.agent_text.push_str(&text()),
+            // candor's notices are not the model's text.
+            "agent_message_chunk" if !said.trim_start().starts_with("> candor") => {
+                thread.agent_text.push_str(&text())
+            }
             "agent_thought_chunk" => thread.thoughts.push_str(&text()),
             "user_message_chunk" => thread.user_text.push_str(&text()),
             "tool_call" => {

@@ -208,12 +208,8 @@ fn unconfined(mut life: Option<UnixStream>, argv: Vec<OsString>) -> ExitCode {
     if let Some(life) = life.as_mut() {
         send(life, &Report::Ready);
     }
-    let pid = child.id();
-    if let Some(life) = life.take() {
-        watch_lifeline(life, pid);
-    }
-    let status = child.wait();
-    finish(None, status.ok().map(|s| exit_report(&s)))
+    let report = wait_for(&mut child, life.as_ref(), None, SigSet::empty());
+    finish(life, report)
 }
 
 /// What the first stage set up, and the second stage starting.
@@ -284,7 +280,6 @@ fn prepare(launch: &Launch, c: &Confinement, argv: &[OsString]) -> Result<Stage,
 /// Waits for the second stage's word, reports it, then waits for the
 /// command's end.
 fn supervise(mut stage: Stage, mut life: Option<UnixStream>, signals: SigSet) -> ExitCode {
-    let pid = stage.child.id();
     let mut status = match accept_init(&mut stage) {
         Ok(reader) => reader,
         Err(e) => {
@@ -312,17 +307,7 @@ fn supervise(mut stage: Stage, mut life: Option<UnixStream>, signals: SigSet) ->
     if let Some(life) = life.as_mut() {
         send(life, &Report::Ready);
     }
-    if let Some(life) = life.as_ref().and_then(|l| l.try_clone().ok()) {
-        watch_lifeline(life, pid);
-    }
-    watch_signals(signals, pid);
-    let _ = status.get_ref().set_read_timeout(None);
-    let reported = receive(&mut status);
-    let waited = stage.child.wait();
-    let report = match reported {
-        Some(r @ Report::Exited { .. }) => Some(r),
-        _ => waited.ok().map(|s| exit_report(&s)),
-    };
+    let report = wait_for(&mut stage.child, life.as_ref(), Some(&mut status), signals);
     finish(life, report)
 }
 
@@ -393,46 +378,108 @@ fn finish(life: Option<UnixStream>, report: Option<Report>) -> ExitCode {
     }
 }
 
-/// When candor's end of the lifeline closes, the sandbox ends at once.
-fn watch_lifeline(life: UnixStream, pid: u32) {
-    let spawned = std::thread::Builder::new()
-        .name("lifeline".into())
-        .spawn(move || {
-            use std::io::Read;
-            let mut life = life;
-            let mut buf = [0u8; 64];
-            loop {
-                match life.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => continue,
+/// Waits for `child` to end, and reports how (the second stage's own
+/// word from `status` when it gave one, else its exit status). Meanwhile:
+/// when candor's end of the lifeline closes, `child` is killed at once
+/// (and with it the PID namespace); a termination request (`signals`:
+/// SIGTERM, SIGINT, SIGHUP) goes to the launcher's process group, the
+/// command included, and `TERM_GRACE` later `child` is killed (the init of
+/// a PID namespace ignores signals it has no handler for, so it cannot be
+/// asked itself). One thread: after `unshare(CLONE_NEWPID)` the launcher
+/// can start no other.
+fn wait_for(
+    child: &mut std::process::Child,
+    life: Option<&UnixStream>,
+    mut status: Option<&mut std::io::BufReader<UnixStream>>,
+    signals: SigSet,
+) -> Option<Report> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use nix::sys::signalfd::{SfdFlags, SignalFd};
+    use std::os::fd::AsFd;
+    let mut mask = signals;
+    mask.add(Signal::SIGCHLD);
+    let _ = mask.thread_block();
+    let signalfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).ok();
+    let pid = child.id();
+    let mut kill_at: Option<Instant> = None;
+    let mut reported: Option<Report> = None;
+    loop {
+        if let Ok(Some(waited)) = child.try_wait() {
+            return reported.or_else(|| Some(exit_report(&waited)));
+        }
+        // A line already read into the buffer is not seen by poll.
+        if let Some(reader) = status.as_deref_mut()
+            && !reader.buffer().is_empty()
+        {
+            reported = receive(reader).or(reported);
+        }
+        let wait = kill_at.map_or(Duration::from_millis(500), |at| {
+            at.saturating_duration_since(Instant::now())
+        });
+        let mut fds: Vec<PollFd> = Vec::new();
+        let life_at = life.map(|l| {
+            fds.push(PollFd::new(l.as_fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        let status_at = status.as_deref().map(|r| {
+            fds.push(PollFd::new(r.get_ref().as_fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        let signal_at = signalfd.as_ref().map(|s| {
+            fds.push(PollFd::new(s.as_fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
+        let _ = poll(&mut fds, timeout);
+        let ready = |at: Option<usize>| {
+            at.and_then(|i| fds.get(i))
+                .and_then(|f| f.revents())
+                .is_some_and(|r| !r.is_empty())
+        };
+        let (life_ready, status_ready, signal_ready) =
+            (ready(life_at), ready(status_at), ready(signal_at));
+        drop(fds);
+        if life_ready && lifeline_closed(life) {
+            kill(pid);
+            let _ = child.wait();
+            // candor is gone: no one to tell.
+            return None;
+        }
+        if status_ready && let Some(reader) = status.as_deref_mut() {
+            match receive(reader) {
+                Some(report) => reported = Some(report),
+                // The second stage's end: nothing more will come.
+                None => status = None,
+            }
+        }
+        if signal_ready && let Some(fd) = signalfd.as_ref() {
+            while let Ok(Some(info)) = fd.read_signal() {
+                let signo = i32::try_from(info.ssi_signo).unwrap_or(0);
+                if signo == Signal::SIGCHLD as i32 || kill_at.is_some() {
+                    continue;
+                }
+                if let Ok(sig) = Signal::try_from(signo) {
+                    let _ = nix::sys::signal::killpg(nix::unistd::getpgrp(), sig);
+                    kill_at = Some(Instant::now() + TERM_GRACE);
                 }
             }
+        }
+        if kill_at.is_some_and(|at| Instant::now() >= at) {
             kill(pid);
-            std::process::exit(i32::from(SETUP_FAILED));
-        });
-    if spawned.is_err() {
-        kill(pid);
-        std::process::exit(i32::from(SETUP_FAILED));
+        }
     }
+}
+
+/// Whether the lifeline has reached its end (candor closed it, or died).
+fn lifeline_closed(life: Option<&UnixStream>) -> bool {
+    use std::io::Read;
+    let Some(mut life) = life else { return false };
+    let mut buf = [0u8; 64];
+    matches!(life.read(&mut buf), Ok(0) | Err(_))
 }
 
 fn kill(pid: u32) {
     if let Ok(pid) = i32::try_from(pid) {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
     }
-}
-
-/// A termination request (SIGTERM, SIGINT, SIGHUP) goes to the launcher's
-/// process group, the command included; `TERM_GRACE` later the sandbox
-/// ends. (The init of a PID namespace ignores signals it has no handler
-/// for, so it cannot be asked directly.)
-fn watch_signals(signals: SigSet, pid: u32) {
-    let _ = std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            let Ok(first) = signals.wait() else { return };
-            let _ = nix::sys::signal::killpg(nix::unistd::getpgrp(), first);
-            std::thread::sleep(TERM_GRACE);
-            kill(pid);
-        });
 }

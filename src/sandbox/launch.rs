@@ -335,13 +335,19 @@ fn accept_init(stage: &mut Stage) -> Result<std::io::BufReader<UnixStream>, Stri
         if let Ok(Some(status)) = stage.child.try_wait() {
             return Err(format!("the sandbox's init ended at once ({status})"));
         }
-        if Instant::now() > deadline {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
             return Err(format!(
                 "the sandbox's init gave no word in {} s",
                 SETUP_WAIT.as_secs()
             ));
         }
-        std::thread::sleep(Duration::from_micros(200));
+        // Woken by the connection; a few milliseconds at most, to see
+        // whether the second stage is still there.
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use std::os::fd::AsFd;
+        let mut fds = [PollFd::new(stage.listener.as_fd(), PollFlags::POLLIN)];
+        let _ = poll(&mut fds, PollTimeout::from(5u8));
     }
 }
 

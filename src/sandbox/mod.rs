@@ -17,7 +17,7 @@
 //!   lifeline.
 //! - The network allowlist is a proxy candor runs (`proxy`), reached from
 //!   inside only through the forwarder (`forwarder`).
-//! - [`explain`] tells the model when a failure was the sandbox's doing.
+//! - [`explain()`] tells the model when a failure was the sandbox's doing.
 //!
 //! This module imports nothing of candor's but `sync`; `tools::exec` and
 //! the later wiring build on it.

@@ -186,7 +186,7 @@ fn blank_file(scratch: &Path) -> Result<PathBuf, String> {
     .map_err(|e| err("scratch tmpfs", e))?;
     let file = scratch.join("denied");
     std::fs::write(&file, b"").map_err(|e| err("scratch file", e))?;
-    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0))
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o000))
         .map_err(|e| err("scratch file", e))?;
     Ok(file)
 }
@@ -226,11 +226,10 @@ pub fn drop_capabilities() -> Result<(), String> {
     use rustix::thread::CapabilitySet;
     for bit in 0..64u32 {
         let cap = CapabilitySet::from_bits_retain(1u64 << bit);
-        match rustix::thread::capability_is_in_bounding_set(cap) {
-            Ok(true) => rustix::thread::remove_capability_from_bounding_set(cap)
-                .map_err(|e| err("dropping the bounding set", e))?,
-            // Past the kernel's last capability.
-            Ok(false) | Err(_) => {}
+        // Past the kernel's last capability the answer is an error.
+        if let Ok(true) = rustix::thread::capability_is_in_bounding_set(cap) {
+            rustix::thread::remove_capability_from_bounding_set(cap)
+                .map_err(|e| err("dropping the bounding set", e))?;
         }
     }
     rustix::thread::clear_ambient_capability_set().map_err(|e| err("ambient capabilities", e))?;

@@ -109,7 +109,7 @@ mod tests {
         let found = existing(std::slice::from_ref(&root), Some(&home));
         assert_eq!(found, vec![root.join(".git"), root.join(".envrc")]);
         // The home is a root: its start-up files are bound too.
-        let found = existing(&[home.clone()], Some(&home));
+        let found = existing(std::slice::from_ref(&home), Some(&home));
         assert_eq!(found, vec![home.join(".bashrc")]);
     }
 

@@ -39,6 +39,7 @@ pub mod media;
 pub mod presentation;
 pub mod providers;
 pub(crate) mod rpc;
+pub mod sandbox;
 pub(crate) mod session;
 pub mod shell;
 pub mod shown;

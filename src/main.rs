@@ -77,6 +77,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // The sandbox launcher (`candor __sandbox …`) runs before anything
+    // else: it must unshare namespaces while the process has one thread.
+    if let Some(code) = candor::sandbox::launch::main_if_sandbox() {
+        return code;
+    }
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

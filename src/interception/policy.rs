@@ -1073,33 +1073,8 @@ fn allow_lines(c: &Command) -> Vec<Vec<Tok>> {
 /// there (in every mode), because what is written there runs code or
 /// changes what candor and the user's tools allow.
 pub fn protected(path: &Path, home: Option<&Path>) -> Option<&'static str> {
+    use crate::sandbox::protected::{DIRS, FILES, HOME_FILES};
     use std::path::Component;
-    const DIRS: [(&str, &str); 8] = [
-        (".git", "the repository's own files (hooks, config)"),
-        (".claude", "Claude Code's settings and hooks"),
-        (".codex", "Codex's settings and hooks"),
-        (".candor", "candor's own settings"),
-        (".vscode", "editor settings and tasks"),
-        (".idea", "editor settings"),
-        (".husky", "git hooks"),
-        (".ssh", "SSH keys and configuration"),
-    ];
-    const FILES: [(&str, &str); 2] = [
-        (".envrc", "direnv runs it on entering the directory"),
-        (".mcp.json", "MCP servers it lists are started as commands"),
-    ];
-    const HOME_FILES: [&str; 10] = [
-        ".bashrc",
-        ".bash_profile",
-        ".bash_login",
-        ".profile",
-        ".zshrc",
-        ".zprofile",
-        ".zshenv",
-        ".zlogin",
-        ".gitconfig",
-        ".npmrc",
-    ];
     for c in path.components() {
         if let Component::Normal(name) = c
             && let Some((_, why)) = DIRS.iter().find(|(d, _)| name == *d)

@@ -242,6 +242,28 @@ pub fn git(args: &[&str], filters: &[String], cwd: &Path) -> Command {
     cmd
 }
 
+/// What this kernel gives the sandbox, asked once per process: the
+/// `candor` binary at `candor` run as the sandbox's probe
+/// (`sandbox::probe`), stdout read as its answer, two seconds at most.
+pub async fn sandbox_probe(candor: &Path) -> &'static crate::sandbox::Probe {
+    if let Some(probe) = crate::sandbox::probe::cached() {
+        return probe;
+    }
+    #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
+    let mut cmd = Command::new(candor);
+    cmd.args([crate::sandbox::SUBCOMMAND, "--probe"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true);
+    let probe = match output_of(cmd, 64 * 1024, Duration::from_secs(2)).await {
+        Ok((out, _)) => crate::sandbox::Probe::parse(&out),
+        Err(e) => crate::sandbox::Probe::nothing(&format!("the probe {e}")),
+    };
+    crate::sandbox::probe::remember(probe)
+}
+
 /// Runs a command built here and returns its stdout when it exits
 /// successfully, with whether it was cut: at most `cap` bytes are read,
 /// and a command with more to say is ended there. `Err` says why there is

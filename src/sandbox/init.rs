@@ -1,0 +1,249 @@
+//! The launcher's second stage, `candor __sandbox --init …`: the init
+//! (PID 1) of the sandbox's PID namespace. It mounts a fresh `/proc`,
+//! starts the proxy forwarder when an allowlist is on, makes itself
+//! undumpable, drops every capability, sets `no_new_privs`, applies the
+//! Landlock ruleset and the seccomp filter, tells the first stage it is
+//! set up, starts the command with `TMPDIR` (and the proxy variables) set,
+//! reaps every process that ends in the namespace, and exits as the
+//! command did, which makes the kernel end everything else in it. Without
+//! a PID namespace it is the command's child subreaper instead, and ends
+//! what the command left behind itself.
+
+// The second stage starts the command with std's `Command` (it is a
+// process `tools::exec` started, through the first stage).
+#![allow(clippy::disallowed_methods)]
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::linux::net::SocketAddrExt as _;
+use std::os::unix::net::{SocketAddr, UnixStream};
+use std::process::ExitCode;
+
+use nix::sys::signal::Signal;
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+use super::boundary::{Confinement, Network};
+use super::launch::{Launch, MESSAGE_PREFIX, NONCE_VAR, fail, send};
+use super::lifeline::Report;
+
+/// The second stage.
+pub fn run(launch: &Launch, argv: &[OsString]) -> ExitCode {
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    let Some(nonce) = std::env::var_os(NONCE_VAR).and_then(|n| n.into_string().ok()) else {
+        return fail(
+            None,
+            "the sandbox's init was started without its first stage",
+        );
+    };
+    // The first stage is there (and, with the death signal set, it ends
+    // this one when it goes): connecting proves it.
+    let mut status = match SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}"))
+        .and_then(|a| UnixStream::connect_addr(&a))
+    {
+        Ok(stream) => stream,
+        Err(e) => return fail(None, &format!("the launcher is gone: {e}")),
+    };
+    send(
+        &mut status,
+        &Report::Hello {
+            token: nonce,
+            pid: std::process::id(),
+        },
+    );
+    let Some(c) = launch.boundary.confinement() else {
+        return refuse(
+            &mut status,
+            "the sandbox's init was started for an unconfined boundary",
+        );
+    };
+    let env = match confine(launch, c) {
+        Ok(env) => env,
+        Err(e) => return refuse(&mut status, &e),
+    };
+    send(&mut status, &Report::Ready);
+    let (program, args) = match argv.split_first() {
+        Some((p, a)) => (p, a),
+        None => return refuse(&mut status, "no command"),
+    };
+    let child = std::process::Command::new(program)
+        .args(args)
+        .env_remove(NONCE_VAR)
+        .envs(env)
+        .spawn();
+    let report = match child {
+        Ok(child) => reap(child.id(), c.namespaces.pid),
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "{MESSAGE_PREFIX}cannot run {}: {e}",
+                program.to_string_lossy()
+            );
+            Report::Exited {
+                code: Some(127),
+                signal: None,
+            }
+        }
+    };
+    send(&mut status, &report);
+    match report {
+        Report::Exited {
+            code: Some(code), ..
+        } => ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1)),
+        Report::Exited {
+            signal: Some(signal),
+            ..
+        } => ExitCode::from(u8::try_from((128 + signal) & 0xff).unwrap_or(1)),
+        _ => ExitCode::FAILURE,
+    }
+}
+
+/// Tells the first stage why setup failed (it says so on stderr and the
+/// lifeline) and fails.
+fn refuse(status: &mut UnixStream, reason: &str) -> ExitCode {
+    send(
+        status,
+        &Report::SetupFailed {
+            reason: reason.replace('\n', " "),
+        },
+    );
+    ExitCode::from(super::launch::SETUP_FAILED)
+}
+
+/// Everything but starting the command; returns the variables the
+/// command gets.
+fn confine(launch: &Launch, c: &Confinement) -> Result<Vec<(String, String)>, String> {
+    let boundary = &launch.boundary;
+    let private_shm = c.namespaces.mount && std::path::Path::new("/dev/shm").is_dir();
+    if c.namespaces.pid {
+        super::namespaces::mount_proc()?;
+    } else {
+        nix::sys::prctl::set_child_subreaper(true)
+            .map_err(|e| format!("becoming the command's subreaper: {e}"))?;
+    }
+    let forward = match (&boundary.network, &launch.proxy) {
+        (Network::Allowlist { .. }, Some(socket)) => {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0")
+                .map_err(|e| format!("the proxy forwarder: {e}"))?;
+            let port = listener
+                .local_addr()
+                .map_err(|e| format!("the proxy forwarder: {e}"))?
+                .port();
+            Some((listener, port, socket.clone()))
+        }
+        (Network::Allowlist { .. }, None) => {
+            return Err("the network allowlist needs candor's proxy, and none was given".into());
+        }
+        _ => None,
+    };
+    nix::sys::prctl::set_dumpable(false).map_err(|e| format!("PR_SET_DUMPABLE: {e}"))?;
+    if c.capabilities_dropped && c.namespaces.user {
+        super::namespaces::drop_capabilities()?;
+    }
+    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("PR_SET_NO_NEW_PRIVS: {e}"))?;
+    super::ruleset::apply(
+        boundary,
+        &c.landlock,
+        c.namespaces.network,
+        forward.as_ref().map(|(_, port, _)| *port),
+        launch.proxy.as_deref(),
+        private_shm,
+    )?;
+    let mut env = Vec::new();
+    if let Some(tmp) = &boundary.tmpdir {
+        env.push(("TMPDIR".to_owned(), tmp.display().to_string()));
+    }
+    if let Some((listener, port, socket)) = forward {
+        // Started after Landlock (it holds for the forwarder too) and
+        // before seccomp (which may refuse the unix socket it needs).
+        super::forwarder::start(listener, socket)?;
+        let url = format!("http://127.0.0.1:{port}");
+        for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
+            env.push((name.to_owned(), url.clone()));
+            env.push((name.to_lowercase(), url.clone()));
+        }
+        env.push(("NO_PROXY".to_owned(), "localhost,127.0.0.1,::1".to_owned()));
+        env.push(("no_proxy".to_owned(), "localhost,127.0.0.1,::1".to_owned()));
+    }
+    if !c.seccomp.is_empty() {
+        super::seccomp::apply(&c.seccomp)?;
+    }
+    Ok(env)
+}
+
+/// Reaps every child until `command` ends, and returns how it ended.
+/// Without a PID namespace, then kills and reaps what it left behind (the
+/// subreaper's adopted children), in rounds.
+fn reap(command: u32, pid_namespace: bool) -> Report {
+    let command = Pid::from_raw(i32::try_from(command).unwrap_or(i32::MAX));
+    let report = loop {
+        match waitpid(None::<Pid>, None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == command => {
+                break Report::Exited {
+                    code: Some(code),
+                    signal: None,
+                };
+            }
+            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == command => {
+                break Report::Exited {
+                    code: None,
+                    signal: Some(signal as i32),
+                };
+            }
+            Ok(_) => continue,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => {
+                break Report::Exited {
+                    code: None,
+                    signal: None,
+                };
+            }
+        }
+    };
+    if !pid_namespace {
+        end_leftovers();
+    }
+    report
+}
+
+/// Kills the subreaper's remaining children (what the command left
+/// behind, adopted as they were orphaned) until none is left.
+fn end_leftovers() {
+    for _ in 0..64 {
+        let children = children();
+        if children.is_empty() {
+            return;
+        }
+        for pid in &children {
+            let _ = nix::sys::signal::kill(Pid::from_raw(*pid), Signal::SIGKILL);
+        }
+        for pid in &children {
+            let _ = waitpid(Pid::from_raw(*pid), None);
+        }
+        // Reap whatever else ended meanwhile.
+        while let Ok(status) = waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
+            if status == WaitStatus::StillAlive {
+                break;
+            }
+        }
+    }
+}
+
+/// This process's children, from every thread's list.
+fn children() -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut pids: Vec<i32> = tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}

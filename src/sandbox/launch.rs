@@ -1,0 +1,491 @@
+//! The launcher: `candor __sandbox <launch JSON> -- <program> <args…>`,
+//! handled by `main` before anything else starts (no thread, no runtime),
+//! so the same path serves a command `tools::exec` spawns and one the
+//! editor's terminal runs. Its first stage (this file) connects the
+//! lifeline, enters the namespaces, binds and hides paths, brings `lo` up
+//! and starts the second stage (`sandbox::init`, the same binary again),
+//! the init of the new PID namespace, which confines itself and runs the
+//! command. The first stage waits for it, forwards a termination request
+//! to it, kills it when the lifeline or its parent goes, and exits as the
+//! command did.
+//!
+//! Setup that fails runs nothing: the launcher exits with
+//! [`SETUP_FAILED`] and one line on stderr starting [`MESSAGE_PREFIX`],
+//! and says `setup-failed` on the lifeline, which (unlike the status and
+//! the line, which a command could imitate) only the launcher can say
+//! (`protocol/sandbox.md`, "The launcher").
+
+// The launcher is the process `tools::exec` started: it starts its own
+// second stage and the command, with std's `Command` (no runtime here).
+#![allow(clippy::disallowed_methods)]
+
+use std::ffi::{OsStr, OsString};
+use std::io::{BufRead, Write};
+use std::os::linux::net::SocketAddrExt as _;
+use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{SigSet, Signal};
+use serde::{Deserialize, Serialize};
+
+use super::boundary::{Boundary, Confinement};
+use super::lifeline::Report;
+
+/// The hidden subcommand.
+pub const SUBCOMMAND: &str = "__sandbox";
+/// The launcher's status when the sandbox could not be set up (the
+/// command did not run).
+pub const SETUP_FAILED: u8 = 125;
+/// How the launcher's own line on stderr starts.
+pub const MESSAGE_PREFIX: &str = "candor sandbox: ";
+/// The variable that carries the first stage's nonce to the second.
+pub(super) const NONCE_VAR: &str = "CANDOR_SANDBOX_NONCE";
+/// How long the second stage has to confine itself.
+const SETUP_WAIT: Duration = Duration::from_secs(10);
+/// How long a command has between a termination request and the end of
+/// its sandbox.
+const TERM_GRACE: Duration = Duration::from_secs(2);
+
+/// What the launcher is given: the boundary (with what to enforce), and
+/// where candor listens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Launch {
+    pub boundary: Boundary,
+    /// candor's lifeline socket (`sandbox::lifeline`): the launcher lives
+    /// as long as its connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifeline: Option<PathBuf>,
+    /// Names this launch on the lifeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// The allowlist proxy's unix socket (`sandbox::proxy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<PathBuf>,
+}
+
+impl Launch {
+    /// The arguments that run `argv` in this launch (after the candor
+    /// binary's path): `__sandbox <JSON> -- argv…`.
+    pub fn args<S: AsRef<OsStr>>(&self, argv: &[S]) -> Result<Vec<OsString>, serde_json::Error> {
+        let mut args = vec![
+            OsString::from(SUBCOMMAND),
+            OsString::from(serde_json::to_string(self)?),
+            OsString::from("--"),
+        ];
+        args.extend(argv.iter().map(|a| a.as_ref().to_owned()));
+        Ok(args)
+    }
+}
+
+/// `main`'s first call: runs the launcher (or the probe) when the binary
+/// was started as one, and returns its exit code; `None` otherwise.
+pub fn main_if_sandbox() -> Option<ExitCode> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() != Some(OsStr::new(SUBCOMMAND)) {
+        return None;
+    }
+    let rest: Vec<OsString> = args.collect();
+    Some(match rest.first().and_then(|a| a.to_str()) {
+        Some("--probe") => super::probe::child(),
+        Some("--probe-init") => super::probe::child_init(),
+        Some("--init") => match parse(&rest[1..]) {
+            Ok((launch, argv)) => super::init::run(&launch, &argv),
+            Err(e) => fail(None, &e),
+        },
+        _ => match parse(&rest) {
+            Ok((launch, argv)) => run(&launch, argv),
+            Err(e) => fail(None, &e),
+        },
+    })
+}
+
+/// `<JSON> -- argv…`.
+fn parse(args: &[OsString]) -> Result<(Launch, Vec<OsString>), String> {
+    let usage = || format!("usage: candor {SUBCOMMAND} <launch JSON> -- <program> [args…]");
+    let (spec, rest) = args.split_first().ok_or_else(usage)?;
+    let spec = spec.to_str().ok_or_else(usage)?;
+    let launch: Launch =
+        serde_json::from_str(spec).map_err(|e| format!("the launch is not readable: {e}"))?;
+    let argv = match rest.split_first() {
+        Some((dashes, argv)) if dashes == "--" && !argv.is_empty() => argv.to_vec(),
+        _ => return Err(usage()),
+    };
+    Ok((launch, argv))
+}
+
+/// Says why setup failed (stderr, and the lifeline if there is one), and
+/// the status that goes with it.
+pub(super) fn fail(life: Option<&mut UnixStream>, reason: &str) -> ExitCode {
+    let line = reason.replace('\n', " ");
+    let _ = writeln!(std::io::stderr(), "{MESSAGE_PREFIX}{line}");
+    if let Some(life) = life {
+        send(life, &Report::SetupFailed { reason: line });
+    }
+    ExitCode::from(SETUP_FAILED)
+}
+
+/// One report, one line.
+pub(super) fn send(stream: &mut UnixStream, report: &Report) {
+    if let Ok(mut line) = serde_json::to_vec(report) {
+        line.push(b'\n');
+        let _ = stream.write_all(&line);
+    }
+}
+
+/// One report from `stream`, at most 8 KiB.
+pub(super) fn receive(reader: &mut std::io::BufReader<UnixStream>) -> Option<Report> {
+    use std::io::Read;
+    let mut line = Vec::new();
+    reader
+        .by_ref()
+        .take(8 * 1024)
+        .read_until(b'\n', &mut line)
+        .ok()?;
+    serde_json::from_slice(&line).ok()
+}
+
+/// The first stage.
+fn run(launch: &Launch, argv: Vec<OsString>) -> ExitCode {
+    // candor (or the editor) dies: so does the launcher, and with it the
+    // namespace.
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    let mut life = match &launch.lifeline {
+        Some(path) => match UnixStream::connect(path) {
+            Ok(stream) => Some(stream),
+            Err(e) => {
+                return fail(
+                    None,
+                    &format!("cannot reach candor's lifeline {}: {e}", path.display()),
+                );
+            }
+        },
+        None => None,
+    };
+    if let Some(life) = life.as_mut() {
+        send(
+            life,
+            &Report::Hello {
+                token: launch.token.clone().unwrap_or_default(),
+                pid: std::process::id(),
+            },
+        );
+    }
+    let Some(confinement) = launch.boundary.confinement() else {
+        return unconfined(life, argv);
+    };
+    // A termination request is the command's to answer: the first stage
+    // forwards it (see `watch_signals`) and does not die of it.
+    let mut signals = SigSet::empty();
+    for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        signals.add(s);
+    }
+    let _ = signals.thread_block();
+    let stage = match prepare(launch, confinement, &argv) {
+        Ok(stage) => stage,
+        Err(e) => return fail(life.as_mut(), &e),
+    };
+    supervise(stage, life, signals)
+}
+
+/// Runs an unconfined command as the launcher's child, still ended with
+/// candor.
+fn unconfined(mut life: Option<UnixStream>, argv: Vec<OsString>) -> ExitCode {
+    let (program, args) = argv
+        .split_first()
+        .map_or((OsString::new(), &[][..]), |(p, a)| (p.clone(), a));
+    let mut child = match std::process::Command::new(&program).args(args).spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            return fail(
+                life.as_mut(),
+                &format!("cannot run {}: {e}", program.to_string_lossy()),
+            );
+        }
+    };
+    if let Some(life) = life.as_mut() {
+        send(life, &Report::Ready);
+    }
+    let report = wait_for(&mut child, life.as_ref(), None, SigSet::empty());
+    finish(life, report)
+}
+
+/// What the first stage set up, and the second stage starting.
+struct Stage {
+    child: std::process::Child,
+    listener: UnixListener,
+    nonce: String,
+}
+
+/// Namespaces, mounts, `lo`, and the second stage started.
+fn prepare(launch: &Launch, c: &Confinement, argv: &[OsString]) -> Result<Stage, String> {
+    let boundary = &launch.boundary;
+    let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
+    super::namespaces::enter(&c.namespaces)?;
+    if c.namespaces.mount {
+        super::namespaces::make_private()?;
+        let roots = super::ruleset::write_paths(boundary);
+        let mut keep = boundary.protected.clone();
+        keep.extend(boundary.write_denied.iter().cloned());
+        keep.extend(super::protected::existing(&roots, boundary.home.as_deref()));
+        super::namespaces::protect(&keep)?;
+        let scratch = ["/dev/shm", "/tmp", "/mnt"]
+            .into_iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_dir())
+            .unwrap_or_else(|| PathBuf::from("/dev"));
+        super::namespaces::hide(&boundary.read_denied, &scratch)?;
+        super::namespaces::private_shm()?;
+        // The working directory as the new mounts show it (a command
+        // started inside `.git` must not write through the old one).
+        std::env::set_current_dir(&cwd)
+            .map_err(|e| format!("the working directory {}: {e}", cwd.display()))?;
+    }
+    if c.namespaces.network {
+        super::namespaces::loopback_up()?;
+    }
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let address = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}"))
+        .map_err(|e| format!("the status socket: {e}"))?;
+    let listener =
+        UnixListener::bind_addr(&address).map_err(|e| format!("the status socket: {e}"))?;
+    if c.namespaces.user {
+        super::namespaces::keep_for_init()?;
+    }
+    let inner = Launch {
+        lifeline: None,
+        token: None,
+        ..launch.clone()
+    };
+    let spec = serde_json::to_string(&inner).map_err(|e| e.to_string())?;
+    let exe = std::env::current_exe().map_err(|e| format!("the candor binary: {e}"))?;
+    let child = std::process::Command::new(exe)
+        .arg(SUBCOMMAND)
+        .arg("--init")
+        .arg(spec)
+        .arg("--")
+        .args(argv)
+        .env(NONCE_VAR, &nonce)
+        .spawn()
+        .map_err(|e| format!("starting the sandbox's init: {e}"))?;
+    Ok(Stage {
+        child,
+        listener,
+        nonce,
+    })
+}
+
+/// Waits for the second stage's word, reports it, then waits for the
+/// command's end.
+fn supervise(mut stage: Stage, mut life: Option<UnixStream>, signals: SigSet) -> ExitCode {
+    let mut status = match accept_init(&mut stage) {
+        Ok(reader) => reader,
+        Err(e) => {
+            let _ = stage.child.kill();
+            let _ = stage.child.wait();
+            return fail(life.as_mut(), &e);
+        }
+    };
+    let first = receive(&mut status);
+    match first {
+        Some(Report::Ready) => {}
+        Some(Report::SetupFailed { reason }) => {
+            let _ = stage.child.wait();
+            return fail(life.as_mut(), &reason);
+        }
+        _ => {
+            let _ = stage.child.kill();
+            let _ = stage.child.wait();
+            return fail(
+                life.as_mut(),
+                "the sandbox's init ended before it was set up",
+            );
+        }
+    }
+    if let Some(life) = life.as_mut() {
+        send(life, &Report::Ready);
+    }
+    let report = wait_for(&mut stage.child, life.as_ref(), Some(&mut status), signals);
+    finish(life, report)
+}
+
+/// The second stage's connection, checked by its nonce.
+fn accept_init(stage: &mut Stage) -> Result<std::io::BufReader<UnixStream>, String> {
+    let deadline = Instant::now() + SETUP_WAIT;
+    stage
+        .listener
+        .set_nonblocking(true)
+        .map_err(|e| e.to_string())?;
+    loop {
+        match stage.listener.accept() {
+            Ok((stream, _)) => {
+                let _ = stream.set_nonblocking(false);
+                let _ = stream.set_read_timeout(Some(SETUP_WAIT));
+                let mut reader = std::io::BufReader::new(stream);
+                match receive(&mut reader) {
+                    Some(Report::Hello { token, .. }) if token == stage.nonce => return Ok(reader),
+                    _ => continue,
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(format!("the status socket: {e}")),
+        }
+        if let Ok(Some(status)) = stage.child.try_wait() {
+            return Err(format!("the sandbox's init ended at once ({status})"));
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "the sandbox's init gave no word in {} s",
+                SETUP_WAIT.as_secs()
+            ));
+        }
+        // Woken by the connection; a few milliseconds at most, to see
+        // whether the second stage is still there.
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use std::os::fd::AsFd;
+        let mut fds = [PollFd::new(stage.listener.as_fd(), PollFlags::POLLIN)];
+        let _ = poll(&mut fds, PollTimeout::from(5u8));
+    }
+}
+
+/// `Exited` for a status.
+fn exit_report(status: &std::process::ExitStatus) -> Report {
+    use std::os::unix::process::ExitStatusExt;
+    Report::Exited {
+        code: status.code(),
+        signal: status.signal(),
+    }
+}
+
+/// Reports the end and ends the same way (a command killed by a signal:
+/// the launcher too, so its parent sees the same).
+fn finish(life: Option<UnixStream>, report: Option<Report>) -> ExitCode {
+    if let (Some(mut life), Some(report)) = (life, report.clone()) {
+        send(&mut life, &report);
+    }
+    match report {
+        Some(Report::Exited {
+            code: Some(code), ..
+        }) => ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1)),
+        Some(Report::Exited {
+            signal: Some(signal),
+            ..
+        }) => {
+            if let Ok(sig) = Signal::try_from(signal) {
+                let _ = SigSet::all().thread_unblock();
+                let _ = nix::sys::signal::raise(sig);
+            }
+            ExitCode::from(u8::try_from((128 + signal) & 0xff).unwrap_or(1))
+        }
+        _ => ExitCode::FAILURE,
+    }
+}
+
+/// Waits for `child` to end, and reports how (the second stage's own
+/// word from `status` when it gave one, else its exit status). Meanwhile:
+/// when candor's end of the lifeline closes, `child` is killed at once
+/// (and with it the PID namespace); a termination request (`signals`:
+/// SIGTERM, SIGINT, SIGHUP) goes to the launcher's process group, the
+/// command included, and `TERM_GRACE` later `child` is killed (the init of
+/// a PID namespace ignores signals it has no handler for, so it cannot be
+/// asked itself). One thread: after `unshare(CLONE_NEWPID)` the launcher
+/// can start no other.
+fn wait_for(
+    child: &mut std::process::Child,
+    life: Option<&UnixStream>,
+    mut status: Option<&mut std::io::BufReader<UnixStream>>,
+    signals: SigSet,
+) -> Option<Report> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use nix::sys::signalfd::{SfdFlags, SignalFd};
+    use std::os::fd::AsFd;
+    let mut mask = signals;
+    mask.add(Signal::SIGCHLD);
+    let _ = mask.thread_block();
+    let signalfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).ok();
+    let pid = child.id();
+    let mut kill_at: Option<Instant> = None;
+    let mut reported: Option<Report> = None;
+    loop {
+        if let Ok(Some(waited)) = child.try_wait() {
+            return reported.or_else(|| Some(exit_report(&waited)));
+        }
+        // A line already read into the buffer is not seen by poll.
+        if let Some(reader) = status.as_deref_mut()
+            && !reader.buffer().is_empty()
+        {
+            reported = receive(reader).or(reported);
+        }
+        let wait = kill_at.map_or(Duration::from_millis(500), |at| {
+            at.saturating_duration_since(Instant::now())
+        });
+        let mut fds: Vec<PollFd> = Vec::new();
+        let life_at = life.map(|l| {
+            fds.push(PollFd::new(l.as_fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        let status_at = status.as_deref().map(|r| {
+            fds.push(PollFd::new(r.get_ref().as_fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        let signal_at = signalfd.as_ref().map(|s| {
+            fds.push(PollFd::new(s.as_fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
+        let _ = poll(&mut fds, timeout);
+        let ready = |at: Option<usize>| {
+            at.and_then(|i| fds.get(i))
+                .and_then(|f| f.revents())
+                .is_some_and(|r| !r.is_empty())
+        };
+        let (life_ready, status_ready, signal_ready) =
+            (ready(life_at), ready(status_at), ready(signal_at));
+        drop(fds);
+        if life_ready && lifeline_closed(life) {
+            kill(pid);
+            let _ = child.wait();
+            // candor is gone: no one to tell.
+            return None;
+        }
+        if status_ready && let Some(reader) = status.as_deref_mut() {
+            match receive(reader) {
+                Some(report) => reported = Some(report),
+                // The second stage's end: nothing more will come.
+                None => status = None,
+            }
+        }
+        if signal_ready && let Some(fd) = signalfd.as_ref() {
+            while let Ok(Some(info)) = fd.read_signal() {
+                let signo = i32::try_from(info.ssi_signo).unwrap_or(0);
+                if signo == Signal::SIGCHLD as i32 || kill_at.is_some() {
+                    continue;
+                }
+                if let Ok(sig) = Signal::try_from(signo) {
+                    let _ = nix::sys::signal::killpg(nix::unistd::getpgrp(), sig);
+                    kill_at = Some(Instant::now() + TERM_GRACE);
+                }
+            }
+        }
+        if kill_at.is_some_and(|at| Instant::now() >= at) {
+            kill(pid);
+        }
+    }
+}
+
+/// Whether the lifeline has reached its end (candor closed it, or died).
+fn lifeline_closed(life: Option<&UnixStream>) -> bool {
+    use std::io::Read;
+    let Some(mut life) = life else { return false };
+    let mut buf = [0u8; 64];
+    matches!(life.read(&mut buf), Ok(0) | Err(_))
+}
+
+fn kill(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}

@@ -1,0 +1,43 @@
+//! The sandbox: a kernel boundary candor can put any command in
+//! (`protocol/sandbox.md`).
+//!
+//! - [`Boundary`] (`boundary`) is the value settled with a call and
+//!   recorded: preset, writable roots, `TMPDIR`, read-denied and protected
+//!   paths, network, and [`Enforced`], what the kernel will hold; its card
+//!   line and what it does not hold come from it alone.
+//! - [`Probe`] (`probe`) is what this kernel gives, found once per process
+//!   by a child that tries (`tools::exec::sandbox_probe`);
+//!   [`Boundary::enforceable`] never claims more.
+//! - The launcher (`launch`, then `init`) is candor's own binary run as
+//!   `candor __sandbox <Launch JSON> -- argv…` (`main` hands it over before
+//!   anything else starts): it confines itself with namespaces
+//!   (`namespaces`), Landlock (`ruleset`) and seccomp (`seccomp`), runs the
+//!   command as its child in a PID namespace, and dies with candor
+//!   (`lifeline`). Setup that fails runs nothing, and says so on the
+//!   lifeline.
+//! - The network allowlist is a proxy candor runs (`proxy`), reached from
+//!   inside only through the forwarder (`forwarder`).
+//! - [`explain()`] tells the model when a failure was the sandbox's doing.
+//!
+//! This module imports nothing of candor's but `sync`; `tools::exec` and
+//! the later wiring build on it.
+
+pub mod boundary;
+pub mod explain;
+pub mod forwarder;
+pub mod init;
+pub mod launch;
+pub mod lifeline;
+pub mod namespaces;
+pub mod probe;
+pub mod protected;
+pub mod proxy;
+pub mod ruleset;
+pub mod seccomp;
+
+pub use boundary::{Boundary, Confinement, Enforced, LandlockRules, Namespaces, Network, Preset};
+pub use explain::explain;
+pub use launch::{Launch, MESSAGE_PREFIX, SETUP_FAILED, SUBCOMMAND};
+pub use lifeline::{Lifeline, Report, Setup, Watch};
+pub use probe::Probe;
+pub use proxy::{Allowlist, DecidedBy, Decision, Judge, Proxy, ProxyConfig, RefuseUnlisted};

@@ -316,9 +316,10 @@ impl Agent {
         let change = match config {
             "model" => Change::Model(value.0.to_string()),
             "mode" => Change::Mode(mode(&value.0)?),
+            "effort" => Change::Effort(value.0.to_string()),
             other => {
                 return Err(AcpError::invalid_params().data(format!(
-                    "unknown config option {other:?}; candor has \"mode\" and \"model\""
+                    "unknown config option {other:?}; candor has \"mode\", \"model\" and (for a model that thinks) \"effort\""
                 )));
             }
         };

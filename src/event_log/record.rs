@@ -576,6 +576,8 @@ impl SessionEvent {
 pub enum ConfigId {
     Mode,
     Model,
+    /// The model's effort level (`providers::effort`).
+    Effort,
 }
 
 impl ConfigId {
@@ -583,6 +585,7 @@ impl ConfigId {
         match self {
             ConfigId::Mode => "mode",
             ConfigId::Model => "model",
+            ConfigId::Effort => "effort",
         }
     }
 }

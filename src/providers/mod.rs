@@ -20,6 +20,7 @@
 //! to be one.
 
 pub mod anthropic;
+pub mod effort;
 pub mod http;
 pub mod openai_chat;
 pub mod openai_responses;
@@ -200,6 +201,10 @@ pub struct ProviderSettings {
     pub thinking_budget: Option<u32>,
     /// OpenAI: the reasoning effort.
     pub reasoning_effort: Option<String>,
+    /// What the configuration set for `thinking_budget` and
+    /// `reasoning_effort`: the effort option's default level
+    /// ([`effort::Source`]); the two above are the level in effect.
+    pub configured_effort: (Option<u32>, Option<String>),
     /// Chat Completions only may use `InPlace`.
     pub rewrite_strategy: RewriteStrategy,
     pub retry: RetryPolicy,
@@ -222,6 +227,7 @@ impl ProviderSettings {
             max_tokens: None,
             thinking_budget: None,
             reasoning_effort: None,
+            configured_effort: (None, None),
             rewrite_strategy: RewriteStrategy::Note,
             retry: RetryPolicy::default(),
             models: Vec::new(),
@@ -275,6 +281,7 @@ impl Provider {
             s.max_tokens = m.max_tokens;
             s.thinking_budget = m.thinking_budget;
             s.reasoning_effort = m.reasoning_effort.clone();
+            s.configured_effort = (m.thinking_budget, m.reasoning_effort.clone());
             s.rewrite_strategy = m.rewrite_strategy.unwrap_or_default();
             s.models = m.models.clone();
             s.context_window = m.context_window;
@@ -437,7 +444,85 @@ impl Provider {
             return false;
         }
         settings.model = model.to_owned();
+        // A level the new model does not take gives way to its default.
+        if let Some(source) = self.effort_source() {
+            let current = self.effort();
+            let levels = source.levels(model).unwrap_or_default();
+            if !levels.iter().any(|l| Some(&l.id) == current.as_ref()) {
+                let setting = match source.default_level(model) {
+                    Some(level) => level.setting,
+                    None => match source.family {
+                        effort::Family::Anthropic => effort::Setting::Budget(None),
+                        effort::Family::Openai => effort::Setting::Effort(None),
+                    },
+                };
+                self.apply_effort(setting);
+            }
+        }
         true
+    }
+
+    /// What the session's effort levels come from (`None`: a provider
+    /// without any).
+    pub fn effort_source(&self) -> Option<effort::Source> {
+        let (family, s) = match self {
+            Provider::Anthropic(p) => (effort::Family::Anthropic, &p.settings),
+            Provider::OpenaiChat(p) => (effort::Family::Openai, &p.settings),
+            Provider::OpenaiResponses(p) => (effort::Family::Openai, &p.settings),
+            Provider::Scripted(_) | Provider::Unconfigured { .. } => return None,
+        };
+        let (budget, effort) = s.configured_effort.clone();
+        Some(effort::Source {
+            family,
+            budget,
+            effort,
+        })
+    }
+
+    /// The effort levels the current model takes (empty: no effort option).
+    pub fn effort_levels(&self) -> Vec<effort::Level> {
+        match (self.effort_source(), self.model()) {
+            (Some(source), Some(model)) => source.levels(model).unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The effort level in effect, when the model has levels.
+    pub fn effort(&self) -> Option<String> {
+        let s = self.settings()?;
+        let current = match self.effort_source()?.family {
+            effort::Family::Anthropic => effort::Setting::Budget(s.thinking_budget),
+            effort::Family::Openai => effort::Setting::Effort(s.reasoning_effort.clone()),
+        };
+        self.effort_levels()
+            .into_iter()
+            .find(|l| l.setting == current)
+            .map(|l| l.id)
+    }
+
+    /// Puts the effort level `id` in effect for the following requests;
+    /// refused (`false`) for a level the model does not take.
+    pub fn set_effort(&mut self, id: &str) -> bool {
+        match self.effort_levels().into_iter().find(|l| l.id == id) {
+            Some(level) => {
+                self.apply_effort(level.setting);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn apply_effort(&mut self, setting: effort::Setting) {
+        let settings = match self {
+            Provider::Anthropic(p) => &mut p.settings,
+            Provider::OpenaiChat(p) => &mut p.settings,
+            Provider::OpenaiResponses(p) => &mut p.settings,
+            Provider::Scripted(_) | Provider::Unconfigured { .. } => return,
+        };
+        match setting {
+            effort::Setting::Budget(budget) => settings.thinking_budget = budget,
+            effort::Setting::Effort(effort) => settings.reasoning_effort = effort,
+        }
     }
 
     /// The configured limit of model requests per prompt, if any.

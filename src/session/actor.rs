@@ -125,6 +125,8 @@ pub(crate) fn start(
         model: provider.model().map(str::to_owned),
         model_choices: provider.model_choices(),
         mode: policy.mode,
+        effort: provider.effort(),
+        effort_source: provider.effort_source(),
     };
     let (changes, settings) = settings::Inbox::new();
     let gate = Gate {
@@ -340,12 +342,7 @@ impl Beginning<'_> {
                 ),
             ));
         }
-        settings::restore(
-            restored.mode,
-            restored.model.as_deref(),
-            &mut self.policy.mode,
-            self.provider,
-        );
+        settings::restore(&restored, &mut self.policy.mode, self.provider);
         let grants = restore::grants(&restored.grants);
         self.provider.resume(self.committer.records());
         self.committer.replay(replay);

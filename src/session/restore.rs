@@ -199,6 +199,8 @@ fn read_path(dir: &Path, id: &str) -> Result<std::path::PathBuf, LoadError> {
 pub(crate) struct Restored {
     pub(crate) mode: Option<Mode>,
     pub(crate) model: Option<String>,
+    /// The effort level last chosen (`config/changed` `effort`).
+    pub(crate) effort: Option<String>,
     /// "Allow always" grants, as rule texts.
     pub(crate) grants: Vec<String>,
 }
@@ -219,6 +221,12 @@ pub(crate) fn settings(records: &[Record]) -> Restored {
                 value,
             } => {
                 restored.model = Some(value.clone());
+            }
+            Event::ConfigChanged {
+                config_id: ConfigId::Effort,
+                value,
+            } => {
+                restored.effort = Some(value.clone());
             }
             Event::PermissionResolved {
                 grant: Some(grant), ..
@@ -482,6 +490,7 @@ mod tests {
             Restored {
                 mode: Some(Mode::AcceptEdits),
                 model: Some("claude-b".into()),
+                effort: None,
                 grants: vec!["Bash(npm test)".into()],
             }
         );

@@ -1,5 +1,5 @@
-//! What the client may change while a session runs: its permission mode and
-//! its model.
+//! What the client may change while a session runs: its permission mode,
+//! its model and the model's effort (`providers::effort`).
 //!
 //! A change is validated and answered by the [`SessionHandle`]
 //! (super::SessionHandle) at once, against a [`View`] of the settings it
@@ -34,6 +34,8 @@ use crate::providers::Provider;
 pub(crate) enum Change {
     Mode(Mode),
     Model(String),
+    /// An effort level's id.
+    Effort(String),
 }
 
 impl Change {
@@ -47,6 +49,10 @@ impl Change {
             Change::Model(model) => Event::ConfigChanged {
                 config_id: crate::event_log::ConfigId::Model,
                 value: model.clone(),
+            },
+            Change::Effort(level) => Event::ConfigChanged {
+                config_id: crate::event_log::ConfigId::Effort,
+                value: level.clone(),
             },
         }
     }
@@ -69,6 +75,10 @@ pub(crate) struct View {
     /// The models the user may pick (any name when fewer than two).
     pub(crate) model_choices: Vec<String>,
     pub(crate) mode: Mode,
+    /// The effort level in effect, when the model has levels.
+    pub(crate) effort: Option<String>,
+    /// What the levels come from (they follow the model).
+    pub(crate) effort_source: Option<crate::providers::effort::Source>,
 }
 
 impl View {
@@ -88,9 +98,44 @@ impl View {
                     ));
                 }
                 self.model = Some(model.clone());
+                // As `Provider::set_model`: a level the new model does not
+                // take gives way to its default.
+                let levels = self.effort_levels();
+                if !levels.iter().any(|l| Some(&l.id) == self.effort.as_ref()) {
+                    self.effort = self
+                        .effort_source
+                        .as_ref()
+                        .and_then(|s| s.default_level(model))
+                        .map(|l| l.id);
+                }
+            }
+            Change::Effort(level) => {
+                let levels = self.effort_levels();
+                if levels.is_empty() {
+                    return Err(format!(
+                        "the model {} has no effort levels to choose from",
+                        self.model.as_deref().unwrap_or("of this session")
+                    ));
+                }
+                if !levels.iter().any(|l| &l.id == level) {
+                    let ids: Vec<&str> = levels.iter().map(|l| l.id.as_str()).collect();
+                    return Err(format!(
+                        "{level:?} is not an effort level of this model; the levels are {}",
+                        ids.join(", ")
+                    ));
+                }
+                self.effort = Some(level.clone());
             }
         }
         Ok(())
+    }
+
+    /// The effort levels the current model takes.
+    fn effort_levels(&self) -> Vec<crate::providers::effort::Level> {
+        match (&self.effort_source, &self.model) {
+            (Some(source), Some(model)) => source.levels(model).unwrap_or_default(),
+            _ => Vec::new(),
+        }
     }
 
     /// `session/new`'s (and `session/set_config_option`'s) options: the
@@ -120,6 +165,18 @@ impl View {
                     .description("The model that answers in this session".to_owned()),
             );
         }
+        let levels = self.effort_levels();
+        if let Some(current) = self.effort.as_ref().filter(|_| !levels.is_empty()) {
+            let choices: Vec<SessionConfigSelectOption> = levels
+                .into_iter()
+                .map(|l| SessionConfigSelectOption::new(l.id, l.name).description(l.description))
+                .collect();
+            options.push(
+                SessionConfigOption::select("effort", "Effort", current.clone(), choices)
+                    .category(SessionConfigOptionCategory::ThoughtLevel)
+                    .description("How much the model thinks before it answers".to_owned()),
+            );
+        }
         options
     }
 
@@ -143,8 +200,9 @@ pub(crate) struct Inbox {
     changes: mpsc::UnboundedReceiver<Sent>,
     /// A change that arrived while the actor was idle, not applied yet.
     arrived: Option<Sent>,
-    /// A model change waiting for the next model request.
-    pending_model: Option<String>,
+    /// Model and effort changes waiting for the next model request, in
+    /// order.
+    pending: Vec<Change>,
 }
 
 impl Inbox {
@@ -155,7 +213,7 @@ impl Inbox {
             Inbox {
                 changes,
                 arrived: None,
-                pending_model: None,
+                pending: Vec::new(),
             },
         )
     }
@@ -190,31 +248,45 @@ impl Inbox {
             let _ = recorded.send(());
             match change {
                 Change::Mode(m) => *mode = m,
-                Change::Model(m) => self.pending_model = Some(m),
+                other => self.pending.push(other),
             }
         }
-        if let Some(provider) = provider
-            && let Some(model) = self.pending_model.take()
-        {
-            use_model(provider, &model);
+        if let Some(provider) = provider {
+            for change in self.pending.drain(..) {
+                match change {
+                    Change::Model(model) => use_model(provider, &model),
+                    Change::Effort(level) => use_effort(provider, &level),
+                    Change::Mode(_) => {}
+                }
+            }
         }
         Ok(())
     }
 }
 
 /// A stored session's settings in effect again: its mode on `mode`, its
-/// model on `provider` (they are in its log already; nothing is recorded).
+/// model and effort on `provider` (they are in its log already; nothing is
+/// recorded).
 pub(crate) fn restore(
-    stored_mode: Option<Mode>,
-    stored_model: Option<&str>,
+    stored: &super::restore::Restored,
     mode: &mut Mode,
     provider: &mut Provider,
 ) {
-    if let Some(stored) = stored_mode {
+    if let Some(stored) = stored.mode {
         *mode = stored;
     }
-    if let Some(model) = stored_model {
+    if let Some(model) = &stored.model {
         use_model(provider, model);
+    }
+    if let Some(level) = &stored.effort {
+        use_effort(provider, level);
+    }
+}
+
+/// Puts effort level `level` in effect on `provider`.
+fn use_effort(provider: &mut Provider, level: &str) {
+    if provider.effort().as_deref() != Some(level) && !provider.set_effort(level) {
+        tracing::warn!(level, "the model does not take this effort level");
     }
 }
 

@@ -21,6 +21,7 @@ mod compaction;
 mod context;
 mod crash;
 mod doctor;
+mod effort;
 mod harness;
 mod home;
 mod images;

@@ -831,3 +831,25 @@ pub fn call_in_request(conn: &Conn, n: usize, id: &str) -> Value {
         .find(|b| b["type"] == "tool_use" && b["id"] == id)
         .unwrap_or_else(|| panic!("no call {id} in request {n}"))
 }
+
+/// candor (the binary) configured for Anthropic at `url` (a mock), with
+/// the user config file `config` (`$XDG_CONFIG_HOME/candor/config.toml`).
+pub fn anthropic_conn(env: TestEnv, url: &str, config: &str) -> Conn {
+    let dir = env.dir.path().join("config/candor");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.toml"), config).unwrap();
+    let mut cmd = candor_command(&env);
+    cmd.env("CANDOR_PROVIDER", "anthropic")
+        .env("ANTHROPIC_BASE_URL", url)
+        .env("ANTHROPIC_API_KEY", mock_anthropic::KEY)
+        .env("XDG_CONFIG_HOME", env.dir.path().join("config"));
+    Conn::spawn_with(env, cmd)
+}
+
+/// The config option `id` of a response's `configOptions`.
+pub fn config_option<'a>(response: &'a Value, id: &str) -> &'a Value {
+    response["configOptions"]
+        .as_array()
+        .and_then(|options| options.iter().find(|o| o["id"] == id))
+        .unwrap_or(&Value::Null)
+}

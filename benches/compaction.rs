@@ -58,6 +58,7 @@ fn session(usage: bool) -> Vec<Record> {
                 tokens_after: 20_000,
                 usage: None,
                 elided: false,
+                cost: None,
             });
         }
         let prompt = serde_json::from_value(json!([{"type": "text", "text": format!("step {turn}: look at the parser and fix what you find")}])).unwrap();
@@ -91,6 +92,7 @@ fn session(usage: bool) -> Vec<Record> {
             stop: ModelStop::ToolUse,
             interrupted: false,
             call_ids: Vec::new(),
+            cost: None,
         });
         for id in &calls {
             events.push(Event::ToolStarted {
@@ -126,6 +128,7 @@ fn session(usage: bool) -> Vec<Record> {
             stop: ModelStop::EndTurn,
             interrupted: false,
             call_ids: Vec::new(),
+            cost: None,
         });
         events.push(Event::TurnEnded {
             stop_reason: TurnStop::EndTurn,

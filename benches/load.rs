@@ -79,6 +79,7 @@ fn write_session(dir: &Path, cwd: &Path) -> String {
             stop: ModelStop::ToolUse,
             interrupted: false,
             call_ids: Vec::new(),
+            cost: None,
         })
         .unwrap();
         for (i, id) in calls.iter().enumerate() {
@@ -137,6 +138,7 @@ fn write_session(dir: &Path, cwd: &Path) -> String {
             stop: ModelStop::EndTurn,
             interrupted: false,
             call_ids: Vec::new(),
+            cost: None,
         })
         .unwrap();
         log.append(Event::TurnEnded {

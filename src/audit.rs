@@ -88,6 +88,14 @@ pub enum Entry {
         elided: bool,
         summary: String,
     },
+    /// What the session's model requests cost, at the end of the timeline
+    /// when any reported its usage: `amount` and `currency` when every one
+    /// of them had a known price (`providers::prices`), else none.
+    Cost {
+        amount: Option<f64>,
+        currency: Option<String>,
+        text: String,
+    },
 }
 
 /// A tool call, from its decision to its end.
@@ -295,6 +303,15 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
             | Event::ToolOutput { .. }
             | Event::ToolContent { .. } => {}
         }
+    }
+    let total = crate::providers::prices::Total::of(records);
+    if total != crate::providers::prices::Total::default() {
+        let known = total.known();
+        entries.push(Entry::Cost {
+            amount: known.as_ref().map(|c| c.amount),
+            currency: known.map(|c| c.currency),
+            text: total.describe(),
+        });
     }
     entries
 }
@@ -638,6 +655,9 @@ pub fn render(entries: &[Entry]) -> String {
                     NoticeLevel::Error => "error",
                 };
                 let _ = writeln!(out, "{}  {level}: {text}", clock(at));
+            }
+            Entry::Cost { text, .. } => {
+                let _ = writeln!(out, "\ncost of the model requests: {text}");
             }
             Entry::Setting { at, setting, value } => {
                 let _ = writeln!(out, "{}  {setting} set to {value}", clock(at));

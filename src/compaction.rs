@@ -513,6 +513,7 @@ mod tests {
             stop: ModelStop::EndTurn,
             interrupted: false,
             call_ids: Vec::new(),
+            cost: None,
         }
     }
 
@@ -526,6 +527,7 @@ mod tests {
             stop: ModelStop::ToolUse,
             interrupted: false,
             call_ids: Vec::new(),
+            cost: None,
         }
     }
 
@@ -611,6 +613,7 @@ mod tests {
                 tokens_after: 10,
                 usage: None,
                 elided: false,
+                cost: None,
             },
         ]);
         assert!(estimate(&records, &empty()) < 100);
@@ -675,6 +678,7 @@ mod tests {
                 tokens_after: 0,
                 usage: None,
                 elided: false,
+                cost: None,
             },
         });
         let messages =

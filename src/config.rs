@@ -142,6 +142,11 @@ pub struct Settings {
     /// `.mcp.json` servers are never taken at their word). Read from the
     /// user file only.
     pub mcp_trust_annotations: Option<bool>,
+    /// `[prices."model-id"]`: a model's prices in US dollars per million
+    /// tokens (`input`, `output`, `cache_read`, `cache_write`), over
+    /// candor's table (`providers::prices`). Read from the user file only:
+    /// a repository does not say what your requests cost.
+    pub prices: Option<crate::providers::prices::Overrides>,
 }
 
 impl Settings {
@@ -162,6 +167,7 @@ impl Settings {
             pass_env: self.pass_env.or(lower.pass_env),
             mcp_startup_wait: self.mcp_startup_wait.or(lower.mcp_startup_wait),
             mcp_trust_annotations: self.mcp_trust_annotations.or(lower.mcp_trust_annotations),
+            prices: self.prices.or(lower.prices),
         }
     }
 
@@ -301,6 +307,15 @@ impl Config {
             .mcp_trust_annotations
             .or(user)
             .unwrap_or(true)
+    }
+
+    /// The user config file's `[prices]` tables.
+    pub fn prices(&self) -> crate::providers::prices::Overrides {
+        self.user_settings
+            .as_ref()
+            .ok()
+            .and_then(|s| s.prices.clone())
+            .unwrap_or_default()
     }
 }
 

@@ -321,6 +321,7 @@ impl History<'_> {
                 stop,
                 interrupted,
                 call_ids,
+                ..
             } => self.assistant_message(content, *stop, *interrupted, call_ids),
             Event::ToolResult {
                 tool_call_id,
@@ -813,6 +814,7 @@ mod tests {
                 stop: ModelStop::ToolUse,
                 interrupted: false,
                 call_ids: Vec::new(),
+                cost: None,
             },
             Event::ToolStarted {
                 tool_call_id: "b".into(),
@@ -826,6 +828,7 @@ mod tests {
                 stop: ModelStop::EndTurn,
                 interrupted: false,
                 call_ids: Vec::new(),
+                cost: None,
             },
             Event::TurnEnded {
                 stop_reason: TurnStop::EndTurn,
@@ -897,6 +900,7 @@ mod tests {
                 stop: ModelStop::ToolUse,
                 interrupted: false,
                 call_ids: Vec::new(),
+                cost: None,
             },
         ]);
         let messages = derive_messages(&records, RewriteStrategy::Note, &Attachments::default());
@@ -927,6 +931,7 @@ mod tests {
                 stop: ModelStop::EndTurn,
                 interrupted: true,
                 call_ids: Vec::new(),
+                cost: None,
             },
         ]);
         let messages = derive_messages(&records, RewriteStrategy::Note, &Attachments::default());
@@ -952,6 +957,7 @@ mod tests {
             tokens_after: 0,
             usage: None,
             elided: false,
+            cost: None,
         }
     }
 
@@ -961,6 +967,7 @@ mod tests {
             stop: ModelStop::EndTurn,
             interrupted: false,
             call_ids: Vec::new(),
+            cost: None,
         }
     }
 
@@ -1064,6 +1071,7 @@ mod tests {
                 stop: ModelStop::ToolUse,
                 interrupted: false,
                 call_ids: Vec::new(),
+                cost: None,
             },
             Event::ToolCall {
                 tool_call_id: "a".into(),

@@ -129,6 +129,8 @@ pub struct Presenter {
     notices: bool,
     /// The model's context window (from `session/started`), for usage.
     context_window: Option<u64>,
+    /// What the session's requests cost so far (`usage_update.cost`).
+    cost: crate::providers::prices::Total,
     /// Open trust questions: the card of each, by the digest answered.
     trust_cards: HashMap<String, String>,
     /// A turn is open: a `user/message` and no `turn/ended` since.
@@ -319,12 +321,20 @@ impl Presenter {
             plans: HashMap::new(),
             notices: false,
             context_window: None,
+            cost: crate::providers::prices::Total::default(),
             trust_cards: HashMap::new(),
             in_turn: false,
             held: Vec::new(),
             held_over: 0,
             message_tail: Tail::Paragraph,
         }
+    }
+
+    /// The session's cost so far for `usage_update`, when known.
+    fn cost_so_far(&self) -> Option<agent_client_protocol_schema::v1::Cost> {
+        self.cost
+            .known()
+            .map(|c| agent_client_protocol_schema::v1::Cost::new(c.amount, c.currency))
     }
 
     /// From now on, present as `mode` (a loaded session goes live once its
@@ -351,15 +361,15 @@ impl Presenter {
             // The model's, not the editor's (`/context` shows it).
             Event::SessionEnvironment(_) => Vec::new(),
             Event::AssistantMessage { content, .. } => {
+                self.cost.add_record(&record.event);
                 let usage = content.iter().find_map(|b| match b {
                     AssistantBlock::Raw { usage, .. } => *usage,
                     _ => None,
                 });
                 match (usage, self.context_window) {
-                    (Some(u), Some(size)) => vec![SessionUpdate::UsageUpdate(UsageUpdate::new(
-                        u.context_tokens(),
-                        size,
-                    ))],
+                    (Some(u), Some(size)) => vec![SessionUpdate::UsageUpdate(
+                        UsageUpdate::new(u.context_tokens(), size).cost(self.cost_so_far()),
+                    )],
                     _ => Vec::new(),
                 }
             }
@@ -376,7 +386,10 @@ impl Presenter {
                 Vec::new()
             }
             Event::ConfigChanged { .. } => Vec::new(),
-            Event::HistoryCompacted { .. } => self.compacted(&record.event),
+            Event::HistoryCompacted { .. } => {
+                self.cost.add_record(&record.event);
+                self.compacted(&record.event)
+            }
             Event::PromptExpanded { .. } | Event::PromptResource { .. } => {
                 self.prompt_notice(&record.event)
             }
@@ -498,10 +511,9 @@ impl Presenter {
         );
         let mut updates = self.notice(NoticeLevel::Info, text);
         if let Some(size) = self.context_window {
-            updates.push(SessionUpdate::UsageUpdate(UsageUpdate::new(
-                *tokens_after,
-                size,
-            )));
+            updates.push(SessionUpdate::UsageUpdate(
+                UsageUpdate::new(*tokens_after, size).cost(self.cost_so_far()),
+            ));
         }
         updates
     }

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 pub use record::{
-    CommandSource, CompactTrigger, ConfigId, Decision, DeltaChannel, Environment, Event,
+    CommandSource, CompactTrigger, ConfigId, Cost, Decision, DeltaChannel, Environment, Event,
     FORMAT_VERSION, FileDiff, GitFacts, HookNote, HookRecord, InstructionScope, Instructions,
     McpHints, McpTarget, NoteKind, NoticeLevel, OfferedCommand, Outcome, OutputFile,
     PermissionChoice, PermissionOutcome, PromptImage, Record, ResultContent, ResultStatus,

@@ -186,6 +186,10 @@ pub enum Event {
         /// call uses this id; the model's history refers to its own.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         call_ids: Vec<String>,
+        /// What this request cost, when candor knows the model's prices
+        /// (`providers::prices`); absent otherwise, never a guess.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<Cost>,
     },
     /// A tool call, settled: hooks, permission rules and the mode have had
     /// their say. Appended (and, unless refused, flushed to disk) before the
@@ -366,6 +370,9 @@ pub enum Event {
         /// What the provider reported for the summary request.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<crate::conversation::Usage>,
+        /// What the summary request cost, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<Cost>,
         /// The summary request was shown the older part shortened (long
         /// outputs elided), since it did not fit whole.
         #[serde(default, skip_serializing_if = "is_false")]
@@ -378,6 +385,15 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+/// What a model request cost (`assistant/message`, `history/compacted`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    pub amount: f64,
+    /// ISO 4217 (`USD`).
+    pub currency: String,
 }
 
 /// The facts of a `session/environment` record.

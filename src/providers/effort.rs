@@ -113,7 +113,10 @@ impl Source {
         {
             levels.push(Level {
                 id: "configured".into(),
-                name: format!("Configured ({} tokens)", crate::text::thousands(budget.into())),
+                name: format!(
+                    "Configured ({} tokens)",
+                    crate::text::thousands(budget.into())
+                ),
                 description: "Extended thinking with the thinking_budget of the config file".into(),
                 setting: Setting::Budget(Some(budget)),
             });
@@ -189,7 +192,11 @@ mod tests {
     use super::*;
 
     fn ids(levels: Option<Vec<Level>>) -> Vec<String> {
-        levels.unwrap_or_default().into_iter().map(|l| l.id).collect()
+        levels
+            .unwrap_or_default()
+            .into_iter()
+            .map(|l| l.id)
+            .collect()
     }
 
     #[test]
@@ -216,7 +223,10 @@ mod tests {
             ["off", "low", "medium", "high", "configured"]
         );
         assert_eq!(
-            configured.default_level("claude-sonnet-4-5").unwrap().setting,
+            configured
+                .default_level("claude-sonnet-4-5")
+                .unwrap()
+                .setting,
             Setting::Budget(Some(2048))
         );
         let keyword = Source {
@@ -240,7 +250,10 @@ mod tests {
             ids(s.levels("gpt-5")),
             ["default", "minimal", "low", "medium", "high"]
         );
-        assert_eq!(ids(s.levels("o3-mini")), ["default", "low", "medium", "high"]);
+        assert_eq!(
+            ids(s.levels("o3-mini")),
+            ["default", "low", "medium", "high"]
+        );
         assert!(s.levels("gpt-4o").is_none());
         let configured = Source {
             effort: Some("high".into()),

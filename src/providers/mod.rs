@@ -24,6 +24,7 @@ pub mod effort;
 pub mod http;
 pub mod openai_chat;
 pub mod openai_responses;
+pub mod prices;
 pub mod scripted;
 
 use std::path::Path;
@@ -212,6 +213,8 @@ pub struct ProviderSettings {
     pub models: Vec<String>,
     pub context_window: Option<u64>,
     pub max_turn_requests: Option<u32>,
+    /// The user's price tables (`[prices]`), over candor's.
+    pub prices: prices::Overrides,
 }
 
 impl ProviderSettings {
@@ -233,6 +236,7 @@ impl ProviderSettings {
             models: Vec::new(),
             context_window: None,
             max_turn_requests: None,
+            prices: prices::Overrides::new(),
         }
     }
 }
@@ -286,6 +290,7 @@ impl Provider {
             s.models = m.models.clone();
             s.context_window = m.context_window;
             s.max_turn_requests = m.max_turn_requests;
+            s.prices = config.prices();
             s
         };
         let built = match &m.provider {
@@ -523,6 +528,17 @@ impl Provider {
             effort::Setting::Budget(budget) => settings.thinking_budget = budget,
             effort::Setting::Effort(effort) => settings.reasoning_effort = effort,
         }
+    }
+
+    /// What a request with `usage` cost at the current model's prices;
+    /// `None` when they are not known (never a guess).
+    pub fn cost(&self, usage: &crate::conversation::Usage) -> Option<crate::event_log::Cost> {
+        let s = self.settings()?;
+        let amount = prices::price(&s.model, &s.prices)?.cost(usage)?;
+        Some(crate::event_log::Cost {
+            amount,
+            currency: prices::CURRENCY.to_owned(),
+        })
     }
 
     /// The configured limit of model requests per prompt, if any.

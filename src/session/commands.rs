@@ -91,6 +91,11 @@ pub(crate) fn run(
                 window: provider.context_window(),
                 budget: provider.budget(),
             });
+            let _ = write!(
+                out,
+                "\n\n**Cost so far**: {}",
+                crate::providers::prices::Total::of(c.records()).describe()
+            );
             if let Some(withheld) = super::trust::withheld(&gate.trust) {
                 out.push_str("\n\n");
                 out.push_str(&withheld);

@@ -134,6 +134,7 @@ pub(crate) async fn compact(
         tokens_after: after,
         usage: turn.usage(),
         elided,
+        cost: turn.usage().and_then(|u| provider.cost(&u)),
     })?;
     Ok(Compacted::Done { summary, after })
 }

@@ -307,6 +307,7 @@ fn plan(records: &[Record]) -> Vec<Event> {
                 stop: ModelStop::EndTurn,
                 interrupted: true,
                 call_ids: Vec::new(),
+                cost: None,
             });
         }
     }
@@ -386,6 +387,7 @@ mod tests {
                 stop: ModelStop::ToolUse,
                 interrupted: false,
                 call_ids: Vec::new(),
+                cost: None,
             },
             Event::ToolResult {
                 tool_call_id: "a".into(),

@@ -267,11 +267,7 @@ impl Inbox {
 /// A stored session's settings in effect again: its mode on `mode`, its
 /// model and effort on `provider` (they are in its log already; nothing is
 /// recorded).
-pub(crate) fn restore(
-    stored: &super::restore::Restored,
-    mode: &mut Mode,
-    provider: &mut Provider,
-) {
+pub(crate) fn restore(stored: &super::restore::Restored, mode: &mut Mode, provider: &mut Provider) {
     if let Some(stored) = stored.mode {
         *mode = stored;
     }

@@ -113,11 +113,13 @@ async fn steps(
         let (calls, call_ids) = unique_calls(c.records(), &turn);
         let stop = turn.stop;
         let said = turn.text();
+        let cost = turn.usage().and_then(|u| provider.cost(&u));
         c.commit(Event::AssistantMessage {
             content: turn.content,
             stop,
             interrupted: false,
             call_ids,
+            cost,
         })?;
         if calls.is_empty() {
             let ended = match stop {
@@ -312,6 +314,7 @@ async fn ask_model(
                 stop: ModelStop::EndTurn,
                 interrupted: true,
                 call_ids: Vec::new(),
+                cost: None,
             })?;
             Ok(None)
         }

@@ -24,7 +24,11 @@ async fn effort_is_a_thought_level_option_that_the_request_and_a_load_follow() {
         anthropic::message(vec![anthropic::text("two")], "end_turn"),
     ])
     .await;
-    let mut conn = anthropic_conn(TestEnv::new(), &mock.url(), "model = \"claude-sonnet-4-5\"\n");
+    let mut conn = anthropic_conn(
+        TestEnv::new(),
+        &mock.url(),
+        "model = \"claude-sonnet-4-5\"\n",
+    );
     conn.initialize().await;
     let cwd = conn.env.project.clone();
     let created = conn
@@ -62,7 +66,9 @@ async fn effort_is_a_thought_level_option_that_the_request_and_a_load_follow() {
         conn.env
             .log(&session)
             .iter()
-            .any(|r| r["type"] == "config/changed" && r["configId"] == "effort" && r["value"] == "high")
+            .any(|r| r["type"] == "config/changed"
+                && r["configId"] == "effort"
+                && r["value"] == "high")
     );
 
     // Closed and loaded again: the level is back, and requests carry it.
@@ -112,7 +118,11 @@ async fn the_configured_budget_is_the_default_and_off_sends_no_thinking() {
 #[tokio::test]
 async fn a_model_without_levels_has_no_effort_option() {
     let mock = MockAnthropic::start(vec![]).await;
-    let mut conn = anthropic_conn(TestEnv::new(), &mock.url(), "model = \"claude-3-5-haiku-latest\"\n");
+    let mut conn = anthropic_conn(
+        TestEnv::new(),
+        &mock.url(),
+        "model = \"claude-3-5-haiku-latest\"\n",
+    );
     conn.initialize().await;
     let cwd = conn.env.project.clone();
     let created = conn

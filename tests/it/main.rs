@@ -19,6 +19,7 @@ mod codex;
 mod commands;
 mod compaction;
 mod context;
+mod cost;
 mod crash;
 mod doctor;
 mod effort;

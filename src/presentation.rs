@@ -127,6 +127,9 @@ pub struct Presenter {
     plans: HashMap<String, Vec<PlanEntry>>,
     /// The client advertised `session.notices`.
     notices: bool,
+    /// The client advertised `session.compaction`: a compaction is a
+    /// `compaction_update`, not a notice.
+    compaction: bool,
     /// The model's context window (from `session/started`), for usage.
     context_window: Option<u64>,
     /// What the session's requests cost so far (`usage_update.cost`).
@@ -320,6 +323,7 @@ impl Presenter {
             ended: std::collections::HashSet::new(),
             plans: HashMap::new(),
             notices: false,
+            compaction: false,
             context_window: None,
             cost: crate::providers::prices::Total::default(),
             trust_cards: HashMap::new(),
@@ -348,6 +352,13 @@ impl Presenter {
     /// inside turns ([`marked_notice`]).
     pub fn with_notices(mut self, notices: bool) -> Self {
         self.notices = notices;
+        self
+    }
+
+    /// Whether the client takes `compaction_update`s (`session.compaction`);
+    /// if not, a compaction is told in a notice.
+    pub fn with_compaction(mut self, compaction: bool) -> Self {
+        self.compaction = compaction;
         self
     }
 
@@ -388,7 +399,7 @@ impl Presenter {
             Event::ConfigChanged { .. } => Vec::new(),
             Event::HistoryCompacted { .. } => {
                 self.cost.add_record(&record.event);
-                self.compacted(&record.event)
+                self.compacted(record)
             }
             Event::PromptExpanded { .. } | Event::PromptResource { .. } => {
                 self.prompt_notice(&record.event)
@@ -469,20 +480,50 @@ impl Presenter {
 
     /// A compaction: a notice with the figures, then the context used
     /// from now on (estimated). The summary request itself shows nothing.
-    fn compacted(&mut self, event: &Event) -> Vec<SessionUpdate> {
+    fn compacted(&mut self, record: &Record) -> Vec<SessionUpdate> {
         let Event::HistoryCompacted {
             from,
             to,
+            summary,
             trigger,
             focus,
             tokens_before,
             tokens_after,
             elided,
             ..
-        } = event
+        } = &record.event
         else {
             return Vec::new();
         };
+        if self.compaction {
+            // One update, complete: the record is written once the summary
+            // is in. Its id is the record's place in the log.
+            let figures = serde_json::json!({
+                "trigger": trigger,
+                "focus": focus,
+                "from": from,
+                "to": to,
+                "tokensBefore": tokens_before,
+                "tokensAfter": tokens_after,
+                "contextWindow": self.context_window,
+                "elided": elided,
+            });
+            let mut meta = agent_client_protocol_schema::v1::Meta::new();
+            meta.insert("candor".into(), figures);
+            let update = agent_client_protocol_schema::v1::CompactionUpdate::new(
+                format!("compaction-{}", record.seq),
+                agent_client_protocol_schema::v1::CompactionStatus::Completed,
+            )
+            .summary(vec![ContentBlock::from(summary.clone())])
+            .meta(meta);
+            let mut updates = vec![SessionUpdate::CompactionUpdate(update)];
+            if let Some(size) = self.context_window {
+                updates.push(SessionUpdate::UsageUpdate(
+                    UsageUpdate::new(*tokens_after, size).cost(self.cost_so_far()),
+                ));
+            }
+            return updates;
+        }
         let why = match (trigger, focus) {
             (CompactTrigger::Auto, _) => {
                 "the next request would have filled the context window".to_owned()

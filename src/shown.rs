@@ -56,6 +56,18 @@ pub fn update(mut update: SessionUpdate) -> SessionUpdate {
                 text(description);
             }
         }
+        SessionUpdate::CompactionUpdate(compaction) => {
+            if let agent_client_protocol_schema::MaybeUndefined::Value(summary) =
+                &mut compaction.summary
+            {
+                summary.iter_mut().for_each(block);
+            }
+        }
+        SessionUpdate::SessionInfoUpdate(info) => {
+            if let agent_client_protocol_schema::MaybeUndefined::Value(title) = &mut info.title {
+                text(title);
+            }
+        }
         // Ids and numbers only.
         SessionUpdate::CurrentModeUpdate(_) | SessionUpdate::UsageUpdate(_) => {}
         // Not built by candor (the tidy test keeps it so).

@@ -94,7 +94,13 @@ pub(crate) fn start(
     } else {
         Mode::Live
     };
-    let presenter = Presenter::new(cwd.clone(), presenter_mode).with_notices(notices);
+    let compaction = client
+        .session
+        .as_ref()
+        .is_some_and(|s| s.compaction.is_some());
+    let presenter = Presenter::new(cwd.clone(), presenter_mode)
+        .with_notices(notices)
+        .with_compaction(compaction);
     let mut committer = Committer::new(SessionId::new(id.clone()), log, presenter, outbox);
     let beginning = Beginning {
         committer: &mut committer,

@@ -638,3 +638,51 @@ async fn a_window_too_small_for_the_tools_is_not_compacted_with() {
         .count();
     assert_eq!(warnings, 1);
 }
+
+#[tokio::test]
+async fn a_client_that_declares_compaction_gets_a_compaction_update_not_a_notice() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([text("Parser read.")])),
+        respond(json!([text("SUMMARY: the parser was read.")])),
+        respond(json!([text("Going on.")])),
+    ]));
+    let config = windowed(&env, Some(50_000));
+    let mut conn = Conn::in_process_with(env, config);
+    conn.initialize_with(json!({"session": {"compaction": {}}}))
+        .await;
+    let session = conn.new_session().await;
+    conn.prompt(&session, "read the parser").await;
+    let at = conn.frames.len();
+    conn.prompt(&session, "/compact").await;
+    let shown = updates(&conn.frames[at..], &session);
+    let compaction: Vec<&Value> = shown
+        .iter()
+        .filter(|u| kind(u) == "compaction_update")
+        .collect();
+    assert_eq!(compaction.len(), 1, "{shown:?}");
+    let update = compaction[0];
+    assert_eq!(update["status"], "completed");
+    let record = compactions(&conn.env.log(&session))[0].clone();
+    let seq = record["seq"].clone();
+    assert_eq!(update["compactionId"], format!("compaction-{seq}"));
+    assert_eq!(
+        update["summary"][0]["text"],
+        "SUMMARY: the parser was read."
+    );
+    let figures = &update["_meta"]["candor"];
+    assert_eq!(figures["trigger"], "manual");
+    assert_eq!(figures["tokensBefore"], record["tokensBefore"]);
+    assert_eq!(figures["tokensAfter"], record["tokensAfter"]);
+    assert_eq!(figures["contextWindow"], 50_000);
+    assert!(
+        !shown.iter().any(|u| kind(u) == "notice"
+            || (kind(u) == "agent_message_chunk"
+                && u["content"]["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("> candor"))),
+        "the notice as well: {shown:?}"
+    );
+    let usage = shown.iter().find(|u| kind(u) == "usage_update").unwrap();
+    assert_eq!(usage["used"], figures["tokensAfter"]);
+}

@@ -190,11 +190,7 @@ fn time(at: &str) -> Option<SystemTime> {
 pub fn timeline(records: &[Record]) -> Vec<Entry> {
     let mut entries: Vec<Entry> = Vec::new();
     let mut started: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
-    let call = |entries: &mut Vec<Entry>, id: &str| -> Option<usize> {
-        entries
-            .iter()
-            .rposition(|e| matches!(e, Entry::Call(c) if c.id == id))
-    };
+    let call = |entries: &mut Vec<Entry>, id: &str| call_at(entries, id);
     for record in records {
         let at = record.at.clone();
         match &record.event {
@@ -294,7 +290,8 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 quiet: *quiet,
             }),
             Event::HistoryCompacted { .. } => entries.extend(compacted_entry(at, &record.event)),
-            Event::CommandsOffered { .. }
+            Event::SessionTitled { .. }
+            | Event::CommandsOffered { .. }
             | Event::CommandRan { .. }
             | Event::AssistantDelta { .. }
             | Event::AssistantMessage { .. }
@@ -304,16 +301,29 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
             | Event::ToolContent { .. } => {}
         }
     }
-    let total = crate::providers::prices::Total::of(records);
-    if total != crate::providers::prices::Total::default() {
-        let known = total.known();
-        entries.push(Entry::Cost {
-            amount: known.as_ref().map(|c| c.amount),
-            currency: known.map(|c| c.currency),
-            text: total.describe(),
-        });
-    }
+    entries.extend(cost_entry(records));
     entries
+}
+
+/// Where the call `id` is in `entries`.
+fn call_at(entries: &[Entry], id: &str) -> Option<usize> {
+    entries
+        .iter()
+        .rposition(|e| matches!(e, Entry::Call(c) if c.id == id))
+}
+
+/// The session's cost, when any request reported its usage.
+fn cost_entry(records: &[Record]) -> Option<Entry> {
+    let total = crate::providers::prices::Total::of(records);
+    if total == crate::providers::prices::Total::default() {
+        return None;
+    }
+    let known = total.known();
+    Some(Entry::Cost {
+        amount: known.as_ref().map(|c| c.amount),
+        currency: known.map(|c| c.currency),
+        text: total.describe(),
+    })
 }
 
 /// A call's entry completed by its `tool/result` (`started`: when its

@@ -185,6 +185,7 @@ pub fn record_tokens(event: &Event) -> u64 {
         | Event::ConfigChanged { .. }
         | Event::PromptBlocked { .. }
         | Event::CommandsOffered { .. }
+        | Event::SessionTitled { .. }
         | Event::CommandRan { .. }
         | Event::AssistantDelta { .. }
         | Event::ToolCall { .. }

@@ -15,6 +15,7 @@
 //! | `CANDOR_CODEX_HOOKS` | `0`, `false` or `off`: do not read Codex hooks. Default: read them. |
 //! | `CODEX_HOME` | Where the user's Codex settings are (default `~/.codex`), as Codex reads it. |
 //! | `CANDOR_CLAUDE_MANAGED_DIR` | Where Claude Code's managed settings are (default `/etc/claude-code`). |
+//! | `CANDOR_SESSION_TITLES` | `model` (default) or `prompt`: how a session is titled after its first turn (the config files' `session_titles`). |
 //! | `RUST_LOG` | Log filter for stderr (default `info`). |
 //!
 //! Config files hold the same model settings plus limits ([`Settings`]):
@@ -41,7 +42,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::conversation::RewriteStrategy;
 
@@ -146,7 +147,11 @@ pub struct Settings {
     /// tokens (`input`, `output`, `cache_read`, `cache_write`), over
     /// candor's table (`providers::prices`). Read from the user file only:
     /// a repository does not say what your requests cost.
-    pub prices: Option<crate::providers::prices::Overrides>,
+    pub prices: Option<Overrides>,
+    /// How a session gets its title after its first turn: `model` (a
+    /// short request to the session's model; the default) or `prompt`
+    /// (the first prompt's first line, no request).
+    pub session_titles: Option<String>,
 }
 
 impl Settings {
@@ -168,6 +173,7 @@ impl Settings {
             mcp_startup_wait: self.mcp_startup_wait.or(lower.mcp_startup_wait),
             mcp_trust_annotations: self.mcp_trust_annotations.or(lower.mcp_trust_annotations),
             prices: self.prices.or(lower.prices),
+            session_titles: self.session_titles.or(lower.session_titles),
         }
     }
 
@@ -194,6 +200,42 @@ impl Settings {
         }
     }
 }
+
+/// One `[prices."model-id"]` table of the user's config file: each price
+/// set replaces the built-in one; a model not in the table needs `input`
+/// and `output`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceOverride {
+    pub input: Option<PerMtok>,
+    pub output: Option<PerMtok>,
+    pub cache_read: Option<PerMtok>,
+    pub cache_write: Option<PerMtok>,
+}
+
+/// US dollars per million tokens, finite and not negative.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct PerMtok(pub(crate) f64);
+
+// Never NaN (refused when read), so equality is an equivalence.
+impl Eq for PerMtok {}
+
+impl<'de> Deserialize<'de> for PerMtok {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let n = f64::deserialize(d)?;
+        if n.is_finite() && n >= 0.0 {
+            Ok(PerMtok(n))
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "a price is US dollars per million tokens, 0 or more; got {n}"
+            )))
+        }
+    }
+}
+
+/// The user's price tables, by model id.
+pub type Overrides = std::collections::BTreeMap<String, PriceOverride>;
 
 /// Everything a session's provider is made from, all layers applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -309,8 +351,23 @@ impl Config {
             .unwrap_or(true)
     }
 
+    /// Whether a session's title is asked of its model (`session_titles`
+    /// not `prompt`, in the environment or the user file).
+    pub fn model_titles(&self) -> bool {
+        let user = self
+            .user_settings
+            .as_ref()
+            .ok()
+            .and_then(|s| s.session_titles.clone());
+        self.env_settings
+            .session_titles
+            .clone()
+            .or(user)
+            .is_none_or(|t| t != "prompt")
+    }
+
     /// The user config file's `[prices]` tables.
-    pub fn prices(&self) -> crate::providers::prices::Overrides {
+    pub fn prices(&self) -> Overrides {
         self.user_settings
             .as_ref()
             .ok()
@@ -393,6 +450,7 @@ impl Config {
             model: nonempty("CANDOR_MODEL"),
             anthropic_base_url: nonempty("ANTHROPIC_BASE_URL"),
             openai_base_url: nonempty("OPENAI_BASE_URL"),
+            session_titles: nonempty("CANDOR_SESSION_TITLES"),
             ..Settings::default()
         };
         let anthropic_api_key = nonempty("ANTHROPIC_API_KEY").map(ApiKey);

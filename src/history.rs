@@ -362,6 +362,7 @@ impl History<'_> {
             Event::SessionStarted { .. }
             | Event::SessionEnvironment(_)
             | Event::CommandsOffered { .. }
+            | Event::SessionTitled { .. }
             | Event::Notice { .. }
             | Event::ConfigChanged { .. }
             | Event::AssistantDelta { .. }

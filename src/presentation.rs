@@ -397,6 +397,11 @@ impl Presenter {
                 Vec::new()
             }
             Event::ConfigChanged { .. } => Vec::new(),
+            Event::SessionTitled { title, .. } => vec![SessionUpdate::SessionInfoUpdate(
+                agent_client_protocol_schema::v1::SessionInfoUpdate::new()
+                    .title(title.clone())
+                    .updated_at(record.at.clone()),
+            )],
             Event::HistoryCompacted { .. } => {
                 self.cost.add_record(&record.event);
                 self.compacted(record)

@@ -35,7 +35,7 @@ pub use record::{
     FORMAT_VERSION, FileDiff, GitFacts, HookNote, HookRecord, InstructionScope, Instructions,
     McpHints, McpTarget, NoteKind, NoticeLevel, OfferedCommand, Outcome, OutputFile,
     PermissionChoice, PermissionOutcome, PromptImage, Record, ResultContent, ResultStatus,
-    SessionEvent, StoredImage, TrustOutcome, TurnStop, Verdict,
+    SessionEvent, StoredImage, TitleSource, TrustOutcome, TurnStop, Verdict,
 };
 
 /// Why the log could not be written or read.

@@ -378,6 +378,10 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "is_false")]
         elided: bool,
     },
+    /// The session's title, made once after its first turn (shown as
+    /// `session_info_update`, listed by `session/list`, kept on load).
+    #[serde(rename = "session/titled")]
+    SessionTitled { title: String, source: TitleSource },
     /// The turn is over; `session/prompt` answers from this record.
     #[serde(rename = "turn/ended")]
     TurnEnded {
@@ -385,6 +389,16 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+/// Where a session's title came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TitleSource {
+    /// A short request to the session's model.
+    Model,
+    /// The first prompt's first line.
+    Prompt,
 }
 
 /// What a model request cost (`assistant/message`, `history/compacted`).

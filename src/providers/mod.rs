@@ -541,6 +541,21 @@ impl Provider {
         })
     }
 
+    /// For an auxiliary request (a session's title): the lowest effort
+    /// level (no thinking) and at most `max` output tokens.
+    pub fn for_aside(&mut self, max: u32) {
+        if let Some(lowest) = self.effort_levels().into_iter().next() {
+            self.apply_effort(lowest.setting);
+        }
+        let settings = match self {
+            Provider::Anthropic(p) => &mut p.settings,
+            Provider::OpenaiChat(p) => &mut p.settings,
+            Provider::OpenaiResponses(p) => &mut p.settings,
+            Provider::Scripted(_) | Provider::Unconfigured { .. } => return,
+        };
+        settings.max_tokens = Some(settings.max_tokens.map_or(max, |m| m.min(max)));
+    }
+
     /// The configured limit of model requests per prompt, if any.
     pub fn max_turn_requests(&self) -> Option<usize> {
         self.settings()

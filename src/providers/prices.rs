@@ -6,10 +6,6 @@
 //! reported rather than a guess, and so is a request whose cache reads or
 //! writes have no price.
 
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
-
 use crate::conversation::Usage;
 
 /// The day the built-in table was taken from the providers' price lists.
@@ -29,41 +25,7 @@ pub struct Price {
     pub cache_write: Option<f64>,
 }
 
-/// One `[prices."model-id"]` table of the user's config file: each price
-/// set replaces the built-in one; a model not in the table needs `input`
-/// and `output`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PriceOverride {
-    pub input: Option<PerMtok>,
-    pub output: Option<PerMtok>,
-    pub cache_read: Option<PerMtok>,
-    pub cache_write: Option<PerMtok>,
-}
-
-/// US dollars per million tokens, finite and not negative.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(transparent)]
-pub struct PerMtok(f64);
-
-// Never NaN (refused when read), so equality is an equivalence.
-impl Eq for PerMtok {}
-
-impl<'de> Deserialize<'de> for PerMtok {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let n = f64::deserialize(d)?;
-        if n.is_finite() && n >= 0.0 {
-            Ok(PerMtok(n))
-        } else {
-            Err(serde::de::Error::custom(format!(
-                "a price is US dollars per million tokens, 0 or more; got {n}"
-            )))
-        }
-    }
-}
-
-/// The user's price tables, by model id.
-pub type Overrides = BTreeMap<String, PriceOverride>;
+pub use crate::config::{Overrides, PerMtok, PriceOverride};
 
 /// `(model, input, output, cache read, cache write)`, US dollars per
 /// million tokens, from Anthropic's and OpenAI's published price lists as

@@ -88,19 +88,7 @@ pub(crate) fn start(
     let mut log = log;
     log.fail_at(config.log_fails_at);
     let mut provider = Provider::for_session(config, &cwd);
-    let notices = client.session.as_ref().is_some_and(|s| s.notices.is_some());
-    let presenter_mode = if stored.is_some() {
-        Mode::Replay
-    } else {
-        Mode::Live
-    };
-    let compaction = client
-        .session
-        .as_ref()
-        .is_some_and(|s| s.compaction.is_some());
-    let presenter = Presenter::new(cwd.clone(), presenter_mode)
-        .with_notices(notices)
-        .with_compaction(compaction);
+    let presenter = presenter(client, &cwd, stored.is_some());
     let mut committer = Committer::new(SessionId::new(id.clone()), log, presenter, outbox);
     let beginning = Beginning {
         committer: &mut committer,
@@ -178,6 +166,16 @@ pub(crate) fn start(
         settings: view,
         opened,
     })
+}
+
+/// The session's presenter, for what the client declared it takes
+/// (`session.notices`, `session.compaction`); replaying a stored session.
+fn presenter(client: &ClientCapabilities, cwd: &std::path::Path, stored: bool) -> Presenter {
+    let session = client.session.as_ref();
+    let mode = if stored { Mode::Replay } else { Mode::Live };
+    Presenter::new(cwd.to_owned(), mode)
+        .with_notices(session.is_some_and(|s| s.notices.is_some()))
+        .with_compaction(session.is_some_and(|s| s.compaction.is_some()))
 }
 
 /// The session's policy and where it stands with its project's own
@@ -348,7 +346,15 @@ impl Beginning<'_> {
                 ),
             ));
         }
-        settings::restore(&restored, &mut self.policy.mode, self.provider);
+        settings::restore(
+            (
+                restored.mode,
+                restored.model.as_deref(),
+                restored.effort.as_deref(),
+            ),
+            &mut self.policy.mode,
+            self.provider,
+        );
         let grants = restore::grants(&restored.grants);
         self.provider.resume(self.committer.records());
         self.committer.replay(replay);
@@ -421,10 +427,24 @@ async fn run(
         &hard_stop,
     )
     .await;
+    // The title being made after the first turn (`session::title`).
+    let mut titling: Option<tokio::task::JoinHandle<(String, crate::event_log::TitleSource)>> =
+        None;
     loop {
+        let title_made = async {
+            match titling.as_mut() {
+                Some(task) => task.await,
+                None => std::future::pending().await,
+            }
+        };
         let command = tokio::select! {
             // A change the client made before a prompt is in effect for it.
             biased;
+            made = title_made => {
+                titling = None;
+                record_title(&mut committer, made);
+                continue;
+            }
             true = gate.settings.arrived() => {
                 // Applied at once, while no turn runs.
                 if let Err(e) = gate.settings.apply(&mut committer, &mut gate.policy.mode, Some(&mut provider)) {
@@ -474,13 +494,58 @@ async fn run(
                         }
                     };
                 let _ = reply.send(answer);
+                if titling.is_none()
+                    && let Some(prompt) = super::title::wanted(committer.records())
+                {
+                    titling = Some(start_title(&gate, &provider, &cwd, prompt, &hard_stop));
+                }
             }
         }
+    }
+    if let Some(task) = titling {
+        task.abort();
     }
     events::session_end(&mut committer, &gate, &cwd, "other").await;
     // The session is over: nothing it started may outlive it.
     gate.shells.kill_all();
     gate.mcp.stop();
+}
+
+/// Records the title made (`session/titled`).
+fn record_title(
+    committer: &mut Committer,
+    made: Result<(String, crate::event_log::TitleSource), tokio::task::JoinError>,
+) {
+    match made {
+        Ok((title, source)) => {
+            if let Err(e) = committer.commit(Event::SessionTitled { title, source }) {
+                tracing::warn!(error = %e, "could not record the session's title");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "making the session's title failed"),
+    }
+}
+
+/// Starts making the session's title (`session::title`): with a provider
+/// of its own for the session's model, when the model may be asked.
+fn start_title(
+    gate: &Gate,
+    provider: &Provider,
+    cwd: &std::path::Path,
+    prompt: String,
+    hard_stop: &CancellationToken,
+) -> tokio::task::JoinHandle<(String, crate::event_log::TitleSource)> {
+    let asked = (gate.config.model_titles()
+        && provider.is_model()
+        && provider.name() != "scripted")
+        .then(|| {
+            let mut own = Provider::for_session(&gate.config, cwd);
+            if let Some(model) = provider.model() {
+                own.set_model(model);
+            }
+            own
+        });
+    tokio::spawn(super::title::make(asked, prompt, hard_stop.child_token()))
 }
 
 /// What a session records before it takes a prompt, once the client has

@@ -26,6 +26,7 @@ pub(crate) mod mcp;
 pub(crate) mod restore;
 pub(crate) mod settings;
 pub(crate) mod system;
+pub(crate) mod title;
 pub(crate) mod trust;
 pub(crate) mod turn;
 pub(crate) mod user_commands;

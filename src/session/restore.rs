@@ -41,7 +41,8 @@ pub(crate) fn read(dir: &Path, id: &str) -> Result<ReadLog, LoadError> {
 pub(crate) struct Listed {
     pub(crate) id: String,
     pub(crate) cwd: std::path::PathBuf,
-    /// Its first prompt's first line, shortened.
+    /// Its title (`session/titled`), else its first prompt's first line,
+    /// shortened.
     pub(crate) title: Option<String>,
     /// When its log last changed (RFC 3339), and the time itself.
     pub(crate) updated_at: String,
@@ -51,8 +52,9 @@ pub(crate) struct Listed {
 /// Every stored session under `dir` (in `cwd` only, when given) that had a
 /// prompt, most recently changed first: a chat an editor opened and never
 /// used is not listed (its log stays, and loads by its id). Each log is
-/// read only as far as its first prompt (or its first MiB: a log
-/// whose first prompt comes later is taken for one without).
+/// read only as far as its title (`session/titled`), or its first MiB: a
+/// log whose first prompt comes later is taken for one without, and one
+/// whose title comes later is listed by its first prompt's line.
 pub(crate) fn list(dir: &Path, cwd: Option<&Path>) -> Vec<Listed> {
     const LIST_READ: u64 = 1024 * 1024;
     use std::io::{BufRead, BufReader, Read};
@@ -84,6 +86,11 @@ pub(crate) fn list(dir: &Path, cwd: Option<&Path>) -> Vec<Listed> {
                 Event::SessionStarted {
                     session_id, cwd, ..
                 } => found = Some((session_id, cwd)),
+                Event::SessionTitled { title: titled, .. } => {
+                    title = Some(titled);
+                    break;
+                }
+                Event::UserMessage { .. } if title.is_some() => {}
                 Event::UserMessage { content, .. } => {
                     prompted = true;
                     let text = crate::history::flatten_prompt(&content);
@@ -96,8 +103,8 @@ pub(crate) fn list(dir: &Path, cwd: Option<&Path>) -> Vec<Listed> {
                         .find(|l| !l.trim().is_empty())
                         .unwrap_or("")
                         .trim();
+                    // Read on for the title made after the first turn.
                     title = Some(crate::bridges::runner::shorten(first, 80));
-                    break;
                 }
                 _ => {}
             }

@@ -267,14 +267,19 @@ impl Inbox {
 /// A stored session's settings in effect again: its mode on `mode`, its
 /// model and effort on `provider` (they are in its log already; nothing is
 /// recorded).
-pub(crate) fn restore(stored: &super::restore::Restored, mode: &mut Mode, provider: &mut Provider) {
-    if let Some(stored) = stored.mode {
+pub(crate) fn restore(
+    stored: (Option<Mode>, Option<&str>, Option<&str>),
+    mode: &mut Mode,
+    provider: &mut Provider,
+) {
+    let (stored_mode, stored_model, stored_effort) = stored;
+    if let Some(stored) = stored_mode {
         *mode = stored;
     }
-    if let Some(model) = &stored.model {
+    if let Some(model) = stored_model {
         use_model(provider, model);
     }
-    if let Some(level) = &stored.effort {
+    if let Some(level) = stored_effort {
         use_effort(provider, level);
     }
 }

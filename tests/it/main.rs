@@ -39,6 +39,7 @@ mod sandbox;
 mod schema_file;
 mod sessions;
 mod tidy;
+mod titles;
 mod tools;
 mod trust;
 mod turns;

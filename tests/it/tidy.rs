@@ -148,6 +148,7 @@ fn acp_method_names_appear_only_at_the_edges() {
         "\"session/started\"",
         "\"session/environment\"",
         "\"session/notice\"",
+        "\"session/titled\"",
     ];
     let mut found = Vec::new();
     for path in rust_files(&root().join("src")) {

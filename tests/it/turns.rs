@@ -61,6 +61,14 @@ async fn a_turn_with_tools_shows_cards_derived_from_the_log() {
     assert_eq!(response["result"], json!({"stopReason": "end_turn"}));
     // The response is the last frame: every update came before it.
     assert_eq!(conn.frames.last(), Some(&response));
+    // The title is made after the turn, and shown when it is.
+    while !conn
+        .frames
+        .iter()
+        .any(|f| f["params"]["update"]["sessionUpdate"] == "session_info_update")
+    {
+        conn.recv().await;
+    }
 
     let thread = conn.thread(&session);
     assert_eq!(thread.agent_text, "Looking around.All done.");
@@ -108,8 +116,9 @@ async fn a_turn_with_tools_shows_cards_derived_from_the_log() {
         ],
         "{kinds:?}"
     );
-    assert_eq!(kinds.last().map(String::as_str), Some("turn/ended"));
-    assert_eq!(log.last().unwrap()["stopReason"], "end_turn");
+    // The turn ended, then its title was made.
+    assert_eq!(kinds[kinds.len() - 2..], ["turn/ended", "session/titled"]);
+    assert_eq!(log[log.len() - 2]["stopReason"], "end_turn");
     assert_eq!(log[call]["arguments"], bash.raw_input);
     assert_eq!(
         log[call]["decision"],

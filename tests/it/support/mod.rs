@@ -138,6 +138,8 @@ impl TestEnv {
         });
         config.policy = self.policy.clone();
         config.capture = Some(self.capture.clone());
+        // As `candor_command`: a mock model is asked only what a test scripts.
+        config.env_settings.session_titles = Some("prompt".into());
         config
     }
 
@@ -284,6 +286,9 @@ pub fn candor_command(env: &TestEnv) -> tokio::process::Command {
         .env("CANDOR_HOME", &env.home)
         .env("CANDOR_CLAUDE_MANAGED_DIR", env.dir.path().join("managed"))
         .env("RUST_LOG", "debug")
+        // Titles from the first prompt line: a test's mock model is asked
+        // only what the test scripts (`titles.rs` turns this back on).
+        .env("CANDOR_SESSION_TITLES", "prompt")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

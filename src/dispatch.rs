@@ -124,13 +124,13 @@ impl Agent {
             .agent_capabilities(
                 AgentCapabilities::new()
                     .load_session(true)
-                    .session_capabilities(
+                    .session_capabilities(with_fork(
                         SessionCapabilities::new()
                             .list(SessionListCapabilities::new())
                             .resume(SessionResumeCapabilities::new())
                             .close(SessionCloseCapabilities::new())
                             .delete(SessionDeleteCapabilities::new()),
-                    )
+                    ))
                     .prompt_capabilities(
                         PromptCapabilities::new().embedded_context(true).image(true),
                     )
@@ -420,6 +420,42 @@ impl Agent {
     }
 }
 
+/// `sessionCapabilities.fork`, when built with `session/fork`.
+fn with_fork(capabilities: SessionCapabilities) -> SessionCapabilities {
+    #[cfg(feature = "fork")]
+    let capabilities =
+        capabilities.fork(agent_client_protocol_schema::v1::SessionForkCapabilities::new());
+    capabilities
+}
+
+impl Agent {
+    /// `session/fork`: a new session whose log starts with the parent's
+    /// records up to its last ended turn (`restore::fork`), opened like a
+    /// resumed one (no replay: the client has the conversation; a
+    /// `session/load` of the fork replays it); its mode, model, effort,
+    /// grants and trust come back from those records as the parent's did.
+    #[cfg(feature = "fork")]
+    fn fork_session(
+        &self,
+        request: agent_client_protocol_schema::v1::ForkSessionRequest,
+    ) -> Result<Reply, AcpError> {
+        let parent = request.session_id.0.to_string();
+        let id = uuid::Uuid::new_v4().to_string();
+        let read = restore::fork(&self.config.sessions_dir(), &parent, &id).map_err(load_error)?;
+        let origin = Origin::Stored {
+            id,
+            read,
+            replay: false,
+        };
+        let opened = self.open_session(request.cwd, &request.mcp_servers, origin)?;
+        let response =
+            agent_client_protocol_schema::v1::ForkSessionResponse::new(opened.id.clone())
+                .config_options(opened.settings.config_options())
+                .modes(opened.settings.modes());
+        Ok(opened.reply(AgentResponse::ForkSessionResponse(response)))
+    }
+}
+
 /// A session just opened: its id, its settings (for the response), and
 /// the word that lets it speak once the response is queued.
 #[derive(Debug)]
@@ -528,6 +564,8 @@ enum Call {
     SetConfigOption(SetSessionConfigOptionRequest),
     SetMode(SetSessionModeRequest),
     Prompt(PromptRequest),
+    #[cfg(feature = "fork")]
+    ForkSession(agent_client_protocol_schema::v1::ForkSessionRequest),
 }
 
 impl Call {
@@ -546,6 +584,8 @@ impl Call {
             "session/set_config_option" => decode(params).map(Call::SetConfigOption),
             "session/set_mode" => decode(params).map(Call::SetMode),
             "session/prompt" => decode(params).map(Call::Prompt),
+            #[cfg(feature = "fork")]
+            "session/fork" => decode(params).map(Call::ForkSession),
             _ => return None,
         })
     }
@@ -585,6 +625,8 @@ impl Agent {
             }
             Call::SetMode(r) => R::SetSessionModeResponse(self.set_mode(r).await?).into(),
             Call::Prompt(r) => R::PromptResponse(self.prompt(r).await?).into(),
+            #[cfg(feature = "fork")]
+            Call::ForkSession(r) => self.fork_session(r)?,
         })
     }
 }

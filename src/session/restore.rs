@@ -156,6 +156,104 @@ fn last_activity(path: &Path) -> Option<String> {
         .map(|r| r.at)
 }
 
+/// Starts the log of session `new` as a fork of session `parent`: the
+/// parent's records up to its last `turn/ended` (the fork point; a turn
+/// still running is left out), each as it was (same `seq`, so a
+/// compaction's span still names the same records) but for the
+/// `session/started`'s id, then a `session/notice` naming the parent and
+/// the fork point; the parent's images and spilled outputs are copied
+/// beside it. Returns the new log, read.
+#[cfg(feature = "fork")]
+pub(crate) fn fork(
+    dir: &Path,
+    parent: &str,
+    new: &str,
+) -> Result<crate::event_log::ReadLog, LoadError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let stored = read(dir, parent)?;
+    if let Some(damage) = &stored.corrupt {
+        return Err(LoadError::Log(LogError::Damaged {
+            path: dir.join(format!("{parent}.jsonl")),
+            reason: format!("the session to fork has a damaged log: {damage}"),
+        }));
+    }
+    let end = stored
+        .records
+        .iter()
+        .rposition(|r| matches!(r.event, Event::TurnEnded { .. }))
+        .map_or(1.min(stored.records.len()), |i| i + 1);
+    let failed = |source: std::io::Error| {
+        LoadError::Log(LogError::Write {
+            path: dir.join(format!("{new}.jsonl")),
+            source,
+        })
+    };
+    let mut text = String::new();
+    let mut records: Vec<Record> = stored.records[..end].to_vec();
+    if let Some(Event::SessionStarted { session_id, .. }) =
+        records.first_mut().map(|r| &mut r.event)
+    {
+        *session_id = new.to_owned();
+    }
+    let at = records.last().map(|r| r.at.clone()).unwrap_or_default();
+    records.push(Record {
+        seq: records.len() as u64,
+        at,
+        event: Event::Notice {
+            level: crate::event_log::NoticeLevel::Info,
+            text: format!(
+                "This session is a fork of session {parent} at its record {}; what follows is its own.",
+                end.saturating_sub(1)
+            ),
+        },
+    });
+    for record in &records {
+        let line = serde_json::to_string(record)
+            .map_err(|e| failed(std::io::Error::other(e.to_string())))?;
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(dir.join(format!("{new}.jsonl")))
+        .map_err(failed)?;
+    file.write_all(text.as_bytes()).map_err(failed)?;
+    file.sync_all().map_err(failed)?;
+    for beside in ["outputs", "content"] {
+        copy_dir(
+            &dir.join(format!("{parent}.{beside}")),
+            &dir.join(format!("{new}.{beside}")),
+        )
+        .map_err(failed)?;
+    }
+    read(dir, new)
+}
+
+/// Copies the regular files of `from` (and its directories) into `to`;
+/// nothing when `from` does not exist. Links are not followed.
+#[cfg(feature = "fork")]
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    let entries = match std::fs::read_dir(from) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        other => other?,
+    };
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(to)?;
+    for entry in entries {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_dir(&entry.path(), &to.join(entry.file_name()))?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name()))?;
+        }
+    }
+    Ok(())
+}
+
 /// Moves session `id`'s log to `<dir>/deleted/` (out of `session/list`,
 /// never destroyed: an audit trail is not candor's to erase).
 pub(crate) fn delete(dir: &Path, id: &str) -> Result<(), LoadError> {

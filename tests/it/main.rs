@@ -23,6 +23,7 @@ mod cost;
 mod crash;
 mod doctor;
 mod effort;
+mod fork;
 mod harness;
 mod home;
 mod images;

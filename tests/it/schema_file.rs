@@ -74,6 +74,9 @@ pub(crate) fn generate() -> Value {
         "agent",
     );
     t.request::<acp::PromptRequest, acp::PromptResponse>(n.session_prompt, "agent");
+    // Unstable, served when candor is built with its `fork` feature (the
+    // default).
+    t.request::<acp::ForkSessionRequest, acp::ForkSessionResponse>(n.session_fork, "agent");
     t.notification::<acp::CancelNotification>(n.session_cancel, "agent");
     let c = acp::CLIENT_METHOD_NAMES;
     t.notification::<acp::SessionNotification>(c.session_update, "client");

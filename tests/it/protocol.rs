@@ -32,7 +32,7 @@ async fn initialize_answers_version_1_and_only_true_capabilities() {
     assert_eq!(caps["loadSession"], true);
     assert_eq!(
         caps["sessionCapabilities"],
-        json!({"list": {}, "delete": {}, "resume": {}, "close": {}})
+        json!({"list": {}, "delete": {}, "resume": {}, "close": {}, "fork": {}})
     );
     assert_eq!(
         caps["promptCapabilities"],

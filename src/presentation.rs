@@ -414,16 +414,39 @@ impl Presenter {
                 NoticeLevel::Error,
                 format!("The hook {hook} blocked this prompt: {reason}"),
             ),
-            Event::UserMessage { content, .. } => {
+            Event::UserMessage { content, via, .. } => {
                 self.in_turn = true;
                 self.message_tail = Tail::Paragraph;
-                let mut updates = match self.mode {
-                    Mode::Live => Vec::new(),
-                    Mode::Replay => content.iter().map(replayed_block).collect(),
+                // The client sent a prompt itself; a steering message that
+                // opened a turn it is shown here, as the user's.
+                let echo = self.mode == Mode::Replay
+                    || matches!(via, Some(crate::event_log::Via::Steering { .. }));
+                let mut updates: Vec<SessionUpdate> = if echo {
+                    content.iter().map(replayed_block).collect()
+                } else {
+                    Vec::new()
                 };
                 updates.extend(self.release_held());
                 updates
             }
+            // Where the model got it, live and replayed alike.
+            Event::SteeringDelivered { content, .. } => {
+                self.message_tail = Tail::Paragraph;
+                content.iter().map(replayed_block).collect()
+            }
+            Event::SteeringDropped { reason, .. } => self.notice(
+                NoticeLevel::Warning,
+                match reason {
+                    crate::event_log::Dropped::Cancelled => "A steering message did not reach the model: the turn was cancelled before its next request. Send it again as a prompt if it still holds.",
+                    crate::event_log::Dropped::Stopped => "A steering message did not reach the model: the session ended first.",
+                }
+                .to_owned(),
+            ),
+            // The client knows what it sent; a queued prompt is shown
+            // when its turn opens (`user/message`).
+            Event::PromptQueued { .. }
+            | Event::PromptUnqueued { .. }
+            | Event::SteeringReceived { .. } => Vec::new(),
             Event::AssistantDelta { channel, text } => {
                 if *channel == DeltaChannel::Text {
                     self.note_message(text);
@@ -1296,6 +1319,7 @@ mod tests {
         let event = Event::UserMessage {
             images: Vec::new(),
             content: vec![ContentBlock::from("hi")],
+            via: None,
         };
         assert!(
             Presenter::new("/".into(), Mode::Live)

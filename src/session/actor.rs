@@ -542,7 +542,7 @@ impl Turns<'_> {
                     }
                 };
             if let Some(reply) = next.reply {
-                let _ = reply.send(answer);
+                reply.send(answer);
             }
         }
     }

@@ -14,12 +14,13 @@
 //! at each safe boundary of a turn (before a model request), the steering
 //! messages to deliver ([`Queue::take_steering`]).
 //!
-//! A steering message is answered once it is recorded: `injected` when a
-//! turn runs (it reaches the model before that turn's next request or, if
-//! the turn ends first without being cancelled, in a turn of its own right
-//! after), `startedNewTurn` when none does (it opens a turn of its own, in
-//! the line with the prompts), `failed` when it could not be recorded or
-//! the session ended first. One std mutex, held for a few instructions,
+//! A steering message recorded while a turn runs is answered `injected`
+//! once recorded (it reaches the model before that turn's next request or,
+//! if the turn ends first without being cancelled, in a turn of its own
+//! right after). One that finds no turn running opens a turn of its own, in
+//! the line with the prompts, and is answered `startedNewTurn` when that
+//! turn ends (so its updates come before the answer, as a prompt's do).
+//! `failed`: it could not be recorded, or the session ended first. One std mutex, held for a few instructions,
 //! never across an `.await` or a write.
 
 use std::collections::VecDeque;
@@ -57,6 +58,31 @@ pub(crate) enum SteeringOutcome {
 /// A prompt's answer: its turn's stop reason, or why it failed.
 pub(crate) type PromptReply = oneshot::Sender<Result<StopReason, AcpError>>;
 
+/// Who is answered when a turn ends.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// The prompt's request: the stop reason.
+    Prompt(PromptReply),
+    /// The steering message that opened the turn: `startedNewTurn`, once
+    /// the turn is over, so that its updates all come before the answer,
+    /// as a prompt's do.
+    Steering(oneshot::Sender<SteeringOutcome>),
+}
+
+impl Reply {
+    /// Answers with how the turn ended.
+    pub(crate) fn send(self, answer: Result<StopReason, AcpError>) {
+        match self {
+            Reply::Prompt(reply) => {
+                let _ = reply.send(answer);
+            }
+            Reply::Steering(reply) => {
+                let _ = reply.send(SteeringOutcome::StartedNewTurn);
+            }
+        }
+    }
+}
+
 /// A turn to run, taken from the line.
 #[derive(Debug)]
 pub(crate) struct Next {
@@ -64,9 +90,9 @@ pub(crate) struct Next {
     /// How it came to run (none: a prompt that arrived while nothing ran).
     pub(crate) via: Option<Via>,
     pub(crate) cancel: CancellationToken,
-    /// The prompt's request, answered when the turn ends; none for a turn a
-    /// steering message opened (answered when it was recorded).
-    pub(crate) reply: Option<PromptReply>,
+    /// Answered when the turn ends; none for a steering message answered
+    /// `injected` already (a turn left it to a turn of its own).
+    pub(crate) reply: Option<Reply>,
 }
 
 /// The line, shared by the session's handle and its actor.
@@ -414,6 +440,10 @@ impl Queue {
                     },
                 }
             };
+            let steering = match &event {
+                Event::SteeringReceived { steering_id, .. } => Some(steering_id.clone()),
+                _ => None,
+            };
             match c.commit(event) {
                 Ok(()) => {
                     if let Some((Some(reply), outcome)) = reply {
@@ -423,6 +453,9 @@ impl Queue {
                 Err(e) => {
                     if let Some((Some(reply), _)) = reply {
                         let _ = reply.send(SteeringOutcome::Failed);
+                    }
+                    if let Some(id) = steering {
+                        self.line().unrecordable(&id);
                     }
                     return Err(e);
                 }
@@ -538,7 +571,7 @@ impl Queue {
                             request_id: request,
                         }),
                         cancel,
-                        reply: Some(reply),
+                        reply: Some(Reply::Prompt(reply)),
                     })
                 }
                 Some(Waiting::Steered { steer, cancel }) => {
@@ -552,7 +585,7 @@ impl Queue {
                             steering_id: steer.id,
                         }),
                         cancel,
-                        reply: None,
+                        reply: steer.reply.map(Reply::Steering),
                     })
                 }
             };
@@ -566,8 +599,8 @@ impl Queue {
 
 impl Line {
     /// A steering message about to be recorded: marked so, its content
-    /// and its answer (`injected` for the running turn, else
-    /// `startedNewTurn`). `None`: it is gone (the session ended).
+    /// and, for the running turn, its answer (`injected`). `None`: it is
+    /// gone (the session ended).
     #[allow(clippy::type_complexity)]
     fn take_for_record(
         &mut self,
@@ -583,15 +616,35 @@ impl Line {
                 (s.reply.take(), SteeringOutcome::Injected),
             ));
         }
+        // Answered when the turn it opens ends (`Reply::Steering`).
         self.waiting.iter_mut().find_map(|w| match w {
             Waiting::Steered { steer, .. } if steer.id == id => {
                 steer.recorded = true;
                 Some((
                     steer.content.clone(),
-                    (steer.reply.take(), SteeringOutcome::StartedNewTurn),
+                    (None, SteeringOutcome::StartedNewTurn),
                 ))
             }
             _ => None,
         })
+    }
+
+    /// A steering message whose record could not be written: taken out,
+    /// and answered `failed`.
+    fn unrecordable(&mut self, id: &str) {
+        let mut gone = None;
+        if let Some(place) = self.steering.iter().position(|s| s.id == id) {
+            gone = self.steering.remove(place);
+        } else if let Some(place) = self
+            .waiting
+            .iter()
+            .position(|w| matches!(w, Waiting::Steered { steer, .. } if steer.id == id))
+            && let Some(Waiting::Steered { steer, .. }) = self.waiting.remove(place)
+        {
+            gone = Some(steer);
+        }
+        if let Some(reply) = gone.and_then(|mut s| s.reply.take()) {
+            let _ = reply.send(SteeringOutcome::Failed);
+        }
     }
 }

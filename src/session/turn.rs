@@ -17,7 +17,13 @@
 //!    (flushed to disk; the card appears with the settled arguments) →
 //!    a permission request if needed → `tool/started` → `tool/output`*
 //!    while it runs → `tool/result`.
-//! 4. If the model called tools, go to 2; else `turn/ended`.
+//! 4. If the model called tools, go to 2; else `turn/ended` (but for a
+//!    steering message waiting: then 2 again).
+//!
+//! Before each model request (step 2), the steering messages that arrived
+//! for this turn are given to the model (`steering/delivered`, after every
+//! call's result); what arrives in the session's line while the turn runs
+//! is recorded as it arrives (`super::queue`).
 //!
 //! A cancel stops the model stream or the running tool; calls that never
 //! ran get a `cancelled` result (so the model's history stays well-formed)

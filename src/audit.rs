@@ -248,13 +248,8 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                     .map(|f| (f.path.display().to_string(), f.bytes, f.cut))
                     .collect(),
             }),
-            Event::UserMessage { content, via, .. } => entries.push(Entry::Prompt {
-                at,
-                text: flatten_prompt(content),
-                blocked: None,
-                via: via.clone(),
-            }),
-            Event::PromptQueued { .. }
+            Event::UserMessage { .. }
+            | Event::PromptQueued { .. }
             | Event::PromptUnqueued { .. }
             | Event::SteeringReceived { .. }
             | Event::SteeringDelivered { .. }
@@ -340,10 +335,17 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
     entries
 }
 
-/// The entry of a record about the session's line: a prompt queued or
-/// taken out, a steering message received, delivered or dropped.
+/// The entry of a prompt, or of a record about the session's line: a
+/// prompt queued or taken out, a steering message received, delivered or
+/// dropped.
 fn line_entry(at: String, event: &Event) -> Option<Entry> {
     Some(match event {
+        Event::UserMessage { content, via, .. } => Entry::Prompt {
+            at,
+            text: flatten_prompt(content),
+            blocked: None,
+            via: via.clone(),
+        },
         Event::PromptQueued { request_id, text } => Entry::Queued {
             at,
             request_id: request_id.clone(),

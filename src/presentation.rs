@@ -414,39 +414,12 @@ impl Presenter {
                 NoticeLevel::Error,
                 format!("The hook {hook} blocked this prompt: {reason}"),
             ),
-            Event::UserMessage { content, via, .. } => {
-                self.in_turn = true;
-                self.message_tail = Tail::Paragraph;
-                // The client sent a prompt itself; a steering message that
-                // opened a turn it is shown here, as the user's.
-                let echo = self.mode == Mode::Replay
-                    || matches!(via, Some(crate::event_log::Via::Steering { .. }));
-                let mut updates: Vec<SessionUpdate> = if echo {
-                    content.iter().map(replayed_block).collect()
-                } else {
-                    Vec::new()
-                };
-                updates.extend(self.release_held());
-                updates
-            }
-            // Where the model got it, live and replayed alike.
-            Event::SteeringDelivered { content, .. } => {
-                self.message_tail = Tail::Paragraph;
-                content.iter().map(replayed_block).collect()
-            }
-            Event::SteeringDropped { reason, .. } => self.notice(
-                NoticeLevel::Warning,
-                match reason {
-                    crate::event_log::Dropped::Cancelled => "A steering message did not reach the model: the turn was cancelled before its next request. Send it again as a prompt if it still holds.",
-                    crate::event_log::Dropped::Stopped => "A steering message did not reach the model: the session ended first.",
-                }
-                .to_owned(),
-            ),
-            // The client knows what it sent; a queued prompt is shown
-            // when its turn opens (`user/message`).
-            Event::PromptQueued { .. }
+            Event::UserMessage { content, via, .. } => self.user_message(content, via.as_ref()),
+            Event::SteeringDelivered { .. }
+            | Event::SteeringDropped { .. }
+            | Event::PromptQueued { .. }
             | Event::PromptUnqueued { .. }
-            | Event::SteeringReceived { .. } => Vec::new(),
+            | Event::SteeringReceived { .. } => self.arrival(&record.event),
             Event::AssistantDelta { channel, text } => {
                 if *channel == DeltaChannel::Text {
                     self.note_message(text);
@@ -474,6 +447,48 @@ impl Presenter {
             }
             Event::ToolOutput { .. } => self.tool_output(record),
             Event::ToolResult { .. } => self.tool_result(record),
+        }
+    }
+
+    /// A prompt opens a turn: nothing live (the client sent it) but for
+    /// one a steering message opened; its blocks in a replay; then the
+    /// notices held since the last turn.
+    fn user_message(
+        &mut self,
+        content: &[ContentBlock],
+        via: Option<&crate::event_log::Via>,
+    ) -> Vec<SessionUpdate> {
+        self.in_turn = true;
+        self.message_tail = Tail::Paragraph;
+        let echo = self.mode == Mode::Replay
+            || matches!(via, Some(crate::event_log::Via::Steering { .. }));
+        let mut updates: Vec<SessionUpdate> = if echo {
+            content.iter().map(replayed_block).collect()
+        } else {
+            Vec::new()
+        };
+        updates.extend(self.release_held());
+        updates
+    }
+
+    /// A record of the session's line: a steering message is shown as the
+    /// user's where the model got it (live and replayed), or a notice when
+    /// it never got there; a queued prompt shows when its turn opens.
+    fn arrival(&mut self, event: &Event) -> Vec<SessionUpdate> {
+        match event {
+            Event::SteeringDelivered { content, .. } => {
+                self.message_tail = Tail::Paragraph;
+                content.iter().map(replayed_block).collect()
+            }
+            Event::SteeringDropped { reason, .. } => self.notice(
+                NoticeLevel::Warning,
+                match reason {
+                    crate::event_log::Dropped::Cancelled => "A steering message did not reach the model: the turn was cancelled before its next request. Send it again as a prompt if it still holds.",
+                    crate::event_log::Dropped::Stopped => "A steering message did not reach the model: the session ended first.",
+                }
+                .to_owned(),
+            ),
+            _ => Vec::new(),
         }
     }
 

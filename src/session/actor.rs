@@ -111,17 +111,9 @@ pub(crate) fn start(
     };
     let gathering = (damaged.is_none() && super::system::latest(committer.records()).is_none())
         .then(|| gather(config, &cwd, &policy));
-    // Capacity: the handle lets one prompt through at a time; a few slots
-    // are room for commands to come (mode changes, load) without waiting.
+    // Wake-ups only: a full inbox already holds one.
     let (inbox, commands) = mpsc::channel(8);
-    let link = ClientLink {
-        outgoing: outgoing.clone(),
-        session_id: id.clone(),
-        read: client.fs.read_text_file,
-        write: client.fs.write_text_file,
-        terminal: client.terminal,
-        fs_timeout: config.client_fs_timeout,
-    };
+    let link = client_link(outgoing, &id, client, config);
     let shells = Shells::default();
     let view = settings::View {
         model: provider.model().map(str::to_owned),
@@ -181,6 +173,23 @@ pub(crate) fn start(
         settings: view,
         opened,
     })
+}
+
+/// The way to the editor, as far as the client offered it.
+fn client_link(
+    outgoing: Arc<Outgoing>,
+    id: &str,
+    client: &ClientCapabilities,
+    config: &Config,
+) -> ClientLink {
+    ClientLink {
+        outgoing,
+        session_id: id.to_owned(),
+        read: client.fs.read_text_file,
+        write: client.fs.write_text_file,
+        terminal: client.terminal,
+        fs_timeout: config.client_fs_timeout,
+    }
 }
 
 /// The session's policy and where it stands with its project's own

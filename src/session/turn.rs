@@ -178,38 +178,50 @@ async fn steps(
                 None => return Ok(ended),
             }
         }
-        let mut stopped: Option<(String, String)> = None;
-        for (id, name, input) in calls {
-            control.queue.record(c)?;
-            if let Some((hook, reason)) = &stopped {
-                let text = format!("not run: the hook {hook} ended the turn ({reason})");
-                finish(c, &id, ResultStatus::Cancelled, &text)?;
-                continue;
-            }
-            if control.cancel.is_cancelled() {
-                finish(
-                    c,
-                    &id,
-                    ResultStatus::Cancelled,
-                    "cancelled by the user before it ran",
-                )?;
-                continue;
-            }
-            if let Next::Stop { hook, reason } =
-                run_call(c, gate, &id, &name, &input, control).await?
-            {
-                stopped = Some((hook, reason));
-            }
-        }
-        if let Some((hook, reason)) = stopped {
-            c.commit(Event::Notice {
-                level: NoticeLevel::Warning,
-                text: format!("The hook {hook} ended the turn: {reason}"),
-            })?;
-            return Ok(TurnStop::EndTurn);
+        if let Some(stop) = run_calls(c, gate, calls, control).await? {
+            return Ok(stop);
         }
     }
     Ok(TurnStop::MaxTurnRequests)
+}
+
+/// Step 3: each call of the model's response, in order. `Some`: a hook
+/// ended the turn.
+async fn run_calls(
+    c: &mut Committer,
+    gate: &mut Gate,
+    calls: Vec<(String, String, serde_json::Value)>,
+    control: &TurnControl,
+) -> Result<Option<TurnStop>, TurnError> {
+    let mut stopped: Option<(String, String)> = None;
+    for (id, name, input) in calls {
+        control.queue.record(c)?;
+        if let Some((hook, reason)) = &stopped {
+            let text = format!("not run: the hook {hook} ended the turn ({reason})");
+            finish(c, &id, ResultStatus::Cancelled, &text)?;
+            continue;
+        }
+        if control.cancel.is_cancelled() {
+            finish(
+                c,
+                &id,
+                ResultStatus::Cancelled,
+                "cancelled by the user before it ran",
+            )?;
+            continue;
+        }
+        if let Next::Stop { hook, reason } = run_call(c, gate, &id, &name, &input, control).await? {
+            stopped = Some((hook, reason));
+        }
+    }
+    if let Some((hook, reason)) = stopped {
+        c.commit(Event::Notice {
+            level: NoticeLevel::Warning,
+            text: format!("The hook {hook} ended the turn: {reason}"),
+        })?;
+        return Ok(Some(TurnStop::EndTurn));
+    }
+    Ok(None)
 }
 
 /// The steering messages that arrived for this turn, delivered before the

@@ -529,6 +529,7 @@ async fn a_replay_shows_queued_prompts_and_steering_where_they_happened() {
         )])),
         respond(json!([text("steered")])),
         respond(json!([text("queued ran")])),
+        respond(json!([text("idle steering ran")])),
     ]))
     .with_policy(json!({"mode": "bypassPermissions"}));
     let mut live = Conn::spawn(env);
@@ -539,6 +540,9 @@ async fn a_replay_shows_queued_prompts_and_steering_where_they_happened() {
     let steer = send_steering(&mut live, &session, "mid-way").await;
     let second = send_prompt(&mut live, &session, "two").await;
     answers_to(&mut live, &mut answers, &[&first, &steer, &second]).await;
+    let idle = send_steering(&mut live, &session, "while idle").await;
+    let opened = live.response(&idle).await;
+    assert_eq!(opened["result"]["outcome"], "startedNewTurn");
     let env = live.end().await;
 
     let mut again = Conn::spawn(env);
@@ -572,7 +576,15 @@ async fn a_replay_shows_queued_prompts_and_steering_where_they_happened() {
         "agent: steered",
         "user: two",
         "agent: queued ran",
+        "user: while idle",
+        "agent: idle steering ran",
     ];
+    // Each shown once, where the model got it.
+    assert_eq!(
+        shown.iter().filter(|s| *s == "user: mid-way").count(),
+        1,
+        "{shown:?}"
+    );
     let mut from = 0;
     for want in expected {
         let found = shown[from..]

@@ -33,6 +33,7 @@ mod permissions_property;
 mod process;
 mod protocol;
 mod providers;
+mod queue;
 mod sandbox;
 mod schema_file;
 mod sessions;

@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_client_protocol_schema::v1::{ClientCapabilities, SessionId, StopReason};
+use agent_client_protocol_schema::v1::{
+    ClientCapabilities, ElicitationCapabilities, SessionId, StopReason,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -188,6 +190,10 @@ fn client_link(
         read: client.fs.read_text_file,
         write: client.fs.write_text_file,
         terminal: client.terminal,
+        elicit_form: client
+            .elicitation
+            .as_ref()
+            .is_some_and(ElicitationCapabilities::supports_form),
         fs_timeout: config.client_fs_timeout,
     }
 }

@@ -576,6 +576,8 @@ async fn execute(
         env_file: gate.env_file.clone(),
         file_base: call.file_base().map(str::to_owned),
         mcp: Some(gate.mcp.clone()),
+        tool_call_id: id.clone(),
+        client: Some(gate.client.clone()),
     };
     let running = call.input().run(cx);
     tokio::pin!(running);

@@ -16,6 +16,7 @@
 //! status `failed` and a message for the model, never an error that ends
 //! the turn.
 
+pub mod ask_user;
 pub mod bash;
 pub mod edit;
 pub mod exec;
@@ -54,11 +55,12 @@ pub enum Tool {
     Glob,
     Grep,
     TodoWrite,
+    AskUserQuestion,
 }
 
 impl Tool {
     /// Every tool, in the order offered to the model.
-    pub const ALL: [Tool; 9] = [
+    pub const ALL: [Tool; 10] = [
         Tool::Bash,
         Tool::BashOutput,
         Tool::KillShell,
@@ -68,6 +70,7 @@ impl Tool {
         Tool::Glob,
         Tool::Grep,
         Tool::TodoWrite,
+        Tool::AskUserQuestion,
     ];
 
     /// Looks a tool up by its wire name (exact, case-sensitive).
@@ -86,6 +89,7 @@ impl Tool {
             Tool::Glob => "Glob",
             Tool::Grep => "Grep",
             Tool::TodoWrite => "TodoWrite",
+            Tool::AskUserQuestion => "AskUserQuestion",
         }
     }
 
@@ -99,7 +103,8 @@ impl Tool {
             | Tool::Read
             | Tool::Glob
             | Tool::Grep
-            | Tool::TodoWrite => true,
+            | Tool::TodoWrite
+            | Tool::AskUserQuestion => true,
         }
     }
 
@@ -126,6 +131,7 @@ impl Tool {
             Tool::Glob => search::glob_spec(),
             Tool::Grep => search::grep_spec(),
             Tool::TodoWrite => todo::spec(),
+            Tool::AskUserQuestion => ask_user::spec(),
         }
     }
 
@@ -156,7 +162,11 @@ impl Tool {
         match self {
             Tool::Read | Tool::Write | Tool::Edit => Some("file_path"),
             Tool::Glob | Tool::Grep => Some("path"),
-            Tool::Bash | Tool::BashOutput | Tool::KillShell | Tool::TodoWrite => None,
+            Tool::Bash
+            | Tool::BashOutput
+            | Tool::KillShell
+            | Tool::TodoWrite
+            | Tool::AskUserQuestion => None,
         }
     }
 
@@ -198,6 +208,7 @@ impl Tool {
             Tool::Write | Tool::Edit => write::present(self, input, cwd),
             Tool::Glob | Tool::Grep => search::present(self, input, cwd),
             Tool::TodoWrite => todo::present(input),
+            Tool::AskUserQuestion => ask_user::present(input),
         }
     }
 
@@ -206,6 +217,7 @@ impl Tool {
     pub fn detail(self, input: &Value) -> Option<String> {
         match self {
             Tool::Bash => bash::detail(input),
+            Tool::AskUserQuestion => ask_user::detail(input),
             _ => None,
         }
     }
@@ -233,7 +245,8 @@ impl Tool {
             | Tool::Read
             | Tool::Glob
             | Tool::Grep
-            | Tool::TodoWrite => None,
+            | Tool::TodoWrite
+            | Tool::AskUserQuestion => None,
         }
     }
 }
@@ -265,6 +278,7 @@ pub enum ToolInput {
     Glob(search::GlobInput),
     Grep(search::GrepInput),
     TodoWrite(todo::TodoInput),
+    AskUserQuestion(ask_user::AskInput),
     /// A tool of one of the session's MCP servers.
     Mcp(mcp::McpInput),
 }
@@ -282,6 +296,7 @@ impl ToolInput {
             Tool::Glob => ToolInput::Glob(search::parse_glob(input)?),
             Tool::Grep => ToolInput::Grep(search::parse_grep(input)?),
             Tool::TodoWrite => ToolInput::TodoWrite(todo::parse(input)?),
+            Tool::AskUserQuestion => ToolInput::AskUserQuestion(ask_user::parse(input)?),
         })
     }
 
@@ -298,6 +313,7 @@ impl ToolInput {
             | ToolInput::BashOutput(_)
             | ToolInput::KillShell(_)
             | ToolInput::TodoWrite(_)
+            | ToolInput::AskUserQuestion(_)
             | ToolInput::Mcp(_) => None,
         }
     }
@@ -315,6 +331,7 @@ impl ToolInput {
             ToolInput::Glob(_) => Tool::Glob,
             ToolInput::Grep(_) => Tool::Grep,
             ToolInput::TodoWrite(_) => Tool::TodoWrite,
+            ToolInput::AskUserQuestion(_) => Tool::AskUserQuestion,
         })
     }
 
@@ -330,6 +347,7 @@ impl ToolInput {
             ToolInput::Glob(i) => search::glob(i, cx).await,
             ToolInput::Grep(i) => search::grep(i, cx).await,
             ToolInput::TodoWrite(i) => todo::run(i, cx).await,
+            ToolInput::AskUserQuestion(i) => ask_user::run(i, cx).await,
             ToolInput::Mcp(i) => mcp::run(i, cx).await,
         }
     }
@@ -430,6 +448,10 @@ pub struct ToolContext {
     pub file_base: Option<String>,
     /// The session's MCP servers (for `ToolInput::Mcp`).
     pub mcp: Option<crate::tools::mcp::Servers>,
+    /// The call's id (a question is scoped to its card).
+    pub tool_call_id: String,
+    /// The editor, to ask the user through (`AskUserQuestion`).
+    pub client: Option<ClientLink>,
 }
 
 impl ToolContext {

@@ -12,6 +12,7 @@
 
 mod support;
 
+mod ask;
 mod cancel;
 mod claude;
 mod clients;

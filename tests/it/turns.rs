@@ -281,7 +281,7 @@ async fn failures_and_refusals_are_failed_cards_the_model_hears_about() {
     assert_eq!(result("fails")["output"], "broken\n[exit code: 3]");
     assert_eq!(result("fails")["exitCode"], 3);
     assert!(result("unknown")["output"].as_str().unwrap().contains(
-        "the tools are Bash, BashOutput, KillShell, Read, Write, Edit, Glob, Grep, TodoWrite"
+        "the tools are Bash, BashOutput, KillShell, Read, Write, Edit, Glob, Grep, TodoWrite, AskUserQuestion"
     ));
     assert_eq!(result("bad")["status"], "failed");
     assert_eq!(result("missing")["status"], "failed");

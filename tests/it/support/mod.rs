@@ -63,6 +63,11 @@ pub struct Conn {
     pub permission_requests: Vec<Value>,
     permission_answers: std::collections::VecDeque<String>,
     hold_permissions: bool,
+    /// Results for the next `elicitation/create` requests, in order
+    /// (`{"action": "decline"}` when none is left; `null`: left unanswered).
+    pub elicitation_answers: std::collections::VecDeque<Value>,
+    /// The `elicitation/create` requests received (their params).
+    pub elicitations: Vec<Value>,
     /// The environment used (home dir etc.), kept alive with the connection.
     pub env: TestEnv,
 }
@@ -363,6 +368,8 @@ impl Conn {
             permission_requests: Vec::new(),
             permission_answers: Default::default(),
             hold_permissions: false,
+            elicitation_answers: Default::default(),
+            elicitations: Vec::new(),
             env,
         }
     }
@@ -464,6 +471,18 @@ impl Conn {
         self.frames.push(frame.clone());
         if frame["method"] == "session/request_permission" && frame.get("id").is_some() {
             self.answer_permission(&frame).await;
+        }
+        if frame["method"] == "elicitation/create" && frame.get("id").is_some() {
+            self.elicitations.push(frame["params"].clone());
+            let result = self
+                .elicitation_answers
+                .pop_front()
+                .unwrap_or_else(|| json!({"action": "decline"}));
+            let reply = json!({"jsonrpc": "2.0", "id": frame["id"], "result": result});
+            // A `null` answer leaves the form open (a user who walked away).
+            if self.tx.is_some() && !result.is_null() {
+                self.send_raw(&reply.to_string()).await;
+            }
         }
         Some(frame)
     }

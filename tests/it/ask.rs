@@ -258,3 +258,60 @@ async fn a_loaded_session_replays_the_question_and_its_answer() {
     // Nobody is asked again.
     assert!(again.elicitations.is_empty());
 }
+
+#[tokio::test]
+async fn a_question_open_when_candor_dies_is_closed_on_reload_and_the_model_is_told() {
+    use crate::support::mock_anthropic::{self as anthropic, MockAnthropic};
+    let mut live = Conn::spawn(asking(false));
+    live.initialize_with(serde_json::from_str(FORMS).unwrap())
+        .await;
+    let session = live.new_session().await;
+    live.elicitation_answers.push_back(Value::Null);
+    live.send_request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "set it up"}]}),
+    )
+    .await;
+    while live.elicitations.is_empty() {
+        live.recv().await;
+    }
+    live.child().start_kill().unwrap();
+    let _ = live.child().wait().await;
+    let env = live.env;
+
+    let mock = MockAnthropic::start(vec![anthropic::message(
+        vec![anthropic::text("I will ask again.")],
+        "end_turn",
+    )])
+    .await;
+    let mut cmd = candor_command(&env);
+    cmd.env_remove("CANDOR_SCRIPT")
+        .env("CANDOR_PROVIDER", "anthropic")
+        .env("ANTHROPIC_BASE_URL", mock.url())
+        .env("ANTHROPIC_API_KEY", anthropic::KEY);
+    let mut again = Conn::spawn_with(env, cmd);
+    again.initialize().await;
+    let cwd = again.env.project.clone();
+    let loaded = again
+        .request(
+            "session/load",
+            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
+        )
+        .await;
+    assert!(loaded.get("error").is_none(), "{loaded}");
+    assert_eq!(again.thread(&session).card("q").status, "failed");
+    let result = record(&again, &session, "tool/result", "q").unwrap();
+    assert_eq!(
+        result["output"],
+        "interrupted: candor stopped before this finished"
+    );
+    let answer = again.prompt(&session, "continue").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let sent = mock.bodies().join("\n");
+    assert!(
+        sent.contains("interrupted: candor stopped before this finished"),
+        "{sent}"
+    );
+    // The reloaded session does not ask the dead question again.
+    assert!(again.elicitations.is_empty());
+}

@@ -315,3 +315,13 @@ async fn a_question_open_when_candor_dies_is_closed_on_reload_and_the_model_is_t
     // The reloaded session does not ask the dead question again.
     assert!(again.elicitations.is_empty());
 }
+
+#[tokio::test]
+async fn plan_mode_lets_the_model_ask() {
+    let (mut conn, session) = with_forms(asking(false).with_policy(json!({"mode": "plan"}))).await;
+    conn.elicitation_answers
+        .push_back(json!({"action": "accept", "content": {"q1": "SQLite"}}));
+    conn.prompt(&session, "plan it").await;
+    assert_eq!(conn.elicitations.len(), 1);
+    assert!(told(&conn).to_string().contains(r#"=\"SQLite\""#));
+}

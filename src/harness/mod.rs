@@ -574,6 +574,9 @@ impl Runner<'_> {
         let cards_from = self.conn.cards.len();
         let permissions_from = self.conn.permission_requests.len();
         let client_requests_from = self.conn.client_requests.len();
+        if !step.elicitations.is_empty() {
+            self.conn.answer_elicitations(&step.elicitations);
+        }
         if !step.permissions.is_empty() {
             self.conn.answer_permissions(&step.permissions);
         }

@@ -150,6 +150,11 @@ pub struct Step {
     /// `cancel-turn` (send `session/cancel`, then answer `cancelled`).
     #[serde(default)]
     pub permissions: Vec<String>,
+    /// Results for the next `elicitation/create` requests, in order (an
+    /// `ElicitationResponse`: `{"action": "accept", "content": {…}}`,
+    /// `decline`, `cancel`); unscripted ones are declined.
+    #[serde(default)]
+    pub elicitations: Vec<Value>,
     /// Cancels the prompt when an update matching this arrives, after
     /// `ms`, or once files' JSON lines match.
     #[serde(default)]

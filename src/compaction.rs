@@ -425,6 +425,8 @@ pub fn instruction(focus: Option<&str>, in_prompt: bool) -> String {
 /// `base`'s system prompt and tools, the span's history, the instruction
 /// (`in_prompt`: the span ends inside the current prompt, whose request is
 /// kept verbatim). `true` when the span's messages had to be shortened to fit `budget`.
+// The span, what is asked, and the room: each a different fact.
+#[allow(clippy::too_many_arguments)]
 pub fn summary_request(
     records: &[Record],
     attachments: &Attachments,

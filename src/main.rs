@@ -118,43 +118,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     match cli.command {
-        None => {
-            let mut config = candor::Config::from_env();
-            config.log_messages = cli.log_messages;
-            // Before any child exists: what commands and hooks leave behind
-            // becomes candor's to end.
-            candor::tools::exec::become_subreaper();
-            if std::env::var_os("HOME").is_none()
-                && let Some(home) = config.user_home.clone()
-            {
-                candor::tools::exec::home_for_children(home);
-            }
-            candor::tools::exec::pass_env(
-                config
-                    .user_settings
-                    .as_ref()
-                    .ok()
-                    .and_then(|s| s.pass_env.clone())
-                    .unwrap_or_default(),
-            );
-            {
-                use std::io::IsTerminal as _;
-                if let Some(hint) = candor::terminal_hint(std::io::stdin().is_terminal()) {
-                    #[allow(clippy::print_stderr)] // for the person at the terminal
-                    {
-                        eprintln!("{hint}");
-                    }
-                }
-            }
-            runtime.block_on(async {
-                let (input, output) = candor::stdio();
-                candor::serve(input, output, config, terminate_signal()).await;
-            });
-            // When stdin is not a pipe, do not wait for the blocking reader
-            // thread, which may sit in read(2) forever.
-            runtime.shutdown_timeout(std::time::Duration::from_millis(50));
-            Ok(ExitCode::SUCCESS)
-        }
+        None => Ok(serve_stdio(runtime, cli.log_messages)),
         Some(Command::Audit { session, json }) => {
             let config = candor::Config::from_env();
             let warnings = candor::audit::run(
@@ -244,6 +208,45 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// No subcommand: one ACP connection on stdin/stdout.
+fn serve_stdio(runtime: tokio::runtime::Runtime, log_messages: bool) -> ExitCode {
+    let mut config = candor::Config::from_env();
+    config.log_messages = log_messages;
+    // Before any child exists: what commands and hooks leave behind
+    // becomes candor's to end.
+    candor::tools::exec::become_subreaper();
+    if std::env::var_os("HOME").is_none()
+        && let Some(home) = config.user_home.clone()
+    {
+        candor::tools::exec::home_for_children(home);
+    }
+    candor::tools::exec::pass_env(
+        config
+            .user_settings
+            .as_ref()
+            .ok()
+            .and_then(|s| s.pass_env.clone())
+            .unwrap_or_default(),
+    );
+    {
+        use std::io::IsTerminal as _;
+        if let Some(hint) = candor::terminal_hint(std::io::stdin().is_terminal()) {
+            #[allow(clippy::print_stderr)] // for the person at the terminal
+            {
+                eprintln!("{hint}");
+            }
+        }
+    }
+    runtime.block_on(async {
+        let (input, output) = candor::stdio();
+        candor::serve(input, output, config, terminate_signal()).await;
+    });
+    // When stdin is not a pipe, do not wait for the blocking reader
+    // thread, which may sit in read(2) forever.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(50));
+    ExitCode::SUCCESS
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

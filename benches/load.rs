@@ -98,6 +98,7 @@ fn write_session(dir: &Path, cwd: &Path) -> String {
                 rewritten_by: vec![],
                 preview: None,
                 mcp: None,
+                sandbox: None,
             })
             .unwrap();
             log.append(Event::ToolStarted {

@@ -881,6 +881,7 @@ mod tests {
                     rewritten_by: vec!["rtk".into()],
                     preview: None,
                     mcp: None,
+                    sandbox: None,
                 },
             ),
             rec(

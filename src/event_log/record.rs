@@ -218,6 +218,11 @@ pub enum Event {
         /// model called), as the card shows them.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mcp: Option<McpTarget>,
+        /// For a Bash call: the boundary it runs in, settled with the
+        /// arguments (`protocol/sandbox.md`, "The `Boundary` record"); the
+        /// card's sandbox line is made from it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox: Option<crate::sandbox::Boundary>,
     },
     /// candor asked the user whether the call may run (`decision` was `ask`).
     #[serde(rename = "permission/requested")]
@@ -939,6 +944,7 @@ mod tests {
                 rewritten_by: Vec::new(),
                 preview: None,
                 mcp: None,
+                sandbox: None,
             },
         };
         let line = serde_json::to_value(&rec).unwrap();

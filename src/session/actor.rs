@@ -141,6 +141,7 @@ pub(crate) fn start(
         mcp,
         user_commands: Vec::new(),
         trust,
+        confiner: crate::tools::confined::Confiner::new(config.launcher.clone()),
     };
     let handle = SessionHandle::new(
         id.clone(),

@@ -70,6 +70,18 @@ pub(crate) async fn run_call(
             return Ok(Next::Continue);
         }
     };
+    // A command's boundary is settled with its arguments.
+    if settled.tool() == Some(crate::tools::Tool::Bash) {
+        let probe = gate.confiner.probe().await;
+        let place = interception::sandbox::Place {
+            cwd: &control.cwd,
+            tmpdir: gate.confiner.tmpdir(),
+            home: gate.config.user_home.as_deref(),
+            probe,
+            launcher: gate.confiner.launcher().is_some(),
+        };
+        interception::sandbox::confine(&mut settled, &gate.policy.sandbox, place);
+    }
     // What the hooks said besides deciding: failures and messages reach
     // the user before the card; context goes with the result.
     let mut notes = Vec::new();
@@ -251,6 +263,7 @@ fn tool_call_record(s: &Settled, preview: Option<FileDiff>) -> Event {
         rewritten_by: s.rewritten_by().to_vec(),
         preview,
         mcp: s.mcp_target(),
+        sandbox: s.boundary().cloned(),
     }
 }
 
@@ -571,6 +584,8 @@ async fn execute(
         env_file: gate.env_file.clone(),
         file_base: call.file_base().map(str::to_owned),
         mcp: Some(gate.mcp.clone()),
+        boundary: call.boundary().cloned(),
+        confiner: Some(gate.confiner.clone()),
     };
     let running = call.input().run(cx);
     tokio::pin!(running);

@@ -34,6 +34,7 @@ mod process;
 mod protocol;
 mod providers;
 mod sandbox;
+mod sandboxed_calls;
 mod schema_file;
 mod sessions;
 mod tidy;

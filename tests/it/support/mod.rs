@@ -138,6 +138,8 @@ impl TestEnv {
         });
         config.policy = self.policy.clone();
         config.capture = Some(self.capture.clone());
+        // The sandbox's launcher, as the server has it (its own binary).
+        config.launcher = Some(env!("CARGO_BIN_EXE_candor").into());
         config
     }
 

@@ -88,13 +88,22 @@ pub fn confine(settled: &mut Settled, sandbox: &Sandbox, place: Place<'_>) {
         settled.disposition = Disposition::Run { by: SANDBOX.into() };
         settled.grant = None;
     }
-    settled.boundary = Some(boundary);
+    settled.boundary = Some(plain(boundary));
 }
 
 /// A boundary that confines nothing, for `reason`.
 fn unconfined(sandbox: &Sandbox, place: Place<'_>, reason: String) -> Boundary {
     let mut b = sandbox.boundary(place.cwd, place.tmpdir, place.home, place.probe);
     b.enforced = Enforced::Unconfined { reason };
+    b
+}
+
+/// What the record says of a command that runs as plain `bash`: no
+/// `TMPDIR` of the session's is given to it.
+fn plain(mut b: Boundary) -> Boundary {
+    if b.confinement().is_none() {
+        b.tmpdir = None;
+    }
     b
 }
 

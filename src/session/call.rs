@@ -36,6 +36,10 @@ use crate::interception::{self, ApprovedCall, Aside, Asides, FinishedCall, HookN
 use crate::presentation::describe_decider;
 use crate::tools::{ToolContext, ToolEvent};
 
+/// The probe's place when the kernel was not asked (the sandbox is off).
+static NOT_ASKED: std::sync::LazyLock<crate::sandbox::Probe> =
+    std::sync::LazyLock::new(|| crate::sandbox::Probe::nothing("not asked: the sandbox is off"));
+
 /// The model is told this when the user says no.
 pub(crate) const REFUSED_BY_USER: &str = "The user refused to run this call.";
 
@@ -72,7 +76,13 @@ pub(crate) async fn run_call(
     };
     // A command's boundary is settled with its arguments.
     if settled.tool() == Some(crate::tools::Tool::Bash) {
-        let probe = gate.confiner.probe().await;
+        // The kernel is asked once per process, and not at all with the
+        // sandbox off.
+        let probe = if gate.policy.sandbox.preset == crate::sandbox::Preset::FullAccess {
+            crate::sandbox::probe::cached().unwrap_or(&NOT_ASKED)
+        } else {
+            gate.confiner.probe().await
+        };
         let place = interception::sandbox::Place {
             cwd: &control.cwd,
             tmpdir: gate.confiner.tmpdir(),

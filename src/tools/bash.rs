@@ -311,30 +311,9 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
     if let Some(file) = cx.session_env() {
         env.push(EnvVariable::new("BASH_ENV", file.display().to_string()));
     }
-    // Confined, the editor runs candor's own binary as the launcher, which
-    // confines itself exactly as for a command candor starts.
-    let confined = cx.boundary.as_ref().filter(|b| b.confinement().is_some());
-    let (program, args, mut watch) = match (confined, &cx.confiner) {
-        (Some(boundary), Some(confiner)) => {
-            let (launcher, launch, watch) = match confiner.launch(boundary) {
-                Ok(l) => l,
-                Err(why) => return not_set_up(&why),
-            };
-            let args = match launch.args(&["bash", "-c", input.command.as_str()]) {
-                Ok(args) => args
-                    .into_iter()
-                    .map(|a| a.to_string_lossy().into_owned())
-                    .collect(),
-                Err(e) => return not_set_up(&e.to_string()),
-            };
-            (launcher.display().to_string(), args, Some(watch))
-        }
-        (Some(_), None) => return not_set_up("the session has no sandbox runtime"),
-        (None, _) => (
-            "bash".to_owned(),
-            vec!["-c".to_owned(), input.command.clone()],
-            None,
-        ),
+    let (program, args, mut watch) = match terminal_command(input, &cx) {
+        Ok(command) => command,
+        Err(failed) => return failed,
     };
     let request = CreateTerminalRequest::new(client.session_id.clone(), program)
         .args(args)
@@ -428,6 +407,35 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
     }
     explain(&mut out, &cx);
     out
+}
+
+/// What the editor's terminal runs: confined, candor's own binary as the
+/// launcher, which confines itself exactly as for a command candor starts
+/// (and the watch on its reports); else `bash -c`.
+fn terminal_command(
+    input: &BashInput,
+    cx: &ToolContext,
+) -> Result<(String, Vec<String>, Option<crate::sandbox::Watch>), ToolOutput> {
+    let confined = cx.boundary.as_ref().filter(|b| b.confinement().is_some());
+    match (confined, &cx.confiner) {
+        (Some(boundary), Some(confiner)) => {
+            let (launcher, launch, watch) =
+                confiner.launch(boundary).map_err(|why| not_set_up(&why))?;
+            let args = launch
+                .args(&["bash", "-c", input.command.as_str()])
+                .map_err(|e| not_set_up(&e.to_string()))?
+                .into_iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            Ok((launcher.display().to_string(), args, Some(watch)))
+        }
+        (Some(_), None) => Err(not_set_up("the session has no sandbox runtime")),
+        (None, _) => Ok((
+            "bash".to_owned(),
+            vec!["-c".to_owned(), input.command.clone()],
+            None,
+        )),
+    }
 }
 
 fn finish(

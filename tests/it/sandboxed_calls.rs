@@ -53,13 +53,11 @@ fn result_text(conn: &Conn, n: usize, id: &str) -> String {
 }
 
 /// The session's config, with the user's candor config file `toml`.
-fn with_candor_sandbox(env: &TestEnv, toml: &str) -> candor::Config {
-    let mut config = env.config();
-    let path = env.dir.path().join("candor.toml");
-    std::fs::write(&path, toml).unwrap();
-    config.user_settings = candor::config::Settings::load(&path);
+fn with_candor_sandbox(env: TestEnv, toml: &str) -> (TestEnv, candor::Config) {
+    let env = env.with_user_config(toml);
+    let config = env.config();
     assert!(config.user_settings.is_ok(), "{:?}", config.user_settings);
-    config
+    (env, config)
 }
 
 fn summary(project: &Path) -> String {
@@ -153,9 +151,12 @@ async fn run_inputs(env: TestEnv, user_toml: Option<&str>, inputs: Vec<Value>) -
         script: Some(path),
         ..env
     };
-    let config = match user_toml {
-        Some(toml) => with_candor_sandbox(&env, toml),
-        None => env.config(),
+    let (env, config) = match user_toml {
+        Some(toml) => with_candor_sandbox(env, toml),
+        None => {
+            let config = env.config();
+            (env, config)
+        }
     };
     let mut conn = Conn::in_process_with(env, config);
     let session = conn.ready().await;
@@ -449,5 +450,53 @@ async fn a_background_command_runs_in_the_boundary_too() {
     assert_eq!(
         call_record(&log, "b")["sandbox"]["enforced"]["kind"],
         "confined"
+    );
+}
+
+/// candor (the binary) running `touch started; sleep 1.5; echo x >
+/// finished`, SIGKILLed once the command started; whether `finished`
+/// appeared within 4 s after.
+async fn killed_mid_command(env: TestEnv) -> bool {
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![respond(json!([tool(
+        "k",
+        "Bash",
+        json!({"command": "touch started; sleep 1.5; echo x > finished"})
+    )]))]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    }
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let started = env.project.join("started");
+    let finished = env.project.join("finished");
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    conn.send_request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+    )
+    .await;
+    assert!(
+        eventually(Duration::from_secs(10), || started.exists()).await,
+        "the command never started"
+    );
+    conn.child().start_kill().unwrap();
+    let _ = conn.child().wait().await;
+    eventually(Duration::from_secs(4), || finished.exists()).await
+}
+
+#[tokio::test]
+async fn when_candor_is_sigkilled_nothing_its_sandboxed_command_started_writes_afterwards() {
+    require_sandbox();
+    assert!(
+        !killed_mid_command(TestEnv::new()).await,
+        "the command wrote after candor died"
+    );
+    // The control: unconfined, the command outlives candor and finishes.
+    assert!(
+        killed_mid_command(TestEnv::new().unsandboxed()).await,
+        "the control did not finish"
     );
 }

@@ -581,6 +581,12 @@ impl SessionEvent {
 pub enum ConfigId {
     Mode,
     Model,
+    /// The sandbox's preset the user chose for the session (`/sandbox`):
+    /// `read-only`, `workspace-write` or `full-access`.
+    Sandbox,
+    /// The sandbox's network the user chose for the session
+    /// (`/sandbox network on|off`): `on` or `off`.
+    Network,
 }
 
 impl ConfigId {
@@ -588,6 +594,8 @@ impl ConfigId {
         match self {
             ConfigId::Mode => "mode",
             ConfigId::Model => "model",
+            ConfigId::Sandbox => "sandbox",
+            ConfigId::Network => "network",
         }
     }
 }

@@ -76,9 +76,10 @@ pub(crate) async fn run_call(
     };
     // A command's boundary is settled with its arguments.
     if settled.tool() == Some(crate::tools::Tool::Bash) {
+        let sandbox = super::sandbox::effective(&gate.policy.sandbox, c.records());
         // The kernel is asked once per process, and not at all with the
         // sandbox off.
-        let probe = if gate.policy.sandbox.preset == crate::sandbox::Preset::FullAccess {
+        let probe = if sandbox.preset == crate::sandbox::Preset::FullAccess {
             crate::sandbox::probe::cached().unwrap_or(&NOT_ASKED)
         } else {
             gate.confiner.probe().await
@@ -90,7 +91,7 @@ pub(crate) async fn run_call(
             probe,
             launcher: gate.confiner.launcher().is_some(),
         };
-        interception::sandbox::confine(&mut settled, &gate.policy.sandbox, place);
+        interception::sandbox::confine(&mut settled, &sandbox, place);
     }
     // What the hooks said besides deciding: failures and messages reach
     // the user before the card; context goes with the result.

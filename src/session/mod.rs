@@ -24,6 +24,7 @@ pub(crate) mod events;
 pub(crate) mod handle;
 pub(crate) mod mcp;
 pub(crate) mod restore;
+pub(crate) mod sandbox;
 pub(crate) mod settings;
 pub(crate) mod system;
 pub(crate) mod trust;

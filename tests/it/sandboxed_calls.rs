@@ -500,3 +500,72 @@ async fn when_candor_is_sigkilled_nothing_its_sandboxed_command_started_writes_a
         "the control did not finish"
     );
 }
+
+#[tokio::test]
+async fn the_user_lifts_the_sandbox_with_a_command_and_a_loaded_session_keeps_it() {
+    require_sandbox();
+    let env = TestEnv::new();
+    let out = outside(&env);
+    let path = env.dir.path().join("script.json");
+    let command = format!("echo x > {}/lifted", out.display());
+    let s = script(vec![
+        respond(json!([tool("l", "Bash", json!({ "command": command }))])),
+        respond(json!([text("done")])),
+        respond(json!([tool(
+            "m",
+            "Bash",
+            json!({ "command": "echo again" })
+        )])),
+        respond(json!([text("done again")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "/sandbox off").await;
+    conn.prompt(&session, "write it").await;
+    assert!(out.join("lifted").exists());
+    let card = conn.thread(&session).card("l").clone();
+    assert!(
+        card.text()
+            .contains("not sandboxed: turned off by you (/sandbox off)"),
+        "{}",
+        card.text()
+    );
+    let log = conn.env.log(&session);
+    assert!(
+        log.iter().any(|r| r["type"] == "config/changed"
+            && r["configId"] == "sandbox"
+            && r["value"] == "full-access"),
+        "{log:?}"
+    );
+    // `candor audit` lists the boundary each call ran in.
+    let audit = audit(&conn.env.home, &session, false);
+    assert!(
+        audit.contains("not sandboxed: turned off by you (/sandbox off)"),
+        "{audit}"
+    );
+    let env = conn.end().await;
+    // Loaded again, the choice holds, and the replay shows the same card.
+    let mut again = Conn::spawn(env);
+    again.initialize().await;
+    let cwd = again.env.project.clone();
+    let id = again
+        .send_request(
+            "session/load",
+            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
+        )
+        .await;
+    again.response(&id).await;
+    let replayed = again.thread(&session).card("l").clone();
+    assert_eq!(replayed.content, card.content);
+    again.prompt(&session, "again").await;
+    let log = again.env.log(&session);
+    assert_eq!(
+        call_record(&log, "m")["sandbox"]["enforced"]["kind"],
+        "unconfined"
+    );
+}

@@ -380,12 +380,11 @@ impl Sandbox {
         let mut roots = vec![cwd.to_owned()];
         roots.extend(self.writable_roots.iter().cloned());
         roots.dedup();
+        // The allowlist's proxy is not yet started for a session: an
+        // allowlist holds as no network, and says so.
         let network = match self.network {
-            NetworkMode::Off => Network::Off,
+            NetworkMode::Off | NetworkMode::Allowlist => Network::Off,
             NetworkMode::On => Network::On,
-            NetworkMode::Allowlist => Network::Allowlist {
-                domains: self.allowed_domains.clone(),
-            },
         };
         let mut b = Boundary::new(
             self.preset,
@@ -399,6 +398,14 @@ impl Sandbox {
         b.allow_local_binding = self.allow_local_binding;
         b.allow_unix_sockets = self.allow_unix_sockets;
         let mut b = b.enforceable(probe);
+        if self.network == NetworkMode::Allowlist
+            && let Enforced::Confined(c) = &mut b.enforced
+        {
+            c.downgrades.push(format!(
+                "the network allowlist ({}) is not yet held by a proxy in a session: the network is off",
+                self.allowed_domains.join(", ")
+            ));
+        }
         if self.preset == Preset::FullAccess {
             b.enforced = Enforced::Unconfined {
                 reason: match &self.preset_by {

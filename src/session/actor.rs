@@ -143,12 +143,7 @@ pub(crate) fn start(
         trust,
         confiner: crate::tools::confined::Confiner::new(config.launcher.clone()),
     };
-    // What the kernel gives is asked once per process, while the session
-    // opens, so that the first command does not wait for it.
-    if gate.policy.sandbox.preset != crate::sandbox::Preset::FullAccess {
-        let confiner = gate.confiner.clone();
-        tokio::spawn(async move { confiner.probe().await });
-    }
+    gate.confiner.probe_soon(&gate.policy.sandbox);
     let handle = SessionHandle::new(
         id.clone(),
         log_path,

@@ -313,7 +313,7 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
     }
     let (program, args, mut watch) = match terminal_command(input, &cx) {
         Ok(command) => command,
-        Err(failed) => return failed,
+        Err(why) => return not_set_up(&why),
     };
     let request = CreateTerminalRequest::new(client.session_id.clone(), program)
         .args(args)
@@ -411,25 +411,25 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
 
 /// What the editor's terminal runs: confined, candor's own binary as the
 /// launcher, which confines itself exactly as for a command candor starts
-/// (and the watch on its reports); else `bash -c`.
+/// (and the watch on its reports); else `bash -c`. `Err`: why the
+/// sandbox cannot be set up.
 fn terminal_command(
     input: &BashInput,
     cx: &ToolContext,
-) -> Result<(String, Vec<String>, Option<crate::sandbox::Watch>), ToolOutput> {
+) -> Result<(String, Vec<String>, Option<crate::sandbox::Watch>), String> {
     let confined = cx.boundary.as_ref().filter(|b| b.confinement().is_some());
     match (confined, &cx.confiner) {
         (Some(boundary), Some(confiner)) => {
-            let (launcher, launch, watch) =
-                confiner.launch(boundary).map_err(|why| not_set_up(&why))?;
+            let (launcher, launch, watch) = confiner.launch(boundary)?;
             let args = launch
                 .args(&["bash", "-c", input.command.as_str()])
-                .map_err(|e| not_set_up(&e.to_string()))?
+                .map_err(|e| e.to_string())?
                 .into_iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect();
             Ok((launcher.display().to_string(), args, Some(watch)))
         }
-        (Some(_), None) => Err(not_set_up("the session has no sandbox runtime")),
+        (Some(_), None) => Err("the session has no sandbox runtime".into()),
         (None, _) => Ok((
             "bash".to_owned(),
             vec!["-c".to_owned(), input.command.clone()],

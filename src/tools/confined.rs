@@ -101,6 +101,16 @@ impl Confiner {
         }
     }
 
+    /// Asks what the kernel gives now, in the background (once per
+    /// process, and not with the sandbox off), so that the session's first
+    /// command does not wait for the answer.
+    pub fn probe_soon(&self, sandbox: &crate::sandbox::Sandbox) {
+        if sandbox.preset != crate::sandbox::Preset::FullAccess {
+            let confiner = self.clone();
+            tokio::spawn(async move { confiner.probe().await });
+        }
+    }
+
     /// The launch of one command in `boundary`, and the watch on its
     /// launcher's reports.
     pub fn launch(&self, boundary: &Boundary) -> Result<(PathBuf, Launch, Watch), String> {

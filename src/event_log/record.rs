@@ -28,7 +28,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use agent_client_protocol_schema::v1::ContentBlock;
+use agent_client_protocol_schema::v1::{ContentBlock, RequestId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -95,6 +95,49 @@ pub enum Event {
         content: Vec<ContentBlock>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         images: Vec<PromptImage>,
+        /// How the prompt came to open its turn when it did not run at
+        /// once: it waited in the queue, or it is a steering message that
+        /// found no turn running.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        via: Option<Via>,
+    },
+    /// A `session/prompt` that arrived while a turn ran (or other prompts
+    /// waited): it waits, in the order received, for its own turn, which
+    /// opens with a `user/message` whose `via` names this request.
+    #[serde(rename = "prompt/queued")]
+    PromptQueued {
+        request_id: RequestId,
+        /// The prompt as text (an image is `[image]`); its blocks are
+        /// recorded whole by the `user/message` of its turn.
+        text: String,
+    },
+    /// A queued prompt that will not run; its request was answered
+    /// `cancelled`.
+    #[serde(rename = "prompt/unqueued")]
+    PromptUnqueued {
+        request_id: RequestId,
+        reason: Unqueued,
+    },
+    /// A `_session/steering` message, recorded before it is answered.
+    #[serde(rename = "steering/received")]
+    SteeringReceived {
+        steering_id: String,
+        content: Vec<ContentBlock>,
+    },
+    /// The steering message was given to the model here, before the model
+    /// request that follows (never between a call and its result). The
+    /// client is shown it here as the user's message; the model's history
+    /// has it here.
+    #[serde(rename = "steering/delivered")]
+    SteeringDelivered {
+        steering_id: String,
+        content: Vec<ContentBlock>,
+    },
+    /// A steering message that never reached the model.
+    #[serde(rename = "steering/dropped")]
+    SteeringDropped {
+        steering_id: String,
+        reason: Dropped,
     },
     /// A hook gave the model something to read: context from a
     /// `SessionStart` or `UserPromptSubmit` hook, or a `Stop` hook's reason
@@ -873,6 +916,42 @@ pub enum ResultStatus {
     Failed,
     /// Stopped or never started because the turn was cancelled.
     Cancelled,
+}
+
+/// How a `user/message` came to open its turn, when not straight from its
+/// `session/prompt`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Via {
+    /// It waited in the queue (`prompt/queued` with this request id).
+    Queue { request_id: RequestId },
+    /// A steering message (`steering/received` with this id) that found no
+    /// turn to join: it opened one.
+    Steering { steering_id: String },
+}
+
+/// Why a queued prompt was taken out of the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Unqueued {
+    /// The client withdrew it (`$/cancel_request`).
+    Cancelled,
+    /// The session ended (closed, candor stopped or crashed) before it ran.
+    Stopped,
+}
+
+/// Why a steering message never reached the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Dropped {
+    /// The turn it was for was cancelled before the model's next request.
+    Cancelled,
+    /// The session ended (closed, candor stopped or crashed) first.
+    Stopped,
 }
 
 /// Why a turn ended. The ACP stop reasons, plus `error`.

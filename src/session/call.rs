@@ -423,7 +423,12 @@ async fn ask_once(
             Some(format!("{why}, so the call did not run")),
         )
     };
-    let (outcome, reason) = match ask_client(gate, card, &choices, &control.cancel).await {
+    // The user may take a while: what arrives meanwhile is recorded.
+    let asked = control
+        .queue
+        .recording(c, ask_client(gate, card, &choices, &control.cancel))
+        .await?;
+    let (outcome, reason) = match asked {
         Asked::Cancelled => (PermissionOutcome::Cancelled, None),
         Asked::Failed(why) => failed(why),
         Asked::Chose(option) => match option.as_str() {
@@ -605,6 +610,8 @@ async fn execute(
             biased;
             Some(e) = rx.recv() => record_event(c, &id, e)?,
             output = &mut running => break output,
+            // A prompt or steering message sent while the tool runs.
+            () = control.queue.arrived() => control.queue.record(c)?,
         }
     };
     while let Ok(e) = rx.try_recv() {

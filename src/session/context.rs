@@ -95,6 +95,9 @@ pub(crate) struct TurnControl {
     pub(crate) cwd: PathBuf,
     pub(crate) cancel: CancellationToken,
     pub(crate) hard_stop: CancellationToken,
+    /// The session's line: what arrives while the turn runs is recorded
+    /// through it, and steering messages come from it.
+    pub(crate) queue: super::queue::Queue,
 }
 
 /// Why a turn could not finish normally.

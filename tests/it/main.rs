@@ -33,6 +33,7 @@ mod permissions_property;
 mod process;
 mod protocol;
 mod providers;
+mod queue;
 mod sandbox;
 mod sandboxed_calls;
 mod schema_file;

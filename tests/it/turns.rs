@@ -370,46 +370,6 @@ async fn command_output_streams_into_the_card() {
 }
 
 #[tokio::test]
-async fn a_second_prompt_while_one_runs_is_refused_and_the_first_goes_on() {
-    let env = TestEnv::scripted(script(vec![
-        json!({"delayMs": 800, "content": [text("slow answer")]}),
-    ]));
-    let mut conn = Conn::in_process(env);
-    let session = conn.ready().await;
-    let first = conn
-        .send_request(
-            "session/prompt",
-            json!({"sessionId": session, "prompt": [{"type": "text", "text": "one"}]}),
-        )
-        .await;
-    let second = conn
-        .send_request(
-            "session/prompt",
-            json!({"sessionId": session, "prompt": [{"type": "text", "text": "two"}]}),
-        )
-        .await;
-    let refused = conn.response(&second).await;
-    assert_eq!(refused["error"]["code"], -32600, "{refused}");
-    assert!(
-        refused["error"]["data"]
-            .as_str()
-            .unwrap()
-            .contains("already running a prompt turn")
-    );
-    let answered = conn.response(&first).await;
-    assert_eq!(answered["result"]["stopReason"], "end_turn");
-    assert_eq!(conn.thread(&session).agent_text, "slow answer");
-    // Only the first prompt reached the log.
-    let prompts = conn
-        .env
-        .log(&session)
-        .iter()
-        .filter(|r| r["type"] == "user/message")
-        .count();
-    assert_eq!(prompts, 1);
-}
-
-#[tokio::test]
 async fn a_command_past_its_timeout_is_ended_and_the_model_told() {
     let env = TestEnv::scripted(script(vec![
         respond(json!([tool(

@@ -441,9 +441,12 @@ impl Conn {
         self.next_id += 1;
         let session = params["sessionId"].as_str().map(str::to_owned);
         // A load replays a conversation: like a prompt, its updates come
-        // before its response, and its cards are all terminal by then.
-        if matches!(method, "session/prompt" | "session/load")
-            && let Some(s) = &session
+        // before its response, and its cards are all terminal by then. So
+        // does a steering message that opens a turn of its own.
+        if matches!(
+            method,
+            "session/prompt" | "session/load" | "_session/steering"
+        ) && let Some(s) = &session
         {
             self.model.prompt_sent(s);
         }
@@ -599,8 +602,10 @@ impl Conn {
                         .check_response(&method, frame)
                         .unwrap_or_else(|e| panic!("{e}: {frame}"));
                 }
-                if matches!(method.as_str(), "session/prompt" | "session/load")
-                    && let Some(s) = session
+                if matches!(
+                    method.as_str(),
+                    "session/prompt" | "session/load" | "_session/steering"
+                ) && let Some(s) = session
                 {
                     self.model.prompt_answered(&s);
                 }

@@ -553,7 +553,7 @@ impl Turns<'_> {
                     }
                 };
             if let Some(reply) = next.reply {
-                reply.send(answer);
+                reply.send(answer).await;
             }
         }
     }

@@ -261,8 +261,10 @@ async fn the_network_is_off_for_commands_and_on_when_the_user_says() {
 #[tokio::test]
 async fn what_a_command_leaves_behind_outside_its_scope_ends_with_it() {
     require_sandbox();
+    // The stray has half a second to leave its parent and its process
+    // group before the call ends, so that only a boundary can catch it.
     let escape =
-        "(unset candor_scope; setsid bash -c 'sleep 1.5; echo late > late.txt' > /dev/null 2>&1 &); echo started"
+        "(unset candor_scope; setsid bash -c 'sleep 1.5; echo late > late.txt' > /dev/null 2>&1 &); sleep 0.5; echo started"
             .to_owned();
     let (conn, _) = run_commands(TestEnv::new(), None, std::slice::from_ref(&escape)).await;
     tokio::time::sleep(Duration::from_millis(2500)).await;

@@ -1108,6 +1108,7 @@ mod tests {
                 rewritten_by: vec!["rtk".into()],
                 preview: None,
                 mcp: None,
+                sandbox: None,
             },
             Event::ToolStarted {
                 tool_call_id: "a".into(),

@@ -261,6 +261,11 @@ pub enum Event {
         /// model called), as the card shows them.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mcp: Option<McpTarget>,
+        /// For a Bash call: the boundary it runs in, settled with the
+        /// arguments (`protocol/sandbox.md`, "The `Boundary` record"); the
+        /// card's sandbox line is made from it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox: Option<crate::sandbox::Boundary>,
     },
     /// candor asked the user whether the call may run (`decision` was `ask`).
     #[serde(rename = "permission/requested")]
@@ -619,6 +624,12 @@ impl SessionEvent {
 pub enum ConfigId {
     Mode,
     Model,
+    /// The sandbox's preset the user chose for the session (`/sandbox`):
+    /// `read-only`, `workspace-write` or `full-access`.
+    Sandbox,
+    /// The sandbox's network the user chose for the session
+    /// (`/sandbox network on|off`): `on` or `off`.
+    Network,
 }
 
 impl ConfigId {
@@ -626,6 +637,8 @@ impl ConfigId {
         match self {
             ConfigId::Mode => "mode",
             ConfigId::Model => "model",
+            ConfigId::Sandbox => "sandbox",
+            ConfigId::Network => "network",
         }
     }
 }
@@ -1018,6 +1031,7 @@ mod tests {
                 rewritten_by: Vec::new(),
                 preview: None,
                 mcp: None,
+                sandbox: None,
             },
         };
         let line = serde_json::to_value(&rec).unwrap();

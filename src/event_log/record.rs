@@ -418,6 +418,12 @@ pub enum Event {
         /// outputs elided), since it did not fit whole.
         #[serde(default, skip_serializing_if = "is_false")]
         elided: bool,
+        /// Inside a prompt too long to keep whole: the records of the
+        /// user's request (its `user/message` and what its message is made
+        /// of) that stay verbatim, before the summary, though they are
+        /// inside `from`…`to`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kept_prompt: Option<SeqSpan>,
     },
     /// The turn is over; `session/prompt` answers from this record.
     #[serde(rename = "turn/ended")]
@@ -426,6 +432,13 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+/// Records `from`…`to`, both included, by seq.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeqSpan {
+    pub from: u64,
+    pub to: u64,
 }
 
 /// The facts of a `session/environment` record.

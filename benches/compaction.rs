@@ -58,6 +58,7 @@ fn session(usage: bool) -> Vec<Record> {
                 tokens_after: 20_000,
                 usage: None,
                 elided: false,
+                kept_prompt: None,
             });
         }
         let prompt = serde_json::from_value(json!([{"type": "text", "text": format!("step {turn}: look at the parser and fix what you find")}])).unwrap();
@@ -233,6 +234,7 @@ fn main() {
                 to,
                 &request,
                 None,
+                false,
                 &budget,
             ));
         });

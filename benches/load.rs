@@ -99,6 +99,7 @@ fn write_session(dir: &Path, cwd: &Path) -> String {
                 rewritten_by: vec![],
                 preview: None,
                 mcp: None,
+                sandbox: None,
             })
             .unwrap();
             log.append(Event::ToolStarted {

@@ -153,6 +153,9 @@ pub struct Call {
     pub hook_notes: Vec<crate::interception::HookNote>,
     /// For an MCP tool: its server and the server's name for it.
     pub mcp: Option<crate::event_log::McpTarget>,
+    /// For a Bash call: the boundary it ran in (its card line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::Boundary>,
 }
 
 /// `candor audit <sessionId|path> [--json]`: finds the log (a path, or a
@@ -538,6 +541,7 @@ fn call_entry(at: String, event: &Event) -> Option<Entry> {
         hooks,
         rewritten_by,
         mcp,
+        sandbox,
         ..
     } = event
     else {
@@ -560,6 +564,7 @@ fn call_entry(at: String, event: &Event) -> Option<Entry> {
         signal: None,
         duration_ms: None,
         hook_notes: Vec::new(),
+        sandbox: sandbox.clone(),
     })))
 }
 
@@ -927,6 +932,9 @@ fn render_call(out: &mut String, c: &Call) {
     if let Some(mcp) = &c.mcp {
         annotations(out, mcp);
     }
+    if let Some(boundary) = &c.sandbox {
+        let _ = writeln!(out, "            {}", boundary.summary());
+    }
     for hook in &c.hooks {
         let verdict = serde_json::to_value(hook.decision)
             .ok()
@@ -1059,6 +1067,7 @@ mod tests {
                     rewritten_by: vec!["rtk".into()],
                     preview: None,
                     mcp: None,
+                    sandbox: None,
                 },
             ),
             rec(

@@ -43,7 +43,7 @@ use agent_client_protocol_schema::v1::{
     ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
     SessionDeleteCapabilities, SessionInfo, SessionListCapabilities, SessionResumeCapabilities,
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    SetSessionModeResponse, StopReason,
+    SetSessionModeResponse,
 };
 use bytes::Bytes;
 use jsonrpsee::types::{ErrorObject, ErrorObjectOwned, Id, Response, ResponsePayload};
@@ -385,7 +385,7 @@ impl Agent {
         &self,
         id: &Id<'static>,
         request: PromptRequest,
-    ) -> Result<oneshot::Receiver<Result<StopReason, AcpError>>, AcpError> {
+    ) -> Result<oneshot::Receiver<crate::session::queue::PromptAnswer>, AcpError> {
         check_prompt(&request.prompt)?;
         let session = self.session(&request.session_id.0)?;
         session.prompt(rpc::acp_id(id), request.prompt)
@@ -451,7 +451,7 @@ impl Opened {
     fn reply(self, response: AgentResponse) -> Reply {
         Reply {
             response,
-            opened: Some(self.opened),
+            after: Some(self.opened),
         }
     }
 }
@@ -548,7 +548,7 @@ enum Call {
     Prompt(PromptRequest),
     Steering(SteeringRequest),
     /// A prompt admitted to its session's line: its answer.
-    Admitted(oneshot::Receiver<Result<StopReason, AcpError>>),
+    Admitted(oneshot::Receiver<crate::session::queue::PromptAnswer>),
     /// A steering message admitted: its answer.
     Steered(oneshot::Receiver<SteeringOutcome>),
 }
@@ -580,14 +580,17 @@ impl Call {
 #[derive(Debug)]
 struct Reply {
     response: AgentResponse,
-    opened: Option<oneshot::Sender<()>>,
+    /// Told once the response is queued on the wire: a session this
+    /// request opened may then speak (notices, hook output), or the turn
+    /// this request ran lets the next one start.
+    after: Option<oneshot::Sender<()>>,
 }
 
 impl From<AgentResponse> for Reply {
     fn from(response: AgentResponse) -> Self {
         Reply {
             response,
-            opened: None,
+            after: None,
         }
     }
 }
@@ -613,10 +616,15 @@ impl Agent {
                 return Err(crate::rpc::Failure::Internal.error("a request was not admitted"));
             }
             Call::Admitted(answer) => {
-                let stop = answer.await.unwrap_or_else(|_| {
-                    Err(crate::rpc::Failure::Internal.error("the session has stopped"))
-                })?;
-                R::PromptResponse(PromptResponse::new(stop)).into()
+                let Ok(answer) = answer.await else {
+                    return Err(crate::rpc::Failure::Internal.error("the session has stopped"));
+                };
+                let stop = answer.stop?;
+                Reply {
+                    response: R::PromptResponse(PromptResponse::new(stop)),
+                    // The actor waits for this before the next turn.
+                    after: answer.written,
+                }
             }
             Call::Steered(answer) => {
                 let outcome = answer.await.unwrap_or(SteeringOutcome::Failed);
@@ -725,7 +733,7 @@ fn on_request(agent: &Arc<Agent>, id: Id<'static>, method: &str, params: Value) 
         };
         agent.in_flight.finish(&id);
         let (answer, opened) = match reply {
-            Ok(Reply { response, opened }) => (Ok(response), opened),
+            Ok(Reply { response, after }) => (Ok(response), after),
             Err(error) => (Err(error), None),
         };
         agent.outbox.send_line(reply_line(&id, answer));

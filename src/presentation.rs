@@ -714,6 +714,7 @@ impl Presenter {
             rewritten_by,
             preview,
             mcp,
+            sandbox,
         } = &record.event
         else {
             return Vec::new();
@@ -743,6 +744,8 @@ impl Presenter {
         let lead: Vec<ToolCallContent> = note
             .into_iter()
             .chain(known.and_then(|t| t.detail(arguments)))
+            // Where the command runs, from the boundary it was settled with.
+            .chain(sandbox.as_ref().map(crate::sandbox::Boundary::summary))
             .map(text_content)
             .collect();
         let mut content = lead.clone();
@@ -755,6 +758,9 @@ impl Presenter {
         let mut meta = serde_json::Map::new();
         meta.insert("decision".into(), json!(decision));
         meta.insert("digest".into(), json!(digest));
+        if let Some(boundary) = sandbox {
+            meta.insert("sandbox".into(), json!(boundary));
+        }
         if let Some(original) = original_arguments {
             meta.insert("originalInput".into(), original.clone());
             meta.insert("rewrittenBy".into(), json!(rewritten_by));
@@ -1209,6 +1215,7 @@ mod tests {
             rewritten_by: Vec::new(),
             preview: None,
             mcp: None,
+            sandbox: None,
         }
     }
 
@@ -1381,6 +1388,7 @@ mod tests {
             rewritten_by: vec!["rtk".into()],
             preview: None,
             mcp: None,
+            sandbox: None,
         };
         let first = wire(p.apply(&rec(1, event)));
         let note = "Rewritten by hook rtk: `git status` → `rtk git status`";

@@ -34,7 +34,7 @@ pub use record::{
     CommandSource, CompactTrigger, ConfigId, Decision, DeltaChannel, Dropped, Environment, Event,
     FORMAT_VERSION, FileDiff, GitFacts, HookNote, HookRecord, InstructionScope, Instructions,
     McpHints, McpTarget, NoteKind, NoticeLevel, OfferedCommand, Outcome, OutputFile,
-    PermissionChoice, PermissionOutcome, PromptImage, Record, ResultContent, ResultStatus,
+    PermissionChoice, PermissionOutcome, PromptImage, Record, ResultContent, ResultStatus, SeqSpan,
     SessionEvent, StoredImage, TrustOutcome, TurnStop, Unqueued, Verdict, Via,
 };
 

@@ -261,6 +261,11 @@ pub enum Event {
         /// model called), as the card shows them.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mcp: Option<McpTarget>,
+        /// For a Bash call: the boundary it runs in, settled with the
+        /// arguments (`protocol/sandbox.md`, "The `Boundary` record"); the
+        /// card's sandbox line is made from it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox: Option<crate::sandbox::Boundary>,
     },
     /// candor asked the user whether the call may run (`decision` was `ask`).
     #[serde(rename = "permission/requested")]
@@ -413,6 +418,12 @@ pub enum Event {
         /// outputs elided), since it did not fit whole.
         #[serde(default, skip_serializing_if = "is_false")]
         elided: bool,
+        /// Inside a prompt too long to keep whole: the records of the
+        /// user's request (its `user/message` and what its message is made
+        /// of) that stay verbatim, before the summary, though they are
+        /// inside `from`…`to`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kept_prompt: Option<SeqSpan>,
     },
     /// The turn is over; `session/prompt` answers from this record.
     #[serde(rename = "turn/ended")]
@@ -421,6 +432,13 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+/// Records `from`…`to`, both included, by seq.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeqSpan {
+    pub from: u64,
+    pub to: u64,
 }
 
 /// The facts of a `session/environment` record.
@@ -619,6 +637,12 @@ impl SessionEvent {
 pub enum ConfigId {
     Mode,
     Model,
+    /// The sandbox's preset the user chose for the session (`/sandbox`):
+    /// `read-only`, `workspace-write` or `full-access`.
+    Sandbox,
+    /// The sandbox's network the user chose for the session
+    /// (`/sandbox network on|off`): `on` or `off`.
+    Network,
 }
 
 impl ConfigId {
@@ -626,6 +650,8 @@ impl ConfigId {
         match self {
             ConfigId::Mode => "mode",
             ConfigId::Model => "model",
+            ConfigId::Sandbox => "sandbox",
+            ConfigId::Network => "network",
         }
     }
 }
@@ -1018,6 +1044,7 @@ mod tests {
                 rewritten_by: Vec::new(),
                 preview: None,
                 mcp: None,
+                sandbox: None,
             },
         };
         let line = serde_json::to_value(&rec).unwrap();

@@ -27,6 +27,7 @@
 
 pub mod events;
 pub mod policy;
+pub mod sandbox;
 pub mod scripted;
 
 use std::fmt;
@@ -274,6 +275,8 @@ pub struct Policy {
     pub event_hooks: Vec<Arc<dyn events::EventHook>>,
     pub rules: Rules,
     pub mode: Mode,
+    /// The session's sandbox, from the settings (`sandbox::settings`).
+    pub sandbox: crate::sandbox::Sandbox,
 }
 
 /// Who candor names as the decider for its own checks.
@@ -302,6 +305,8 @@ pub struct Settled {
     /// For a call that asks: the grant "Always allow" would add, when it
     /// would let the next identical call run ([`policy::offer_grant`]).
     grant: Option<Rule>,
+    /// The boundary a Bash call runs in ([`sandbox::confine`]).
+    boundary: Option<crate::sandbox::Boundary>,
 }
 
 impl Settled {
@@ -309,6 +314,12 @@ impl Settled {
     /// it would make the next identical call run.
     pub fn grant_offer(&self) -> Option<&Rule> {
         self.grant.as_ref()
+    }
+
+    /// The boundary the call runs in, settled with its arguments (a Bash
+    /// call; [`sandbox::confine`]).
+    pub fn boundary(&self) -> Option<&crate::sandbox::Boundary> {
+        self.boundary.as_ref()
     }
 
     /// What the hooks said besides their decisions, in the order they said it.
@@ -430,6 +441,7 @@ impl Settled {
             arguments: self.effective.clone(),
             input: input.clone(),
             file_base: None,
+            boundary: self.boundary.clone(),
         }
     }
 }
@@ -445,6 +457,8 @@ pub struct ApprovedCall {
     input: ToolInput,
     /// For a file tool the user allowed on a diff: the file's `base` then.
     file_base: Option<String>,
+    /// The boundary it runs in (settled with it).
+    boundary: Option<crate::sandbox::Boundary>,
 }
 
 impl ApprovedCall {
@@ -458,6 +472,11 @@ impl ApprovedCall {
     /// See [`bound_to_file`](Self::bound_to_file).
     pub fn file_base(&self) -> Option<&str> {
         self.file_base.as_deref()
+    }
+
+    /// The boundary it runs in, as settled and recorded.
+    pub fn boundary(&self) -> Option<&crate::sandbox::Boundary> {
+        self.boundary.as_ref()
     }
 
     /// What runs: the effective arguments as the tool's input.
@@ -550,6 +569,7 @@ pub async fn settle(
         asides: Vec::new(),
         input: None,
         grant: None,
+        boundary: None,
     };
     // Candor's own checks: the tool exists and the model's arguments pass
     // its schema (parsed, once, into the input that will run). Paths are

@@ -137,7 +137,9 @@ pub(crate) fn start(
         mcp,
         user_commands: Vec::new(),
         trust,
+        confiner: crate::tools::confined::Confiner::new(config.launcher.clone()),
     };
+    gate.confiner.probe_soon(&gate.policy.sandbox);
     let handle = SessionHandle::new(
         id.clone(),
         log_path,
@@ -557,7 +559,7 @@ impl Turns<'_> {
                     }
                 };
             if let Some(reply) = next.reply {
-                reply.send(answer);
+                reply.send(answer).await;
             }
         }
     }

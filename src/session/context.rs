@@ -43,6 +43,8 @@ pub(crate) struct Gate {
     pub(crate) user_commands: Vec<crate::bridges::commands::UserCommand>,
     /// Whether the project's own settings apply (`session::trust`).
     pub(crate) trust: Trust,
+    /// The session's sandbox runtime (launcher, `TMPDIR`, lifeline).
+    pub(crate) confiner: crate::tools::confined::Confiner,
 }
 
 /// Where the session stands with its project's own settings.

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use agent_client_protocol_schema::v1::{ContentBlock, Error as AcpError, RequestId, StopReason};
+use agent_client_protocol_schema::v1::{ContentBlock, Error as AcpError, RequestId};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -104,7 +104,7 @@ impl SessionHandle {
         &self,
         request: RequestId,
         content: Vec<ContentBlock>,
-    ) -> Result<oneshot::Receiver<Result<StopReason, AcpError>>, AcpError> {
+    ) -> Result<oneshot::Receiver<crate::session::queue::PromptAnswer>, AcpError> {
         if self.inbox.is_closed() {
             return Err(stopped(&self.id));
         }

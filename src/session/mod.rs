@@ -27,6 +27,7 @@ pub(crate) mod handle;
 pub(crate) mod mcp;
 pub(crate) mod queue;
 pub(crate) mod restore;
+pub(crate) mod sandbox;
 pub(crate) mod settings;
 pub(crate) mod system;
 pub(crate) mod trust;

@@ -56,7 +56,34 @@ pub(crate) enum SteeringOutcome {
 }
 
 /// A prompt's answer: its turn's stop reason, or why it failed.
-pub(crate) type PromptReply = oneshot::Sender<Result<StopReason, AcpError>>;
+pub(crate) type PromptReply = oneshot::Sender<PromptAnswer>;
+
+/// A prompt's answer as the request's task receives it.
+#[derive(Debug)]
+pub(crate) struct PromptAnswer {
+    /// The stop reason, or why the turn failed.
+    pub(crate) stop: Result<StopReason, AcpError>,
+    /// Told once the response is queued on the wire: the actor waits for
+    /// it before the next turn, so a turn's response always goes out
+    /// before anything of the turn behind it (the two requests' tasks
+    /// would otherwise race to the writer). None for a prompt answered
+    /// where nothing waits (taken out of the queue, the session closed).
+    pub(crate) written: Option<oneshot::Sender<()>>,
+}
+
+impl PromptAnswer {
+    /// An answer nothing waits on.
+    fn now(stop: Result<StopReason, AcpError>) -> PromptAnswer {
+        PromptAnswer {
+            stop,
+            written: None,
+        }
+    }
+}
+
+/// How long the actor waits for a turn's response to be queued before it
+/// starts the next turn anyway (the request's task is only a send away).
+const WRITTEN_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Who is answered when a turn ends.
 #[derive(Debug)]
@@ -70,11 +97,21 @@ pub(crate) enum Reply {
 }
 
 impl Reply {
-    /// Answers with how the turn ended.
-    pub(crate) fn send(self, answer: Result<StopReason, AcpError>) {
+    /// Answers with how the turn ended, and returns once the answer is
+    /// queued on the wire (bounded by [`WRITTEN_WITHIN`]).
+    pub(crate) async fn send(self, answer: Result<StopReason, AcpError>) {
         match self {
             Reply::Prompt(reply) => {
-                let _ = reply.send(answer);
+                let (written, queued) = oneshot::channel();
+                let answer = PromptAnswer {
+                    stop: answer,
+                    written: Some(written),
+                };
+                if reply.send(answer).is_ok() {
+                    // An error: the request's task is gone (cancelled by
+                    // `$/cancel_request`), nothing to wait for.
+                    let _ = tokio::time::timeout(WRITTEN_WITHIN, queued).await;
+                }
             }
             Reply::Steering(reply) => {
                 let _ = reply.send(SteeringOutcome::StartedNewTurn);
@@ -235,7 +272,7 @@ impl Queue {
         &self,
         request: RequestId,
         content: Vec<ContentBlock>,
-    ) -> Result<oneshot::Receiver<Result<StopReason, AcpError>>, AcpError> {
+    ) -> Result<oneshot::Receiver<PromptAnswer>, AcpError> {
         let mut line = self.line();
         if line.closed {
             return Err(stopped());
@@ -342,7 +379,7 @@ impl Queue {
             return true;
         }
         if let Some(Waiting::Prompt { reply, .. }) = line.waiting.remove(place) {
-            let _ = reply.send(Ok(StopReason::Cancelled));
+            let _ = reply.send(PromptAnswer::now(Ok(StopReason::Cancelled)));
         }
         line.unrecorded.push_back(Note::Unqueued {
             request: request.clone(),
@@ -371,7 +408,7 @@ impl Queue {
                     queued,
                     ..
                 } => {
-                    let _ = reply.send(Ok(StopReason::Cancelled));
+                    let _ = reply.send(PromptAnswer::now(Ok(StopReason::Cancelled)));
                     if queued {
                         line.unrecorded.push_back(Note::Unqueued {
                             request,

@@ -18,6 +18,7 @@
 
 pub mod ask_user;
 pub mod bash;
+pub mod confined;
 pub mod edit;
 pub mod exec;
 pub mod files;
@@ -452,6 +453,11 @@ pub struct ToolContext {
     pub tool_call_id: String,
     /// The editor, to ask the user through (`AskUserQuestion`).
     pub client: Option<ClientLink>,
+    /// The boundary the call was settled with (a Bash call): it runs in
+    /// exactly that, through the launcher, or not at all.
+    pub boundary: Option<crate::sandbox::Boundary>,
+    /// The session's sandbox runtime (launcher, `TMPDIR`, lifeline).
+    pub confiner: Option<confined::Confiner>,
 }
 
 impl ToolContext {

@@ -36,6 +36,7 @@ mod protocol;
 mod providers;
 mod queue;
 mod sandbox;
+mod sandboxed_calls;
 mod schema_file;
 mod sessions;
 mod tidy;

@@ -336,21 +336,32 @@ async fn command_output_streams_into_the_card() {
         .updates
         .iter()
         .filter(|u| {
-            u["toolCallId"] == "s" && u.get("status").is_none() && u.get("content").is_some()
+            u["sessionUpdate"] == "tool_call_update"
+                && u["toolCallId"] == "s"
+                && u.get("status").is_none()
+                && u.get("content").is_some()
         })
         .map(|u| {
-            u["content"][0]["content"]["text"]
-                .as_str()
+            u["content"]
+                .as_array()
                 .unwrap()
-                .to_owned()
+                .iter()
+                .filter_map(|c| c["content"]["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
         })
         .collect();
+    assert!(
+        thread.card("s").text().starts_with("sandbox: writes to "),
+        "{}",
+        thread.card("s").text()
+    );
     assert!(
         running_outputs.len() >= 2,
         "output did not stream: {running_outputs:?}"
     );
     // Each update carries everything so far (clients replace the content).
-    assert!(running_outputs[0].contains("line1"));
+    assert!(running_outputs[0].contains("line1"), "{running_outputs:?}");
     assert!(
         running_outputs.last().unwrap().contains("line1\nline2"),
         "{running_outputs:?}"

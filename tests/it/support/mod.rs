@@ -143,7 +143,31 @@ impl TestEnv {
         });
         config.policy = self.policy.clone();
         config.capture = Some(self.capture.clone());
+        // The user's candor config file, where the binary reads it.
+        config.user_settings = candor::config::Settings::load(&self.user_config());
+        // The sandbox's launcher, as the server has it (its own binary).
+        config.launcher = Some(env!("CARGO_BIN_EXE_candor").into());
         config
+    }
+
+    /// The user's candor config file (`$HOME/.config/candor/config.toml`).
+    pub fn user_config(&self) -> PathBuf {
+        self.dir.path().join(".config/candor/config.toml")
+    }
+
+    /// Writes the user's candor config file.
+    pub fn with_user_config(self, toml: &str) -> Self {
+        let path = self.user_config();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, toml).unwrap();
+        self
+    }
+
+    /// With the sandbox turned off by the user (`[sandbox] mode =
+    /// "full-access"`): for tests of what candor does with processes it
+    /// does not confine (their pids are the host's).
+    pub fn unsandboxed(self) -> Self {
+        self.with_user_config("[sandbox]\nmode = \"full-access\"\n")
     }
 
     /// Writes a file in the project.
@@ -244,40 +268,14 @@ pub fn candor_bin() -> &'static str {
     env!("CARGO_BIN_EXE_candor")
 }
 
-/// The MCP test server (`examples/mcp_test_server.rs`), built once a run
-/// if this run of the suite did not build it.
+/// The MCP test server's command: the candor binary under test, whose
+/// hidden subcommand [`MCP_TEST_SERVER`] it is (`src/mcp_test_server.rs`).
 pub fn mcp_test_server() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().unwrap();
-            let debug = exe.parent().unwrap().parent().unwrap();
-            let bin = debug.join("examples/mcp_test_server");
-            // Built (or found up to date) once a run: `cargo test --test it`
-            // does not build examples.
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            #[allow(clippy::disallowed_methods)] // the suite builds its own fixture
-            let mut build = std::process::Command::new(cargo);
-            build
-                .args(["build", "--quiet", "--example", "mcp_test_server"])
-                .current_dir(env!("CARGO_MANIFEST_DIR"));
-            // What `cargo test` sets for the test (a build script that
-            // watches one, as ring's does CARGO_MANIFEST_DIR, would rebuild).
-            for (name, _) in std::env::vars_os() {
-                let name = name.to_string_lossy();
-                if (name.starts_with("CARGO_")
-                    && !matches!(&*name, "CARGO_HOME" | "CARGO_TARGET_DIR"))
-                    || name == "OUT_DIR"
-                {
-                    build.env_remove(&*name);
-                }
-            }
-            let status = build.status().unwrap();
-            assert!(status.success(), "could not build the MCP test server");
-            bin
-        })
-        .clone()
+    PathBuf::from(candor_bin())
 }
+
+/// The first argument of every [`mcp_test_server`] command.
+pub const MCP_TEST_SERVER: &str = "mcp-test-server";
 
 /// A `tokio` command for the candor binary with a clean environment.
 #[allow(clippy::disallowed_methods)] // tests start the binary under test

@@ -31,13 +31,12 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::Verdict;
+pub use super::subject::Subject;
+use crate::shell::{self, Command, Piece, Runs, Script, WrapperKind};
+use crate::tools::{Tool, ToolInput};
 use globset::{GlobBuilder, GlobMatcher};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use super::Verdict;
-use crate::shell::{self, Command, Piece, Runs, Script, WrapperKind};
-use crate::tools::Tool;
 
 /// The session's permission mode (ACP session modes use these ids).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -107,6 +106,8 @@ impl Mode {
 pub struct Rule {
     text: String,
     tool: String,
+    /// The tool `tool` names, when it is one of candor's.
+    known: Option<Tool>,
     pattern: Option<Pattern>,
 }
 
@@ -202,9 +203,6 @@ pub struct Anchors<'a> {
     pub home: Option<&'a Path>,
 }
 
-/// Tools whose calls name one path (`file_path` or `path`).
-const PATH_TOOLS: [&str; 5] = ["Read", "Write", "Edit", "Glob", "Grep"];
-
 impl Rule {
     /// Parses `Tool` or `Tool(pattern)` with `/p` relative to `root` (the
     /// form of candor's policy file and a project's settings).
@@ -231,9 +229,12 @@ impl Rule {
     pub fn parse_in(text: &str, anchors: Anchors<'_>) -> Result<Rule, String> {
         let text = text.trim();
         let (tool, pattern) = split_rule(text)?;
+        let known = Tool::from_name(tool);
         let pattern = match pattern {
             None | Some("") | Some("*") => None,
-            Some(p) if tool == "Bash" => Some(Pattern::Command(command_pattern(p))),
+            Some(p) if known.is_some_and(Tool::runs_commands) => {
+                Some(Pattern::Command(command_pattern(p)))
+            }
             Some(p) => {
                 let mut globs = Vec::new();
                 for absolute in anchor(p, anchors) {
@@ -251,6 +252,7 @@ impl Rule {
         Ok(Rule {
             text: text.to_owned(),
             tool: tool.to_owned(),
+            known,
             pattern,
         })
     }
@@ -261,7 +263,8 @@ impl Rule {
         let text = text.trim();
         let (tool, inner) = split_rule(text)?;
         let inner = inner.ok_or_else(|| format!("grant {text:?} names nothing"))?;
-        let pattern = if tool == "Bash" {
+        let known = Tool::from_name(tool);
+        let pattern = if known.is_some_and(Tool::runs_commands) {
             Pattern::ExactCommand(inner.trim().to_owned())
         } else {
             Pattern::ExactPath(PathBuf::from(inner))
@@ -269,6 +272,7 @@ impl Rule {
         Ok(Rule {
             text: text.to_owned(),
             tool: tool.to_owned(),
+            known,
             pattern: Some(pattern),
         })
     }
@@ -279,12 +283,19 @@ impl Rule {
     }
 
     /// Whether the rule names this tool (`Edit` names every editing tool;
-    /// `Read` names the search tools too).
+    /// `Read` names the search tools too: [`Tool::ruled_with`]).
     fn names(&self, tool: &str) -> bool {
         self.tool == tool
-            || (self.tool == "Edit" && Tool::from_name(tool).is_some_and(Tool::edits_files))
-            || (self.tool == "Read" && matches!(tool, "Glob" | "Grep"))
+            || self
+                .known
+                .is_some_and(|k| Tool::from_name(tool).and_then(Tool::ruled_with) == Some(k))
             || mcp_server_rule_names(&self.tool, tool)
+    }
+
+    /// Whether this is a rule (or grant) for the tool that runs command
+    /// lines.
+    fn for_commands(&self) -> bool {
+        self.known.is_some_and(Tool::runs_commands)
     }
 
     /// Whether a path rule (or path grant) matches a path.
@@ -301,16 +312,16 @@ impl Rule {
     /// command of a Bash line could match; a path as written or resolved).
     /// Claude Code's `if` filter on hooks uses this; a line the parser
     /// cannot read matches (the hook runs, as Claude Code fails open).
-    pub fn matches_call(&self, tool: &str, args: &Value, root: &Path) -> bool {
-        if !self.names(tool) {
+    pub fn matches_call(&self, call: &Subject<'_>, root: &Path) -> bool {
+        if !self.names(call.name) {
             return false;
         }
         if self.pattern.is_none() {
             return true;
         }
-        match view(tool, args, &[], root) {
+        match view(call, root) {
             View::Bash { script, lines, .. } => {
-                bash_hit(self, lines.get_or_init(|| DenyLines::of(&script)))
+                bash_hit(self, lines.get_or_init(|| DenyLines::of(script)))
             }
             View::Paths { all, .. } => all.iter().any(|p| self.matches_path(p)),
             View::Other => false,
@@ -851,13 +862,13 @@ enum Entry {
 }
 
 /// What rules look at in a call.
-enum View {
-    /// A Bash line, read, and rendered for deny and ask rules (when one
-    /// is tried).
+enum View<'a> {
+    /// A Bash line, read (once, with its input), and rendered for deny
+    /// and ask rules (when one is tried).
     Bash {
-        script: Box<Script>,
+        script: &'a Script,
         lines: std::cell::OnceCell<DenyLines>,
-        line: String,
+        line: &'a str,
     },
     /// A file tool's path: `targets` as it resolves (what the tool will
     /// open), `all` with the spellings it was given as well.
@@ -869,30 +880,29 @@ enum View {
     Other,
 }
 
-fn view(tool: &str, args: &Value, spelled: &[PathBuf], root: &Path) -> View {
-    match tool {
-        "Bash" => {
-            let line = args.get("command").and_then(Value::as_str).unwrap_or("");
-            let script = Box::new(shell::parse(line));
-            View::Bash {
-                lines: std::cell::OnceCell::new(),
-                script,
-                line: line.trim().to_owned(),
-            }
-        }
-        t if PATH_TOOLS.contains(&t) => {
-            let key = if matches!(t, "Glob" | "Grep") {
-                "path"
-            } else {
-                "file_path"
-            };
-            let targets = match args.get(key).and_then(Value::as_str) {
-                Some(p) => vec![crate::tools::resolve_links(&crate::tools::resolve(root, p))],
-                None if matches!(t, "Glob" | "Grep") => vec![root.to_owned()],
+/// What the rules look at in the typed input: the Bash line and its
+/// script, or the path (as it resolves, and as written).
+fn view<'a>(call: &Subject<'a>, root: &Path) -> View<'a> {
+    if let Some(bash) = call.input.command() {
+        return View::Bash {
+            script: bash.script(),
+            lines: std::cell::OnceCell::new(),
+            line: bash.command.trim(),
+        };
+    }
+    match call.input.tool() {
+        Some(tool) if tool.path_key().is_some() => {
+            let targets = match call.input.target() {
+                Some(p) => vec![p.to_owned()],
+                None if tool.searches() => vec![root.to_owned()],
                 None => Vec::new(),
             };
             let mut all = targets.clone();
-            all.extend(spelled.iter().filter(|s| !targets.contains(s)).cloned());
+            all.extend(
+                call.spelled
+                    .filter(|s| !targets.iter().any(|t| t == s))
+                    .map(Path::to_owned),
+            );
             View::Paths { targets, all }
         }
         _ => View::Other,
@@ -900,7 +910,7 @@ fn view(tool: &str, args: &Value, spelled: &[PathBuf], root: &Path) -> View {
 }
 
 /// A deny or ask rule of `rules` that matches the call.
-fn any_match<'r>(rules: &'r [Rule], tool: &str, view: &View) -> Option<&'r Rule> {
+fn any_match<'r>(rules: &'r [Rule], tool: &str, view: &View<'_>) -> Option<&'r Rule> {
     rules.iter().find(|r| {
         r.names(tool)
             && match view {
@@ -955,7 +965,10 @@ fn bash_cover<'r>(rules: &'r [Rule], script: &Script, scope: &Scope<'_>) -> Cove
             && paths.iter().all(|p| {
                 protected(p, scope.home).is_none()
                     && rules.iter().any(|rule| {
-                        (rule.names("Write") || rule.names("Edit"))
+                        Tool::ALL
+                            .into_iter()
+                            .filter(|t| t.edits_files())
+                            .any(|t| rule.names(t.name()))
                             && matches!(rule.pattern, Some(Pattern::Path(_)))
                             && rule.matches_path(p)
                     })
@@ -992,11 +1005,11 @@ fn command_cover<'r>(rules: &'r [Rule], c: &Command, cov: &mut Coverage<'r>) -> 
         ));
         return false;
     };
-    let direct = if rules.iter().any(|r| r.tool == "Bash") {
+    let direct = if rules.iter().any(Rule::for_commands) {
         let lines = allow_lines(c);
         rules
             .iter()
-            .find(|r| r.tool == "Bash" && direct_cover(r, &lines))
+            .find(|r| r.for_commands() && direct_cover(r, &lines))
     } else {
         None
     };
@@ -1105,7 +1118,7 @@ impl ReadDenies {
         let list = rules
             .deny
             .iter()
-            .filter(|r| r.tool == "Read" && matches!(r.pattern, Some(Pattern::Path(_))))
+            .filter(|r| r.known == Some(Tool::Read) && matches!(r.pattern, Some(Pattern::Path(_))))
             .cloned()
             .collect();
         ReadDenies(std::sync::Arc::new(list))
@@ -1163,27 +1176,6 @@ pub struct HookVerdict {
     pub reason: Option<String>,
 }
 
-/// The call a decision is about.
-#[derive(Debug, Clone, Copy)]
-pub struct Subject<'a> {
-    pub tool: &'a str,
-    /// The effective arguments (paths absolute and resolved).
-    pub args: &'a Value,
-    /// The paths as they were written (made absolute, not resolved), when
-    /// they differ from the arguments'.
-    pub spelled: &'a [PathBuf],
-    /// For an MCP tool: whether it runs without asking where reads do
-    /// (candor reads it as read-only and closed-world,
-    /// `tools::mcp::annotations`).
-    pub mcp_read_only: Option<bool>,
-    /// For an MCP tool: why candor reads it so (said when it asks).
-    pub mcp_reading: Option<&'a str>,
-    /// For an MCP tool: `mcp__<server>__<tool>` unsanitised, which deny and
-    /// ask rules are checked on too (the name offered may be cut or
-    /// suffixed).
-    pub mcp_name: Option<&'a str>,
-}
-
 /// Decides a call, in this order: a denying hook; a deny rule; plan mode
 /// for a tool that changes things; a protected path; a Bash line naming a
 /// path a deny rule forbids; an ask rule; an asking hook; a deny rule that
@@ -1198,17 +1190,18 @@ pub fn decide(
     grants: &[Rule],
     root: &Path,
 ) -> Disposition {
-    let known = Tool::from_name(call.tool);
+    let known = call.input.tool();
     let d = Deciding {
-        tool: call.tool,
+        tool: call.name,
         known,
-        read_only: call
-            .mcp_read_only
-            .unwrap_or_else(|| known.is_some_and(Tool::is_read_only)),
-        mcp: call.mcp_read_only.is_some(),
-        reading: call.mcp_reading,
-        also: call.mcp_name.filter(|n| *n != call.tool),
-        view: view(call.tool, call.args, call.spelled, root),
+        read_only: call.mcp.map_or_else(
+            || known.is_some_and(Tool::is_read_only),
+            |m| m.reading.runs_unasked(),
+        ),
+        mcp: call.mcp.is_some(),
+        reading: call.mcp.map(|m| m.reading.why.as_str()),
+        also: call.mcp_name().filter(|n| n != call.name),
+        view: view(&call, root),
         scope: Scope::new(root, rules.home.as_deref()),
         hooks,
         mode,
@@ -1234,8 +1227,8 @@ struct Deciding<'a> {
     /// Why candor reads the MCP tool as it does.
     reading: Option<&'a str>,
     /// The MCP tool's unsanitised name, when it differs from `tool`.
-    also: Option<&'a str>,
-    view: View,
+    also: Option<String>,
+    view: View<'a>,
     scope: Scope<'a>,
     hooks: &'a HookVerdict,
     mode: Mode,
@@ -1271,6 +1264,7 @@ impl Deciding<'_> {
         }
         if let Some(rule) = any_match(&self.rules.deny, self.tool, &self.view).or_else(|| {
             self.also
+                .as_deref()
                 .and_then(|n| any_match(&self.rules.deny, n, &self.view))
         }) {
             let why = match &self.view {
@@ -1308,7 +1302,7 @@ impl Deciding<'_> {
                 )),
             );
         }
-        if let Some(reason) = protected_write(self.tool, &self.view, &self.scope) {
+        if let Some(reason) = protected_write(self.known, &self.view, &self.scope) {
             return ask("protected".into(), Some(reason));
         }
         if let View::Bash { script, .. } = &self.view
@@ -1326,6 +1320,7 @@ impl Deciding<'_> {
         }
         if let Some(rule) = any_match(&self.rules.ask, self.tool, &self.view).or_else(|| {
             self.also
+                .as_deref()
                 .and_then(|n| any_match(&self.rules.ask, n, &self.view))
         }) {
             return ask(
@@ -1337,12 +1332,12 @@ impl Deciding<'_> {
             return ask(self.hook(), self.hooks.reason.clone());
         }
         let (tool, known) = (self.tool, self.known);
-        let (_, text) = self.rules.broken_deny.iter().find(|(t, _)| {
-            t == "*"
-                || t == tool
-                || (t == "Edit" && known.is_some_and(Tool::edits_files))
-                || (t == "Read" && matches!(tool, "Glob" | "Grep"))
-        })?;
+        let family = known.and_then(Tool::ruled_with).map(Tool::name);
+        let (_, text) = self
+            .rules
+            .broken_deny
+            .iter()
+            .find(|(t, _)| t == "*" || t == tool || Some(t.as_str()) == family)?;
         ask(
             format!("rule:{text}"),
             Some(format!(
@@ -1413,7 +1408,7 @@ impl Deciding<'_> {
             });
         }
         if let Some(g) = self.grants.iter().find(|g| {
-            g.tool == "Bash" && matches!(&g.pattern, Some(Pattern::ExactCommand(c)) if c == line)
+            g.for_commands() && matches!(&g.pattern, Some(Pattern::ExactCommand(c)) if c == line)
         }) && script.all_opaque().is_empty()
             && !script.all_assigned().iter().any(|n| risky_variable(n))
         {
@@ -1488,9 +1483,9 @@ impl Deciding<'_> {
 }
 
 /// Why a call that writes is about a protected path.
-fn protected_write(tool: &str, view: &View, scope: &Scope<'_>) -> Option<String> {
+fn protected_write(tool: Option<Tool>, view: &View<'_>, scope: &Scope<'_>) -> Option<String> {
     match view {
-        View::Paths { all, .. } if Tool::from_name(tool).is_some_and(Tool::edits_files) => {
+        View::Paths { all, .. } if tool.is_some_and(Tool::edits_files) => {
             all.iter().find_map(|p| {
                 protected(p, scope.home).map(|why| {
                     format!(
@@ -1694,7 +1689,8 @@ fn names_denied_path<'r>(
     let path_rules: Vec<&Rule> = deny
         .iter()
         .filter(|r| {
-            PATH_TOOLS.contains(&r.tool.as_str()) && matches!(r.pattern, Some(Pattern::Path(_)))
+            r.known.is_some_and(|t| t.path_key().is_some())
+                && matches!(r.pattern, Some(Pattern::Path(_)))
         })
         .collect();
     if path_rules.is_empty() {
@@ -1830,33 +1826,34 @@ fn expand_on_disk(word: &shell::Word, scope: &Scope<'_>) -> Vec<PathBuf> {
 /// exactly this command line or path (never a pattern). None when the
 /// call cannot be granted: a line with parts candor cannot see, or a
 /// protected path.
-pub fn grant_for(tool: &str, args: &Value, root: &Path, home: Option<&Path>) -> Option<Rule> {
+pub fn grant_for(call: &Subject<'_>, root: &Path, home: Option<&Path>) -> Option<Rule> {
     let scope = Scope::new(root, home);
-    let view = view(tool, args, &[], root);
+    let view = view(call, root);
+    let known = call.input.tool();
     match &view {
         View::Bash { script, line, .. } => {
             if line.is_empty()
                 || !script.all_opaque().is_empty()
                 || script.all_assigned().iter().any(|n| risky_variable(n))
-                || protected_write(tool, &view, &scope).is_some()
+                || protected_write(known, &view, &scope).is_some()
             {
                 return None;
             }
-            Rule::grant(&format!("Bash({line})")).ok()
+            Rule::grant(&format!("{}({line})", call.name)).ok()
         }
         View::Paths { targets, .. } => {
             let [path] = targets.as_slice() else {
                 return None;
             };
-            if Tool::from_name(tool).is_some_and(Tool::edits_files)
-                && protected(path, home).is_some()
-            {
+            if known.is_some_and(Tool::edits_files) && protected(path, home).is_some() {
                 return None;
             }
-            Rule::grant(&format!("{tool}({})", path.display())).ok()
+            Rule::grant(&format!("{}({})", call.name, path.display())).ok()
         }
         // An MCP tool: the whole tool, as Claude Code's "don't ask again".
-        View::Other if tool.starts_with("mcp__") => Rule::parse(tool, root, home).ok(),
+        View::Other if matches!(call.input, ToolInput::Mcp(_)) => {
+            Rule::parse(call.name, root, home).ok()
+        }
         View::Other => None,
     }
 }
@@ -1874,7 +1871,7 @@ pub fn offer_grant(
     grants: &[Rule],
     root: &Path,
 ) -> Option<Rule> {
-    let grant = grant_for(call.tool, call.args, root, rules.home.as_deref())?;
+    let grant = grant_for(&call, root, rules.home.as_deref())?;
     let mut with = grants.to_vec();
     with.push(grant.clone());
     match decide(call, hooks, mode, rules, &with, root) {
@@ -1908,7 +1905,7 @@ mod tests {
         assert!(Rule::parse("mcp__a b", root, None).is_err());
         assert!(Rule::parse("Bash-x", root, None).is_err());
     }
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn rule(t: &str) -> Rule {
         Rule::parse(t, Path::new("/p"), Some(Path::new("/home/u"))).unwrap()
@@ -1932,16 +1929,26 @@ mod tests {
         }
     }
 
+    /// `args` accepted by `tool`, as settle accepts them (in `root`).
+    fn accepted(tool: &str, args: &Value, root: &Path) -> crate::tools::Accepted {
+        Tool::from_name(tool)
+            .unwrap()
+            .accept(args, root)
+            .unwrap_or_else(|e| panic!("{tool} {args}: {e}"))
+    }
+
+    fn grant_for_args(tool: &str, args: &Value, root: &Path, home: Option<&Path>) -> Option<Rule> {
+        grant_for(&Subject::of(tool, &accepted(tool, args, root)), root, home)
+    }
+
+    fn matches(rule: &Rule, tool: &str, args: &Value, root: &Path) -> bool {
+        rule.matches_call(&Subject::of(tool, &accepted(tool, args, root)), root)
+    }
+
     fn decide_with(tool: &str, args: Value, rules: &Rules, mode: Mode) -> Disposition {
-        let call = Subject {
-            tool,
-            args: &args,
-            spelled: &[],
-            mcp_read_only: None,
-            mcp_reading: None,
-            mcp_name: None,
-        };
-        decide(call, &no_hooks(), mode, rules, &[], Path::new("/p"))
+        let root = Path::new("/p");
+        let a = accepted(tool, &args, root);
+        decide(Subject::of(tool, &a), &no_hooks(), mode, rules, &[], root)
     }
 
     /// An MCP call as settle puts it to `decide`.
@@ -1952,14 +1959,30 @@ mod tests {
         rules: &Rules,
         mode: Mode,
     ) -> Disposition {
-        let args = json!({});
+        let (server, tool) = canonical
+            .strip_prefix("mcp__")
+            .and_then(|n| n.split_once("__"))
+            .unwrap();
+        let mcp = crate::tools::mcp::McpTool {
+            exposed: exposed.into(),
+            server: server.into(),
+            tool: tool.into(),
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+            title: None,
+            annotations: Default::default(),
+            reading: crate::tools::mcp::annotations::Reading {
+                read_only,
+                open_world: false,
+                why: "as configured".into(),
+            },
+        };
+        let input = ToolInput::Mcp(crate::tools::mcp::parse(&mcp, &json!({})).unwrap());
         let call = Subject {
-            tool: exposed,
-            args: &args,
-            spelled: &[],
-            mcp_read_only: Some(read_only),
-            mcp_reading: None,
-            mcp_name: Some(canonical),
+            name: exposed,
+            input: &input,
+            spelled: None,
+            mcp: Some(&mcp),
         };
         decide(call, &no_hooks(), mode, rules, &[], Path::new("/p"))
     }
@@ -2013,16 +2036,8 @@ mod tests {
         grants: &[Rule],
         root: &Path,
     ) -> Disposition {
-        let args = json!({ "command": command });
-        let call = Subject {
-            tool: "Bash",
-            args: &args,
-            spelled: &[],
-            mcp_read_only: None,
-            mcp_reading: None,
-            mcp_name: None,
-        };
-        decide(call, hooks, mode, rules, grants, root)
+        let a = accepted("Bash", &json!({ "command": command }), root);
+        decide(Subject::of("Bash", &a), hooks, mode, rules, grants, root)
     }
 
     fn runs(d: &Disposition) -> bool {
@@ -2181,7 +2196,7 @@ mod tests {
 
     #[test]
     fn grants_name_exactly_what_was_allowed() {
-        let g = grant_for(
+        let g = grant_for_args(
             "Bash",
             &json!({"command": "npm test"}),
             Path::new("/p"),
@@ -2203,7 +2218,7 @@ mod tests {
         assert!(runs(&with("npm test")));
         assert!(!runs(&with("npm test && rm -rf /")));
         assert!(!runs(&with("X=$(touch G) npm test")));
-        let ls = grant_for("Bash", &json!({"command": "ls"}), Path::new("/p"), None).unwrap();
+        let ls = grant_for_args("Bash", &json!({"command": "ls"}), Path::new("/p"), None).unwrap();
         assert!(!runs(&bash_full(
             "PATH=./evil:$PATH ls",
             &no_hooks(),
@@ -2213,7 +2228,7 @@ mod tests {
             Path::new("/p")
         )));
         assert!(
-            grant_for(
+            grant_for_args(
                 "Bash",
                 &json!({"command": "eval \"$X\""}),
                 Path::new("/p"),
@@ -2221,7 +2236,7 @@ mod tests {
             )
             .is_none()
         );
-        let g = grant_for(
+        let g = grant_for_args(
             "Read",
             &json!({"file_path": "/etc/hosts"}),
             Path::new("/p"),
@@ -2230,9 +2245,9 @@ mod tests {
         .unwrap();
         assert_eq!(g.text(), "Read(/etc/hosts)");
         assert!(
-            grant_for(
+            grant_for_args(
                 "Write",
-                &json!({"file_path": "/p/.git/hooks/pre-commit"}),
+                &json!({"file_path": "/p/.git/hooks/pre-commit", "content": "x"}),
                 Path::new("/p"),
                 None
             )
@@ -2439,10 +2454,15 @@ mod tests {
             "rm -rf x (",
         ] {
             assert!(
-                r.matches_call("Bash", &json!({ "command": c }), Path::new("/p")),
+                matches(&r, "Bash", &json!({ "command": c }), Path::new("/p")),
                 "{c}"
             );
         }
-        assert!(!r.matches_call("Bash", &json!({"command": "ls"}), Path::new("/p")));
+        assert!(!matches(
+            &r,
+            "Bash",
+            &json!({"command": "ls"}),
+            Path::new("/p")
+        ));
     }
 }

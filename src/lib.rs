@@ -36,6 +36,7 @@ pub mod history;
 pub mod interception;
 pub mod matcher;
 pub mod media;
+pub mod mode;
 pub mod presentation;
 pub mod providers;
 pub(crate) mod rpc;

@@ -64,6 +64,7 @@ fn session(usage: bool) -> Vec<Record> {
         events.push(Event::UserMessage {
             content: prompt,
             images: Vec::new(),
+            via: None,
         });
         for word in ["Let me ", "look at ", "the parser ", "first."] {
             events.push(Event::AssistantDelta {

@@ -151,7 +151,9 @@ pub fn appended(records: &[Record]) -> u64 {
 /// The estimated tokens one record adds to the model's history.
 pub fn record_tokens(event: &Event) -> u64 {
     match event {
-        Event::UserMessage { content, .. } => prompt_tokens(content) + MESSAGE_TOKENS,
+        Event::UserMessage { content, .. } | Event::SteeringDelivered { content, .. } => {
+            prompt_tokens(content) + MESSAGE_TOKENS
+        }
         // The notes around hook context and resources, about 80 bytes.
         Event::PromptResource {
             text,
@@ -197,6 +199,10 @@ pub fn record_tokens(event: &Event) -> u64 {
         | Event::ToolTerminal { .. }
         | Event::ToolOutput { .. }
         | Event::HistoryCompacted { .. }
+        | Event::PromptQueued { .. }
+        | Event::PromptUnqueued { .. }
+        | Event::SteeringReceived { .. }
+        | Event::SteeringDropped { .. }
         | Event::TurnEnded { .. } => 0,
     }
 }
@@ -496,6 +502,7 @@ mod tests {
         Event::UserMessage {
             content: vec![ContentBlock::from(text)],
             images: Vec::new(),
+            via: None,
         }
     }
 

@@ -142,6 +142,9 @@ pub struct Settings {
     /// `.mcp.json` servers are never taken at their word). Read from the
     /// user file only.
     pub mcp_trust_annotations: Option<bool>,
+    /// The sandbox (`[sandbox]`; `protocol/sandbox.md`, "Settings"). A
+    /// project file's only narrows it until the project is trusted.
+    pub sandbox: Option<crate::sandbox::settings::CandorKeys>,
 }
 
 impl Settings {
@@ -162,6 +165,7 @@ impl Settings {
             pass_env: self.pass_env.or(lower.pass_env),
             mcp_startup_wait: self.mcp_startup_wait.or(lower.mcp_startup_wait),
             mcp_trust_annotations: self.mcp_trust_annotations.or(lower.mcp_trust_annotations),
+            sandbox: self.sandbox.or(lower.sandbox),
         }
     }
 
@@ -251,6 +255,11 @@ pub struct Config {
     /// How long a tool waits for the editor to answer `fs/read_text_file`
     /// or `fs/write_text_file` before the call fails (60 s).
     pub client_fs_timeout: std::time::Duration,
+    /// candor's own binary, which confines a command as the sandbox's
+    /// launcher (`candor __sandbox …`): the server's own executable; `None`
+    /// (a library user that did not set it): commands run unconfined and
+    /// their cards say so.
+    pub launcher: Option<PathBuf>,
 }
 
 /// Where Codex's user settings are (a project's are found from its `cwd`).
@@ -328,6 +337,7 @@ impl Config {
             codex: Some(CodexLocations::default()),
             log_fails_at: None,
             client_fs_timeout: std::time::Duration::from_secs(60),
+            launcher: None,
         }
     }
 

@@ -310,7 +310,9 @@ struct History<'a> {
 impl History<'_> {
     fn apply(&mut self, event: &Event) {
         match event {
-            Event::UserMessage { content, images } => self.user_message(content, images),
+            Event::UserMessage {
+                content, images, ..
+            } => self.user_message(content, images),
             Event::HookContext {
                 event, hook, text, ..
             } => self.hook_context(*event, hook, text),
@@ -330,6 +332,7 @@ impl History<'_> {
                 ..
             } => self.tool_result(tool_call_id, *status, output, hook_notes),
             Event::PromptExpanded { text, .. } => self.expanded(text),
+            Event::SteeringDelivered { content, .. } => self.steering(content),
             Event::PromptResource {
                 uri, text, image, ..
             } => self.prompt_resource(uri, text, image.as_ref()),
@@ -375,6 +378,12 @@ impl History<'_> {
             | Event::ToolOutput { .. }
             // Applied before the fold (`derive_through`).
             | Event::HistoryCompacted { .. }
+            // Waiting is not the model's business; what reaches it is
+            // (`user/message`, `steering/delivered`).
+            | Event::PromptQueued { .. }
+            | Event::PromptUnqueued { .. }
+            | Event::SteeringReceived { .. }
+            | Event::SteeringDropped { .. }
             | Event::TurnEnded { .. } => {}
         }
     }
@@ -449,6 +458,17 @@ impl History<'_> {
         self.typed = Some((start, text.len() - start));
         self.opened_with = std::mem::take(&mut self.pending);
         self.messages.push(Message::User { text, images });
+    }
+
+    /// A steering message: a user message of its own where the model got
+    /// it, after the results of every call before it.
+    fn steering(&mut self, content: &[ContentBlock]) {
+        flush(&mut self.awaiting, &mut self.messages);
+        let text = flatten_prompt(content);
+        self.typed = None;
+        self.opened_with = Vec::new();
+        self.messages
+            .push(Message::user(format!("{STEERING}{text}")));
     }
 
     /// A resource the prompt linked, added to the prompt's message: its
@@ -741,6 +761,9 @@ fn flush(awaiting: &mut Option<Awaiting>, messages: &mut Vec<Message>) {
     messages.push(Message::ToolResults { results });
 }
 
+/// What opens a steering message in the model's history.
+pub const STEERING: &str = "[candor] The user sent this while you were working:\n\n";
+
 /// A prompt's content blocks as text (what hooks and the audit see; an
 /// image is `[image]`).
 pub fn flatten_prompt(content: &[ContentBlock]) -> String {
@@ -803,6 +826,7 @@ mod tests {
             Event::UserMessage {
                 content: vec![ContentBlock::from("go")],
                 images: Vec::new(),
+                via: None,
             },
             Event::AssistantDelta {
                 channel: crate::event_log::DeltaChannel::Text,
@@ -856,6 +880,7 @@ mod tests {
             Event::UserMessage {
                 content: vec![ContentBlock::from("/review a.rs")],
                 images: Vec::new(),
+                via: None,
             },
             Event::HookContext {
                 event: SessionEvent::UserPromptSubmit,
@@ -891,6 +916,7 @@ mod tests {
             Event::UserMessage {
                 content: vec![ContentBlock::from("go")],
                 images: Vec::new(),
+                via: None,
             },
             Event::AssistantMessage {
                 content: vec![tool_use("a")],
@@ -913,6 +939,7 @@ mod tests {
             Event::UserMessage {
                 content: vec![ContentBlock::from("go")],
                 images: Vec::new(),
+                via: None,
             },
             Event::AssistantMessage {
                 content: vec![
@@ -970,17 +997,20 @@ mod tests {
             Event::UserMessage {
                 content: vec![ContentBlock::from("one")],
                 images: Vec::new(),
+                via: None,
             },
             said("1"),
             Event::UserMessage {
                 content: vec![ContentBlock::from("two")],
                 images: Vec::new(),
+                via: None,
             },
             said("2"),
             compacted(1, "S1"),
             Event::UserMessage {
                 content: vec![ContentBlock::from("three")],
                 images: Vec::new(),
+                via: None,
             },
             said("3"),
         ];
@@ -1042,6 +1072,7 @@ mod tests {
             Event::UserMessage {
                 content: vec![ContentBlock::from("one")],
                 images: Vec::new(),
+                via: None,
             },
             compacted(5, "bogus"),
         ]);
@@ -1054,6 +1085,7 @@ mod tests {
             Event::UserMessage {
                 content: vec![ContentBlock::from("status?")],
                 images: Vec::new(),
+                via: None,
             },
             Event::AssistantMessage {
                 content: vec![AssistantBlock::ToolUse {
@@ -1076,6 +1108,7 @@ mod tests {
                 rewritten_by: vec!["rtk".into()],
                 preview: None,
                 mcp: None,
+                sandbox: None,
             },
             Event::ToolStarted {
                 tool_call_id: "a".into(),

@@ -115,6 +115,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         None => {
             let mut config = candor::Config::from_env();
             config.log_messages = cli.log_messages;
+            // The sandbox's launcher is this binary.
+            config.launcher = std::env::current_exe().ok();
             // Before any child exists: what commands and hooks leave behind
             // becomes candor's to end.
             candor::tools::exec::become_subreaper();
@@ -155,7 +157,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Doctor { cwd, json }) => {
-            let config = candor::Config::from_env();
+            let mut config = candor::Config::from_env();
+            config.launcher = std::env::current_exe().ok();
             let cwd = match cwd {
                 Some(dir) => dir,
                 None => std::env::current_dir()?,

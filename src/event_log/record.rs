@@ -28,7 +28,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use agent_client_protocol_schema::v1::ContentBlock;
+use agent_client_protocol_schema::v1::{ContentBlock, RequestId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -95,6 +95,49 @@ pub enum Event {
         content: Vec<ContentBlock>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         images: Vec<PromptImage>,
+        /// How the prompt came to open its turn when it did not run at
+        /// once: it waited in the queue, or it is a steering message that
+        /// found no turn running.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        via: Option<Via>,
+    },
+    /// A `session/prompt` that arrived while a turn ran (or other prompts
+    /// waited): it waits, in the order received, for its own turn, which
+    /// opens with a `user/message` whose `via` names this request.
+    #[serde(rename = "prompt/queued")]
+    PromptQueued {
+        request_id: RequestId,
+        /// The prompt as text (an image is `[image]`); its blocks are
+        /// recorded whole by the `user/message` of its turn.
+        text: String,
+    },
+    /// A queued prompt that will not run; its request was answered
+    /// `cancelled`.
+    #[serde(rename = "prompt/unqueued")]
+    PromptUnqueued {
+        request_id: RequestId,
+        reason: Unqueued,
+    },
+    /// A `_session/steering` message, recorded before it is answered.
+    #[serde(rename = "steering/received")]
+    SteeringReceived {
+        steering_id: String,
+        content: Vec<ContentBlock>,
+    },
+    /// The steering message was given to the model here, before the model
+    /// request that follows (never between a call and its result). The
+    /// client is shown it here as the user's message; the model's history
+    /// has it here.
+    #[serde(rename = "steering/delivered")]
+    SteeringDelivered {
+        steering_id: String,
+        content: Vec<ContentBlock>,
+    },
+    /// A steering message that never reached the model.
+    #[serde(rename = "steering/dropped")]
+    SteeringDropped {
+        steering_id: String,
+        reason: Dropped,
     },
     /// A hook gave the model something to read: context from a
     /// `SessionStart` or `UserPromptSubmit` hook, or a `Stop` hook's reason
@@ -218,6 +261,11 @@ pub enum Event {
         /// model called), as the card shows them.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mcp: Option<McpTarget>,
+        /// For a Bash call: the boundary it runs in, settled with the
+        /// arguments (`protocol/sandbox.md`, "The `Boundary` record"); the
+        /// card's sandbox line is made from it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox: Option<crate::sandbox::Boundary>,
     },
     /// candor asked the user whether the call may run (`decision` was `ask`).
     #[serde(rename = "permission/requested")]
@@ -576,6 +624,12 @@ impl SessionEvent {
 pub enum ConfigId {
     Mode,
     Model,
+    /// The sandbox's preset the user chose for the session (`/sandbox`):
+    /// `read-only`, `workspace-write` or `full-access`.
+    Sandbox,
+    /// The sandbox's network the user chose for the session
+    /// (`/sandbox network on|off`): `on` or `off`.
+    Network,
 }
 
 impl ConfigId {
@@ -583,6 +637,8 @@ impl ConfigId {
         match self {
             ConfigId::Mode => "mode",
             ConfigId::Model => "model",
+            ConfigId::Sandbox => "sandbox",
+            ConfigId::Network => "network",
         }
     }
 }
@@ -862,6 +918,42 @@ pub enum ResultStatus {
     Cancelled,
 }
 
+/// How a `user/message` came to open its turn, when not straight from its
+/// `session/prompt`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Via {
+    /// It waited in the queue (`prompt/queued` with this request id).
+    Queue { request_id: RequestId },
+    /// A steering message (`steering/received` with this id) that found no
+    /// turn to join: it opened one.
+    Steering { steering_id: String },
+}
+
+/// Why a queued prompt was taken out of the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Unqueued {
+    /// The client withdrew it (`$/cancel_request`).
+    Cancelled,
+    /// The session ended (closed, candor stopped or crashed) before it ran.
+    Stopped,
+}
+
+/// Why a steering message never reached the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Dropped {
+    /// The turn it was for was cancelled before the model's next request.
+    Cancelled,
+    /// The session ended (closed, candor stopped or crashed) first.
+    Stopped,
+}
+
 /// Why a turn ended. The ACP stop reasons, plus `error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -939,6 +1031,7 @@ mod tests {
                 rewritten_by: Vec::new(),
                 preview: None,
                 mcp: None,
+                sandbox: None,
             },
         };
         let line = serde_json::to_value(&rec).unwrap();

@@ -319,8 +319,10 @@ impl Conn {
         {
             self.cards.retain(|c| &c.session != s);
         }
-        if matches!(method, "session/prompt" | "session/load")
-            && let Some(s) = &session
+        if matches!(
+            method,
+            "session/prompt" | "session/load" | "_session/steering"
+        ) && let Some(s) = &session
         {
             *self.running_prompts.entry(s.clone()).or_default() += 1;
         }
@@ -500,8 +502,10 @@ impl Conn {
         if let Err(e) = check {
             self.violate("schema", e, Some(frame));
         }
-        if matches!(pending.method.as_str(), "session/prompt" | "session/load")
-            && let Some(session) = &pending.session
+        if matches!(
+            pending.method.as_str(),
+            "session/prompt" | "session/load" | "_session/steering"
+        ) && let Some(session) = &pending.session
         {
             let running = self.running_prompts.entry(session.clone()).or_default();
             *running = running.saturating_sub(1);

@@ -27,6 +27,7 @@
 
 pub mod events;
 pub mod policy;
+pub mod sandbox;
 pub mod scripted;
 pub mod subject;
 
@@ -283,6 +284,8 @@ pub struct Policy {
     pub event_hooks: Vec<Arc<dyn events::EventHook>>,
     pub rules: Rules,
     pub mode: Mode,
+    /// The session's sandbox, from the settings (`sandbox::settings`).
+    pub sandbox: crate::sandbox::Sandbox,
 }
 
 /// Who candor names as the decider for its own checks.
@@ -314,6 +317,8 @@ pub struct Settled {
     /// For a call that asks: the grant "Always allow" would add, when it
     /// would let the next identical call run ([`policy::offer_grant`]).
     grant: Option<Rule>,
+    /// The boundary a Bash call runs in ([`sandbox::confine`]).
+    boundary: Option<crate::sandbox::Boundary>,
 }
 
 impl Settled {
@@ -321,6 +326,12 @@ impl Settled {
     /// it would make the next identical call run.
     pub fn grant_offer(&self) -> Option<&Rule> {
         self.grant.as_ref()
+    }
+
+    /// The boundary the call runs in, settled with its arguments (a Bash
+    /// call; [`sandbox::confine`]).
+    pub fn boundary(&self) -> Option<&crate::sandbox::Boundary> {
+        self.boundary.as_ref()
     }
 
     /// What the hooks said besides their decisions, in the order they said it.
@@ -463,6 +474,7 @@ impl Settled {
             spelled: self.spelled.clone(),
             mcp: self.mcp.clone(),
             file_base: None,
+            boundary: self.boundary.clone(),
         }
     }
 }
@@ -480,6 +492,8 @@ pub struct ApprovedCall {
     mcp: Option<crate::tools::mcp::McpTool>,
     /// For a file tool the user allowed on a diff: the file's `base` then.
     file_base: Option<String>,
+    /// The boundary it runs in (settled with it).
+    boundary: Option<crate::sandbox::Boundary>,
 }
 
 impl ApprovedCall {
@@ -493,6 +507,11 @@ impl ApprovedCall {
     /// See [`bound_to_file`](Self::bound_to_file).
     pub fn file_base(&self) -> Option<&str> {
         self.file_base.as_deref()
+    }
+
+    /// The boundary it runs in, as settled and recorded.
+    pub fn boundary(&self) -> Option<&crate::sandbox::Boundary> {
+        self.boundary.as_ref()
     }
 
     /// What runs: the effective arguments as the tool's input.
@@ -593,6 +612,7 @@ pub async fn settle(
         input: None,
         spelled: None,
         grant: None,
+        boundary: None,
     };
     // Candor's own checks: the tool exists and the model's arguments pass
     // its schema (parsed, once, into the input that will run). Paths are

@@ -107,6 +107,7 @@ impl PolicyFile {
             },
             mode: self.mode.unwrap_or_default(),
             event_hooks: Vec::new(),
+            sandbox: crate::sandbox::Sandbox::default(),
         })
     }
 }

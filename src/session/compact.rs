@@ -92,7 +92,7 @@ pub(crate) async fn compact(
             &shown,
         );
         // Nothing of the summary is shown; retries are notices.
-        match super::ask::stream(c, provider, &request, cancel, |_, _| Ok(())).await? {
+        match super::ask::stream(c, provider, &request, cancel, None, |_, _| Ok(())).await? {
             None => {
                 if ask.trigger != CompactTrigger::Manual {
                     c.commit(Event::Notice {

@@ -17,6 +17,7 @@
 //! the turn.
 
 pub mod bash;
+pub mod confined;
 pub mod edit;
 pub mod exec;
 pub mod files;
@@ -474,6 +475,11 @@ pub struct ToolContext {
     pub file_base: Option<String>,
     /// The session's MCP servers (for `ToolInput::Mcp`).
     pub mcp: Option<crate::tools::mcp::Servers>,
+    /// The boundary the call was settled with (a Bash call): it runs in
+    /// exactly that, through the launcher, or not at all.
+    pub boundary: Option<crate::sandbox::Boundary>,
+    /// The session's sandbox runtime (launcher, `TMPDIR`, lifeline).
+    pub confiner: Option<confined::Confiner>,
 }
 
 impl ToolContext {

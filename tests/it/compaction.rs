@@ -197,10 +197,12 @@ async fn a_session_past_a_small_window_compacts_once_and_goes_on_from_the_summar
 #[tokio::test]
 async fn cards_and_replay_are_unchanged_but_for_the_notice() {
     // The same session without compaction (no window), for comparison.
-    let control_env = TestEnv::scripted(long_script(false));
+    // Both unsandboxed: a sandboxed card names its own project and TMPDIR,
+    // which differ between the two.
+    let control_env = TestEnv::scripted(long_script(false)).unsandboxed();
     let mut control = Conn::in_process(control_env);
     let control_session = drive(&mut control).await;
-    let env = TestEnv::scripted(long_script(true));
+    let env = TestEnv::scripted(long_script(true)).unsandboxed();
     let config = windowed(&env, Some(40_000));
     let mut conn = Conn::in_process_with(env, config.clone());
     let session = drive(&mut conn).await;

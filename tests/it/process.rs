@@ -63,6 +63,9 @@ async fn long_turn() -> (Conn, serde_json::Value, u32) {
         json!({"command": "sleep 30 & echo $! > sleep.pid; wait"})
     )]))]));
     let pid_file = env.project.join("sleep.pid");
+    // The pids the command writes are the host's only unconfined (the
+    // sandbox's PID namespace ends its processes by itself).
+    let env = env.unsandboxed();
     let mut conn = Conn::spawn(env);
     let session = conn.ready().await;
     let id = conn
@@ -402,6 +405,9 @@ async fn descendants_that_leave_their_group_end_with_their_call_or_the_session()
     );
     env.trust_project();
     let project = env.project.clone();
+    // The pids the command writes are the host's only unconfined (the
+    // sandbox's PID namespace ends its processes by itself).
+    let env = env.unsandboxed();
     let mut conn = Conn::spawn(env);
     let session = conn.ready().await;
     conn.prompt(&session, "go").await;

@@ -138,7 +138,31 @@ impl TestEnv {
         });
         config.policy = self.policy.clone();
         config.capture = Some(self.capture.clone());
+        // The user's candor config file, where the binary reads it.
+        config.user_settings = candor::config::Settings::load(&self.user_config());
+        // The sandbox's launcher, as the server has it (its own binary).
+        config.launcher = Some(env!("CARGO_BIN_EXE_candor").into());
         config
+    }
+
+    /// The user's candor config file (`$HOME/.config/candor/config.toml`).
+    pub fn user_config(&self) -> PathBuf {
+        self.dir.path().join(".config/candor/config.toml")
+    }
+
+    /// Writes the user's candor config file.
+    pub fn with_user_config(self, toml: &str) -> Self {
+        let path = self.user_config();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, toml).unwrap();
+        self
+    }
+
+    /// With the sandbox turned off by the user (`[sandbox] mode =
+    /// "full-access"`): for tests of what candor does with processes it
+    /// does not confine (their pids are the host's).
+    pub fn unsandboxed(self) -> Self {
+        self.with_user_config("[sandbox]\nmode = \"full-access\"\n")
     }
 
     /// Writes a file in the project.
@@ -417,9 +441,12 @@ impl Conn {
         self.next_id += 1;
         let session = params["sessionId"].as_str().map(str::to_owned);
         // A load replays a conversation: like a prompt, its updates come
-        // before its response, and its cards are all terminal by then.
-        if matches!(method, "session/prompt" | "session/load")
-            && let Some(s) = &session
+        // before its response, and its cards are all terminal by then. So
+        // does a steering message that opens a turn of its own.
+        if matches!(
+            method,
+            "session/prompt" | "session/load" | "_session/steering"
+        ) && let Some(s) = &session
         {
             self.model.prompt_sent(s);
         }
@@ -575,8 +602,10 @@ impl Conn {
                         .check_response(&method, frame)
                         .unwrap_or_else(|e| panic!("{e}: {frame}"));
                 }
-                if matches!(method.as_str(), "session/prompt" | "session/load")
-                    && let Some(s) = session
+                if matches!(
+                    method.as_str(),
+                    "session/prompt" | "session/load" | "_session/steering"
+                ) && let Some(s) = session
                 {
                     self.model.prompt_answered(&s);
                 }

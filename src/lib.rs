@@ -38,6 +38,7 @@ pub mod matcher;
 #[cfg(feature = "mcp-test-server")]
 pub mod mcp_test_server;
 pub mod media;
+pub mod mode;
 pub mod presentation;
 pub mod providers;
 pub(crate) mod rpc;

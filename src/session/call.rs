@@ -34,7 +34,7 @@ use crate::event_log::{
 use crate::interception::policy::{Disposition, Rule};
 use crate::interception::{self, ApprovedCall, Aside, Asides, FinishedCall, HookNote, Settled};
 use crate::presentation::describe_decider;
-use crate::tools::{ToolContext, ToolEvent};
+use crate::tools::{ToolContext, ToolEvent, ToolInput};
 
 /// The probe's place when the kernel was not asked (the sandbox is off).
 static NOT_ASKED: std::sync::LazyLock<crate::sandbox::Probe> =
@@ -172,12 +172,12 @@ async fn settle_and_run(
     // shows the change the arguments propose.
     let mut preview = None;
     let read = !matches!(settled.disposition(), Disposition::Ask { .. })
-        || !kept_from_reading(settled.effective(), gate, control);
+        || settled
+            .input()
+            .is_none_or(|input| !kept_from_reading(input, gate, control));
     if !matches!(settled.disposition(), Disposition::Deny { .. })
-        && let Some(tool) = settled.tool()
-        && let Some(result) = tool
-            .preview(settled.effective(), &gate.files, &control.cancel, read)
-            .await
+        && let Some(input) = settled.input()
+        && let Some(result) = input.preview(&gate.files, &control.cancel, read).await
     {
         match result {
             Ok(diff) => preview = Some(bounded(diff)),
@@ -215,11 +215,10 @@ async fn settle_and_run(
 
 /// Whether the file a call would change is one candor does not read
 /// before the user answers: outside the project, or denied to Read.
-fn kept_from_reading(args: &Value, gate: &Gate, control: &TurnControl) -> bool {
-    let Some(path) = args.get("file_path").and_then(Value::as_str) else {
+fn kept_from_reading(input: &ToolInput, gate: &Gate, control: &TurnControl) -> bool {
+    let Some(path) = input.target() else {
         return false;
     };
-    let path = std::path::Path::new(path);
     !path.starts_with(&control.cwd)
         || crate::interception::policy::ReadDenies::of(&gate.policy.rules).denies(path)
 }
@@ -339,11 +338,8 @@ async fn ask(
             grant(gate);
             return Ok(Answer::Allowed(call));
         };
-        let now = match s.tool() {
-            Some(tool) => {
-                tool.preview(s.effective(), &gate.files, &control.cancel, true)
-                    .await
-            }
+        let now = match s.input() {
+            Some(input) => input.preview(&gate.files, &control.cancel, true).await,
             None => None,
         };
         match now {
@@ -625,6 +621,7 @@ async fn execute(
         id: &id,
         tool: call.name(),
         input: call.arguments(),
+        subject: call.subject(),
         output: &output.text,
         status: output.status,
         cwd: &control.cwd,

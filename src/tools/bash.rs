@@ -40,7 +40,7 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// After the command exits, how long its output pipes are still read.
 pub const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
 
-/// The input, as Claude Code defines it.
+/// The input, as Claude Code defines it, and what its line will run.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BashInput {
@@ -55,6 +55,19 @@ pub struct BashInput {
     /// answer (`interception::sandbox`).
     #[serde(default, rename = "dangerouslyDisableSandbox")]
     pub dangerously_disable_sandbox: Option<bool>,
+    /// `command` read by [`crate::shell::parse`], once, when the input is
+    /// parsed ([`parse`]): what hooks' `if` filters, the rules and the
+    /// grant offer judge. Never in the arguments (no one can send it).
+    #[serde(skip)]
+    script: crate::shell::Script,
+}
+
+impl BashInput {
+    /// What the line will run, as the shell reads it (parsed once, with
+    /// the input).
+    pub fn script(&self) -> &crate::shell::Script {
+        &self.script
+    }
 }
 
 pub(crate) fn spec() -> ToolSpec {
@@ -89,7 +102,8 @@ pub(crate) fn parse(input: &Value) -> Result<BashInput, String> {
         }
         _ => {}
     }
-    Ok(parsed)
+    let script = crate::shell::parse(&parsed.command);
+    Ok(BashInput { script, ..parsed })
 }
 
 pub(crate) fn present(input: &Value, _cwd: &Path) -> Presentation {

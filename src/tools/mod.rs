@@ -137,19 +137,20 @@ impl Tool {
     }
 
     /// A call's arguments as this tool takes them: parsed against its
-    /// schema (`Err` says what is wrong), then its path normalized
-    /// ([`normalize_spelled`](Self::normalize_spelled)) in the arguments
-    /// and in the typed input alike. The one parse of these arguments.
+    /// schema (`Err` says what is wrong) into the typed input (a Bash line
+    /// read by the shell parser too), then its path normalized
+    /// ([`ToolInput::normalize`]) in the typed input and, from it, in the
+    /// arguments. The one parse of these arguments: after it, everything
+    /// judges the typed input.
     pub fn accept(self, arguments: &Value, cwd: &Path) -> Result<Accepted, String> {
         let mut input = ToolInput::parse(self, arguments)?;
-        let (arguments, spelled) = self.normalize_spelled(arguments, cwd);
-        if let Some(path) = self
-            .path_key()
-            .and_then(|key| arguments.get(key))
-            .and_then(Value::as_str)
-            && let Some(typed) = input.path_mut()
+        let spelled = input.normalize(cwd);
+        let mut arguments = arguments.clone();
+        if let Some(key) = self.path_key()
+            && let Some(path) = input.path()
+            && let Some(obj) = arguments.as_object_mut()
         {
-            path.clone_into(typed);
+            obj.insert(key.to_owned(), Value::String(path.to_owned()));
         }
         Ok(Accepted {
             arguments,
@@ -158,8 +159,9 @@ impl Tool {
         })
     }
 
-    /// The field that names the tool's path, if it has one.
-    fn path_key(self) -> Option<&'static str> {
+    /// The field that names the tool's path, if it has one (`file_path`,
+    /// or `path` for the search tools).
+    pub fn path_key(self) -> Option<&'static str> {
         match self {
             Tool::Read | Tool::Write | Tool::Edit => Some("file_path"),
             Tool::Glob | Tool::Grep => Some("path"),
@@ -171,33 +173,28 @@ impl Tool {
         }
     }
 
-    /// The input with its path made absolute (against `cwd`), `..` removed
-    /// and symbolic links followed: the file the call is about, which
-    /// hooks, rules, the card, the log and the tool itself all see. Other
-    /// fields are untouched.
-    pub fn normalize(self, input: &Value, cwd: &Path) -> Value {
-        self.normalize_spelled(input, cwd).0
+    /// Whether the tool searches a directory (Glob, Grep): without a path
+    /// it searches the working directory.
+    pub fn searches(self) -> bool {
+        matches!(self, Tool::Glob | Tool::Grep)
     }
 
-    /// [`normalize`](Self::normalize), and the path as written (made
-    /// absolute, links not followed) when that differs from where it leads:
-    /// rules judge both.
-    pub fn normalize_spelled(self, input: &Value, cwd: &Path) -> (Value, Option<PathBuf>) {
-        let mut out = input.clone();
-        let mut spelled = None;
-        if let Some(key) = self.path_key()
-            && let Some(path) = input.get(key).and_then(Value::as_str)
-        {
-            let lexical = resolve(cwd, path);
-            let real = resolve_links(&lexical);
-            if let Some(obj) = out.as_object_mut() {
-                obj.insert(key.to_owned(), Value::String(real.display().to_string()));
-            }
-            if real != lexical {
-                spelled = Some(lexical);
-            }
+    /// Whether the tool runs a command line: its rules' patterns are
+    /// commands, not paths.
+    pub fn runs_commands(self) -> bool {
+        matches!(self, Tool::Bash)
+    }
+
+    /// The tool whose rules also name this one: `Edit` rules cover every
+    /// tool that edits files, `Read` rules govern the search tools.
+    pub fn ruled_with(self) -> Option<Tool> {
+        if self.edits_files() {
+            Some(Tool::Edit)
+        } else if self.searches() {
+            Some(Tool::Read)
+        } else {
+            None
         }
-        (out, spelled)
     }
 
     /// Card title, kind and locations for these arguments.
@@ -222,34 +219,6 @@ impl Tool {
             _ => None,
         }
     }
-
-    /// For tools that change a file: the change they would make now, shown
-    /// on the card (and in a permission prompt) before they run. `Err` is a
-    /// reason the call cannot work (the text to find is not there, …).
-    /// Without `read`, the file is not read: the change proposed by the
-    /// arguments alone (`FileDiff::unread`).
-    pub async fn preview(
-        self,
-        input: &Value,
-        files: &FileAccess,
-        cancel: &CancellationToken,
-        read: bool,
-    ) -> Option<Result<FileDiff, String>> {
-        match self {
-            Tool::Write if !read => Some(write::proposed(input)),
-            Tool::Edit if !read => Some(edit::proposed(input)),
-            Tool::Write => Some(write::preview(input, files, cancel).await),
-            Tool::Edit => Some(edit::preview(input, files, cancel).await),
-            Tool::Bash
-            | Tool::BashOutput
-            | Tool::KillShell
-            | Tool::Read
-            | Tool::Glob
-            | Tool::Grep
-            | Tool::TodoWrite
-            | Tool::AskUserQuestion => None,
-        }
-    }
 }
 
 /// A call's arguments, accepted by its tool ([`Tool::accept`]).
@@ -266,8 +235,9 @@ pub struct Accepted {
 }
 
 /// A call's input, parsed once, when the call is settled (one variant a
-/// tool); the approved call carries it and runs it. (MCP tools will be a
-/// variant of their own, holding their JSON.)
+/// tool, and one for the tools of MCP servers): what is judged (hooks'
+/// `if` filters, rules, the mode, the grant offer), previewed and run. The
+/// approved call carries it and runs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolInput {
     Bash(bash::BashInput),
@@ -302,7 +272,7 @@ impl ToolInput {
     }
 
     /// The path the input names, where the tool has one (the field
-    /// [`Tool::normalize`] makes absolute).
+    /// [`normalize`](Self::normalize) makes absolute).
     fn path_mut(&mut self) -> Option<&mut String> {
         match self {
             ToolInput::Read(i) => Some(&mut i.file_path),
@@ -313,6 +283,81 @@ impl ToolInput {
             ToolInput::Bash(_)
             | ToolInput::BashOutput(_)
             | ToolInput::KillShell(_)
+            | ToolInput::TodoWrite(_)
+            | ToolInput::AskUserQuestion(_)
+            | ToolInput::Mcp(_) => None,
+        }
+    }
+
+    /// The path the input names, as given (before [`Tool::accept`]) or
+    /// normalized (after it).
+    fn path(&self) -> Option<&str> {
+        match self {
+            ToolInput::Read(i) => Some(&i.file_path),
+            ToolInput::Write(i) => Some(&i.file_path),
+            ToolInput::Edit(i) => Some(&i.file_path),
+            ToolInput::Glob(i) => i.path.as_deref(),
+            ToolInput::Grep(i) => i.path.as_deref(),
+            ToolInput::Bash(_)
+            | ToolInput::BashOutput(_)
+            | ToolInput::KillShell(_)
+            | ToolInput::TodoWrite(_)
+            | ToolInput::AskUserQuestion(_)
+            | ToolInput::Mcp(_) => None,
+        }
+    }
+
+    /// The file or directory the call is about, once accepted: absolute,
+    /// without `..`, links followed (what the tool opens). `None` for a
+    /// tool without a path, and for a search given none (it searches the
+    /// working directory).
+    pub fn target(&self) -> Option<&Path> {
+        self.path().map(Path::new)
+    }
+
+    /// The Bash line and what it will run, for a Bash call.
+    pub fn command(&self) -> Option<&bash::BashInput> {
+        match self {
+            ToolInput::Bash(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Makes the input's path absolute (against `cwd`), without `..` and
+    /// with symbolic links followed: the file the call is about, which
+    /// hooks, rules, the card, the log and the tool itself all see. Returns
+    /// the path as written (made absolute, links not followed) when that
+    /// differs from where it leads: rules judge both.
+    pub fn normalize(&mut self, cwd: &Path) -> Option<PathBuf> {
+        let path = self.path_mut()?;
+        let lexical = resolve(cwd, path);
+        let real = resolve_links(&lexical);
+        *path = real.display().to_string();
+        (real != lexical).then_some(lexical)
+    }
+
+    /// For tools that change a file: the change they would make now, shown
+    /// on the card (and in a permission prompt) before they run. `Err` is a
+    /// reason the call cannot work (the text to find is not there, …).
+    /// Without `read`, the file is not read: the change proposed by the
+    /// input alone (`FileDiff::unread`).
+    pub async fn preview(
+        &self,
+        files: &FileAccess,
+        cancel: &CancellationToken,
+        read: bool,
+    ) -> Option<Result<FileDiff, String>> {
+        match self {
+            ToolInput::Write(i) if !read => Some(Ok(write::proposed(i))),
+            ToolInput::Edit(i) if !read => Some(Ok(edit::proposed(i))),
+            ToolInput::Write(i) => Some(write::preview(i, files, cancel).await),
+            ToolInput::Edit(i) => Some(edit::preview(i, files, cancel).await),
+            ToolInput::Bash(_)
+            | ToolInput::BashOutput(_)
+            | ToolInput::KillShell(_)
+            | ToolInput::Read(_)
+            | ToolInput::Glob(_)
+            | ToolInput::Grep(_)
             | ToolInput::TodoWrite(_)
             | ToolInput::AskUserQuestion(_)
             | ToolInput::Mcp(_) => None,
@@ -688,7 +733,9 @@ mod tests {
             (Tool::Bash, json!({"command": "ls"})),
         ] {
             let accepted = tool.accept(&args, cwd).unwrap();
-            assert_eq!(accepted.arguments, tool.normalize(&args, cwd), "{args}");
+            let mut typed = ToolInput::parse(tool, &args).unwrap();
+            typed.normalize(cwd);
+            assert_eq!(accepted.input, typed, "{args}");
             assert_eq!(
                 accepted.input,
                 ToolInput::parse(tool, &accepted.arguments).unwrap(),

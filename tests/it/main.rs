@@ -29,6 +29,7 @@ mod interception;
 mod mcp;
 mod mcp_npm;
 mod models;
+mod one_subject;
 mod permissions;
 mod permissions_property;
 mod process;

@@ -59,12 +59,14 @@ fn session(usage: bool) -> Vec<Record> {
                 usage: None,
                 elided: false,
                 cost: None,
+                kept_prompt: None,
             });
         }
         let prompt = serde_json::from_value(json!([{"type": "text", "text": format!("step {turn}: look at the parser and fix what you find")}])).unwrap();
         events.push(Event::UserMessage {
             content: prompt,
             images: Vec::new(),
+            via: None,
         });
         for word in ["Let me ", "look at ", "the parser ", "first."] {
             events.push(Event::AssistantDelta {
@@ -235,6 +237,7 @@ fn main() {
                 to,
                 &request,
                 None,
+                false,
                 &budget,
             ));
         });

@@ -57,6 +57,7 @@ fn record_of(id: &str, args: &Value, d: &Disposition) -> Event {
         rewritten_by: Vec::new(),
         preview: None,
         mcp: None,
+        sandbox: None,
     }
 }
 

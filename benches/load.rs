@@ -50,6 +50,7 @@ fn write_session(dir: &Path, cwd: &Path) -> String {
         log.append(Event::UserMessage {
             content: prompt,
             images: Vec::new(),
+            via: None,
         })
         .unwrap();
         for word in ["Let me ", "look at ", "the parser ", "first."] {
@@ -99,6 +100,7 @@ fn write_session(dir: &Path, cwd: &Path) -> String {
                 rewritten_by: vec![],
                 preview: None,
                 mcp: None,
+                sandbox: None,
             })
             .unwrap();
             log.append(Event::ToolStarted {

@@ -5,8 +5,8 @@
 //! cargo bench --bench mcp
 //! ```
 //!
-//! Both parts use the test server (`examples/mcp_test_server.rs`, built in
-//! release by the bench if needed) over stdio.
+//! Both parts use the test server (`candor mcp-test-server`, the bench's
+//! own build of candor) over stdio.
 //!
 //! * **Call overhead.** The server's own time: 500 `echo` calls made
 //!   directly through `tools::mcp::Servers` (rmcp over the pipes, no
@@ -42,33 +42,10 @@ const CALLS: usize = 100;
 const TARGET_OVERHEAD_MS: f64 = 1.0;
 const TARGET_SESSION_NEW_MS: f64 = 3.0;
 
+/// The test server: the candor binary cargo built for the bench, whose
+/// `mcp-test-server` subcommand it is.
 fn server_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    // target/release/deps/mcp-… → target/release/examples/
-    let release = exe.parent().unwrap().parent().unwrap();
-    let bin = release.join("examples/mcp_test_server");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    #[allow(clippy::disallowed_methods)] // the bench builds its fixture
-    let mut build = std::process::Command::new(cargo);
-    build
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "--example",
-            "mcp_test_server",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy();
-        if (name.starts_with("CARGO_") && !matches!(&*name, "CARGO_HOME" | "CARGO_TARGET_DIR"))
-            || name == "OUT_DIR"
-        {
-            build.env_remove(&*name);
-        }
-    }
-    assert!(build.status().unwrap().success());
-    bin
+    PathBuf::from(env!("CARGO_BIN_EXE_candor"))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -77,7 +54,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn stdio(name: &str, bin: &Path) -> Value {
-    json!({"name": name, "command": bin, "args": [], "env": []})
+    json!({"name": name, "command": bin, "args": ["mcp-test-server"], "env": []})
 }
 
 /// The test server as a stdio server named `name`, for `Servers` directly.
@@ -87,7 +64,7 @@ fn spec(name: &str, bin: &Path) -> candor::tools::mcp::ServerSpec {
         source: candor::tools::mcp::Source::Editor,
         transport: candor::tools::mcp::Transport::Stdio {
             command: bin.display().to_string(),
-            args: Vec::new(),
+            args: vec!["mcp-test-server".into()],
             env: Vec::new(),
             cwd: None,
         },

@@ -1,7 +1,8 @@
 //! Permission rules on a parsed Bash line: what `shell::parse` costs on a
 //! 2 KB command line, and what `interception::policy::decide` costs end to
-//! end on it (parse included: `decide` parses the line itself) with 20
-//! rules, allow, ask and deny, Bash and path rules.
+//! end on it (the call's arguments accepted by the Bash tool, which parses
+//! the line once, then decided) with 20 rules, allow, ask and deny, Bash and
+//! path rules.
 //!
 //! Run: `cargo bench --bench permissions` (release build). Target (from the
 //! permission-rules issue): rule evaluation under 50 µs median. Prints the
@@ -21,6 +22,7 @@ use std::time::Instant;
 use candor::interception::Verdict;
 use candor::interception::policy::{Disposition, HookVerdict, Mode, Rule, Rules, Subject, decide};
 use candor::shell;
+use candor::tools::{Accepted, Tool};
 use serde_json::{Value, json};
 
 const RULES_ALLOW: [&str; 13] = [
@@ -110,16 +112,15 @@ fn hooks() -> HookVerdict {
     }
 }
 
+/// The arguments accepted (parsed, the line read), then decided.
 fn decide_bash(args: &Value, rules: &Rules, root: &Path) -> Disposition {
+    decide_accepted(&Tool::Bash.accept(args, root).unwrap(), rules, root)
+}
+
+/// A call already accepted, decided.
+fn decide_accepted(accepted: &Accepted, rules: &Rules, root: &Path) -> Disposition {
     decide(
-        Subject {
-            tool: "Bash",
-            args,
-            spelled: &[],
-            mcp_read_only: None,
-            mcp_reading: None,
-            mcp_name: None,
-        },
+        Subject::of("Bash", accepted),
         &hooks(),
         Mode::Default,
         rules,
@@ -157,9 +158,9 @@ fn main() {
     let script = shell::parse(&line);
     assert!(script.all_unreadable().is_empty(), "the line must parse");
     let args = json!({ "command": line, "description": "build and test" });
-    // `shell::parse` remembers the last few lines it read (a call's line is
-    // read by hook filters, the rules and the grant offer in turn): to time
-    // a first reading, every call gets a line of its own (a comment added).
+    // Every call gets a line of its own (a comment added), so no figure
+    // can come from a line read before (the way this bench was run when
+    // `shell::parse` remembered recent lines; it reads each line once now).
     let fresh_lines: Vec<String> = (0..64).map(|i| format!("{line} # {i}")).collect();
     let fresh_args: Vec<serde_json::Value> = fresh_lines
         .iter()
@@ -171,6 +172,7 @@ fn main() {
         next.set((i + 1) % fresh_lines.len());
         i
     };
+    let accepted = Tool::Bash.accept(&args, root).unwrap();
     let d = decide_bash(&args, &rules, root);
     assert!(matches!(d, Disposition::Run { .. }), "{d:?}");
     println!(
@@ -200,7 +202,7 @@ fn main() {
         20,
         200,
         || {
-            std::hint::black_box(decide_bash(&args, &rules, root));
+            std::hint::black_box(decide_accepted(&accepted, &rules, root));
         },
     );
     // The same 20 rules with the two path deny rules made Bash rules: a

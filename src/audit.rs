@@ -14,9 +14,11 @@ use std::time::SystemTime;
 use serde::Serialize;
 use serde_json::Value;
 
+use agent_client_protocol_schema::v1::RequestId;
+
 use crate::event_log::{
-    Decision, Event, NoteKind, NoticeLevel, PermissionOutcome, Record, ResultStatus, TrustOutcome,
-    TurnStop,
+    Decision, Dropped, Event, NoteKind, NoticeLevel, PermissionOutcome, Record, ResultStatus,
+    TrustOutcome, TurnStop, Unqueued, Via,
 };
 use crate::history::flatten_prompt;
 use crate::interception::HookRecord;
@@ -49,6 +51,39 @@ pub enum Entry {
         text: String,
         /// Refused by a UserPromptSubmit hook: `(hook, reason)`.
         blocked: Option<(String, String)>,
+        /// It waited in the queue, or a steering message opened its turn.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        via: Option<Via>,
+    },
+    /// A prompt received while a turn ran: it waited for its own turn.
+    Queued {
+        at: String,
+        request_id: RequestId,
+        text: String,
+    },
+    /// A queued prompt taken out before it ran.
+    Unqueued {
+        at: String,
+        request_id: RequestId,
+        reason: Unqueued,
+    },
+    /// A steering message received (`_session/steering`).
+    Steering {
+        at: String,
+        steering_id: String,
+        text: String,
+    },
+    /// A steering message given to the model here, as a user message.
+    SteeringDelivered {
+        at: String,
+        steering_id: String,
+        text: String,
+    },
+    /// A steering message that never reached the model.
+    SteeringDropped {
+        at: String,
+        steering_id: String,
+        reason: Dropped,
     },
     Call(Box<Call>),
     Notice {
@@ -126,6 +161,9 @@ pub struct Call {
     pub hook_notes: Vec<crate::interception::HookNote>,
     /// For an MCP tool: its server and the server's name for it.
     pub mcp: Option<crate::event_log::McpTarget>,
+    /// For a Bash call: the boundary it ran in (its card line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::Boundary>,
 }
 
 /// `candor audit <sessionId|path> [--json]`: finds the log (a path, or a
@@ -217,11 +255,12 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                     .map(|f| (f.path.display().to_string(), f.bytes, f.cut))
                     .collect(),
             }),
-            Event::UserMessage { content, .. } => entries.push(Entry::Prompt {
-                at,
-                text: flatten_prompt(content),
-                blocked: None,
-            }),
+            Event::UserMessage { .. }
+            | Event::PromptQueued { .. }
+            | Event::PromptUnqueued { .. }
+            | Event::SteeringReceived { .. }
+            | Event::SteeringDelivered { .. }
+            | Event::SteeringDropped { .. } => entries.extend(line_entry(at, &record.event)),
             Event::PromptBlocked { hook, reason } => {
                 if let Some(Entry::Prompt { blocked, .. }) = entries
                     .iter_mut()
@@ -326,6 +365,130 @@ fn cost_entry(records: &[Record]) -> Option<Entry> {
     })
 }
 
+/// The entry of a prompt, or of a record about the session's line: a
+/// prompt queued or taken out, a steering message received, delivered or
+/// dropped.
+fn line_entry(at: String, event: &Event) -> Option<Entry> {
+    Some(match event {
+        Event::UserMessage { content, via, .. } => Entry::Prompt {
+            at,
+            text: flatten_prompt(content),
+            blocked: None,
+            via: via.clone(),
+        },
+        Event::PromptQueued { request_id, text } => Entry::Queued {
+            at,
+            request_id: request_id.clone(),
+            text: text.clone(),
+        },
+        Event::PromptUnqueued { request_id, reason } => Entry::Unqueued {
+            at,
+            request_id: request_id.clone(),
+            reason: *reason,
+        },
+        Event::SteeringReceived {
+            steering_id,
+            content,
+        } => Entry::Steering {
+            at,
+            steering_id: steering_id.clone(),
+            text: flatten_prompt(content),
+        },
+        Event::SteeringDelivered {
+            steering_id,
+            content,
+        } => Entry::SteeringDelivered {
+            at,
+            steering_id: steering_id.clone(),
+            text: flatten_prompt(content),
+        },
+        Event::SteeringDropped {
+            steering_id,
+            reason,
+        } => Entry::SteeringDropped {
+            at,
+            steering_id: steering_id.clone(),
+            reason: *reason,
+        },
+        _ => return None,
+    })
+}
+
+/// Renders an entry of [`line_entry`].
+fn render_line(out: &mut String, entry: &Entry) {
+    let (at, what) = match entry {
+        Entry::Queued {
+            at,
+            request_id,
+            text,
+        } => (
+            at,
+            format!("prompt queued (request {request_id}): {}", first_line(text)),
+        ),
+        Entry::Unqueued {
+            at,
+            request_id,
+            reason,
+        } => (
+            at,
+            format!(
+                "queued prompt (request {request_id}) taken out: {}",
+                match reason {
+                    Unqueued::Cancelled => "the client withdrew it",
+                    Unqueued::Stopped => "the session ended before it ran",
+                }
+            ),
+        ),
+        Entry::Steering {
+            at,
+            steering_id,
+            text,
+        } => (
+            at,
+            format!(
+                "steering {} received: {}",
+                short(steering_id),
+                first_line(text)
+            ),
+        ),
+        Entry::SteeringDelivered {
+            at, steering_id, ..
+        } => (
+            at,
+            format!("steering {} given to the model", short(steering_id)),
+        ),
+        Entry::SteeringDropped {
+            at,
+            steering_id,
+            reason,
+        } => (
+            at,
+            format!(
+                "steering {} dropped: {}",
+                short(steering_id),
+                match reason {
+                    Dropped::Cancelled => "the turn was cancelled before the model's next request",
+                    Dropped::Stopped => "the session ended first",
+                }
+            ),
+        ),
+        _ => return,
+    };
+    let _ = writeln!(out, "{}  {what}", clock(at));
+}
+
+/// A text's first line, `…` when more follow.
+fn first_line(text: &str) -> String {
+    let first = text.lines().next().unwrap_or("");
+    let more = if text.lines().count() > 1 { " …" } else { "" };
+    format!("{first}{more}")
+}
+
+/// The start of an id, enough to tell it apart in a session.
+fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
 /// A call's entry completed by its `tool/result` (`started`: when its
 /// `tool/started` was).
 fn finish_call(c: &mut Call, record: &Record, started: Option<&str>) {
@@ -405,6 +568,7 @@ fn call_entry(at: String, event: &Event) -> Option<Entry> {
         hooks,
         rewritten_by,
         mcp,
+        sandbox,
         ..
     } = event
     else {
@@ -427,6 +591,7 @@ fn call_entry(at: String, event: &Event) -> Option<Entry> {
         signal: None,
         duration_ms: None,
         hook_notes: Vec::new(),
+        sandbox: sandbox.clone(),
     })))
 }
 
@@ -649,14 +814,31 @@ pub fn render(entries: &[Entry]) -> String {
                 branch,
                 instructions,
             } => render_environment(&mut out, at, platform, branch.as_deref(), instructions),
-            Entry::Prompt { at, text, blocked } => {
-                let first = text.lines().next().unwrap_or("");
-                let more = if text.lines().count() > 1 { " …" } else { "" };
-                let _ = writeln!(out, "{}  prompt: {first}{more}", clock(at));
+            Entry::Prompt {
+                at,
+                text,
+                blocked,
+                via,
+            } => {
+                let how = match via {
+                    None => String::new(),
+                    Some(Via::Queue { request_id }) => {
+                        format!(" (waited in the queue, request {request_id})")
+                    }
+                    Some(Via::Steering { steering_id }) => {
+                        format!(" (steering {}, no turn was running)", short(steering_id))
+                    }
+                };
+                let _ = writeln!(out, "{}  prompt{how}: {}", clock(at), first_line(text));
                 if let Some((hook, reason)) = blocked {
                     let _ = writeln!(out, "            blocked by hook {hook}: {reason}");
                 }
             }
+            Entry::Queued { .. }
+            | Entry::Unqueued { .. }
+            | Entry::Steering { .. }
+            | Entry::SteeringDelivered { .. }
+            | Entry::SteeringDropped { .. } => render_line(&mut out, entry),
             Entry::Call(c) => render_call(&mut out, c),
             Entry::Notice { at, level, text } => {
                 let level = match level {
@@ -780,6 +962,9 @@ fn render_call(out: &mut String, c: &Call) {
     if let Some(mcp) = &c.mcp {
         annotations(out, mcp);
     }
+    if let Some(boundary) = &c.sandbox {
+        let _ = writeln!(out, "            {}", boundary.summary());
+    }
     for hook in &c.hooks {
         let verdict = serde_json::to_value(hook.decision)
             .ok()
@@ -885,6 +1070,7 @@ mod tests {
                 Event::UserMessage {
                     content: vec![],
                     images: vec![],
+                    via: None,
                 },
             ),
             rec(
@@ -911,6 +1097,7 @@ mod tests {
                     rewritten_by: vec!["rtk".into()],
                     preview: None,
                     mcp: None,
+                    sandbox: None,
                 },
             ),
             rec(

@@ -16,10 +16,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol_schema::v1::{
-    AgentNotification, AgentRequest, ClientResponse, CreateTerminalRequest, CreateTerminalResponse,
-    KillTerminalRequest, ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest,
-    RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionNotification,
-    SessionUpdate, TerminalOutputRequest, TerminalOutputResponse, WaitForTerminalExitRequest,
+    AgentNotification, AgentRequest, ClientResponse, CreateElicitationRequest,
+    CreateElicitationResponse, CreateTerminalRequest, CreateTerminalResponse, KillTerminalRequest,
+    ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest, RequestPermissionRequest,
+    RequestPermissionResponse, SessionId, SessionNotification, SessionUpdate,
+    TerminalOutputRequest, TerminalOutputResponse, WaitForTerminalExitRequest,
     WaitForTerminalExitResponse, WriteTextFileRequest,
 };
 use serde_json::Value;
@@ -38,6 +39,8 @@ pub struct ClientLink {
     pub write: bool,
     /// `terminal` was advertised.
     pub terminal: bool,
+    /// `elicitation.form` was advertised (`elicitation/create` forms).
+    pub elicit_form: bool,
     /// How long a file request waits for the editor's answer.
     pub fs_timeout: Duration,
 }
@@ -122,6 +125,27 @@ impl ClientLink {
             .await?
         {
             ClientResponse::RequestPermissionResponse(r) => Ok(r),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// `elicitation/create`, open until the user answers, `cancel` fires
+    /// or `within` passes.
+    pub async fn create_elicitation(
+        &self,
+        request: CreateElicitationRequest,
+        cancel: &CancellationToken,
+        within: Duration,
+    ) -> Result<CreateElicitationResponse, Failed> {
+        match self
+            .call(
+                AgentRequest::CreateElicitationRequest(request),
+                cancel,
+                Some(within),
+            )
+            .await?
+        {
+            ClientResponse::CreateElicitationResponse(r) => Ok(r),
             _ => Err(unexpected()),
         }
     }

@@ -25,10 +25,14 @@
 //! conversation to the end of its span; what follows is kept verbatim. The
 //! span ends right before a `user/message` (whole user turns are kept: the
 //! earliest such boundary whose kept part fits [`Budget::keep`]); when not
-//! even the current prompt fits, right before a model response of the
-//! current prompt that follows tool results (never between a call and its
-//! result); when nothing fits, at the latest boundary. Either way the
-//! history is the summary (a user message) then well-formed messages, for
+//! even the current prompt fits (a session of one prompt and many calls),
+//! inside it: right before a model response of the current prompt that
+//! follows tool results, or after its latest results (never between a call
+//! and its result), keeping the user's request verbatim (`kept_prompt`: its
+//! `user/message` and what its message is made of) with the latest
+//! call/result pairs that fit beside it; when nothing fits, at the latest
+//! boundary. Either way the history is the summary (a user message, or
+//! after the kept request in its message) then well-formed messages, for
 //! every provider. A span must take in something the last summary did not.
 //!
 //! **The summary request.** The history of the span as a provider would be
@@ -45,7 +49,7 @@ use agent_client_protocol_schema::v1::{ContentBlock, EmbeddedResourceResource};
 
 use crate::conversation::{AssistantBlock, Message, ModelRequest, RewriteStrategy};
 use crate::event_log::content::Attachments;
-use crate::event_log::{Event, Record};
+use crate::event_log::{Event, Record, SeqSpan};
 use crate::history;
 
 /// Bytes of text per token, for estimates.
@@ -151,7 +155,9 @@ pub fn appended(records: &[Record]) -> u64 {
 /// The estimated tokens one record adds to the model's history.
 pub fn record_tokens(event: &Event) -> u64 {
     match event {
-        Event::UserMessage { content, .. } => prompt_tokens(content) + MESSAGE_TOKENS,
+        Event::UserMessage { content, .. } | Event::SteeringDelivered { content, .. } => {
+            prompt_tokens(content) + MESSAGE_TOKENS
+        }
         // The notes around hook context and resources, about 80 bytes.
         Event::PromptResource {
             text,
@@ -198,6 +204,10 @@ pub fn record_tokens(event: &Event) -> u64 {
         | Event::ToolTerminal { .. }
         | Event::ToolOutput { .. }
         | Event::HistoryCompacted { .. }
+        | Event::PromptQueued { .. }
+        | Event::PromptUnqueued { .. }
+        | Event::SteeringReceived { .. }
+        | Event::SteeringDropped { .. }
         | Event::TurnEnded { .. } => 0,
     }
 }
@@ -298,6 +308,9 @@ pub struct Plan {
     pub to: u64,
     /// The estimated tokens of what is kept verbatim.
     pub kept: u64,
+    /// When the span ends inside the current prompt: the records of the
+    /// user's request, kept verbatim before the summary.
+    pub kept_prompt: Option<SeqSpan>,
 }
 
 /// Where the span of a compaction of these records ends (see the module
@@ -306,7 +319,7 @@ pub struct Plan {
 pub fn plan(records: &[Record], keep: u64) -> Option<Plan> {
     let from = records.first()?.seq;
     let start = match history::latest_compaction(records, u64::MAX) {
-        Some((to, _)) => records.iter().position(|r| r.seq > to)?,
+        Some(c) => records.iter().position(|r| r.seq > c.to)?,
         None => 0,
     };
     let first = start
@@ -327,21 +340,51 @@ pub fn plan(records: &[Record], keep: u64) -> Option<Plan> {
     let users = (first + 1..=last_user)
         .filter(|&i| matches!(records[i].event, Event::UserMessage { .. }))
         .collect::<Vec<_>>();
-    let steps = (last_user.max(first) + 1..records.len())
+    // Inside the current prompt: before a model response that follows
+    // tool results, or after the last results (all of the prompt's work
+    // summarized), each keeping the user's request.
+    let mut steps = (last_user.max(first) + 1..records.len())
         .filter(|&i| matches!(records[i].event, Event::AssistantMessage { .. }))
         .filter(|&i| steps_after_results(records, last_user, i))
         .collect::<Vec<_>>();
-    let fits = |i: &&usize| kept[**i] <= keep;
-    let at = users
+    let new_results = records[first..]
         .iter()
-        .find(fits)
-        .or_else(|| steps.iter().find(fits))
-        .or_else(|| steps.last().or(users.last()))?;
+        .any(|r| matches!(r.event, Event::ToolResult { .. }));
+    if new_results && steps_after_results(records, last_user, records.len()) {
+        steps.push(records.len());
+    }
+    let request = prompt_span(records, last_user);
+    let request_tokens = request.map_or(0, |(a, b)| kept[a].saturating_sub(kept[b]));
+    let fits = |i: &&usize| kept[**i] <= keep;
+    let fits_with_request = |i: &&usize| kept[**i].saturating_add(request_tokens) <= keep;
+    let (at, in_prompt) = match users.iter().find(fits) {
+        Some(at) => (*at, false),
+        None => match steps.iter().find(fits_with_request).or(steps.last()) {
+            Some(at) => (*at, true),
+            None => (*users.last()?, false),
+        },
+    };
+    let kept_prompt = request.filter(|_| in_prompt).map(|(a, b)| SeqSpan {
+        from: records[a].seq,
+        to: records[b - 1].seq,
+    });
     Some(Plan {
         from,
         to: records[at - 1].seq,
-        kept: kept[*at],
+        kept: kept[at] + if in_prompt { request_tokens } else { 0 },
+        kept_prompt,
     })
+}
+
+/// The user's request that opened the prompt at `user`: its
+/// `user/message` and the records up to its first model response (what
+/// the request's message is made of), as indices `a..b`.
+fn prompt_span(records: &[Record], user: usize) -> Option<(usize, usize)> {
+    let end = user
+        + records[user..]
+            .iter()
+            .position(|r| matches!(r.event, Event::AssistantMessage { .. }))?;
+    Some((user, end))
 }
 
 /// Whether the model response at `i` follows tool results within the
@@ -361,8 +404,10 @@ fn steps_after_results(records: &[Record], user: usize, i: usize) -> bool {
         .is_some_and(|r| matches!(r.event, Event::ToolResult { .. }))
 }
 
-/// What the model is asked to write, after the span's history.
-pub fn instruction(focus: Option<&str>) -> String {
+/// What the model is asked to write, after the span's history
+/// (`in_prompt`: the span ends inside the current prompt, whose request is
+/// kept).
+pub fn instruction(focus: Option<&str>, in_prompt: bool) -> String {
     let mut text = String::from(
         "[candor] This conversation is getting too long for the context window, so the part above is about to be replaced by a summary that you write now. That summary is all that will remain of it: write it so that you can pick up the work from it alone, without asking the user again. Cover, as concretely as you can:\n\
          1. What the user wants: their goals, and every explicit request, constraint and preference they stated (in their own words where the wording matters).\n\
@@ -372,6 +417,9 @@ pub fn instruction(focus: Option<&str>) -> String {
          5. Open problems: errors not yet solved, with their messages, and anything the user still has to answer.\n\
          If the conversation above starts with an earlier summary, carry everything in it that still matters into the new one. Write plain prose and lists, with no greeting and no remarks about this request. Do not call any tools: answer with the summary text only.",
     );
+    if in_prompt {
+        text.push_str("\n\nThe user's latest request, which opens the part above, stays in view word for word beside your summary, and so do the latest tool calls after this part: summarize the work done on the request so far, and what it showed.");
+    }
     if let Some(focus) = focus.filter(|f| !f.trim().is_empty()) {
         text.push_str(&format!(
             "\n\nThe user asked for this summary with a focus; give it priority and keep everything about it: {focus}"
@@ -381,8 +429,11 @@ pub fn instruction(focus: Option<&str>) -> String {
 }
 
 /// The request that asks for the summary of the span ending at `to`:
-/// `base`'s system prompt and tools, the span's history, the instruction.
-/// `true` when the span's messages had to be shortened to fit `budget`.
+/// `base`'s system prompt and tools, the span's history, the instruction
+/// (`in_prompt`: the span ends inside the current prompt, whose request is
+/// kept verbatim). `true` when the span's messages had to be shortened to fit `budget`.
+// The span, what is asked, and the room: each a different fact.
+#[allow(clippy::too_many_arguments)]
 pub fn summary_request(
     records: &[Record],
     attachments: &Attachments,
@@ -390,11 +441,12 @@ pub fn summary_request(
     to: u64,
     base: &ModelRequest,
     focus: Option<&str>,
+    in_prompt: bool,
     budget: &Budget,
 ) -> (ModelRequest, bool) {
     let mut messages = history::derive_through(records, strategy, attachments, to);
-    let earlier = history::latest_compaction(records, to).is_some();
-    messages.push(Message::user(instruction(focus)));
+    let earlier = history::latest_compaction(records, to);
+    messages.push(Message::user(instruction(focus, in_prompt)));
     let mut request = ModelRequest {
         system: base.system.clone(),
         messages,
@@ -403,7 +455,8 @@ pub fn summary_request(
     if request_tokens(&request) <= budget.limit() {
         return (request, false);
     }
-    let protect = usize::from(earlier);
+    // The earlier summary: its own message, or in the kept request's.
+    let protect = usize::from(earlier.is_some());
     for (tool, text) in [(2_000, 8_000), (300, 2_000)] {
         shorten(&mut request.messages, protect, tool, text);
         if request_tokens(&request) <= budget.limit() {
@@ -497,6 +550,7 @@ mod tests {
         Event::UserMessage {
             content: vec![ContentBlock::from(text)],
             images: Vec::new(),
+            via: None,
         }
     }
 
@@ -615,6 +669,7 @@ mod tests {
                 usage: None,
                 elided: false,
                 cost: None,
+                kept_prompt: None,
             },
         ]);
         assert!(estimate(&records, &empty()) < 100);
@@ -680,12 +735,16 @@ mod tests {
                 usage: None,
                 elided: false,
                 cost: None,
+                kept_prompt: plan.kept_prompt,
             },
         });
+        // The request of the prompt ("now", record 3) is kept, word for
+        // word, the summary after it in its message.
+        assert_eq!(plan.kept_prompt, Some(SeqSpan { from: 3, to: 3 }));
         let messages =
             history::derive_messages(&with, RewriteStrategy::Note, &Attachments::default());
         assert!(
-            matches!(&messages[0], Message::User { text, .. } if text.contains("<summary>\nS\n</summary>"))
+            matches!(&messages[0], Message::User { text, .. } if text.starts_with("now\n\n[candor] ") && text.contains("<summary>\nS\n</summary>"))
         );
         assert!(matches!(messages[1], Message::Assistant(_)));
         assert!(matches!(messages[2], Message::ToolResults { .. }));
@@ -723,6 +782,7 @@ mod tests {
             24,
             &empty(),
             Some("the parser"),
+            false,
             &budget,
         );
         assert!(elided);
@@ -739,6 +799,7 @@ mod tests {
             4,
             &empty(),
             None,
+            false,
             &budget,
         );
         assert!(!whole.1);
@@ -757,6 +818,7 @@ mod tests {
             199,
             &empty(),
             None,
+            false,
             &budget,
         );
         assert!(elided);

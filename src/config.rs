@@ -152,6 +152,9 @@ pub struct Settings {
     /// short request to the session's model; the default) or `prompt`
     /// (the first prompt's first line, no request).
     pub session_titles: Option<String>,
+    /// The sandbox (`[sandbox]`; `protocol/sandbox.md`, "Settings"). A
+    /// project file's only narrows it until the project is trusted.
+    pub sandbox: Option<crate::sandbox::settings::CandorKeys>,
 }
 
 impl Settings {
@@ -174,6 +177,7 @@ impl Settings {
             mcp_trust_annotations: self.mcp_trust_annotations.or(lower.mcp_trust_annotations),
             prices: self.prices.or(lower.prices),
             session_titles: self.session_titles.or(lower.session_titles),
+            sandbox: self.sandbox.or(lower.sandbox),
         }
     }
 
@@ -284,6 +288,10 @@ pub struct Config {
     pub env_settings: Settings,
     /// The user's config file: its settings, or why it cannot be used.
     pub user_settings: Result<Settings, String>,
+    /// The user's own config file, where candor looked for it (it may not
+    /// exist): `$XDG_CONFIG_HOME/candor/config.toml`, else
+    /// `~/.config/candor/config.toml`.
+    pub user_file: Option<PathBuf>,
     /// `ANTHROPIC_API_KEY`.
     pub anthropic_api_key: Option<ApiKey>,
     /// `OPENAI_API_KEY`.
@@ -299,6 +307,11 @@ pub struct Config {
     /// How long a tool waits for the editor to answer `fs/read_text_file`
     /// or `fs/write_text_file` before the call fails (60 s).
     pub client_fs_timeout: std::time::Duration,
+    /// candor's own binary, which confines a command as the sandbox's
+    /// launcher (`candor __sandbox …`): the server's own executable; `None`
+    /// (a library user that did not set it): commands run unconfined and
+    /// their cards say so.
+    pub launcher: Option<PathBuf>,
 }
 
 /// Where Codex's user settings are (a project's are found from its `cwd`).
@@ -394,12 +407,14 @@ impl Config {
             log_messages: false,
             env_settings: Settings::default(),
             user_settings: Ok(Settings::default()),
+            user_file: None,
             anthropic_api_key: None,
             openai_api_key: None,
             claude: Some(ClaudeLocations::default()),
             codex: Some(CodexLocations::default()),
             log_fails_at: None,
             client_fs_timeout: std::time::Duration::from_secs(60),
+            launcher: None,
         }
     }
 
@@ -460,10 +475,16 @@ impl Config {
             .provider
             .clone()
             .or_else(|| user_settings.as_ref().ok().and_then(|s| s.provider.clone()));
+        // An endpoint of its own (a local server, a gateway) says
+        // OpenAI-compatible as much as a key does.
+        let openai_endpoint = env_settings.openai_base_url.is_some()
+            || user_settings
+                .as_ref()
+                .is_ok_and(|s| s.openai_base_url.is_some());
         let provider = match named {
             Some(name) => ProviderSetting::parse(&name, script),
             None if anthropic_api_key.is_some() => ProviderSetting::Anthropic,
-            None if openai_api_key.is_some() => ProviderSetting::OpenaiChat,
+            None if openai_api_key.is_some() || openai_endpoint => ProviderSetting::OpenaiChat,
             None => ProviderSetting::None,
         };
         let mut config = Self::new(home, provider);
@@ -473,6 +494,7 @@ impl Config {
         config.login_shell = nonempty("SHELL");
         config.env_settings = env_settings;
         config.user_settings = user_settings;
+        config.user_file = user_file;
         config.anthropic_api_key = anthropic_api_key;
         config.openai_api_key = openai_api_key;
         let switched_off = |name: &str| {
@@ -504,7 +526,7 @@ impl Config {
         });
         config.home_unknown = found_home
             .err()
-            .map(|why| unread_for_want_of_home(&why, &config, user_file.is_none()));
+            .map(|why| unread_for_want_of_home(&why, &config, config.user_file.is_none()));
         config
     }
 
@@ -819,6 +841,37 @@ mod tests {
         assert_eq!(m.provider, ProviderSetting::OpenaiResponses);
         assert_eq!(m.model.as_deref(), Some("env-model"));
         assert_eq!(m.max_tokens, Some(2000));
+    }
+
+    #[test]
+    fn an_openai_base_url_alone_selects_the_openai_compatible_provider() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_str().unwrap();
+        assert_eq!(config(&[("HOME", home)]).provider, ProviderSetting::None);
+        let local = config(&[
+            ("HOME", home),
+            ("OPENAI_BASE_URL", "http://localhost:11434/v1"),
+        ]);
+        assert_eq!(local.provider, ProviderSetting::OpenaiChat);
+        assert!(local.openai_api_key.is_none());
+        // A key still says which: Anthropic's first, as documented.
+        let both = config(&[
+            ("HOME", home),
+            ("OPENAI_BASE_URL", "http://localhost:11434/v1"),
+            ("ANTHROPIC_API_KEY", "k"),
+        ]);
+        assert_eq!(both.provider, ProviderSetting::Anthropic);
+        // The same from the user's own file.
+        write(
+            &dir.path().join(".config/candor/config.toml"),
+            "openai_base_url = \"http://127.0.0.1:8080/v1\"\n",
+        );
+        let c = config(&[("HOME", home)]);
+        assert_eq!(c.provider, ProviderSetting::OpenaiChat);
+        assert_eq!(
+            c.user_file,
+            Some(dir.path().join(".config/candor/config.toml"))
+        );
     }
 
     #[test]

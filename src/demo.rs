@@ -13,11 +13,13 @@
 //! conversation as it streams and each tool card once it is final (the
 //! rewritten command, with the original beside it), then the session's
 //! audit trail (`candor audit`), read from the event log every frame was
-//! derived from.
+//! derived from, and the `candor audit <id>` command that shows it again
+//! (the log is kept in candor's state directory; the project and the rest
+//! of what the demo made are removed).
 
 use std::collections::HashMap;
 use std::io::{self, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -34,18 +36,22 @@ const SCRIPT: &str = include_str!("../protocol/examples/demo-script.json");
 /// questions.
 const PROMPTS: [&str; 3] = ["/trust", "What is in this project?", "Try it out."];
 
-/// Runs the demo, writing to `out`.
-pub async fn run(out: &mut dyn Write) -> io::Result<ExitCode> {
+/// Runs the demo, writing to `out`. Its session log goes where
+/// `candor audit` looks (`state`, candor's state directory: `CANDOR_HOME`
+/// or its default), so the command it prints works afterwards; everything
+/// else it made (the project, the scripted model, an empty home) is in a
+/// temporary directory removed when it ends.
+pub async fn run(out: &mut dyn Write, state: &Path) -> io::Result<ExitCode> {
     let style = Style::new(io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none());
-    let project = make_project()?;
-    let result = run_in(out, &project, style).await;
-    let _ = std::fs::remove_dir_all(project.join("greeter"));
+    let root = tempfile::Builder::new().prefix("candor-demo-").tempdir()?;
+    make_project(root.path())?;
+    let result = run_in(out, root.path(), state, style).await;
+    root.close()?;
     result
 }
 
-async fn run_in(out: &mut dyn Write, root: &Path, s: Style) -> io::Result<ExitCode> {
+async fn run_in(out: &mut dyn Write, root: &Path, home: &Path, s: Style) -> io::Result<ExitCode> {
     let cwd = root.join("greeter");
-    let home = root.join("state");
     let script = root.join("demo-script.json");
     std::fs::write(&script, SCRIPT)?;
     let exe = std::env::current_exe()?;
@@ -55,7 +61,7 @@ async fn run_in(out: &mut dyn Write, root: &Path, s: Style) -> io::Result<ExitCo
     let user = root.join("user");
     cmd.env("CANDOR_PROVIDER", "scripted")
         .env("CANDOR_SCRIPT", &script)
-        .env("CANDOR_HOME", &home)
+        .env("CANDOR_HOME", home)
         .env("HOME", &user)
         .env("XDG_CONFIG_HOME", user.join(".config"))
         .env("CLAUDE_CONFIG_DIR", user.join(".claude"))
@@ -143,24 +149,26 @@ async fn run_in(out: &mut dyn Write, root: &Path, s: Style) -> io::Result<ExitCo
         "{}",
         s.bold("Everything above was derived from the session's event log.")
     )?;
-    writeln!(
-        out,
-        "{}",
-        s.bold("Its audit trail (`candor audit <session>`): what ran, and why:")
-    )?;
+    writeln!(out, "{}", s.bold("Its audit trail: what ran, and why:"))?;
     writeln!(out)?;
     let mut trail = Vec::new();
     crate::audit::run(&sessions, &session_id, false, &mut trail).map_err(io::Error::other)?;
     for line in String::from_utf8_lossy(&trail).lines() {
         writeln!(out, "{}", fit(line, 79))?;
     }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{}",
+        s.dim("The session's log is kept; to see this trail again:")
+    )?;
+    writeln!(out, "  candor audit {session_id}")?;
 
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes the little project the demo works on.
-fn make_project() -> io::Result<PathBuf> {
-    let root = std::env::temp_dir().join(format!("candor-demo-{}", std::process::id()));
+/// Writes the little project the demo works on, in `root`.
+fn make_project(root: &Path) -> io::Result<()> {
     let cwd = root.join("greeter");
     std::fs::create_dir_all(&cwd)?;
     std::fs::write(
@@ -176,7 +184,7 @@ fn make_project() -> io::Result<PathBuf> {
     std::fs::create_dir_all(cwd.join(".claude/hooks"))?;
     std::fs::write(cwd.join(".claude/settings.json"), DEMO_SETTINGS)?;
     std::fs::write(cwd.join(".claude/hooks/timeout.sh"), DEMO_HOOK)?;
-    Ok(root)
+    Ok(())
 }
 
 /// The demo project's Claude Code settings.

@@ -58,6 +58,7 @@ use crate::config::{Config, ProviderSetting};
 use crate::interception::policy::Mode;
 use crate::rpc::{self, InFlight, Message, Outgoing, Running};
 use crate::session::actor::Origin;
+use crate::session::queue::SteeringOutcome;
 use crate::session::restore;
 use crate::session::settings::{Change, View};
 use crate::session::{SessionHandle, actor};
@@ -143,6 +144,8 @@ impl Agent {
             )
             .agent_info(Implementation::new("candor", env!("CARGO_PKG_VERSION")).title("candor"))
             .auth_methods(auth_methods())
+            // `_session/steering`, advertised where the peers advertise it.
+            .meta(steering_meta())
     }
 
     fn new_session(&self, request: NewSessionRequest) -> Result<Reply, AcpError> {
@@ -243,7 +246,7 @@ impl Agent {
         let Some(session) = lock(&self.sessions).remove(&id) else {
             return Err(crate::rpc::Failure::NotFound.error(format!("session {id} is not open")));
         };
-        session.cancel();
+        session.close();
         Ok(CloseSessionResponse::new())
     }
 
@@ -255,7 +258,7 @@ impl Agent {
     ) -> Result<DeleteSessionResponse, AcpError> {
         let id = request.session_id.0.to_string();
         if let Some(session) = lock(&self.sessions).remove(&id) {
-            session.cancel();
+            session.close();
         }
         restore::delete(&self.config.sessions_dir(), &id).map_err(load_error)?;
         Ok(DeleteSessionResponse::new())
@@ -376,11 +379,27 @@ impl Agent {
         }
     }
 
-    async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, AcpError> {
+    /// A `session/prompt`, admitted to its session's line as the reader
+    /// reads it (so the order received is the order run): its answer, to
+    /// await.
+    fn admit_prompt(
+        &self,
+        id: &Id<'static>,
+        request: PromptRequest,
+    ) -> Result<oneshot::Receiver<crate::session::queue::PromptAnswer>, AcpError> {
         check_prompt(&request.prompt)?;
         let session = self.session(&request.session_id.0)?;
-        let stop = session.prompt(request.prompt).await?;
-        Ok(PromptResponse::new(stop))
+        session.prompt(rpc::acp_id(id), request.prompt)
+    }
+
+    /// A `_session/steering` message, admitted as the reader reads it.
+    fn admit_steering(
+        &self,
+        request: SteeringRequest,
+    ) -> Result<oneshot::Receiver<SteeringOutcome>, AcpError> {
+        check_steering(&request.prompt)?;
+        let session = self.session(&request.session_id.0)?;
+        session.steer(request.prompt)
     }
 
     /// Cancels a session's running (or just-read) turn; unknown ids are ignored.
@@ -469,7 +488,7 @@ impl Opened {
     fn reply(self, response: AgentResponse) -> Reply {
         Reply {
             response,
-            opened: Some(self.opened),
+            after: Some(self.opened),
         }
     }
 }
@@ -566,6 +585,11 @@ enum Call {
     Prompt(PromptRequest),
     #[cfg(feature = "fork")]
     ForkSession(agent_client_protocol_schema::v1::ForkSessionRequest),
+    Steering(SteeringRequest),
+    /// A prompt admitted to its session's line: its answer.
+    Admitted(oneshot::Receiver<crate::session::queue::PromptAnswer>),
+    /// A steering message admitted: its answer.
+    Steered(oneshot::Receiver<SteeringOutcome>),
 }
 
 impl Call {
@@ -586,6 +610,7 @@ impl Call {
             "session/prompt" => decode(params).map(Call::Prompt),
             #[cfg(feature = "fork")]
             "session/fork" => decode(params).map(Call::ForkSession),
+            STEERING => decode(params).map(Call::Steering),
             _ => return None,
         })
     }
@@ -596,14 +621,17 @@ impl Call {
 #[derive(Debug)]
 struct Reply {
     response: AgentResponse,
-    opened: Option<oneshot::Sender<()>>,
+    /// Told once the response is queued on the wire: a session this
+    /// request opened may then speak (notices, hook output), or the turn
+    /// this request ran lets the next one start.
+    after: Option<oneshot::Sender<()>>,
 }
 
 impl From<AgentResponse> for Reply {
     fn from(response: AgentResponse) -> Self {
         Reply {
             response,
-            opened: None,
+            after: None,
         }
     }
 }
@@ -624,9 +652,27 @@ impl Agent {
                 R::SetSessionConfigOptionResponse(self.set_config_option(r).await?).into()
             }
             Call::SetMode(r) => R::SetSessionModeResponse(self.set_mode(r).await?).into(),
-            Call::Prompt(r) => R::PromptResponse(self.prompt(r).await?).into(),
             #[cfg(feature = "fork")]
             Call::ForkSession(r) => self.fork_session(r)?,
+            // Admitted by the reader (`admit`), never served as such.
+            Call::Prompt(_) | Call::Steering(_) => {
+                return Err(crate::rpc::Failure::Internal.error("a request was not admitted"));
+            }
+            Call::Admitted(answer) => {
+                let Ok(answer) = answer.await else {
+                    return Err(crate::rpc::Failure::Internal.error("the session has stopped"));
+                };
+                let stop = answer.stop?;
+                Reply {
+                    response: R::PromptResponse(PromptResponse::new(stop)),
+                    // The actor waits for this before the next turn.
+                    after: answer.written,
+                }
+            }
+            Call::Steered(answer) => {
+                let outcome = answer.await.unwrap_or(SteeringOutcome::Failed);
+                R::ExtMethodResponse(steering_response(outcome)?).into()
+            }
         })
     }
 }
@@ -705,13 +751,13 @@ fn on_request(agent: &Arc<Agent>, id: Id<'static>, method: &str, params: Value) 
         Call::Prompt(request) => Some(request.session_id.0.to_string()),
         _ => None,
     };
-    if let Some(session) = prompt_on
-        .as_deref()
-        .and_then(|sid| lock(&agent.sessions).get(sid).cloned())
-    {
-        // Armed now, in wire order, so a cancel right behind it is not lost.
-        session.arm_prompt();
-    }
+    // Prompts and steering messages join their session's line now, in wire
+    // order, so a cancel right behind one is not lost and the order
+    // received is the order run.
+    let call = match admit(agent, &id, call) {
+        Ok(call) => call,
+        Err(error) => return agent.outbox.send_line(reply_line::<()>(&id, Err(error))),
+    };
     let cancel = CancellationToken::new();
     agent.in_flight.start(
         &id,
@@ -730,7 +776,7 @@ fn on_request(agent: &Arc<Agent>, id: Id<'static>, method: &str, params: Value) 
         };
         agent.in_flight.finish(&id);
         let (answer, opened) = match reply {
-            Ok(Reply { response, opened }) => (Ok(response), opened),
+            Ok(Reply { response, after }) => (Ok(response), after),
             Err(error) => (Err(error), None),
         };
         agent.outbox.send_line(reply_line(&id, answer));
@@ -740,6 +786,64 @@ fn on_request(agent: &Arc<Agent>, id: Id<'static>, method: &str, params: Value) 
             let _ = opened.send(());
         }
     });
+}
+
+/// A prompt or steering message, put in its session's line (the rest
+/// pass as they are).
+fn admit(agent: &Agent, id: &Id<'static>, call: Call) -> Result<Call, AcpError> {
+    Ok(match call {
+        Call::Prompt(request) => Call::Admitted(agent.admit_prompt(id, request)?),
+        Call::Steering(request) => Call::Steered(agent.admit_steering(request)?),
+        other => other,
+    })
+}
+
+/// The extension method that steers a running turn (`protocol/README.md`).
+const STEERING: &str = "_session/steering";
+
+/// `_session/steering`'s params, as claude-agent-acp and codex-acp take
+/// them: the schema crate has no type for this extension (its
+/// `session/inject` is not in any schema yet).
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SteeringRequest {
+    session_id: agent_client_protocol_schema::v1::SessionId,
+    prompt: Vec<ContentBlock>,
+}
+
+/// `_session/steering`'s answer, `{outcome}`.
+fn steering_response(
+    outcome: SteeringOutcome,
+) -> Result<agent_client_protocol_schema::v1::ExtResponse, AcpError> {
+    let raw = serde_json::value::to_raw_value(&serde_json::json!({ "outcome": outcome }))
+        .map_err(|e| crate::rpc::Failure::Internal.error(e.to_string()))?;
+    Ok(agent_client_protocol_schema::v1::ExtResponse::new(
+        raw.into(),
+    ))
+}
+
+/// `_meta` of the `initialize` response: `{"steering": {"supported": true}}`.
+fn steering_meta() -> serde_json::Map<String, Value> {
+    let mut meta = serde_json::Map::new();
+    meta.insert("steering".into(), serde_json::json!({ "supported": true }));
+    meta
+}
+
+/// Refuses a steering message candor would not give the model as it is:
+/// empty, or with anything but text and resource links (an image or an
+/// embedded file goes in a prompt, where it is checked and attached).
+fn check_steering(blocks: &[ContentBlock]) -> Result<(), AcpError> {
+    if blocks.is_empty() {
+        return Err(AcpError::invalid_params().data("a steering message needs a text block"));
+    }
+    for (place, block) in blocks.iter().enumerate() {
+        if !matches!(block, ContentBlock::Text(_) | ContentBlock::ResourceLink(_)) {
+            return Err(AcpError::invalid_params().data(format!(
+                "steering block {place} is not text or a resource_link; a steering message takes those only (send images and embedded files in a prompt)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn on_notification(agent: &Agent, method: &str, params: Value) {
@@ -756,15 +860,23 @@ fn on_notification(agent: &Agent, method: &str, params: Value) {
     }
 }
 
-/// `$/cancel_request`: a running request answers `-32800`, a prompt by
-/// cancelling its turn (it then answers `cancelled`, its one response).
+/// `$/cancel_request`: a running request answers `-32800`; a prompt by
+/// cancelling its turn if it runs, or leaving the queue if it waits (it
+/// then answers `cancelled`, its one response).
 fn cancel_request(agent: &Agent, id: RequestId) {
     let running = rpc::cancelled_id(id.clone()).and_then(|id| agent.in_flight.get(&id));
     match running {
         Some(Running {
             prompt_on: Some(session),
             ..
-        }) => agent.cancel_session(&session),
+        }) => {
+            let found = lock(&agent.sessions)
+                .get(&session)
+                .is_some_and(|s| s.cancel_request(&id));
+            if !found {
+                tracing::debug!(?id, "$/cancel_request for a prompt that already ended");
+            }
+        }
         Some(running) => running.cancel.cancel(),
         None => tracing::debug!(?id, "$/cancel_request for a request that is not running"),
     }

@@ -74,6 +74,9 @@ pub struct ProviderInfo {
     /// The environment variable that holds its key (never the key).
     pub key_variable: Option<String>,
     pub key_present: bool,
+    /// Whether prompts need the key: not for a server on this machine or
+    /// a private network (`OPENAI_BASE_URL=http://localhost:11434/v1`).
+    pub key_needed: bool,
     /// Why a session could not use it.
     pub problem: Option<String>,
 }
@@ -355,9 +358,13 @@ fn provider(config: &Config, cwd: &Path) -> ProviderInfo {
         ),
         _ => (None, false),
     };
+    let key_needed = key_variable.is_some()
+        && !config
+            .model_config(Some(cwd))
+            .is_ok_and(|m| p.name().starts_with("openai") && local_endpoint(&m.openai_base_url));
     let problem = match &p {
         Provider::Unconfigured { reason } => Some(reason.clone()),
-        _ if key_variable.is_some() && !key_present => Some(format!(
+        _ if key_needed && !key_present => Some(format!(
             "{} is not set: prompts will fail until it is",
             key_variable.as_deref().unwrap_or_default()
         )),
@@ -368,7 +375,33 @@ fn provider(config: &Config, cwd: &Path) -> ProviderInfo {
         model: p.model().map(str::to_owned),
         key_variable,
         key_present,
+        key_needed,
         problem,
+    }
+}
+
+/// Whether `url` is a server on this machine or on a private network
+/// (loopback, `localhost`, RFC 1918, link-local, IPv6 unique-local): one
+/// that is usually run without a key.
+fn local_endpoint(url: &str) -> bool {
+    let Ok(url) = url::Url::parse(url) else {
+        return false;
+    };
+    match url.host() {
+        Some(url::Host::Domain(d)) => {
+            let d = d.trim_end_matches('.').to_ascii_lowercase();
+            d == "localhost" || d.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => {
+            ip.is_loopback() || ip.is_private() || ip.is_link_local() || ip.is_unspecified()
+        }
+        Some(url::Host::Ipv6(ip)) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || ip.is_unique_local()
+                || ip.is_unicast_link_local()
+        }
+        None => false,
     }
 }
 
@@ -409,12 +442,13 @@ fn files(config: &Config, cwd: &Path) -> Vec<FileStatus> {
             detail,
         }
     };
-    match &config.user_settings {
-        Ok(_) => {}
-        Err(e) => out.push(FileStatus {
+    match (&config.user_settings, &config.user_file) {
+        (Ok(_), Some(path)) => out.push(status("candor", "user", path.clone(), true)),
+        (Ok(_), None) => {}
+        (Err(e), path) => out.push(FileStatus {
             tool: "candor".into(),
             source: "user".into(),
-            path: PathBuf::from("config.toml"),
+            path: path.clone().unwrap_or_else(|| PathBuf::from("config.toml")),
             status: "error".into(),
             detail: Some(e.clone()),
         }),
@@ -515,7 +549,11 @@ pub fn render(r: &Report) -> String {
             .unwrap_or_default()
     );
     if let Some(var) = &p.key_variable {
-        let state = if p.key_present { "set" } else { "NOT SET" };
+        let state = match (p.key_present, p.key_needed) {
+            (true, _) => "set",
+            (false, true) => "NOT SET",
+            (false, false) => "not set: a local server needs none",
+        };
         let _ = writeln!(out, "  key       ${var} ({state})");
     }
     if let Some(problem) = &p.problem {

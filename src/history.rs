@@ -39,8 +39,8 @@ use crate::conversation::{
 };
 use crate::event_log::content::{Attachments, Wanted};
 use crate::event_log::{
-    Event, HookNote, NoteKind, PromptImage, Record, ResultContent, ResultStatus, SessionEvent,
-    StoredImage,
+    Event, HookNote, NoteKind, PromptImage, Record, ResultContent, ResultStatus, SeqSpan,
+    SessionEvent, StoredImage,
 };
 
 /// What the model is told about a call that has no result in the log.
@@ -200,9 +200,18 @@ pub fn carried(
 ) -> Vec<Message> {
     let compacted = latest_compaction(records, last);
     // Records are in seq order: only those after the span and up to
-    // `last` are folded.
-    let start = compacted.map_or(0, |(to, _)| records.partition_point(|r| r.seq <= to));
+    // `last` are folded, after the user's request a compaction inside a
+    // prompt kept.
+    let start = compacted.map_or(0, |c| records.partition_point(|r| r.seq <= c.to));
     let end = records.partition_point(|r| r.seq <= last).max(start);
+    let prompt = compacted
+        .and_then(|c| c.kept_prompt)
+        .map(|p| {
+            let from = records.partition_point(|r| r.seq < p.from);
+            (from, records.partition_point(|r| r.seq <= p.to).max(from))
+        })
+        .filter(|&(_, to)| to <= start)
+        .map_or(&records[..0], |(from, to)| &records[from..to]);
     let kept = &records[start..end];
     let mut history = History {
         attachments,
@@ -215,10 +224,20 @@ pub fn carried(
         images: HashMap::new(),
         typed: None,
     };
-    if let Some((_, summary)) = compacted {
-        history
-            .messages
-            .push(Message::user(summary_message(summary)));
+    for record in prompt {
+        history.apply(&record.event);
+    }
+    if let Some(c) = compacted {
+        let text = summary_message(c.summary, !prompt.is_empty());
+        // After the kept request, in its message: some chat templates
+        // want user and assistant messages to alternate.
+        match history.messages.last_mut() {
+            Some(Message::User { text: request, .. }) if !prompt.is_empty() => {
+                request.push_str("\n\n");
+                request.push_str(&text);
+            }
+            _ => history.messages.push(Message::user(text)),
+        }
     }
     for record in kept {
         history.apply(&record.event);
@@ -228,28 +247,56 @@ pub fn carried(
     messages
 }
 
+/// The compaction in force for a history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compaction<'a> {
+    /// The last record its summary stands for.
+    pub to: u64,
+    pub summary: &'a str,
+    /// The user's request it kept verbatim, when it was inside a prompt.
+    pub kept_prompt: Option<SeqSpan>,
+}
+
 /// The compaction in force for the history up to `last`: the one whose
 /// span ends latest before `last` (a later compaction's span always ends
-/// later), as (its `to`, its summary). A record whose span does not end
-/// before the record itself is not one candor wrote, and is ignored.
-pub fn latest_compaction(records: &[Record], last: u64) -> Option<(u64, &str)> {
-    let mut best: Option<(u64, &str)> = None;
+/// later). A record whose span does not end before the record itself is
+/// not one candor wrote, and is ignored; so is a kept prompt outside the
+/// span.
+pub fn latest_compaction(records: &[Record], last: u64) -> Option<Compaction<'_>> {
+    let mut best: Option<Compaction<'_>> = None;
     for record in records {
-        if let Event::HistoryCompacted { to, summary, .. } = &record.event
+        if let Event::HistoryCompacted {
+            from,
+            to,
+            summary,
+            kept_prompt,
+            ..
+        } = &record.event
             && *to < record.seq
             && *to < last
-            && best.is_none_or(|(b, _)| *to > b)
+            && best.is_none_or(|b| *to > b.to)
         {
-            best = Some((*to, summary.as_str()));
+            best = Some(Compaction {
+                to: *to,
+                summary: summary.as_str(),
+                kept_prompt: kept_prompt
+                    .filter(|p| *from <= p.from && p.from <= p.to && p.to < *to),
+            });
         }
     }
     best
 }
 
-/// How a compaction's summary opens the model's history.
-pub fn summary_message(summary: &str) -> String {
+/// How a compaction's summary opens the model's history (after the
+/// user's request, when it kept it: `after_prompt`).
+pub fn summary_message(summary: &str, after_prompt: bool) -> String {
+    let what = if after_prompt {
+        "The work on the request above so far was compacted to keep it within the context window (the request itself is kept as the user wrote it). What follows is the summary written of that work; the work then goes on as it happened."
+    } else {
+        "The earlier part of this conversation was compacted to keep it within the context window. What follows is the summary written of it; the conversation then goes on as it happened."
+    };
     format!(
-        "[candor] The earlier part of this conversation was compacted to keep it within the context window. What follows is the summary written of it; the conversation then goes on as it happened.\n\n<summary>\n{summary}\n</summary>\n\nTool output from before this point is no longer in view: read files again when you need their exact contents."
+        "[candor] {what}\n\n<summary>\n{summary}\n</summary>\n\nTool output from before this point is no longer in view: read files again when you need their exact contents."
     )
 }
 
@@ -310,7 +357,9 @@ struct History<'a> {
 impl History<'_> {
     fn apply(&mut self, event: &Event) {
         match event {
-            Event::UserMessage { content, images } => self.user_message(content, images),
+            Event::UserMessage {
+                content, images, ..
+            } => self.user_message(content, images),
             Event::HookContext {
                 event, hook, text, ..
             } => self.hook_context(*event, hook, text),
@@ -331,6 +380,7 @@ impl History<'_> {
                 ..
             } => self.tool_result(tool_call_id, *status, output, hook_notes),
             Event::PromptExpanded { text, .. } => self.expanded(text),
+            Event::SteeringDelivered { content, .. } => self.steering(content),
             Event::PromptResource {
                 uri, text, image, ..
             } => self.prompt_resource(uri, text, image.as_ref()),
@@ -377,6 +427,12 @@ impl History<'_> {
             | Event::ToolOutput { .. }
             // Applied before the fold (`derive_through`).
             | Event::HistoryCompacted { .. }
+            // Waiting is not the model's business; what reaches it is
+            // (`user/message`, `steering/delivered`).
+            | Event::PromptQueued { .. }
+            | Event::PromptUnqueued { .. }
+            | Event::SteeringReceived { .. }
+            | Event::SteeringDropped { .. }
             | Event::TurnEnded { .. } => {}
         }
     }
@@ -451,6 +507,17 @@ impl History<'_> {
         self.typed = Some((start, text.len() - start));
         self.opened_with = std::mem::take(&mut self.pending);
         self.messages.push(Message::User { text, images });
+    }
+
+    /// A steering message: a user message of its own where the model got
+    /// it, after the results of every call before it.
+    fn steering(&mut self, content: &[ContentBlock]) {
+        flush(&mut self.awaiting, &mut self.messages);
+        let text = flatten_prompt(content);
+        self.typed = None;
+        self.opened_with = Vec::new();
+        self.messages
+            .push(Message::user(format!("{STEERING}{text}")));
     }
 
     /// A resource the prompt linked, added to the prompt's message: its
@@ -743,6 +810,9 @@ fn flush(awaiting: &mut Option<Awaiting>, messages: &mut Vec<Message>) {
     messages.push(Message::ToolResults { results });
 }
 
+/// What opens a steering message in the model's history.
+pub const STEERING: &str = "[candor] The user sent this while you were working:\n\n";
+
 /// A prompt's content blocks as text (what hooks and the audit see; an
 /// image is `[image]`).
 pub fn flatten_prompt(content: &[ContentBlock]) -> String {
@@ -805,6 +875,7 @@ mod tests {
             Event::UserMessage {
                 content: vec![ContentBlock::from("go")],
                 images: Vec::new(),
+                via: None,
             },
             Event::AssistantDelta {
                 channel: crate::event_log::DeltaChannel::Text,
@@ -860,6 +931,7 @@ mod tests {
             Event::UserMessage {
                 content: vec![ContentBlock::from("/review a.rs")],
                 images: Vec::new(),
+                via: None,
             },
             Event::HookContext {
                 event: SessionEvent::UserPromptSubmit,
@@ -895,6 +967,7 @@ mod tests {
             Event::UserMessage {
                 content: vec![ContentBlock::from("go")],
                 images: Vec::new(),
+                via: None,
             },
             Event::AssistantMessage {
                 content: vec![tool_use("a")],
@@ -918,6 +991,7 @@ mod tests {
             Event::UserMessage {
                 content: vec![ContentBlock::from("go")],
                 images: Vec::new(),
+                via: None,
             },
             Event::AssistantMessage {
                 content: vec![
@@ -959,6 +1033,7 @@ mod tests {
             usage: None,
             elided: false,
             cost: None,
+            kept_prompt: None,
         }
     }
 
@@ -978,17 +1053,20 @@ mod tests {
             Event::UserMessage {
                 content: vec![ContentBlock::from("one")],
                 images: Vec::new(),
+                via: None,
             },
             said("1"),
             Event::UserMessage {
                 content: vec![ContentBlock::from("two")],
                 images: Vec::new(),
+                via: None,
             },
             said("2"),
             compacted(1, "S1"),
             Event::UserMessage {
                 content: vec![ContentBlock::from("three")],
                 images: Vec::new(),
+                via: None,
             },
             said("3"),
         ];
@@ -1050,6 +1128,7 @@ mod tests {
             Event::UserMessage {
                 content: vec![ContentBlock::from("one")],
                 images: Vec::new(),
+                via: None,
             },
             compacted(5, "bogus"),
         ]);
@@ -1062,6 +1141,7 @@ mod tests {
             Event::UserMessage {
                 content: vec![ContentBlock::from("status?")],
                 images: Vec::new(),
+                via: None,
             },
             Event::AssistantMessage {
                 content: vec![AssistantBlock::ToolUse {
@@ -1085,6 +1165,7 @@ mod tests {
                 rewritten_by: vec!["rtk".into()],
                 preview: None,
                 mcp: None,
+                sandbox: None,
             },
             Event::ToolStarted {
                 tool_call_id: "a".into(),

@@ -35,7 +35,10 @@ pub mod harness;
 pub mod history;
 pub mod interception;
 pub mod matcher;
+#[cfg(feature = "mcp-test-server")]
+pub mod mcp_test_server;
 pub mod media;
+pub mod mode;
 pub mod presentation;
 pub mod providers;
 pub(crate) mod rpc;
@@ -57,6 +60,15 @@ use tokio::sync::oneshot;
 
 pub use config::{Config, ProviderSetting};
 pub use transport::{MAX_LINE, stdio};
+
+/// What `candor` with no subcommand says on stderr when a person started
+/// it at a terminal (stdin a TTY: no editor is on the other end): what it
+/// is and where to go. It still serves, on that terminal.
+pub fn terminal_hint(stdin_is_terminal: bool) -> Option<&'static str> {
+    stdin_is_terminal.then_some(
+        "candor is an ACP agent: an editor starts it and speaks JSON-RPC to it over stdin and stdout (the README shows the set-up for each editor). To see it work, run `candor demo`; for its commands, `candor --help`. It is serving this terminal now: Ctrl-D ends it.",
+    )
+}
 
 /// What a new session in `cwd` would tell the model about where it works:
 /// the facts of its `session/environment` record, gathered as a session

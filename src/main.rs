@@ -65,14 +65,19 @@ enum Command {
         /// Print the whole transcript and the agent's stderr for failing scenarios.
         #[arg(long, short)]
         verbose: bool,
-        /// The MCP test server scenarios start as `$mcpTestServer` (default: the one
-        /// `cargo build --example mcp_test_server` put beside this binary, in
-        /// `target/<profile>/examples/`).
-        #[arg(long, value_name = "PATH", env = "CANDOR_MCP_TEST_SERVER")]
-        mcp_test_server: Option<std::path::PathBuf>,
         /// Scenario files or directories (default: protocol/scenarios).
         #[arg(value_name = "FILES")]
         files: Vec<std::path::PathBuf>,
+    },
+    /// The MCP server the tests and the conformance scenarios start (a fixture; built with
+    /// the default feature `mcp-test-server`).
+    #[cfg(feature = "mcp-test-server")]
+    #[command(name = "mcp-test-server", hide = true)]
+    McpTestServer {
+        /// Its own options (`--http ADDR`, `--sse ADDR`, `--log FILE`, `--delay-ms N`,
+        /// `--hang`, `--exit-at-start`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
     },
 }
 
@@ -96,8 +101,9 @@ fn main() -> ExitCode {
         // `candor demo | head` is fine: a closed stdout is not a failure.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{e:#}");
-            #[allow(clippy::print_stderr)] // the last word, even with RUST_LOG=off
+            // Said once (not also through `tracing`, which writes to the
+            // same stderr), even with RUST_LOG=off.
+            #[allow(clippy::print_stderr)]
             {
                 eprintln!("candor: {e:#}");
             }
@@ -112,34 +118,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     match cli.command {
-        None => {
-            let mut config = candor::Config::from_env();
-            config.log_messages = cli.log_messages;
-            // Before any child exists: what commands and hooks leave behind
-            // becomes candor's to end.
-            candor::tools::exec::become_subreaper();
-            if std::env::var_os("HOME").is_none()
-                && let Some(home) = config.user_home.clone()
-            {
-                candor::tools::exec::home_for_children(home);
-            }
-            candor::tools::exec::pass_env(
-                config
-                    .user_settings
-                    .as_ref()
-                    .ok()
-                    .and_then(|s| s.pass_env.clone())
-                    .unwrap_or_default(),
-            );
-            runtime.block_on(async {
-                let (input, output) = candor::stdio();
-                candor::serve(input, output, config, terminate_signal()).await;
-            });
-            // When stdin is not a pipe, do not wait for the blocking reader
-            // thread, which may sit in read(2) forever.
-            runtime.shutdown_timeout(std::time::Duration::from_millis(50));
-            Ok(ExitCode::SUCCESS)
-        }
+        None => Ok(serve_stdio(runtime, cli.log_messages)),
         Some(Command::Audit { session, json }) => {
             let config = candor::Config::from_env();
             let warnings = candor::audit::run(
@@ -155,7 +134,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Doctor { cwd, json }) => {
-            let config = candor::Config::from_env();
+            let mut config = candor::Config::from_env();
+            config.launcher = std::env::current_exe().ok();
             let cwd = match cwd {
                 Some(dir) => dir,
                 None => std::env::current_dir()?,
@@ -199,18 +179,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::FAILURE
             })
         }
-        Some(Command::Demo) => Ok(runtime.block_on(candor::demo::run(&mut std::io::stdout()))?),
+        Some(Command::Demo) => {
+            let state = candor::Config::from_env().home;
+            Ok(runtime.block_on(candor::demo::run(&mut std::io::stdout(), &state))?)
+        }
         Some(Command::Harness {
             agent,
             verbose,
-            mcp_test_server,
             files,
         }) => {
             let opts = candor::harness::Options {
                 paths: files,
                 agent,
                 candor: std::env::current_exe()?,
-                mcp_test_server,
                 verbose,
             };
             let ok = runtime.block_on(candor::harness::run(&opts, &mut std::io::stdout()))?;
@@ -220,7 +201,55 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::FAILURE
             })
         }
+        #[cfg(feature = "mcp-test-server")]
+        Some(Command::McpTestServer { args }) => {
+            runtime
+                .block_on(candor::mcp_test_server::run(args))
+                .map_err(|e| anyhow::anyhow!(e))?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// No subcommand: one ACP connection on stdin/stdout.
+fn serve_stdio(runtime: tokio::runtime::Runtime, log_messages: bool) -> ExitCode {
+    let mut config = candor::Config::from_env();
+    config.log_messages = log_messages;
+    // The sandbox's launcher is this binary.
+    config.launcher = std::env::current_exe().ok();
+    // Before any child exists: what commands and hooks leave behind
+    // becomes candor's to end.
+    candor::tools::exec::become_subreaper();
+    if std::env::var_os("HOME").is_none()
+        && let Some(home) = config.user_home.clone()
+    {
+        candor::tools::exec::home_for_children(home);
+    }
+    candor::tools::exec::pass_env(
+        config
+            .user_settings
+            .as_ref()
+            .ok()
+            .and_then(|s| s.pass_env.clone())
+            .unwrap_or_default(),
+    );
+    {
+        use std::io::IsTerminal as _;
+        if let Some(hint) = candor::terminal_hint(std::io::stdin().is_terminal()) {
+            #[allow(clippy::print_stderr)] // for the person at the terminal
+            {
+                eprintln!("{hint}");
+            }
+        }
+    }
+    runtime.block_on(async {
+        let (input, output) = candor::stdio();
+        candor::serve(input, output, config, terminate_signal()).await;
+    });
+    // When stdin is not a pipe, do not wait for the blocking reader
+    // thread, which may sit in read(2) forever.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(50));
+    ExitCode::SUCCESS
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

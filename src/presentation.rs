@@ -443,16 +443,12 @@ impl Presenter {
                 NoticeLevel::Error,
                 format!("The hook {hook} blocked this prompt: {reason}"),
             ),
-            Event::UserMessage { content, .. } => {
-                self.in_turn = true;
-                self.message_tail = Tail::Paragraph;
-                let mut updates = match self.mode {
-                    Mode::Live => Vec::new(),
-                    Mode::Replay => content.iter().map(replayed_block).collect(),
-                };
-                updates.extend(self.release_held());
-                updates
-            }
+            Event::UserMessage { content, via, .. } => self.user_message(content, via.as_ref()),
+            Event::SteeringDelivered { .. }
+            | Event::SteeringDropped { .. }
+            | Event::PromptQueued { .. }
+            | Event::PromptUnqueued { .. }
+            | Event::SteeringReceived { .. } => self.arrival(&record.event),
             Event::AssistantDelta { channel, text } => {
                 if *channel == DeltaChannel::Text {
                     self.note_message(text);
@@ -480,6 +476,48 @@ impl Presenter {
             }
             Event::ToolOutput { .. } => self.tool_output(record),
             Event::ToolResult { .. } => self.tool_result(record),
+        }
+    }
+
+    /// A prompt opens a turn: nothing live (the client sent it) but for
+    /// one a steering message opened; its blocks in a replay; then the
+    /// notices held since the last turn.
+    fn user_message(
+        &mut self,
+        content: &[ContentBlock],
+        via: Option<&crate::event_log::Via>,
+    ) -> Vec<SessionUpdate> {
+        self.in_turn = true;
+        self.message_tail = Tail::Paragraph;
+        let echo = self.mode == Mode::Replay
+            || matches!(via, Some(crate::event_log::Via::Steering { .. }));
+        let mut updates: Vec<SessionUpdate> = if echo {
+            content.iter().map(replayed_block).collect()
+        } else {
+            Vec::new()
+        };
+        updates.extend(self.release_held());
+        updates
+    }
+
+    /// A record of the session's line: a steering message is shown as the
+    /// user's where the model got it (live and replayed), or a notice when
+    /// it never got there; a queued prompt shows when its turn opens.
+    fn arrival(&mut self, event: &Event) -> Vec<SessionUpdate> {
+        match event {
+            Event::SteeringDelivered { content, .. } => {
+                self.message_tail = Tail::Paragraph;
+                content.iter().map(replayed_block).collect()
+            }
+            Event::SteeringDropped { reason, .. } => self.notice(
+                NoticeLevel::Warning,
+                match reason {
+                    crate::event_log::Dropped::Cancelled => "A steering message did not reach the model: the turn was cancelled before its next request. Send it again as a prompt if it still holds.",
+                    crate::event_log::Dropped::Stopped => "A steering message did not reach the model: the session ended first.",
+                }
+                .to_owned(),
+            ),
+            _ => Vec::new(),
         }
     }
 
@@ -734,6 +772,7 @@ impl Presenter {
             rewritten_by,
             preview,
             mcp,
+            sandbox,
         } = &record.event
         else {
             return Vec::new();
@@ -763,6 +802,8 @@ impl Presenter {
         let lead: Vec<ToolCallContent> = note
             .into_iter()
             .chain(known.and_then(|t| t.detail(arguments)))
+            // Where the command runs, from the boundary it was settled with.
+            .chain(sandbox.as_ref().map(crate::sandbox::Boundary::summary))
             .map(text_content)
             .collect();
         let mut content = lead.clone();
@@ -775,6 +816,9 @@ impl Presenter {
         let mut meta = serde_json::Map::new();
         meta.insert("decision".into(), json!(decision));
         meta.insert("digest".into(), json!(digest));
+        if let Some(boundary) = sandbox {
+            meta.insert("sandbox".into(), json!(boundary));
+        }
         if let Some(original) = original_arguments {
             meta.insert("originalInput".into(), original.clone());
             meta.insert("rewrittenBy".into(), json!(rewritten_by));
@@ -1229,6 +1273,7 @@ mod tests {
             rewritten_by: Vec::new(),
             preview: None,
             mcp: None,
+            sandbox: None,
         }
     }
 
@@ -1354,6 +1399,7 @@ mod tests {
         let event = Event::UserMessage {
             images: Vec::new(),
             content: vec![ContentBlock::from("hi")],
+            via: None,
         };
         assert!(
             Presenter::new("/".into(), Mode::Live)
@@ -1400,6 +1446,7 @@ mod tests {
             rewritten_by: vec!["rtk".into()],
             preview: None,
             mcp: None,
+            sandbox: None,
         };
         let first = wire(p.apply(&rec(1, event)));
         let note = "Rewritten by hook rtk: `git status` → `rtk git status`";

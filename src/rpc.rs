@@ -140,6 +140,18 @@ pub(crate) fn cancelled_id(id: RequestId) -> Option<Id<'static>> {
     }
 }
 
+/// A request's id as ACP types it (what records and `$/cancel_request`
+/// name it by); the inverse of [`cancelled_id`].
+pub(crate) fn acp_id(id: &Id<'_>) -> RequestId {
+    match id {
+        Id::Null => RequestId::Null,
+        Id::Number(n) => {
+            i64::try_from(*n).map_or_else(|_| RequestId::Str(n.to_string()), RequestId::Number)
+        }
+        Id::Str(s) => RequestId::Str(s.to_string()),
+    }
+}
+
 /// The error response to a line that is no request (its id echoed as sent,
 /// when it had a usable one).
 pub(crate) fn error_line(id: &Value, error: &AcpError) -> String {

@@ -339,34 +339,14 @@ impl Script {
 
 thread_local! {
     static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
-    /// The last lines read on this thread: one call's line is read by its
-    /// hooks' `if` filters, the rules and the grant offer in turn.
-    static RECENT: RefCell<Vec<(String, Script)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// How many recent lines are kept read.
-const RECENT_LINES: usize = 4;
-
 /// Reads a command line. Never fails: what cannot be read is recorded in
-/// [`Script::unreadable`].
+/// [`Script::unreadable`]. A call's line is read once, when its input is
+/// parsed (`tools::bash::BashInput::script`); everything that judges the
+/// call reads that.
 pub fn parse(command: &str) -> Script {
-    if let Some(known) = RECENT.with(|r| {
-        r.borrow()
-            .iter()
-            .find(|(line, _)| line == command)
-            .map(|(_, s)| s.clone())
-    }) {
-        return known;
-    }
-    let script = parse_nested(command, 0);
-    RECENT.with(|r| {
-        let mut recent = r.borrow_mut();
-        if recent.len() >= RECENT_LINES {
-            recent.remove(0);
-        }
-        recent.push((command.to_owned(), script.clone()));
-    });
-    script
+    parse_nested(command, 0)
 }
 
 fn parse_nested(command: &str, nesting: usize) -> Script {

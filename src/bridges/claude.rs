@@ -164,6 +164,15 @@ pub fn load(locations: &ClaudeLocations, session: &Arc<SessionContext>, trusted:
     for (source, path, map) in &settings {
         let project = project_file(*source);
         read_permissions(&mut loaded, path, map, project, trusted);
+        if let Some(sandbox) = map.get("sandbox").filter(|v| v.is_object()) {
+            loaded.sandbox.push(crate::sandbox::Layer::claude(
+                path.display().to_string(),
+                project,
+                sandbox,
+                &session.project_dir,
+                session.home.as_deref(),
+            ));
+        }
         if runs(*source)
             && let Some(hooks) = map.get("hooks")
         {

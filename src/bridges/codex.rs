@@ -121,6 +121,21 @@ pub fn load(locations: &CodexLocations, session: &Arc<SessionContext>, trusted: 
             None
         }
     };
+    // The sandbox settings count whether the hooks are on or not.
+    for (config, path, project) in [
+        (&user_config, user_config_path.as_ref(), false),
+        (&project_config, Some(&project_files[1]), true),
+    ] {
+        if let (Some(config), Some(path)) = (config, path) {
+            loaded.sandbox.push(crate::sandbox::Layer::codex(
+                path.display().to_string(),
+                project,
+                &Value::Object(config.clone()),
+                &session.project_dir,
+                session.home.as_deref(),
+            ));
+        }
+    }
     // A project can turn Codex hooks off, never back on.
     let off = |c: &Option<Map<String, Value>>| c.as_ref().and_then(hooks_feature) == Some(false);
     if off(&user_config) || off(&project_config) {

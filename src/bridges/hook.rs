@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::runner::{self, HookCommand, HookRun};
 use super::{Matcher, SessionContext};
+use crate::interception::Subject;
 use crate::interception::events::EventAnswer;
 use crate::interception::events::{EventFuture, EventHook, EventInput, SessionEvent};
 use crate::interception::policy::{Mode, Rule};
@@ -509,14 +510,14 @@ impl CommandHook {
         paths
     }
 
-    fn tool_applies(&self, tool: &str, input: &Value, root: &Path) -> bool {
-        let names = self.flavor.matched_names(tool);
+    fn tool_applies(&self, call: &Subject<'_>, root: &Path) -> bool {
+        let names = self.flavor.matched_names(call.name);
         self.conditions.iter().any(|c| {
             !c.never
                 && names.iter().any(|n| c.matcher.matches(n))
                 && c.filter
                     .as_ref()
-                    .is_none_or(|rule| rule.matches_call(tool, input, root))
+                    .is_none_or(|rule| rule.matches_call(call, root))
         })
     }
 
@@ -553,7 +554,7 @@ impl PreToolHook for CommandHook {
     }
 
     fn applies_to(&self, call: &ProposedCall<'_>) -> bool {
-        self.tool_applies(call.tool, call.input, call.cwd)
+        self.tool_applies(&call.subject, call.cwd)
     }
 
     fn check<'a>(&'a self, call: ProposedCall<'a>) -> HookFuture<'a> {
@@ -574,7 +575,7 @@ impl PostToolHook for CommandHook {
     }
 
     fn applies_to(&self, call: &FinishedCall<'_>) -> bool {
-        self.tool_applies(call.tool, call.input, call.cwd)
+        self.tool_applies(&call.subject, call.cwd)
     }
 
     fn after<'a>(&'a self, call: FinishedCall<'a>) -> PostHookFuture<'a> {

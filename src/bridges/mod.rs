@@ -154,6 +154,8 @@ pub struct Loaded {
     pub scripts: Vec<PathBuf>,
     /// Every hook loaded, described (for `candor doctor`).
     pub summaries: Vec<hook::HookSummary>,
+    /// The sandbox settings of each file that has some, in the order read.
+    pub sandbox: Vec<crate::sandbox::Layer>,
 }
 
 impl Loaded {

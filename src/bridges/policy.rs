@@ -3,6 +3,7 @@
 //! own when it is trusted (`super::trust`). A session starts with it
 //! (`session::trust`), and `candor doctor` reports on it.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use super::SessionContext;
@@ -57,10 +58,12 @@ pub fn build(
     let mut wants = Vec::new();
     let mut hooks = Vec::new();
     let mut scripts = Vec::new();
+    let mut sandbox = Vec::new();
     // The user's Claude Code, then Codex, hooks and rules join the policy;
     // a broken settings file is a notice, never a failed session.
     if let Some(locations) = &config.claude {
         let mut loaded = super::claude::load(locations, context, trusted);
+        sandbox.append(&mut loaded.sandbox);
         wants.append(&mut loaded.wants);
         scripts.append(&mut loaded.scripts);
         hooks.append(&mut loaded.summaries);
@@ -68,11 +71,18 @@ pub fn build(
     }
     if let Some(locations) = &config.codex {
         let mut loaded = super::codex::load(locations, context, trusted);
+        sandbox.append(&mut loaded.sandbox);
         wants.append(&mut loaded.wants);
         scripts.append(&mut loaded.scripts);
         hooks.append(&mut loaded.summaries);
         notices.extend(loaded.merge_into(&mut policy, cwd, home, mode_set));
     }
+    // What a project's own sandbox settings would widen waits for trust,
+    // like its hooks.
+    let layers = sandbox_layers(config, cwd, sandbox);
+    let (_, widening) = crate::sandbox::Sandbox::resolve(&layers, false);
+    wants.extend(widening);
+    policy.sandbox = crate::sandbox::Sandbox::resolve(&layers, trusted).0;
     let mcp = crate::bridges::mcp::configured(
         config.claude.as_ref(),
         config.codex.as_ref(),
@@ -93,4 +103,53 @@ pub fn build(
         hooks,
         mcp: mcp.servers,
     })
+}
+
+/// The sandbox settings layers in the order they apply (`protocol/sandbox.md`,
+/// "Settings"): the user's own files (Codex, Claude Code, candor's), then
+/// the project's (Codex, Claude Code's project and local, candor's), which
+/// only narrow until trusted, then Claude Code's managed settings.
+fn sandbox_layers(
+    config: &Config,
+    cwd: &Path,
+    bridged: Vec<crate::sandbox::Layer>,
+) -> Vec<crate::sandbox::Layer> {
+    use crate::sandbox::Layer;
+    let home = config.user_home.as_deref();
+    let managed = config.claude.as_ref().and_then(|c| c.managed_dir.clone());
+    let rank = |l: &Layer| {
+        if managed
+            .as_ref()
+            .is_some_and(|m| l.origin.starts_with(&*m.to_string_lossy()))
+        {
+            2
+        } else {
+            u8::from(l.project)
+        }
+    };
+    let mut layers: Vec<Layer> = bridged;
+    if let Ok(Some(keys)) = config.user_settings.as_ref().map(|s| s.sandbox.as_ref()) {
+        let origin = "your candor config ([sandbox])".to_owned();
+        layers.push(Layer::candor(origin, false, keys, cwd, home));
+    }
+    let project_file = cwd.join(crate::config::PROJECT_CONFIG);
+    match crate::config::Settings::load(&project_file) {
+        Ok(settings) => {
+            if let Some(keys) = &settings.sandbox {
+                layers.push(Layer::candor(
+                    project_file.display().to_string(),
+                    true,
+                    keys,
+                    cwd,
+                    home,
+                ));
+            }
+        }
+        // A broken project file is the model config's problem to report;
+        // its sandbox keys then narrow nothing.
+        Err(e) => tracing::debug!(error = %e, "the project's sandbox keys were not read"),
+    }
+    // Stable: within a rank, the order read.
+    layers.sort_by_key(rank);
+    layers
 }

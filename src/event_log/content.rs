@@ -362,7 +362,10 @@ impl Attachments {
         match &record.event {
             Event::UserMessage { images, .. } if !images.is_empty() => {
                 let mut record = record.clone();
-                if let Event::UserMessage { content, images } = &mut record.event {
+                if let Event::UserMessage {
+                    content, images, ..
+                } = &mut record.event
+                {
                     for image in images.iter() {
                         if let Some(ContentBlock::Image(block)) = content.get_mut(image.block)
                             && block.data.is_empty()

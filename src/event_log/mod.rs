@@ -31,11 +31,11 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 pub use record::{
-    CommandSource, CompactTrigger, ConfigId, Cost, Decision, DeltaChannel, Environment, Event,
-    FORMAT_VERSION, FileDiff, GitFacts, HookNote, HookRecord, InstructionScope, Instructions,
-    McpHints, McpTarget, NoteKind, NoticeLevel, OfferedCommand, Outcome, OutputFile,
-    PermissionChoice, PermissionOutcome, PromptImage, Record, ResultContent, ResultStatus,
-    SessionEvent, StoredImage, TitleSource, TrustOutcome, TurnStop, Verdict,
+    CommandSource, CompactTrigger, ConfigId, Cost, Decision, DeltaChannel, Dropped, Environment,
+    Event, FORMAT_VERSION, FileDiff, GitFacts, HookNote, HookRecord, InstructionScope,
+    Instructions, McpHints, McpTarget, NoteKind, NoticeLevel, OfferedCommand, Outcome, OutputFile,
+    PermissionChoice, PermissionOutcome, PromptImage, Record, ResultContent, ResultStatus, SeqSpan,
+    SessionEvent, StoredImage, TitleSource, TrustOutcome, TurnStop, Unqueued, Verdict, Via,
 };
 
 /// Why the log could not be written or read.
@@ -428,6 +428,7 @@ mod tests {
         log.append(Event::UserMessage {
             content: vec![],
             images: vec![],
+            via: None,
         })
         .unwrap();
         log.append(Event::ToolStarted {
@@ -452,6 +453,7 @@ mod tests {
         log.append(Event::UserMessage {
             content: vec![],
             images: vec![],
+            via: None,
         })
         .unwrap();
         log.fail_at(Some(1));
@@ -459,6 +461,7 @@ mod tests {
             log.append(Event::UserMessage {
                 content: vec![],
                 images: vec![],
+                via: None,
             })
             .is_err()
         );
@@ -479,6 +482,7 @@ mod tests {
             log.append(Event::UserMessage {
                 content: vec![],
                 images: vec![],
+                via: None,
             })
             .unwrap();
         }
@@ -508,6 +512,7 @@ mod tests {
             .append(Event::UserMessage {
                 content: vec![],
                 images: vec![],
+                via: None,
             })
             .unwrap();
         assert_eq!(record.seq, 3);

@@ -28,7 +28,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use agent_client_protocol_schema::v1::ContentBlock;
+use agent_client_protocol_schema::v1::{ContentBlock, RequestId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -95,6 +95,49 @@ pub enum Event {
         content: Vec<ContentBlock>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         images: Vec<PromptImage>,
+        /// How the prompt came to open its turn when it did not run at
+        /// once: it waited in the queue, or it is a steering message that
+        /// found no turn running.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        via: Option<Via>,
+    },
+    /// A `session/prompt` that arrived while a turn ran (or other prompts
+    /// waited): it waits, in the order received, for its own turn, which
+    /// opens with a `user/message` whose `via` names this request.
+    #[serde(rename = "prompt/queued")]
+    PromptQueued {
+        request_id: RequestId,
+        /// The prompt as text (an image is `[image]`); its blocks are
+        /// recorded whole by the `user/message` of its turn.
+        text: String,
+    },
+    /// A queued prompt that will not run; its request was answered
+    /// `cancelled`.
+    #[serde(rename = "prompt/unqueued")]
+    PromptUnqueued {
+        request_id: RequestId,
+        reason: Unqueued,
+    },
+    /// A `_session/steering` message, recorded before it is answered.
+    #[serde(rename = "steering/received")]
+    SteeringReceived {
+        steering_id: String,
+        content: Vec<ContentBlock>,
+    },
+    /// The steering message was given to the model here, before the model
+    /// request that follows (never between a call and its result). The
+    /// client is shown it here as the user's message; the model's history
+    /// has it here.
+    #[serde(rename = "steering/delivered")]
+    SteeringDelivered {
+        steering_id: String,
+        content: Vec<ContentBlock>,
+    },
+    /// A steering message that never reached the model.
+    #[serde(rename = "steering/dropped")]
+    SteeringDropped {
+        steering_id: String,
+        reason: Dropped,
     },
     /// A hook gave the model something to read: context from a
     /// `SessionStart` or `UserPromptSubmit` hook, or a `Stop` hook's reason
@@ -222,6 +265,11 @@ pub enum Event {
         /// model called), as the card shows them.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mcp: Option<McpTarget>,
+        /// For a Bash call: the boundary it runs in, settled with the
+        /// arguments (`protocol/sandbox.md`, "The `Boundary` record"); the
+        /// card's sandbox line is made from it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox: Option<crate::sandbox::Boundary>,
     },
     /// candor asked the user whether the call may run (`decision` was `ask`).
     #[serde(rename = "permission/requested")]
@@ -377,6 +425,12 @@ pub enum Event {
         /// outputs elided), since it did not fit whole.
         #[serde(default, skip_serializing_if = "is_false")]
         elided: bool,
+        /// Inside a prompt too long to keep whole: the records of the
+        /// user's request (its `user/message` and what its message is made
+        /// of) that stay verbatim, before the summary, though they are
+        /// inside `from`…`to`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kept_prompt: Option<SeqSpan>,
     },
     /// The session's title, made once after its first turn (shown as
     /// `session_info_update`, listed by `session/list`, kept on load).
@@ -408,6 +462,13 @@ pub struct Cost {
     pub amount: f64,
     /// ISO 4217 (`USD`).
     pub currency: String,
+}
+
+/// Records `from`…`to`, both included, by seq.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeqSpan {
+    pub from: u64,
+    pub to: u64,
 }
 
 /// The facts of a `session/environment` record.
@@ -608,6 +669,12 @@ pub enum ConfigId {
     Model,
     /// The model's effort level (`providers::effort`).
     Effort,
+    /// The sandbox's preset the user chose for the session (`/sandbox`):
+    /// `read-only`, `workspace-write` or `full-access`.
+    Sandbox,
+    /// The sandbox's network the user chose for the session
+    /// (`/sandbox network on|off`): `on` or `off`.
+    Network,
 }
 
 impl ConfigId {
@@ -616,6 +683,8 @@ impl ConfigId {
             ConfigId::Mode => "mode",
             ConfigId::Model => "model",
             ConfigId::Effort => "effort",
+            ConfigId::Sandbox => "sandbox",
+            ConfigId::Network => "network",
         }
     }
 }
@@ -895,6 +964,42 @@ pub enum ResultStatus {
     Cancelled,
 }
 
+/// How a `user/message` came to open its turn, when not straight from its
+/// `session/prompt`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Via {
+    /// It waited in the queue (`prompt/queued` with this request id).
+    Queue { request_id: RequestId },
+    /// A steering message (`steering/received` with this id) that found no
+    /// turn to join: it opened one.
+    Steering { steering_id: String },
+}
+
+/// Why a queued prompt was taken out of the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Unqueued {
+    /// The client withdrew it (`$/cancel_request`).
+    Cancelled,
+    /// The session ended (closed, candor stopped or crashed) before it ran.
+    Stopped,
+}
+
+/// Why a steering message never reached the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Dropped {
+    /// The turn it was for was cancelled before the model's next request.
+    Cancelled,
+    /// The session ended (closed, candor stopped or crashed) first.
+    Stopped,
+}
+
 /// Why a turn ended. The ACP stop reasons, plus `error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -972,6 +1077,7 @@ mod tests {
                 rewritten_by: Vec::new(),
                 preview: None,
                 mcp: None,
+                sandbox: None,
             },
         };
         let line = serde_json::to_value(&rec).unwrap();

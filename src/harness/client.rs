@@ -64,6 +64,8 @@ pub struct Caps {
     pub read: bool,
     pub write: bool,
     pub terminal: bool,
+    /// `elicitation.form`: `elicitation/create` forms.
+    pub form: bool,
 }
 
 impl Caps {
@@ -72,6 +74,7 @@ impl Caps {
             read: caps["fs"]["readTextFile"] == true,
             write: caps["fs"]["writeTextFile"] == true,
             terminal: caps["terminal"] == true,
+            form: caps["elicitation"]["form"].is_object(),
         }
     }
 }
@@ -189,6 +192,8 @@ pub struct Conn {
     /// Every request the agent made of the client, `{method, params}`, in order.
     pub client_requests: Vec<Value>,
     permission_answers: VecDeque<String>,
+    /// Results for the next `elicitation/create` requests.
+    elicitation_answers: VecDeque<Value>,
     running_prompts: HashMap<String, usize>,
     pub caps: Caps,
     pub cwd: PathBuf,
@@ -271,6 +276,7 @@ impl Conn {
             permission_requests: Vec::new(),
             client_requests: Vec::new(),
             permission_answers: VecDeque::new(),
+            elicitation_answers: VecDeque::new(),
             running_prompts: HashMap::new(),
             caps: Caps::default(),
             cwd,
@@ -319,8 +325,10 @@ impl Conn {
         {
             self.cards.retain(|c| &c.session != s);
         }
-        if matches!(method, "session/prompt" | "session/load")
-            && let Some(s) = &session
+        if matches!(
+            method,
+            "session/prompt" | "session/load" | "_session/steering"
+        ) && let Some(s) = &session
         {
             *self.running_prompts.entry(s.clone()).or_default() += 1;
         }
@@ -368,6 +376,11 @@ impl Conn {
     /// Queues answers for the next permission requests.
     pub fn answer_permissions(&mut self, answers: &[String]) {
         self.permission_answers = answers.iter().cloned().collect();
+    }
+
+    /// Queues results for the next `elicitation/create` requests.
+    pub fn answer_elicitations(&mut self, answers: &[Value]) {
+        self.elicitation_answers = answers.iter().cloned().collect();
     }
 
     /// Closes the agent's input.
@@ -500,8 +513,10 @@ impl Conn {
         if let Err(e) = check {
             self.violate("schema", e, Some(frame));
         }
-        if matches!(pending.method.as_str(), "session/prompt" | "session/load")
-            && let Some(session) = &pending.session
+        if matches!(
+            pending.method.as_str(),
+            "session/prompt" | "session/load" | "_session/steering"
+        ) && let Some(session) = &pending.session
         {
             let running = self.running_prompts.entry(session.clone()).or_default();
             *running = running.saturating_sub(1);
@@ -656,6 +671,20 @@ impl Conn {
         }
         let reply = match method {
             "session/request_permission" => self.on_permission(&params),
+            "elicitation/create" => {
+                if !self.caps.form {
+                    self.violate(
+                        "client-capabilities",
+                        "elicitation/create without elicitation.form",
+                        Some(frame),
+                    );
+                }
+                // Nothing scripted: a careful client declines.
+                Ok(self
+                    .elicitation_answers
+                    .pop_front()
+                    .unwrap_or_else(|| json!({"action": "decline"})))
+            }
             "fs/read_text_file" => {
                 if self.caps.read {
                     read_text_file(&params, &self.buffers)

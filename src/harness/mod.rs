@@ -45,12 +45,10 @@ pub struct Options {
     pub paths: Vec<PathBuf>,
     /// A peer agent command (run through `bash -c`); `None`: candor.
     pub agent: Option<String>,
-    /// The candor binary to test when `agent` is `None`; the MCP test
-    /// server is looked for beside it.
+    /// The candor binary to test when `agent` is `None`, and the one
+    /// scenarios start as their MCP test server (`$candor mcp-test-server`,
+    /// whatever agent is tested).
     pub candor: PathBuf,
-    /// The MCP test server (`$mcpTestServer` in scenarios); `None`: the one
-    /// built beside `candor` ([`find_mcp_test_server`]).
-    pub mcp_test_server: Option<PathBuf>,
     /// Print every frame of failing scenarios.
     pub verbose: bool,
 }
@@ -280,56 +278,18 @@ pub async fn run_scenario(
     report
 }
 
-/// The MCP test server's binary name (`examples/mcp_test_server.rs`).
-const MCP_TEST_SERVER_BIN: &str = "mcp_test_server";
-
-/// The MCP test server scenarios start as `$mcpTestServer`: the one named by
-/// `--mcp-test-server` (or `CANDOR_MCP_TEST_SERVER`), else the one
-/// `cargo build --example mcp_test_server` puts beside the candor binary
-/// (`target/<profile>/examples/`), else one in the candor binary's own
-/// directory. Always an absolute path (ACP wants one).
-pub fn find_mcp_test_server(opts: &Options) -> Result<PathBuf, String> {
-    if let Some(named) = &opts.mcp_test_server {
-        let path = std::path::absolute(named)
-            .map_err(|e| format!("the MCP test server {}: {e}", named.display()))?;
-        return if path.is_file() {
-            Ok(path)
-        } else {
-            Err(format!(
-                "the MCP test server {} (--mcp-test-server or CANDOR_MCP_TEST_SERVER) is not a file",
-                path.display()
-            ))
-        };
+/// The candor binary scenarios start as their MCP test server
+/// (`$candor mcp-test-server …`): this one's `candor`, absolute (ACP wants
+/// an absolute command), when it was built with the `mcp-test-server`
+/// feature (the default).
+pub fn mcp_test_server(opts: &Options) -> Result<PathBuf, String> {
+    if !cfg!(feature = "mcp-test-server") {
+        return Err(format!(
+            "the scenario starts the MCP test server (`{MCP_TEST_SERVER} mcp-test-server`), which this candor was built without: build it with the default features (the feature `mcp-test-server`)"
+        ));
     }
-    let candidates: Vec<PathBuf> = std::path::absolute(&opts.candor)
-        .ok()
-        .as_deref()
-        .and_then(Path::parent)
-        .map(|dir| {
-            vec![
-                dir.join("examples").join(MCP_TEST_SERVER_BIN),
-                dir.join(MCP_TEST_SERVER_BIN),
-            ]
-        })
-        .unwrap_or_default();
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .ok_or_else(|| {
-            let looked: Vec<String> = candidates
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect();
-            format!(
-                "the scenario starts the MCP test server ({MCP_TEST_SERVER}), which is not at {}: build it with `cargo build --example mcp_test_server` (into `target/<profile>/examples/`, where that profile's candor finds it) or name it with --mcp-test-server PATH (or CANDOR_MCP_TEST_SERVER)",
-                if looked.is_empty() {
-                    "any place known".to_owned()
-                } else {
-                    looked.join(" nor at ")
-                }
-            )
-        })
+    std::path::absolute(&opts.candor)
+        .map_err(|e| format!("the candor binary {}: {e}", opts.candor.display()))
 }
 
 /// Where, in a scenario's directory, the agent's stderr goes.
@@ -356,7 +316,7 @@ fn set_up<'a>(
         .and_then(|()| write_files(&dir.path().join("user"), &user_files))
         .map_err(|e| ("set-up", format!("cannot write the scenario's files: {e}")))?;
     let mcp_test_server = if s.uses_mcp_test_server() {
-        Some(find_mcp_test_server(opts).map_err(|e| ("the MCP test server is found", e))?)
+        Some(mcp_test_server(opts).map_err(|e| ("the MCP test server is found", e))?)
     } else {
         None
     };
@@ -516,7 +476,7 @@ struct Runner<'a> {
     home: PathBuf,
     /// The scenario's temporary directory (`$dir`), holding the project.
     dir: PathBuf,
-    /// `$mcpTestServer`, when the scenario names it.
+    /// `$candor`, when the scenario names it.
     mcp_test_server: Option<PathBuf>,
     /// Where candor's scripted model copies its requests.
     requests: PathBuf,
@@ -536,7 +496,7 @@ impl Runner<'_> {
         self.requirements.push(Requirement { title, outcome });
     }
 
-    /// `$session`, `$cwd`, `$dir` and `$mcpTestServer` in every string of
+    /// `$session`, `$cwd`, `$dir` and `$candor` in every string of
     /// `v`.
     fn substitute(&self, v: &Value) -> Value {
         match v {
@@ -574,6 +534,9 @@ impl Runner<'_> {
         let cards_from = self.conn.cards.len();
         let permissions_from = self.conn.permission_requests.len();
         let client_requests_from = self.conn.client_requests.len();
+        if !step.elicitations.is_empty() {
+            self.conn.answer_elicitations(&step.elicitations);
+        }
         if !step.permissions.is_empty() {
             self.conn.answer_permissions(&step.permissions);
         }

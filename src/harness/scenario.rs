@@ -68,8 +68,9 @@ impl Scenario {
             })
     }
 
-    /// Whether it starts the MCP test server (names `$mcpTestServer`
-    /// in its servers or in what a step sends).
+    /// Whether it starts the MCP test server (names `$candor`, whose
+    /// `mcp-test-server` subcommand is that server, in its servers or in
+    /// what a step sends).
     pub fn uses_mcp_test_server(&self) -> bool {
         self.mcp_servers.iter().flatten().any(names_test_server)
             || self.steps.iter().any(|s| {
@@ -84,8 +85,9 @@ impl Scenario {
     }
 }
 
-/// The placeholder for the MCP test server's path.
-pub const MCP_TEST_SERVER: &str = "$mcpTestServer";
+/// The placeholder for the candor binary running the harness, which
+/// scenarios start as their MCP test server (`$candor mcp-test-server …`).
+pub const MCP_TEST_SERVER: &str = "$candor";
 
 /// Whether a string of `v` names the MCP test server.
 fn names_test_server(v: &Value) -> bool {
@@ -150,6 +152,11 @@ pub struct Step {
     /// `cancel-turn` (send `session/cancel`, then answer `cancelled`).
     #[serde(default)]
     pub permissions: Vec<String>,
+    /// Results for the next `elicitation/create` requests, in order (an
+    /// `ElicitationResponse`: `{"action": "accept", "content": {…}}`,
+    /// `decline`, `cancel`); unscripted ones are declined.
+    #[serde(default)]
+    pub elicitations: Vec<Value>,
     /// Cancels the prompt when an update matching this arrives, after
     /// `ms`, or once files' JSON lines match.
     #[serde(default)]

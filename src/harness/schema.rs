@@ -7,6 +7,8 @@
 //! and result. A request's or notification's `params` are checked against
 //! the method's params definition; a response's `result` against the result
 //! definition of the method its id was issued for; an error against `Error`.
+//! candor's extension methods are checked the same way, against their
+//! documented shape (`protocol/schema/extensions.json`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -16,6 +18,10 @@ use serde_json::{Value, json};
 
 /// The embedded document.
 pub const DOCUMENT: &str = include_str!("../../protocol/schema/acp-v1.json");
+
+/// candor's extension methods (`_session/steering`), in the same layout,
+/// written by hand: the schema crate has no types for them.
+pub const EXTENSIONS: &str = include_str!("../../protocol/schema/extensions.json");
 
 /// Which side handles a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,8 +65,18 @@ impl Schemas {
         Self::from_document(document)
     }
 
-    /// A schema document in the `protocol/schema/acp-v1.json` layout.
-    pub fn from_document(document: Value) -> Result<Self, String> {
+    /// A schema document in the `protocol/schema/acp-v1.json` layout, with
+    /// candor's extension methods ([`EXTENSIONS`]) merged in.
+    pub fn from_document(mut document: Value) -> Result<Self, String> {
+        let extensions: Value = serde_json::from_str(EXTENSIONS)
+            .map_err(|e| format!("the extensions schema is not JSON: {e}"))?;
+        for part in ["methods", "$defs"] {
+            if let (Some(into), Some(from)) =
+                (document[part].as_object_mut(), extensions[part].as_object())
+            {
+                into.extend(from.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
         let mut methods = HashMap::new();
         let table = document["methods"]
             .as_object()

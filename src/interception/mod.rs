@@ -27,7 +27,9 @@
 
 pub mod events;
 pub mod policy;
+pub mod sandbox;
 pub mod scripted;
+pub mod subject;
 
 use std::fmt;
 use std::future::Future;
@@ -41,6 +43,7 @@ use sha2::{Digest, Sha256};
 pub use crate::event_log::{HookNote, HookRecord, NoteKind, Verdict};
 use crate::tools::{Tool, ToolInput};
 use policy::{Disposition, HookVerdict, Mode, Rule, Rules};
+pub use subject::Subject;
 
 /// What one pre-execute hook says about one call.
 ///
@@ -90,8 +93,13 @@ impl PreToolDecision {
 pub struct ProposedCall<'a> {
     pub id: &'a str,
     pub tool: &'a str,
-    /// The effective input so far (the model's, or the previous hook's rewrite).
+    /// The effective input so far (the model's, or the previous hook's
+    /// rewrite), as JSON: the hook's payload (one of the two places a
+    /// call's JSON is read; the other is presenting a logged record).
     pub input: &'a Value,
+    /// The same input, typed: what the hook's matcher (`if` filters)
+    /// judges.
+    pub subject: Subject<'a>,
     /// What the model asked for.
     pub original: &'a Value,
     pub cwd: &'a Path,
@@ -202,8 +210,10 @@ pub enum PostToolDecision {
 pub struct FinishedCall<'a> {
     pub id: &'a str,
     pub tool: &'a str,
-    /// The effective arguments (what ran).
+    /// The effective arguments (what ran), as JSON: the hook's payload.
     pub input: &'a Value,
+    /// What ran, typed: what the hook's matcher judges.
+    pub subject: Subject<'a>,
     /// What the tool returned for the model.
     pub output: &'a str,
     pub status: crate::event_log::ResultStatus,
@@ -274,6 +284,8 @@ pub struct Policy {
     pub event_hooks: Vec<Arc<dyn events::EventHook>>,
     pub rules: Rules,
     pub mode: Mode,
+    /// The session's sandbox, from the settings (`sandbox::settings`).
+    pub sandbox: crate::sandbox::Sandbox,
 }
 
 /// Who candor names as the decider for its own checks.
@@ -295,13 +307,18 @@ pub struct Settled {
     /// The effective arguments as the tool's input: each input (the
     /// model's, a hook's rewrite) is parsed once, when it is checked
     /// against the tool's schema ([`Tool::accept`]), and the last one
-    /// accepted is what runs.
+    /// accepted is what runs, and what hooks' matchers, the rules, the
+    /// grant offer and the preview judge.
     input: Option<ToolInput>,
+    /// The path of `input` as written, when it differs from where it leads.
+    spelled: Option<PathBuf>,
     /// The MCP tool the name is, when it is not one of candor's.
     mcp: Option<crate::tools::mcp::McpTool>,
     /// For a call that asks: the grant "Always allow" would add, when it
     /// would let the next identical call run ([`policy::offer_grant`]).
     grant: Option<Rule>,
+    /// The boundary a Bash call runs in ([`sandbox::confine`]).
+    boundary: Option<crate::sandbox::Boundary>,
 }
 
 impl Settled {
@@ -309,6 +326,12 @@ impl Settled {
     /// it would make the next identical call run.
     pub fn grant_offer(&self) -> Option<&Rule> {
         self.grant.as_ref()
+    }
+
+    /// The boundary the call runs in, settled with its arguments (a Bash
+    /// call; [`sandbox::confine`]).
+    pub fn boundary(&self) -> Option<&crate::sandbox::Boundary> {
+        self.boundary.as_ref()
     }
 
     /// What the hooks said besides their decisions, in the order they said it.
@@ -377,6 +400,23 @@ impl Settled {
         self.tool
     }
 
+    /// The effective arguments as the tool's input, once they passed its
+    /// schema: the value judged, previewed and run (`None` for a call
+    /// refused before, whose arguments are not a tool's input).
+    pub fn input(&self) -> Option<&ToolInput> {
+        self.input.as_ref()
+    }
+
+    /// The call as its judges see it (see [`input`](Self::input)).
+    pub fn subject(&self) -> Option<Subject<'_>> {
+        Some(Subject {
+            name: &self.name,
+            input: self.input.as_ref()?,
+            spelled: self.spelled.as_deref(),
+            mcp: self.mcp.as_ref(),
+        })
+    }
+
     /// For an MCP tool: the server and tool, as `tool/call` records them.
     pub fn mcp_target(&self) -> Option<crate::event_log::McpTarget> {
         self.mcp.as_ref().map(crate::tools::mcp::target)
@@ -389,6 +429,8 @@ impl Settled {
         match (self.tool, &self.mcp) {
             (Some(tool), _) => tool.accept(input, cwd),
             (None, Some(mcp)) => Ok(crate::tools::Accepted {
+                // An MCP tool's arguments are its input: no paths to
+                // normalize.
                 arguments: input.clone(),
                 input: ToolInput::Mcp(crate::tools::mcp::parse(mcp, input)?),
                 spelled: None,
@@ -429,7 +471,10 @@ impl Settled {
             name: self.name.clone(),
             arguments: self.effective.clone(),
             input: input.clone(),
+            spelled: self.spelled.clone(),
+            mcp: self.mcp.clone(),
             file_base: None,
+            boundary: self.boundary.clone(),
         }
     }
 }
@@ -443,8 +488,12 @@ pub struct ApprovedCall {
     arguments: Value,
     /// The arguments as the tool's input: what runs.
     input: ToolInput,
+    spelled: Option<PathBuf>,
+    mcp: Option<crate::tools::mcp::McpTool>,
     /// For a file tool the user allowed on a diff: the file's `base` then.
     file_base: Option<String>,
+    /// The boundary it runs in (settled with it).
+    boundary: Option<crate::sandbox::Boundary>,
 }
 
 impl ApprovedCall {
@@ -460,9 +509,24 @@ impl ApprovedCall {
         self.file_base.as_deref()
     }
 
+    /// The boundary it runs in, as settled and recorded.
+    pub fn boundary(&self) -> Option<&crate::sandbox::Boundary> {
+        self.boundary.as_ref()
+    }
+
     /// What runs: the effective arguments as the tool's input.
     pub fn input(&self) -> &ToolInput {
         &self.input
+    }
+
+    /// What runs, as its judges saw it when it was settled.
+    pub fn subject(&self) -> Subject<'_> {
+        Subject {
+            name: &self.name,
+            input: &self.input,
+            spelled: self.spelled.as_deref(),
+            mcp: self.mcp.as_ref(),
+        }
     }
 
     /// The call id (the model's `tool_use` id).
@@ -529,9 +593,6 @@ pub async fn settle(
     // An MCP tool's answers bind to its server and tool, not only to the
     // name it was offered under (a list that changed could give the name
     // to another tool).
-    let canonical = mcp
-        .as_ref()
-        .map(|m| format!("mcp__{}__{}", m.server, m.tool));
     let digest_name = match &mcp {
         Some(m) => format!("{name}\u{0}{}\u{0}{}", m.server, m.tool),
         None => name.to_owned(),
@@ -549,7 +610,9 @@ pub async fn settle(
         digest: String::new(),
         asides: Vec::new(),
         input: None,
+        spelled: None,
         grant: None,
+        boundary: None,
     };
     // Candor's own checks: the tool exists and the model's arguments pass
     // its schema (parsed, once, into the input that will run). Paths are
@@ -570,23 +633,31 @@ pub async fn settle(
     settled.original = accepted.arguments.clone();
     settled.effective = accepted.arguments;
     settled.input = Some(accepted.input);
-    let mut spelled: Vec<PathBuf> = accepted.spelled.into_iter().collect();
+    settled.spelled = accepted.spelled;
     let asides = Asides::default();
-    let verdict = fold_hooks(&mut settled, policy, cwd, &asides, &mut spelled).await;
+    let verdict = fold_hooks(&mut settled, policy, cwd, &asides).await;
     settled.asides = asides.take();
-    let subject = policy::Subject {
-        tool: name,
-        args: &settled.effective,
-        spelled: &spelled,
-        mcp_read_only: settled.mcp.as_ref().map(|m| m.reading.runs_unasked()),
-        mcp_reading: settled.mcp.as_ref().map(|m| m.reading.why.as_str()),
-        mcp_name: canonical.as_deref(),
+    // The typed input the last accept gave: judged here, run later.
+    let (disposition, grant) = match settled.subject() {
+        Some(subject) => {
+            let disposition =
+                policy::decide(subject, &verdict, policy.mode, &policy.rules, grants, cwd);
+            let grant = matches!(disposition, Disposition::Ask { .. })
+                .then(|| {
+                    policy::offer_grant(subject, &verdict, policy.mode, &policy.rules, grants, cwd)
+                })
+                .flatten();
+            (disposition, grant)
+        }
+        None => (
+            Disposition::Deny {
+                by: CANDOR.into(),
+                reason: "candor lost the call's input".into(),
+            },
+            None,
+        ),
     };
-    let disposition = policy::decide(subject, &verdict, policy.mode, &policy.rules, grants, cwd);
-    if matches!(disposition, Disposition::Ask { .. }) {
-        settled.grant =
-            policy::offer_grant(subject, &verdict, policy.mode, &policy.rules, grants, cwd);
-    }
+    settled.grant = grant;
     settled.disposition = disposition;
     settled.digest = digest(&digest_name, &settled.effective);
     settled
@@ -603,39 +674,38 @@ pub fn decide_read(
     grants: &[Rule],
     cwd: &Path,
 ) -> (PathBuf, Disposition) {
-    let arguments = serde_json::json!({"file_path": path});
-    let accepted = match Tool::Read.accept(&arguments, cwd) {
-        Ok(accepted) => accepted,
-        Err(reason) => {
-            let by = CANDOR.to_owned();
-            return (path.to_owned(), Disposition::Deny { by, reason });
-        }
+    let refused = |reason: String| {
+        let by = CANDOR.to_owned();
+        (path.to_owned(), Disposition::Deny { by, reason })
     };
-    let resolved = accepted
-        .arguments
-        .get("file_path")
-        .and_then(Value::as_str)
-        .map_or_else(|| path.to_owned(), PathBuf::from);
-    let spelled: Vec<PathBuf> = accepted.spelled.into_iter().collect();
-    let disposition = policy::decide(
-        policy::Subject {
-            tool: Tool::Read.name(),
-            args: &accepted.arguments,
-            spelled: &spelled,
-            mcp_read_only: None,
-            mcp_reading: None,
-            mcp_name: None,
-        },
-        &HookVerdict {
-            verdict: Verdict::Pass,
-            by: None,
-            reason: None,
-        },
-        policy.mode,
-        &policy.rules,
-        grants,
-        cwd,
-    );
+    // The Read a file link is: typed, as the Read tool's input would be.
+    let Some(file_path) = path.to_str().filter(|p| !p.is_empty()) else {
+        return refused(format!(
+            "{} is not a path candor can read (empty, or not UTF-8)",
+            path.display()
+        ));
+    };
+    let mut input = ToolInput::Read(crate::tools::read::ReadInput {
+        file_path: file_path.to_owned(),
+        offset: None,
+        limit: None,
+    });
+    let spelled = input.normalize(cwd);
+    let resolved = input
+        .target()
+        .map_or_else(|| path.to_owned(), Path::to_owned);
+    let subject = Subject {
+        name: Tool::Read.name(),
+        input: &input,
+        spelled: spelled.as_deref(),
+        mcp: None,
+    };
+    let no_hooks = HookVerdict {
+        verdict: Verdict::Pass,
+        by: None,
+        reason: None,
+    };
+    let disposition = policy::decide(subject, &no_hooks, policy.mode, &policy.rules, grants, cwd);
     (resolved, disposition)
 }
 
@@ -645,7 +715,6 @@ async fn fold_hooks(
     policy: &Policy,
     cwd: &Path,
     asides: &Asides,
-    spelled: &mut Vec<PathBuf>,
 ) -> HookVerdict {
     let mut strictest = HookVerdict {
         verdict: Verdict::Pass,
@@ -653,10 +722,14 @@ async fn fold_hooks(
         reason: None,
     };
     for hook in &policy.hooks {
+        let Some(subject) = settled.subject() else {
+            break;
+        };
         let call = ProposedCall {
             id: &settled.id,
             tool: &settled.name,
             input: &settled.effective,
+            subject,
             original: &settled.original,
             cwd,
             mode: policy.mode,
@@ -700,8 +773,7 @@ async fn fold_hooks(
                 Ok(accepted) => {
                     settled.effective = accepted.arguments;
                     settled.input = Some(accepted.input);
-                    spelled.clear();
-                    spelled.extend(accepted.spelled);
+                    settled.spelled = accepted.spelled;
                     settled.rewritten_by.push(hook.id().to_owned());
                     record.rewrote = true;
                 }

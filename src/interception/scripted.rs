@@ -107,6 +107,7 @@ impl PolicyFile {
             },
             mode: self.mode.unwrap_or_default(),
             event_hooks: Vec::new(),
+            sandbox: crate::sandbox::Sandbox::default(),
         })
     }
 }
@@ -329,10 +330,23 @@ mod tests {
     }
 
     fn call<'a>(tool: &'a str, input: &'a Value) -> ProposedCall<'a> {
+        // Scripted hooks match on the payload; the typed subject is not
+        // theirs to read.
+        let typed = crate::tools::ToolInput::parse(
+            crate::tools::Tool::Bash,
+            &serde_json::json!({"command": "true"}),
+        )
+        .unwrap();
         ProposedCall {
             id: "t",
             tool,
             input,
+            subject: crate::interception::Subject {
+                name: tool,
+                input: Box::leak(Box::new(typed)),
+                spelled: None,
+                mcp: None,
+            },
             original: input,
             cwd: Path::new("/p"),
             mode: Mode::Default,

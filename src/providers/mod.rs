@@ -626,8 +626,9 @@ fn capitalise(text: &str) -> String {
 pub fn guidance(reason: &str) -> String {
     format!(
         "candor has no model to answer with. {reason}\n\n\
-         To use a model, set `ANTHROPIC_API_KEY` (Anthropic) or `OPENAI_API_KEY` (OpenAI, or \
-         `OPENAI_BASE_URL` for a compatible server such as Ollama or vLLM), and optionally \
+         To use a model, set `ANTHROPIC_API_KEY` (Anthropic), `OPENAI_API_KEY` (OpenAI), or \
+         `OPENAI_BASE_URL` alone for a compatible server such as Ollama or vLLM (a local one \
+         needs no key: `OPENAI_BASE_URL=http://localhost:11434/v1`), and optionally \
          `CANDOR_PROVIDER` (`anthropic`, `openai`, `openai-responses`) and `CANDOR_MODEL`, in the \
          environment your editor launches candor with, or put the same settings in \
          `~/.config/candor/config.toml` (the README shows how for each editor). To try candor \

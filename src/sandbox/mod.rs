@@ -34,6 +34,7 @@ pub mod protected;
 pub mod proxy;
 pub mod ruleset;
 pub mod seccomp;
+pub mod settings;
 
 pub use boundary::{Boundary, Confinement, Enforced, LandlockRules, Namespaces, Network, Preset};
 pub use explain::explain;
@@ -41,3 +42,4 @@ pub use launch::{Launch, MESSAGE_PREFIX, SETUP_FAILED, SUBCOMMAND};
 pub use lifeline::{Lifeline, Report, Setup, Watch};
 pub use probe::Probe;
 pub use proxy::{Allowlist, DecidedBy, Decision, Judge, Proxy, ProxyConfig, RefuseUnlisted};
+pub use settings::{Layer, Sandbox};

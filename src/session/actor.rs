@@ -1,10 +1,13 @@
 //! The session actor: one task per session that owns the log, the
-//! presenter and the model, and runs one turn at a time.
+//! presenter and the model, and runs one turn at a time, taking them from
+//! the session's line ([`super::queue`]) in the order they arrived.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_client_protocol_schema::v1::{ClientCapabilities, SessionId, StopReason};
+use agent_client_protocol_schema::v1::{
+    ClientCapabilities, ElicitationCapabilities, SessionId, StopReason,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -12,6 +15,7 @@ use super::commit::Committer;
 use super::context::Gate;
 use super::context::{TurnControl, TurnError};
 use super::handle::{Command, SessionHandle, Started};
+use super::queue::Queue;
 use super::settings;
 use super::turn;
 use super::{events, restore};
@@ -103,17 +107,9 @@ pub(crate) fn start(
     };
     let gathering = (damaged.is_none() && super::system::latest(committer.records()).is_none())
         .then(|| gather(config, &cwd, &policy));
-    // Capacity: the handle lets one prompt through at a time; a few slots
-    // are room for commands to come (mode changes, load) without waiting.
+    // Wake-ups only: a full inbox already holds one.
     let (inbox, commands) = mpsc::channel(8);
-    let link = ClientLink {
-        outgoing: outgoing.clone(),
-        session_id: id.clone(),
-        read: client.fs.read_text_file,
-        write: client.fs.write_text_file,
-        terminal: client.terminal,
-        fs_timeout: config.client_fs_timeout,
-    };
+    let link = client_link(outgoing, &id, client, config);
     let shells = Shells::default();
     let view = settings::View {
         model: provider.model().map(str::to_owned),
@@ -137,7 +133,9 @@ pub(crate) fn start(
         mcp,
         user_commands: Vec::new(),
         trust,
+        confiner: crate::tools::confined::Confiner::new(config.launcher.clone()),
     };
+    gate.confiner.probe_soon(&gate.policy.sandbox);
     let handle = SessionHandle::new(
         id.clone(),
         log_path,
@@ -158,7 +156,16 @@ pub(crate) fn start(
         source,
     };
     let task = tokio::spawn(run(
-        committer, provider, gate, cwd, commands, hard_stop, opening,
+        Actor {
+            committer,
+            provider,
+            gate,
+            cwd,
+            hard_stop,
+            queue: handle.queue().clone(),
+        },
+        commands,
+        opening,
     ));
     Ok(Started {
         handle,
@@ -176,6 +183,27 @@ fn presenter(client: &ClientCapabilities, cwd: &std::path::Path, stored: bool) -
     Presenter::new(cwd.to_owned(), mode)
         .with_notices(session.is_some_and(|s| s.notices.is_some()))
         .with_compaction(session.is_some_and(|s| s.compaction.is_some()))
+}
+
+/// The way to the editor, as far as the client offered it.
+fn client_link(
+    outgoing: Arc<Outgoing>,
+    id: &str,
+    client: &ClientCapabilities,
+    config: &Config,
+) -> ClientLink {
+    ClientLink {
+        outgoing,
+        session_id: id.to_owned(),
+        read: client.fs.read_text_file,
+        write: client.fs.write_text_file,
+        terminal: client.terminal,
+        elicit_form: client
+            .elicitation
+            .as_ref()
+            .is_some_and(ElicitationCapabilities::supports_form),
+        fs_timeout: config.client_fs_timeout,
+    }
 }
 
 /// The session's policy and where it stands with its project's own
@@ -393,16 +421,26 @@ struct Opening {
 /// before going on anyway (the request may have been cancelled).
 const OPEN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The actor loop: ends when every handle is gone.
-async fn run(
-    mut committer: Committer,
-    mut provider: Provider,
-    mut gate: Gate,
+/// What the actor owns.
+struct Actor {
+    committer: Committer,
+    provider: Provider,
+    gate: Gate,
     cwd: PathBuf,
-    mut commands: mpsc::Receiver<Command>,
     hard_stop: CancellationToken,
-    mut opening: Opening,
-) {
+    queue: Queue,
+}
+
+/// The actor loop: ends when every handle is gone.
+async fn run(actor: Actor, mut commands: mpsc::Receiver<Command>, mut opening: Opening) {
+    let Actor {
+        mut committer,
+        mut provider,
+        mut gate,
+        cwd,
+        hard_stop,
+        queue,
+    } = actor;
     let _ = tokio::time::timeout(OPEN_WAIT, &mut opening.opened).await;
     if let Some(damage) = &opening.damaged {
         committer.notify_unrecorded(
@@ -462,48 +500,28 @@ async fn run(
             }
         };
         match command {
-            Command::Prompt {
-                content,
-                cancel,
-                reply,
-            } => {
-                super::user_commands::refresh(&mut committer, &mut gate, &cwd, &mut file_problems);
-                offer_commands(&mut committer, &gate, &mut offered);
-                opening.context.set_turn(TurnInfo {
-                    turn_id: uuid::Uuid::new_v4().to_string(),
-                    model: provider.model().map(str::to_owned),
-                });
-                let control = TurnControl {
-                    cwd: cwd.clone(),
-                    cancel,
-                    hard_stop: hard_stop.clone(),
+            Command::Arrived => {
+                let mut turns = Turns {
+                    committer: &mut committer,
+                    provider: &mut provider,
+                    gate: &mut gate,
+                    cwd: &cwd,
+                    hard_stop: &hard_stop,
+                    queue: &queue,
+                    opening: &opening,
+                    titling: &mut titling,
                 };
-                let answer =
-                    match turn::run(&mut committer, &mut provider, &mut gate, content, &control)
-                        .await
-                    {
-                        Ok(stop) => Ok(stop_reason(stop)),
-                        Err(TurnError::Provider(e)) if e.auth_variable().is_some() => {
-                            tracing::warn!(error = %e, "the model needs a key");
-                            Err(crate::rpc::Failure::AuthRequired.error(e.to_string()))
-                        }
-                        Err(e) => {
-                            tracing::error!(error = %e, "turn failed");
-                            Err(crate::rpc::Failure::Internal
-                                .error(format!("the turn failed: {e}")))
-                        }
-                    };
-                let _ = reply.send(answer);
-                if titling.is_none()
-                    && let Some(prompt) = super::title::wanted(committer.records())
-                {
-                    titling = Some(start_title(&gate, &provider, &cwd, prompt, &hard_stop));
-                }
+                turns.run_line(&mut offered, &mut file_problems).await;
             }
         }
     }
+    // Nothing more will run: what waits is answered and recorded.
     if let Some(task) = titling {
         task.abort();
+    }
+    queue.close();
+    if let Err(e) = queue.next(&mut committer) {
+        tracing::error!(error = %e, "could not record what was left in the queue");
     }
     events::session_end(&mut committer, &gate, &cwd, "other").await;
     // The session is over: nothing it started may outlive it.
@@ -546,6 +564,82 @@ fn start_title(
             own
         });
     tokio::spawn(super::title::make(asked, prompt, hard_stop.child_token()))
+}
+
+/// What the actor runs turns with.
+struct Turns<'a> {
+    committer: &'a mut Committer,
+    provider: &'a mut Provider,
+    gate: &'a mut Gate,
+    cwd: &'a PathBuf,
+    hard_stop: &'a CancellationToken,
+    queue: &'a Queue,
+    opening: &'a Opening,
+    /// The title being made after the first turn (`session::title`).
+    titling: &'a mut Option<tokio::task::JoinHandle<(String, crate::event_log::TitleSource)>>,
+}
+
+impl Turns<'_> {
+    /// Runs the turns waiting in the line, one after another, in the order
+    /// received, until none waits.
+    async fn run_line(
+        &mut self,
+        offered: &mut Vec<crate::event_log::OfferedCommand>,
+        file_problems: &mut Vec<String>,
+    ) {
+        loop {
+            let next = match self.queue.next(self.committer) {
+                Ok(Some(next)) => next,
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::error!(error = %e, "could not record what arrived");
+                    return;
+                }
+            };
+            super::user_commands::refresh(self.committer, self.gate, self.cwd, file_problems);
+            offer_commands(self.committer, self.gate, offered);
+            self.opening.context.set_turn(TurnInfo {
+                turn_id: uuid::Uuid::new_v4().to_string(),
+                model: self.provider.model().map(str::to_owned),
+            });
+            let control = TurnControl {
+                cwd: self.cwd.clone(),
+                cancel: next.cancel,
+                hard_stop: self.hard_stop.clone(),
+                queue: self.queue.clone(),
+            };
+            let prompt = turn::Prompt {
+                content: next.content,
+                via: next.via,
+            };
+            let answer =
+                match turn::run(self.committer, self.provider, self.gate, prompt, &control).await {
+                    Ok(stop) => Ok(stop_reason(stop)),
+                    Err(TurnError::Provider(e)) if e.auth_variable().is_some() => {
+                        tracing::warn!(error = %e, "the model needs a key");
+                        Err(crate::rpc::Failure::AuthRequired.error(e.to_string()))
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "turn failed");
+                        Err(crate::rpc::Failure::Internal.error(format!("the turn failed: {e}")))
+                    }
+                };
+            if let Some(reply) = next.reply {
+                reply.send(answer).await;
+            }
+            if self.titling.is_none()
+                && let Some(prompt) = super::title::wanted(self.committer.records())
+            {
+                *self.titling = Some(start_title(
+                    self.gate,
+                    self.provider,
+                    self.cwd,
+                    prompt,
+                    self.hard_stop,
+                ));
+            }
+        }
+    }
 }
 
 /// What a session records before it takes a prompt, once the client has

@@ -7,19 +7,29 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::commit::Committer;
+use super::queue::Queue;
 use crate::conversation::{AssistantTurn, ModelRequest};
 use crate::event_log::{Event, LogError, NoticeLevel};
 use crate::providers::{Provider, ProviderError, StreamDelta};
 
 /// Streams `request`: the provider's answer, or `None` when `cancel` fired
 /// first (the deltas received by then were all handed to `on_delta`).
+/// With `queue`, what arrives in the session's line meanwhile is recorded.
 pub(crate) async fn stream(
     c: &mut Committer,
     provider: &mut Provider,
     request: &ModelRequest,
     cancel: &CancellationToken,
+    queue: Option<&Queue>,
     mut on_delta: impl FnMut(&mut Committer, StreamDelta) -> Result<(), LogError>,
 ) -> Result<Option<Result<AssistantTurn, ProviderError>>, LogError> {
+    // What arrives while the model answers is recorded as it arrives.
+    let arrived = || async {
+        match queue {
+            Some(queue) => queue.arrived().await,
+            None => std::future::pending().await,
+        }
+    };
     let (tx, mut deltas) = mpsc::unbounded_channel();
     // Retries and other provider news reach the user as notices.
     let (notice_tx, mut notices) = mpsc::unbounded_channel();
@@ -37,6 +47,9 @@ pub(crate) async fn stream(
             Some(text) = notices.recv() => c.commit(notice(text))?,
             result = &mut stream => break Some(result),
             _ = cancel.cancelled() => break None,
+            () = arrived() => if let Some(queue) = queue {
+                queue.record(c)?;
+            },
         }
     };
     while let Ok(delta) = deltas.try_recv() {

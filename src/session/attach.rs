@@ -38,6 +38,7 @@ pub(crate) fn commit_prompt(
     gate: &Gate,
     cwd: &std::path::Path,
     mut content: Vec<ContentBlock>,
+    via: Option<crate::event_log::Via>,
 ) -> Result<(), LogError> {
     let mut images = Vec::new();
     let mut withheld = Vec::new();
@@ -62,7 +63,11 @@ pub(crate) fn commit_prompt(
             Err(why) => *item = ContentBlock::from(format!("[an image left out: {why}]")),
         }
     }
-    c.commit(Event::UserMessage { content, images })?;
+    c.commit(Event::UserMessage {
+        content,
+        images,
+        via,
+    })?;
     for why in withheld {
         notice(c, why)?;
     }
@@ -99,7 +104,9 @@ fn denied_resource(block: &ContentBlock, gate: &Gate, cwd: &std::path::Path) -> 
 /// budget they have left (images and bytes).
 fn file_links(c: &Committer) -> (Vec<String>, (usize, u64)) {
     let latest = c.records().iter().rev().find_map(|r| match &r.event {
-        Event::UserMessage { content, images } => Some((content, images)),
+        Event::UserMessage {
+            content, images, ..
+        } => Some((content, images)),
         _ => None,
     });
     let Some((content, images)) = latest else {

@@ -34,7 +34,11 @@ use crate::event_log::{
 use crate::interception::policy::{Disposition, Rule};
 use crate::interception::{self, ApprovedCall, Aside, Asides, FinishedCall, HookNote, Settled};
 use crate::presentation::describe_decider;
-use crate::tools::{ToolContext, ToolEvent};
+use crate::tools::{ToolContext, ToolEvent, ToolInput};
+
+/// The probe's place when the kernel was not asked (the sandbox is off).
+static NOT_ASKED: std::sync::LazyLock<crate::sandbox::Probe> =
+    std::sync::LazyLock::new(|| crate::sandbox::Probe::nothing("not asked: the sandbox is off"));
 
 /// The model is told this when the user says no.
 pub(crate) const REFUSED_BY_USER: &str = "The user refused to run this call.";
@@ -70,6 +74,25 @@ pub(crate) async fn run_call(
             return Ok(Next::Continue);
         }
     };
+    // A command's boundary is settled with its arguments.
+    if settled.tool() == Some(crate::tools::Tool::Bash) {
+        let sandbox = super::sandbox::effective(&gate.policy.sandbox, c.records());
+        // The kernel is asked once per process, and not at all with the
+        // sandbox off.
+        let probe = if sandbox.preset == crate::sandbox::Preset::FullAccess {
+            crate::sandbox::probe::cached().unwrap_or(&NOT_ASKED)
+        } else {
+            gate.confiner.probe().await
+        };
+        let place = interception::sandbox::Place {
+            cwd: &control.cwd,
+            tmpdir: gate.confiner.tmpdir(),
+            home: gate.config.user_home.as_deref(),
+            probe,
+            launcher: gate.confiner.launcher().is_some(),
+        };
+        interception::sandbox::confine(&mut settled, &sandbox, place);
+    }
     // What the hooks said besides deciding: failures and messages reach
     // the user before the card; context goes with the result.
     let mut notes = Vec::new();
@@ -149,12 +172,12 @@ async fn settle_and_run(
     // shows the change the arguments propose.
     let mut preview = None;
     let read = !matches!(settled.disposition(), Disposition::Ask { .. })
-        || !kept_from_reading(settled.effective(), gate, control);
+        || settled
+            .input()
+            .is_none_or(|input| !kept_from_reading(input, gate, control));
     if !matches!(settled.disposition(), Disposition::Deny { .. })
-        && let Some(tool) = settled.tool()
-        && let Some(result) = tool
-            .preview(settled.effective(), &gate.files, &control.cancel, read)
-            .await
+        && let Some(input) = settled.input()
+        && let Some(result) = input.preview(&gate.files, &control.cancel, read).await
     {
         match result {
             Ok(diff) => preview = Some(bounded(diff)),
@@ -192,11 +215,10 @@ async fn settle_and_run(
 
 /// Whether the file a call would change is one candor does not read
 /// before the user answers: outside the project, or denied to Read.
-fn kept_from_reading(args: &Value, gate: &Gate, control: &TurnControl) -> bool {
-    let Some(path) = args.get("file_path").and_then(Value::as_str) else {
+fn kept_from_reading(input: &ToolInput, gate: &Gate, control: &TurnControl) -> bool {
+    let Some(path) = input.target() else {
         return false;
     };
-    let path = std::path::Path::new(path);
     !path.starts_with(&control.cwd)
         || crate::interception::policy::ReadDenies::of(&gate.policy.rules).denies(path)
 }
@@ -251,6 +273,7 @@ fn tool_call_record(s: &Settled, preview: Option<FileDiff>) -> Event {
         rewritten_by: s.rewritten_by().to_vec(),
         preview,
         mcp: s.mcp_target(),
+        sandbox: s.boundary().cloned(),
     }
 }
 
@@ -315,11 +338,8 @@ async fn ask(
             grant(gate);
             return Ok(Answer::Allowed(call));
         };
-        let now = match s.tool() {
-            Some(tool) => {
-                tool.preview(s.effective(), &gate.files, &control.cancel, true)
-                    .await
-            }
+        let now = match s.input() {
+            Some(input) => input.preview(&gate.files, &control.cancel, true).await,
             None => None,
         };
         match now {
@@ -399,7 +419,12 @@ async fn ask_once(
             Some(format!("{why}, so the call did not run")),
         )
     };
-    let (outcome, reason) = match ask_client(gate, card, &choices, &control.cancel).await {
+    // The user may take a while: what arrives meanwhile is recorded.
+    let asked = control
+        .queue
+        .recording(c, ask_client(gate, card, &choices, &control.cancel))
+        .await?;
+    let (outcome, reason) = match asked {
         Asked::Cancelled => (PermissionOutcome::Cancelled, None),
         Asked::Failed(why) => failed(why),
         Asked::Chose(option) => match option.as_str() {
@@ -571,6 +596,10 @@ async fn execute(
         env_file: gate.env_file.clone(),
         file_base: call.file_base().map(str::to_owned),
         mcp: Some(gate.mcp.clone()),
+        tool_call_id: id.clone(),
+        client: Some(gate.client.clone()),
+        boundary: call.boundary().cloned(),
+        confiner: Some(gate.confiner.clone()),
     };
     let running = call.input().run(cx);
     tokio::pin!(running);
@@ -579,6 +608,8 @@ async fn execute(
             biased;
             Some(e) = rx.recv() => record_event(c, &id, e)?,
             output = &mut running => break output,
+            // A prompt or steering message sent while the tool runs.
+            () = control.queue.arrived() => control.queue.record(c)?,
         }
     };
     while let Ok(e) = rx.try_recv() {
@@ -590,6 +621,7 @@ async fn execute(
         id: &id,
         tool: call.name(),
         input: call.arguments(),
+        subject: call.subject(),
         output: &output.text,
         status: output.status,
         cwd: &control.cwd,

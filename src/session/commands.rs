@@ -4,7 +4,8 @@
 //! `/audit` (this session's calls, as `candor audit` prints them).
 //! `/compact` is parsed here and run by `session::compact` (it asks the
 //! model for a summary, and nothing else); `/trust` is parsed here and run
-//! by `session::trust`. `/hooks`, `/context` and `/doctor` also say what of
+//! by `session::trust`; `/sandbox` is parsed here and run by
+//! `session::sandbox`. `/hooks`, `/context` and `/doctor` also say what of
 //! the project's settings waits for trust, and why.
 
 use std::fmt::Write as _;
@@ -47,6 +48,11 @@ pub(crate) fn offered() -> Vec<OfferedCommand> {
             hint: Some("[always]".into()),
         },
         OfferedCommand {
+            name: "sandbox".into(),
+            description: "Show what commands run in (writable roots, network, what this kernel holds); `/sandbox off`, `on`, `read-only` or `network on|off` changes it for this session".into(),
+            hint: Some("[off|on|read-only|network on|network off]".into()),
+        },
+        OfferedCommand {
             name: "audit".into(),
             description: "Show this session's tool calls: decisions, deciding hooks, original and effective arguments, how each ended".into(),
             hint: None,
@@ -65,6 +71,7 @@ pub(crate) fn parse(prompt: &str) -> Option<&'static str> {
         "/context" => Some("context"),
         "/compact" => Some("compact"),
         "/trust" => Some("trust"),
+        "/sandbox" => Some("sandbox"),
         _ => None,
     }
 }

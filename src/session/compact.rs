@@ -89,10 +89,11 @@ pub(crate) async fn compact(
             plan.to,
             base,
             ask.focus,
+            plan.kept_prompt.is_some(),
             &shown,
         );
         // Nothing of the summary is shown; retries are notices.
-        match super::ask::stream(c, provider, &request, cancel, |_, _| Ok(())).await? {
+        match super::ask::stream(c, provider, &request, cancel, None, |_, _| Ok(())).await? {
             None => {
                 if ask.trigger != CompactTrigger::Manual {
                     c.commit(Event::Notice {
@@ -119,7 +120,7 @@ pub(crate) async fn compact(
             "the model answered without writing a summary".into(),
         ));
     }
-    let after = after_tokens(c, base, plan.to, &summary);
+    let after = after_tokens(c, base, &plan, &summary);
     c.commit(Event::HistoryCompacted {
         from: plan.from,
         to: plan.to,
@@ -135,24 +136,35 @@ pub(crate) async fn compact(
         usage: turn.usage(),
         elided,
         cost: turn.usage().and_then(|u| provider.cost(&u)),
+        kept_prompt: plan.kept_prompt,
     })?;
     Ok(Compacted::Done { summary, after })
 }
 
-/// The estimated context of the next request once the span up to `to` is
-/// replaced by `summary`.
-fn after_tokens(c: &Committer, base: &ModelRequest, to: u64, summary: &str) -> u64 {
+/// The estimated context of the next request once the span of `plan` is
+/// replaced by `summary` (after the request it keeps, if any).
+fn after_tokens(c: &Committer, base: &ModelRequest, plan: &compaction::Plan, summary: &str) -> u64 {
     let head = ModelRequest {
         system: base.system.clone(),
-        messages: vec![Message::user(crate::history::summary_message(summary))],
+        messages: vec![Message::user(crate::history::summary_message(
+            summary,
+            plan.kept_prompt.is_some(),
+        ))],
         tools: base.tools.clone(),
     };
     let records = c.records();
     let kept = records
         .iter()
-        .position(|r| r.seq > to)
+        .position(|r| r.seq > plan.to)
         .unwrap_or(records.len());
-    compaction::request_tokens(&head).saturating_add(compaction::appended(&records[kept..]))
+    let request = plan.kept_prompt.map_or(0, |p| {
+        let within = |r: &&crate::event_log::Record| p.from <= r.seq && r.seq <= p.to;
+        let prompt: Vec<_> = records.iter().filter(within).cloned().collect();
+        compaction::appended(&prompt)
+    });
+    compaction::request_tokens(&head)
+        .saturating_add(compaction::appended(&records[kept..]))
+        .saturating_add(request)
 }
 
 /// What a compaction around a model request did to the history.

@@ -43,6 +43,8 @@ pub(crate) struct Gate {
     pub(crate) user_commands: Vec<crate::bridges::commands::UserCommand>,
     /// Whether the project's own settings apply (`session::trust`).
     pub(crate) trust: Trust,
+    /// The session's sandbox runtime (launcher, `TMPDIR`, lifeline).
+    pub(crate) confiner: crate::tools::confined::Confiner,
 }
 
 /// Where the session stands with its project's own settings.
@@ -93,6 +95,9 @@ pub(crate) struct TurnControl {
     pub(crate) cwd: PathBuf,
     pub(crate) cancel: CancellationToken,
     pub(crate) hard_stop: CancellationToken,
+    /// The session's line: what arrives while the turn runs is recorded
+    /// through it, and steering messages come from it.
+    pub(crate) queue: super::queue::Queue,
 }
 
 /// Why a turn could not finish normally.

@@ -1,29 +1,26 @@
 //! The dispatcher's handle on a running session ([`SessionHandle`]), and
 //! the commands it sends the session's actor ([`Command`]).
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use agent_client_protocol_schema::v1::{ContentBlock, Error as AcpError, StopReason};
+use agent_client_protocol_schema::v1::{ContentBlock, Error as AcpError, RequestId};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::queue::{Queue, SteeringOutcome};
 use super::settings;
 use crate::sync::lock;
 use crate::tools::Shells;
 
-/// What the dispatcher asks of a session.
+/// What the dispatcher tells a session's actor.
 #[derive(Debug)]
 pub(crate) enum Command {
-    /// Run a turn; answer with its stop reason.
-    Prompt {
-        content: Vec<ContentBlock>,
-        cancel: CancellationToken,
-        reply: oneshot::Sender<Result<StopReason, AcpError>>,
-    },
+    /// Something was put in the session's [`Queue`] (a prompt, a steering
+    /// message, a prompt withdrawn): wakes the actor between turns (a
+    /// running turn watches the queue itself).
+    Arrived,
 }
 
 /// The dispatcher's handle on a running session.
@@ -32,6 +29,8 @@ pub(crate) struct SessionHandle {
     id: String,
     log_path: PathBuf,
     inbox: mpsc::Sender<Command>,
+    /// The session's line of turns and steering messages.
+    queue: Queue,
     shared: Arc<Shared>,
     /// The session's background shells: a cancel ends them too.
     shells: Shells,
@@ -39,16 +38,10 @@ pub(crate) struct SessionHandle {
     changes: mpsc::UnboundedSender<settings::Sent>,
 }
 
-/// State the dispatcher and the actor share. Std mutexes: each is held for
-/// a few instructions, never across an `.await`.
-#[derive(Debug, Default)]
+/// State the dispatcher and the actor share. A std mutex, held for a few
+/// instructions, never across an `.await`.
+#[derive(Debug)]
 struct Shared {
-    /// A turn is running or queued.
-    busy: AtomicBool,
-    /// Tokens of prompts read from the wire whose turn has not started.
-    armed: Mutex<VecDeque<CancellationToken>>,
-    /// The running turn's token.
-    current: Mutex<Option<CancellationToken>>,
     /// Tripped at shutdown: tools stop without a grace period.
     hard_stop: CancellationToken,
     /// The settings as the client last set them.
@@ -69,12 +62,12 @@ impl SessionHandle {
             id,
             log_path,
             inbox,
+            queue: Queue::default(),
             shells,
             changes,
             shared: Arc::new(Shared {
                 hard_stop,
                 view: Mutex::new(view),
-                ..Shared::default()
             }),
         }
     }
@@ -87,34 +80,51 @@ impl SessionHandle {
         &self.log_path
     }
 
-    /// Called by the reader, in wire order, when a `session/prompt` for this
-    /// session arrives.
-    pub(crate) fn arm_prompt(&self) {
-        lock(&self.shared.armed).push_back(CancellationToken::new());
+    /// The session's line, which the actor takes its turns from.
+    pub(crate) fn queue(&self) -> &Queue {
+        &self.queue
     }
 
-    /// Runs one prompt turn and answers with its stop reason. A second
-    /// prompt while one runs is refused at once; the running turn goes on.
-    pub(crate) async fn prompt(&self, content: Vec<ContentBlock>) -> Result<StopReason, AcpError> {
-        let cancel = lock(&self.shared.armed).pop_front().unwrap_or_default();
-        if self.shared.busy.swap(true, Ordering::SeqCst) {
-            return Err(AcpError::invalid_request().data(format!(
-                "session {} is already running a prompt turn; wait for its response or send session/cancel",
-                self.id
-            )));
+    /// Wakes the actor for what was just put in the queue; an error when
+    /// the actor is gone.
+    fn wake(&self) -> Result<(), AcpError> {
+        match self.inbox.try_send(Command::Arrived) {
+            // A full inbox already holds a wake-up.
+            Ok(()) | Err(mpsc::error::TrySendError::Full(_)) => Ok(()),
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(stopped(&self.id)),
         }
-        let _busy = Busy(&self.shared);
-        *lock(&self.shared.current) = Some(cancel.clone());
-        let (reply, answer) = oneshot::channel();
-        let command = Command::Prompt {
-            content,
-            cancel,
-            reply,
-        };
-        if self.inbox.send(command).await.is_err() {
+    }
+
+    /// Called by the reader, in wire order, when a `session/prompt` for
+    /// this session arrives: it runs now, or waits behind the running turn
+    /// (see [`Queue::prompt`]); its cancel token exists from this moment,
+    /// so a `session/cancel` right behind it on the wire reaches it. The
+    /// answer comes when its own turn ends.
+    pub(crate) fn prompt(
+        &self,
+        request: RequestId,
+        content: Vec<ContentBlock>,
+    ) -> Result<oneshot::Receiver<crate::session::queue::PromptAnswer>, AcpError> {
+        if self.inbox.is_closed() {
             return Err(stopped(&self.id));
         }
-        answer.await.unwrap_or_else(|_| Err(stopped(&self.id)))
+        let answer = self.queue.prompt(request, content)?;
+        self.wake()?;
+        Ok(answer)
+    }
+
+    /// Called by the reader, in wire order, for a `_session/steering`
+    /// message (see [`Queue::steer`]); answered once it is recorded.
+    pub(crate) fn steer(
+        &self,
+        content: Vec<ContentBlock>,
+    ) -> Result<oneshot::Receiver<SteeringOutcome>, AcpError> {
+        if self.inbox.is_closed() {
+            return Err(stopped(&self.id));
+        }
+        let answer = self.queue.steer(content)?;
+        self.wake()?;
+        Ok(answer)
     }
 
     /// Changes the mode or the model; answers at once with the session's
@@ -143,36 +153,40 @@ impl SessionHandle {
         {
             return Err(stopped(&self.id));
         }
-        let idle = !self.shared.busy.load(Ordering::SeqCst);
+        let idle = !self.queue.busy();
         Ok((view.config_options(), idle.then_some(wait)))
     }
 
-    /// Cancels the running turn, any prompt read but not yet started, and
-    /// the session's background commands.
+    /// `session/cancel`: cancels the running turn (or the prompt read but
+    /// not yet started) and the session's background commands; queued
+    /// prompts then run.
     pub(crate) fn cancel(&self) {
         self.shells.kill_all();
-        for token in lock(&self.shared.armed).iter() {
-            token.cancel();
-        }
-        if let Some(token) = lock(&self.shared.current).as_ref() {
-            token.cancel();
-        }
+        self.queue.cancel_running();
     }
 
-    /// Cancels everything and tells tools to stop without grace.
+    /// `$/cancel_request` for one of this session's prompts: its turn
+    /// cancelled, or taken out of the queue. `false`: not here (it ended).
+    pub(crate) fn cancel_request(&self, request: &RequestId) -> bool {
+        let found = self.queue.cancel_request(request);
+        if found {
+            let _ = self.wake();
+        }
+        found
+    }
+
+    /// Ends the session's work: the running turn cancelled, queued prompts
+    /// answered `cancelled`, background commands ended.
+    pub(crate) fn close(&self) {
+        self.shells.kill_all();
+        self.queue.close();
+        let _ = self.wake();
+    }
+
+    /// Ends everything and tells tools to stop without grace.
     pub(crate) fn stop(&self) {
-        self.cancel();
+        self.close();
         self.shared.hard_stop.cancel();
-    }
-}
-
-/// Clears `busy` when the prompt call ends, however it ends.
-struct Busy<'a>(&'a Shared);
-
-impl Drop for Busy<'_> {
-    fn drop(&mut self) {
-        *lock(&self.0.current) = None;
-        self.0.busy.store(false, Ordering::SeqCst);
     }
 }
 

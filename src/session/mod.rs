@@ -7,9 +7,11 @@
 //! `session/update`s the client sees.
 //!
 //! Cancellation: every prompt gets a [`CancellationToken`] the moment its
-//! request is read (see [`SessionHandle::arm_prompt`]), before the request's
+//! request is read (see [`SessionHandle::prompt`]), before the request's
 //! task even starts, so a `session/cancel` that follows a prompt on the wire
-//! always reaches that prompt's turn.
+//! always reaches that prompt's turn. A prompt that arrives while a turn
+//! runs waits in the session's line ([`queue`]); `session/cancel` cancels
+//! the running turn only.
 
 pub(crate) mod actor;
 pub(crate) mod ask;
@@ -23,7 +25,9 @@ pub(crate) mod environment;
 pub(crate) mod events;
 pub(crate) mod handle;
 pub(crate) mod mcp;
+pub(crate) mod queue;
 pub(crate) mod restore;
+pub(crate) mod sandbox;
 pub(crate) mod settings;
 pub(crate) mod system;
 pub(crate) mod title;

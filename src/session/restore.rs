@@ -15,8 +15,11 @@ use std::path::Path;
 
 use super::commit::Committer;
 use crate::conversation::{AssistantBlock, ModelStop};
+use agent_client_protocol_schema::v1::RequestId;
+
 use crate::event_log::{
-    ConfigId, DeltaChannel, Event, LogError, ReadLog, Record, ResultStatus, TurnStop,
+    ConfigId, DeltaChannel, Dropped, Event, LogError, ReadLog, Record, ResultStatus, TurnStop,
+    Unqueued, Via,
 };
 use crate::history::INTERRUPTED;
 use crate::interception::policy::{Mode, Rule};
@@ -364,6 +367,49 @@ pub(crate) fn recover(c: &mut Committer) -> Result<usize, LogError> {
     Ok(count)
 }
 
+/// What the session's line held when candor stopped: each queued prompt
+/// that neither ran nor was taken out, and each steering message that
+/// neither reached the model nor was dropped, closed as a clean stop
+/// would have (`prompt/unqueued`, `steering/dropped`, both `stopped`).
+/// Request ids are the client's and start again with each connection, so
+/// a queued prompt is matched to its end in order.
+fn left_in_line(records: &[Record]) -> Vec<Event> {
+    let mut queued: Vec<&RequestId> = Vec::new();
+    let mut steering: Vec<&str> = Vec::new();
+    let take = |queued: &mut Vec<&RequestId>, id: &RequestId| {
+        if let Some(place) = queued.iter().position(|q| *q == id) {
+            queued.remove(place);
+        }
+    };
+    for record in records {
+        match &record.event {
+            Event::PromptQueued { request_id, .. } => queued.push(request_id),
+            Event::PromptUnqueued { request_id, .. }
+            | Event::UserMessage {
+                via: Some(Via::Queue { request_id }),
+                ..
+            } => take(&mut queued, request_id),
+            Event::SteeringReceived { steering_id, .. } => steering.push(steering_id),
+            Event::SteeringDelivered { steering_id, .. }
+            | Event::SteeringDropped { steering_id, .. }
+            | Event::UserMessage {
+                via: Some(Via::Steering { steering_id }),
+                ..
+            } => steering.retain(|s| s != steering_id),
+            _ => {}
+        }
+    }
+    let prompts = queued.into_iter().map(|id| Event::PromptUnqueued {
+        request_id: id.clone(),
+        reason: Unqueued::Stopped,
+    });
+    let steers = steering.into_iter().map(|id| Event::SteeringDropped {
+        steering_id: id.to_owned(),
+        reason: Dropped::Stopped,
+    });
+    prompts.chain(steers).collect()
+}
+
 /// The records [`recover`] appends (see the module docs).
 fn plan(records: &[Record]) -> Vec<Event> {
     let mut events = Vec::new();
@@ -462,6 +508,7 @@ fn plan(records: &[Record]) -> Vec<Event> {
             error: Some("candor stopped before this turn finished".into()),
         });
     }
+    events.extend(left_in_line(records));
     events
 }
 
@@ -486,6 +533,7 @@ mod tests {
             Event::UserMessage {
                 content: vec![],
                 images: vec![],
+                via: None,
             },
             Event::AssistantMessage {
                 content: vec![tool_use("a"), tool_use("b")],
@@ -554,6 +602,7 @@ mod tests {
             Event::UserMessage {
                 content: vec![],
                 images: vec![],
+                via: None,
             },
             Event::AssistantDelta {
                 channel: DeltaChannel::Text,

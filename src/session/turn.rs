@@ -17,7 +17,13 @@
 //!    (flushed to disk; the card appears with the settled arguments) →
 //!    a permission request if needed → `tool/started` → `tool/output`*
 //!    while it runs → `tool/result`.
-//! 4. If the model called tools, go to 2; else `turn/ended`.
+//! 4. If the model called tools, go to 2; else `turn/ended` (but for a
+//!    steering message waiting: then 2 again).
+//!
+//! Before each model request (step 2), the steering messages that arrived
+//! for this turn are given to the model (`steering/delivered`, after every
+//! call's result); what arrives in the session's line while the turn runs
+//! is recorded as it arrives (`super::queue`).
 //!
 //! A cancel stops the model stream or the running tool; calls that never
 //! ran get a `cancelled` result (so the model's history stays well-formed)
@@ -25,7 +31,6 @@
 //! with an error: no tool runs without its `tool/call` record.
 
 use agent_client_protocol_schema::v1::ContentBlock;
-use tokio_util::sync::CancellationToken;
 
 use super::call::{Next, finish, run_call};
 use super::commit::Committer;
@@ -37,15 +42,29 @@ use crate::event_log::{DeltaChannel, Event, LogError, NoticeLevel, ResultStatus,
 use crate::providers::{Provider, StreamDelta};
 use crate::tools;
 
+/// What opens a turn: the prompt's blocks, and how it came to run.
+#[derive(Debug)]
+pub(crate) struct Prompt {
+    pub(crate) content: Vec<ContentBlock>,
+    pub(crate) via: Option<crate::event_log::Via>,
+}
+
 /// Runs a whole turn and appends its `turn/ended` record.
 pub(crate) async fn run(
     c: &mut Committer,
     provider: &mut Provider,
     gate: &mut Gate,
-    prompt: Vec<ContentBlock>,
+    prompt: Prompt,
     control: &TurnControl,
 ) -> Result<TurnStop, TurnError> {
-    let outcome = steps(c, provider, gate, prompt, control).await;
+    let mut outcome = steps(c, provider, gate, prompt, control).await;
+    // Steering for a cancelled turn never reaches the model; for one that
+    // ended otherwise it opens a turn of its own (`queue::Queue::next`).
+    if matches!(outcome, Ok(TurnStop::Cancelled))
+        && let Err(e) = control.queue.drop_steering(c)
+    {
+        outcome = Err(e.into());
+    }
     let ended = match &outcome {
         Ok(stop) => Event::TurnEnded {
             stop_reason: *stop,
@@ -70,12 +89,13 @@ async fn steps(
     c: &mut Committer,
     provider: &mut Provider,
     gate: &mut Gate,
-    prompt: Vec<ContentBlock>,
+    prompt: Prompt,
     control: &TurnControl,
 ) -> Result<TurnStop, TurnError> {
-    let prompt_text = crate::history::flatten_prompt(&prompt);
-    let links = super::mcp::resource_links(&prompt);
-    super::attach::commit_prompt(c, gate, &control.cwd, prompt)?;
+    let Prompt { content, via } = prompt;
+    let prompt_text = crate::history::flatten_prompt(&content);
+    let links = super::mcp::resource_links(&content);
+    super::attach::commit_prompt(c, gate, &control.cwd, content, via)?;
     if let Some(command) = super::commands::parse(&prompt_text) {
         return command_turn(c, provider, gate, control, command, &prompt_text).await;
     }
@@ -101,6 +121,9 @@ async fn steps(
         }
         gate.settings
             .apply(c, &mut gate.policy.mode, Some(&mut *provider))?;
+        if !deliver_steering(c, gate, control).await? {
+            return Ok(TurnStop::Cancelled);
+        }
         super::mcp::report(c, gate)?;
         gate.mcp.refresh(&control.cancel).await;
         let Some(turn) = respond(c, provider, gate, control, &mut warned).await? else {
@@ -130,6 +153,12 @@ async fn steps(
             if ended != TurnStop::EndTurn {
                 return Ok(ended);
             }
+            // The user steered while the model answered: it answers that
+            // too, in this turn.
+            control.queue.record(c)?;
+            if control.queue.has_steering() {
+                continue;
+            }
             if continued == events::MAX_STOP_CONTINUATIONS {
                 c.commit(Event::Notice {
                     level: NoticeLevel::Warning,
@@ -151,37 +180,77 @@ async fn steps(
                 None => return Ok(ended),
             }
         }
-        let mut stopped: Option<(String, String)> = None;
-        for (id, name, input) in calls {
-            if let Some((hook, reason)) = &stopped {
-                let text = format!("not run: the hook {hook} ended the turn ({reason})");
-                finish(c, &id, ResultStatus::Cancelled, &text)?;
-                continue;
-            }
-            if control.cancel.is_cancelled() {
-                finish(
-                    c,
-                    &id,
-                    ResultStatus::Cancelled,
-                    "cancelled by the user before it ran",
-                )?;
-                continue;
-            }
-            if let Next::Stop { hook, reason } =
-                run_call(c, gate, &id, &name, &input, control).await?
-            {
-                stopped = Some((hook, reason));
-            }
-        }
-        if let Some((hook, reason)) = stopped {
-            c.commit(Event::Notice {
-                level: NoticeLevel::Warning,
-                text: format!("The hook {hook} ended the turn: {reason}"),
-            })?;
-            return Ok(TurnStop::EndTurn);
+        if let Some(stop) = run_calls(c, gate, calls, control).await? {
+            return Ok(stop);
         }
     }
     Ok(TurnStop::MaxTurnRequests)
+}
+
+/// Step 3: each call of the model's response, in order. `Some`: a hook
+/// ended the turn.
+async fn run_calls(
+    c: &mut Committer,
+    gate: &mut Gate,
+    calls: Vec<(String, String, serde_json::Value)>,
+    control: &TurnControl,
+) -> Result<Option<TurnStop>, TurnError> {
+    let mut stopped: Option<(String, String)> = None;
+    for (id, name, input) in calls {
+        control.queue.record(c)?;
+        if let Some((hook, reason)) = &stopped {
+            let text = format!("not run: the hook {hook} ended the turn ({reason})");
+            finish(c, &id, ResultStatus::Cancelled, &text)?;
+            continue;
+        }
+        if control.cancel.is_cancelled() {
+            finish(
+                c,
+                &id,
+                ResultStatus::Cancelled,
+                "cancelled by the user before it ran",
+            )?;
+            continue;
+        }
+        if let Next::Stop { hook, reason } = run_call(c, gate, &id, &name, &input, control).await? {
+            stopped = Some((hook, reason));
+        }
+    }
+    if let Some((hook, reason)) = stopped {
+        c.commit(Event::Notice {
+            level: NoticeLevel::Warning,
+            text: format!("The hook {hook} ended the turn: {reason}"),
+        })?;
+        return Ok(Some(TurnStop::EndTurn));
+    }
+    Ok(None)
+}
+
+/// The steering messages that arrived for this turn, delivered before the
+/// model request about to be made (`steering/delivered`): every call the
+/// model made so far has its result, so none lands between a call and its
+/// result. Each passes the UserPromptSubmit hooks as a prompt does (a hook
+/// that blocks a prompt blocks it; the turn goes on). `false`: cancelled.
+async fn deliver_steering(
+    c: &mut Committer,
+    gate: &Gate,
+    control: &TurnControl,
+) -> Result<bool, TurnError> {
+    control.queue.record(c)?;
+    for (steering_id, content) in control.queue.take_steering() {
+        let text = crate::history::flatten_prompt(&content);
+        c.commit(Event::SteeringDelivered {
+            steering_id,
+            content,
+        })?;
+        if events::prompt_submitted(c, gate, &control.cwd, &text, &control.cancel)
+            .await?
+            .is_none()
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Before the first model request: a command file's expansion, the MCP
@@ -229,6 +298,8 @@ async fn command_turn(
             }
             _ => "`/trust` trusts this project's own settings for this session; `/trust always` remembers it until they change. It takes nothing else.".into(),
         }
+    } else if command == "sandbox" {
+        super::sandbox::command(c, gate, &control.cwd, prompt_text).await?
     } else {
         super::commands::run(command, gate, provider, c, &control.cwd)
     };
@@ -273,7 +344,7 @@ async fn respond(
         Step::Cancelled => return Ok(None),
         Step::Unchanged => {}
     }
-    let error = match ask_model(c, provider, &next, &control.cancel).await {
+    let error = match ask_model(c, provider, &next, control).await {
         Err(TurnError::Provider(e)) if e.is_context_too_long() => e,
         other => return other,
     };
@@ -284,7 +355,7 @@ async fn respond(
         Step::Unchanged => return Err(error.into()),
     }
     let next = request(c, provider, gate, control);
-    ask_model(c, provider, &next, &control.cancel)
+    ask_model(c, provider, &next, control)
         .await
         .map_err(|e| match e {
             TurnError::Provider(p) => TurnError::Provider(p.after_compaction()),
@@ -298,10 +369,11 @@ async fn ask_model(
     c: &mut Committer,
     provider: &mut Provider,
     request: &ModelRequest,
-    cancel: &CancellationToken,
+    control: &TurnControl,
 ) -> Result<Option<crate::conversation::AssistantTurn>, TurnError> {
     let mut streamed = String::new();
-    let result = super::ask::stream(c, provider, request, cancel, |c, delta| {
+    let (cancel, queue) = (&control.cancel, Some(&control.queue));
+    let result = super::ask::stream(c, provider, request, cancel, queue, |c, delta| {
         record_delta(c, delta, &mut streamed)
     })
     .await?;

@@ -40,7 +40,7 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// After the command exits, how long its output pipes are still read.
 pub const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
 
-/// The input, as Claude Code defines it.
+/// The input, as Claude Code defines it, and what its line will run.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BashInput {
@@ -51,18 +51,36 @@ pub struct BashInput {
     pub timeout: Option<u64>,
     #[serde(default)]
     pub run_in_background: Option<bool>,
+    /// Asks to run outside the sandbox: never granted by a permission
+    /// answer (`interception::sandbox`).
+    #[serde(default, rename = "dangerouslyDisableSandbox")]
+    pub dangerously_disable_sandbox: Option<bool>,
+    /// `command` read by [`crate::shell::parse`], once, when the input is
+    /// parsed ([`parse`]): what hooks' `if` filters, the rules and the
+    /// grant offer judge. Never in the arguments (no one can send it).
+    #[serde(skip)]
+    script: crate::shell::Script,
+}
+
+impl BashInput {
+    /// What the line will run, as the shell reads it (parsed once, with
+    /// the input).
+    pub fn script(&self) -> &crate::shell::Script {
+        &self.script
+    }
 }
 
 pub(crate) fn spec() -> ToolSpec {
     ToolSpec {
         name: "Bash".into(),
-        description: "Runs a bash command in the project's working directory and returns its combined stdout and stderr. Use it for builds, tests, git and file system operations. Output beyond 30000 characters is elided in the middle.".into(),
+        description: "Runs a bash command in the project's working directory and returns its combined stdout and stderr. Use it for builds, tests, git and file system operations. Output beyond 30000 characters is elided in the middle. Commands run in a sandbox (by default: writes only inside the project and $TMPDIR, no network, nothing left running after the command): a failure the sandbox caused is said in the result. Only the user can lift the sandbox; if a command needs more, ask them.".into(),
         input_schema: json!({
             "type": "object",
             "properties": {
                 "command": {"type": "string", "description": "The command to run"},
                 "description": {"type": "string", "description": "What the command does, in 5-10 words"},
-                "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Timeout in milliseconds (default 120000, max 600000)"}
+                "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Timeout in milliseconds (default 120000, max 600000)"},
+                "dangerouslyDisableSandbox": {"type": "boolean", "description": "Asks to run outside the sandbox. Only the user can lift the sandbox (a call with this set is refused and told how they lift it), so set it only when a command failed because of the sandbox, and then ask the user."}
             },
             "required": ["command"],
             "additionalProperties": false
@@ -84,7 +102,8 @@ pub(crate) fn parse(input: &Value) -> Result<BashInput, String> {
         }
         _ => {}
     }
-    Ok(parsed)
+    let script = crate::shell::parse(&parsed.command);
+    Ok(BashInput { script, ..parsed })
 }
 
 pub(crate) fn present(input: &Value, _cwd: &Path) -> Presentation {
@@ -144,31 +163,23 @@ enum Ending {
 }
 
 pub(crate) async fn run(input: &BashInput, cx: ToolContext) -> ToolOutput {
-    if input.run_in_background == Some(true) {
-        return match cx
-            .shells
-            .start(&input.command, &cx.cwd, cx.kill_grace, cx.session_env())
-        {
-            Ok(id) => ToolOutput::completed(format!(
-                "Started in the background as {id}. Read its output with BashOutput {{\"bash_id\": \"{id}\"}}; stop it with KillShell {{\"shell_id\": \"{id}\"}}. It ends with the session."
-            )),
-            Err(e) => ToolOutput::failed(e),
-        };
-    }
-    if let Some(client) = cx.terminal.clone() {
+    if let Some(client) = cx.terminal.clone()
+        && input.run_in_background != Some(true)
+    {
         return in_terminal(input, &client, cx).await;
     }
     let timeout_ms = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
-    let spawned = exec::bash(&input.command, &cx.cwd).and_then(|(mut cmd, output)| {
-        if let Some(file) = cx.session_env() {
-            cmd.env("BASH_ENV", file);
-        }
-        Ok((ProcessGroup::spawn(cmd)?, output))
-    });
-    let (mut group, output) = match spawned {
-        Ok(spawned) => spawned,
-        Err(e) => return ToolOutput::failed(format!("could not start bash: {e}")),
+    let (group, output) = match start(&input.command, &cx).await {
+        Ok(started) => started,
+        Err(failed) => return failed,
     };
+    if input.run_in_background == Some(true) {
+        let id = cx.shells.adopt(group, output, cx.kill_grace);
+        return ToolOutput::completed(format!(
+            "Started in the background as {id}. Read its output with BashOutput {{\"bash_id\": \"{id}\"}}; stop it with KillShell {{\"shell_id\": \"{id}\"}}. It ends with the session."
+        ));
+    }
+    let mut group = group;
     let mut output = Some(output);
     let mut capture = Capture::new(cx.spill.clone());
     let mut buf = vec![0u8; 16 * 1024];
@@ -228,7 +239,71 @@ pub(crate) async fn run(input: &BashInput, cx: ToolContext) -> ToolOutput {
     while let Some(chunk) = capture.flush(true) {
         let _ = cx.events.send(ToolEvent::Output(chunk));
     }
-    finish(capture.finish(), ending, status, timeout_ms)
+    let mut out = finish(capture.finish(), ending, status, timeout_ms);
+    explain(&mut out, &cx);
+    out
+}
+
+/// Starts `command` as the call was settled: through the launcher in its
+/// boundary when that confines (and only once the launcher said the
+/// boundary holds), else plainly. The failure is the call's result.
+async fn start(
+    command: &str,
+    cx: &ToolContext,
+) -> Result<(ProcessGroup, tokio::net::unix::pipe::Receiver), ToolOutput> {
+    let confined = cx.boundary.as_ref().filter(|b| b.confinement().is_some());
+    let (built, watch) = match (confined, &cx.confiner) {
+        (Some(boundary), Some(confiner)) => {
+            let (launcher, launch, watch) =
+                confiner.launch(boundary).map_err(|why| not_set_up(&why))?;
+            (
+                exec::confined_bash(&launcher, &launch, command, &cx.cwd),
+                Some(watch),
+            )
+        }
+        (Some(_), None) => return Err(not_set_up("the session has no sandbox runtime")),
+        (None, _) => (exec::bash(command, &cx.cwd), None),
+    };
+    let spawned = built.and_then(|(mut cmd, output)| {
+        if let Some(file) = cx.session_env() {
+            cmd.env("BASH_ENV", file);
+        }
+        Ok((ProcessGroup::spawn(cmd)?, output))
+    });
+    let (group, output) =
+        spawned.map_err(|e| ToolOutput::failed(format!("could not start bash: {e}")))?;
+    if let Some(mut watch) = watch {
+        match super::confined::ready(&mut watch, &cx.cancel).await {
+            Ok(()) => {}
+            Err(Some(why)) => return Err(not_set_up(&why)),
+            Err(None) => {
+                return Err(ToolOutput::cancelled(
+                    "cancelled by the user before the command started",
+                ));
+            }
+        }
+    }
+    Ok((group, output))
+}
+
+/// The result of a call whose sandbox could not be set up: nothing ran.
+fn not_set_up(why: &str) -> ToolOutput {
+    ToolOutput::failed(format!(
+        "The sandbox could not be set up ({why}); the command did not run. Tell the user: it may be this machine's kernel, or candor's settings."
+    ))
+}
+
+/// A failed command's result says so when the sandbox refused it
+/// (`sandbox::explain`): the path or host, and how to ask.
+fn explain(out: &mut ToolOutput, cx: &ToolContext) {
+    if out.status != ResultStatus::Failed {
+        return;
+    }
+    if let Some(boundary) = &cx.boundary
+        && let Some(line) = crate::sandbox::explain(boundary, &cx.cwd, &out.text)
+    {
+        append_line(&mut out.text, &format!("[{line}]"));
+    }
 }
 
 /// Most output an editor terminal keeps for candor (`outputByteLimit`).
@@ -250,8 +325,12 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
     if let Some(file) = cx.session_env() {
         env.push(EnvVariable::new("BASH_ENV", file.display().to_string()));
     }
-    let request = CreateTerminalRequest::new(client.session_id.clone(), "bash")
-        .args(vec!["-c".to_owned(), input.command.clone()])
+    let (program, args, mut watch) = match terminal_command(input, &cx) {
+        Ok(command) => command,
+        Err(why) => return not_set_up(&why),
+    };
+    let request = CreateTerminalRequest::new(client.session_id.clone(), program)
+        .args(args)
         .cwd(cx.cwd.clone())
         .env(env)
         .output_byte_limit(TERMINAL_OUTPUT_LIMIT);
@@ -274,6 +353,22 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
             return ToolOutput::failed(format!("the editor could not create a terminal: {e}"));
         }
     };
+    if let Some(watch) = watch.as_mut() {
+        let cleanup = CancellationToken::new();
+        match super::confined::ready(watch, &cx.cancel).await {
+            Ok(()) => {}
+            Err(why) => {
+                let _ = client.kill_terminal(&id, &cleanup, TERMINAL_CLEANUP).await;
+                let _ = client
+                    .release_terminal(&id, &cleanup, TERMINAL_CLEANUP)
+                    .await;
+                return match why {
+                    Some(why) => not_set_up(&why),
+                    None => ToolOutput::cancelled("cancelled by the user (cancelled)"),
+                };
+            }
+        }
+    }
     let _ = cx.events.send(ToolEvent::Terminal(id.clone()));
     let waited = tokio::select! {
         r = client.wait_for_terminal_exit(&id, &cx.cancel) => Some(r),
@@ -324,7 +419,37 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
             out.text
         );
     }
+    explain(&mut out, &cx);
     out
+}
+
+/// What the editor's terminal runs: confined, candor's own binary as the
+/// launcher, which confines itself exactly as for a command candor starts
+/// (and the watch on its reports); else `bash -c`. `Err`: why the
+/// sandbox cannot be set up.
+fn terminal_command(
+    input: &BashInput,
+    cx: &ToolContext,
+) -> Result<(String, Vec<String>, Option<crate::sandbox::Watch>), String> {
+    let confined = cx.boundary.as_ref().filter(|b| b.confinement().is_some());
+    match (confined, &cx.confiner) {
+        (Some(boundary), Some(confiner)) => {
+            let (launcher, launch, watch) = confiner.launch(boundary)?;
+            let args = launch
+                .args(&["bash", "-c", input.command.as_str()])
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            Ok((launcher.display().to_string(), args, Some(watch)))
+        }
+        (Some(_), None) => Err("the session has no sandbox runtime".into()),
+        (None, _) => Ok((
+            "bash".to_owned(),
+            vec!["-c".to_owned(), input.command.clone()],
+            None,
+        )),
+    }
 }
 
 fn finish(

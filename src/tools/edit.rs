@@ -56,28 +56,19 @@ pub(crate) fn parse(input: &Value) -> Result<EditInput, String> {
 }
 
 /// The change proposed, from the arguments alone (the file is not read).
-pub(crate) fn proposed(input: &Value) -> Result<FileDiff, String> {
-    let input = parse(input)?;
-    Ok(FileDiff {
+pub(crate) fn proposed(input: &EditInput) -> FileDiff {
+    FileDiff {
         path: Path::new(&input.file_path).to_owned(),
-        old_text: Some(input.old_string),
-        new_text: input.new_string,
+        old_text: Some(input.old_string.clone()),
+        new_text: input.new_string.clone(),
         line: 1,
         base: None,
         unread: true,
-    })
+    }
 }
 
 /// The change this edit would make to the file as it is now.
 pub(crate) async fn preview(
-    input: &Value,
-    files: &FileAccess,
-    cancel: &CancellationToken,
-) -> Result<FileDiff, String> {
-    preview_of(&parse(input)?, files, cancel).await
-}
-
-async fn preview_of(
     input: &EditInput,
     files: &FileAccess,
     cancel: &CancellationToken,
@@ -131,7 +122,7 @@ async fn preview_of(
 }
 
 pub(crate) async fn run(input: &EditInput, cx: ToolContext) -> ToolOutput {
-    let diff = match preview_of(input, &cx.files, &cx.cancel).await {
+    let diff = match preview(input, &cx.files, &cx.cancel).await {
         Ok(d) => d,
         Err(e) => return ToolOutput::failed(e),
     };
@@ -171,6 +162,7 @@ mod tests {
     async fn edit(dir: &Path, file: &str, input: Value) -> Result<FileDiff, String> {
         let mut input = input;
         input["file_path"] = json!(dir.join(file));
+        let input = parse(&input)?;
         preview(&input, &FileAccess::default(), &CancellationToken::new()).await
     }
 

@@ -82,12 +82,35 @@ fn scrub(cmd: &mut Command) {
 /// reading end of that pipe. The command must be spawned (and dropped) for
 /// the pipe to reach end of file when the process group is done with it.
 pub fn bash(script: &str, cwd: &Path) -> io::Result<(Command, pipe::Receiver)> {
-    let (reader, writer) = std::io::pipe()?;
     #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
     let mut cmd = Command::new("bash");
-    cmd.arg("-c")
-        .arg(script)
-        .current_dir(cwd)
+    cmd.arg("-c").arg(script);
+    piped(cmd, cwd)
+}
+
+/// [`bash`] in the sandbox: candor's binary at `launcher` as the launcher
+/// (`candor __sandbox <launch> -- bash -c <script>`), which confines
+/// itself as `launch` says and runs the command.
+pub fn confined_bash(
+    launcher: &Path,
+    launch: &crate::sandbox::Launch,
+    script: &str,
+    cwd: &Path,
+) -> io::Result<(Command, pipe::Receiver)> {
+    let args = launch
+        .args(&["bash", "-c", script])
+        .map_err(|e| io::Error::other(format!("the launch cannot be written: {e}")))?;
+    #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
+    let mut cmd = Command::new(launcher);
+    cmd.args(args);
+    piped(cmd, cwd)
+}
+
+/// `cmd` in `cwd`, stdin closed, stdout and stderr into one pipe, its own
+/// process group, scrubbed (see [`bash`]).
+fn piped(mut cmd: Command, cwd: &Path) -> io::Result<(Command, pipe::Receiver)> {
+    let (reader, writer) = std::io::pipe()?;
+    cmd.current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(writer.try_clone()?)
         .stderr(writer)

@@ -16,7 +16,9 @@
 //! status `failed` and a message for the model, never an error that ends
 //! the turn.
 
+pub mod ask_user;
 pub mod bash;
+pub mod confined;
 pub mod edit;
 pub mod exec;
 pub mod files;
@@ -54,11 +56,12 @@ pub enum Tool {
     Glob,
     Grep,
     TodoWrite,
+    AskUserQuestion,
 }
 
 impl Tool {
     /// Every tool, in the order offered to the model.
-    pub const ALL: [Tool; 9] = [
+    pub const ALL: [Tool; 10] = [
         Tool::Bash,
         Tool::BashOutput,
         Tool::KillShell,
@@ -68,6 +71,7 @@ impl Tool {
         Tool::Glob,
         Tool::Grep,
         Tool::TodoWrite,
+        Tool::AskUserQuestion,
     ];
 
     /// Looks a tool up by its wire name (exact, case-sensitive).
@@ -86,6 +90,7 @@ impl Tool {
             Tool::Glob => "Glob",
             Tool::Grep => "Grep",
             Tool::TodoWrite => "TodoWrite",
+            Tool::AskUserQuestion => "AskUserQuestion",
         }
     }
 
@@ -99,7 +104,8 @@ impl Tool {
             | Tool::Read
             | Tool::Glob
             | Tool::Grep
-            | Tool::TodoWrite => true,
+            | Tool::TodoWrite
+            | Tool::AskUserQuestion => true,
         }
     }
 
@@ -126,23 +132,25 @@ impl Tool {
             Tool::Glob => search::glob_spec(),
             Tool::Grep => search::grep_spec(),
             Tool::TodoWrite => todo::spec(),
+            Tool::AskUserQuestion => ask_user::spec(),
         }
     }
 
     /// A call's arguments as this tool takes them: parsed against its
-    /// schema (`Err` says what is wrong), then its path normalized
-    /// ([`normalize_spelled`](Self::normalize_spelled)) in the arguments
-    /// and in the typed input alike. The one parse of these arguments.
+    /// schema (`Err` says what is wrong) into the typed input (a Bash line
+    /// read by the shell parser too), then its path normalized
+    /// ([`ToolInput::normalize`]) in the typed input and, from it, in the
+    /// arguments. The one parse of these arguments: after it, everything
+    /// judges the typed input.
     pub fn accept(self, arguments: &Value, cwd: &Path) -> Result<Accepted, String> {
         let mut input = ToolInput::parse(self, arguments)?;
-        let (arguments, spelled) = self.normalize_spelled(arguments, cwd);
-        if let Some(path) = self
-            .path_key()
-            .and_then(|key| arguments.get(key))
-            .and_then(Value::as_str)
-            && let Some(typed) = input.path_mut()
+        let spelled = input.normalize(cwd);
+        let mut arguments = arguments.clone();
+        if let Some(key) = self.path_key()
+            && let Some(path) = input.path()
+            && let Some(obj) = arguments.as_object_mut()
         {
-            path.clone_into(typed);
+            obj.insert(key.to_owned(), Value::String(path.to_owned()));
         }
         Ok(Accepted {
             arguments,
@@ -151,42 +159,42 @@ impl Tool {
         })
     }
 
-    /// The field that names the tool's path, if it has one.
-    fn path_key(self) -> Option<&'static str> {
+    /// The field that names the tool's path, if it has one (`file_path`,
+    /// or `path` for the search tools).
+    pub fn path_key(self) -> Option<&'static str> {
         match self {
             Tool::Read | Tool::Write | Tool::Edit => Some("file_path"),
             Tool::Glob | Tool::Grep => Some("path"),
-            Tool::Bash | Tool::BashOutput | Tool::KillShell | Tool::TodoWrite => None,
+            Tool::Bash
+            | Tool::BashOutput
+            | Tool::KillShell
+            | Tool::TodoWrite
+            | Tool::AskUserQuestion => None,
         }
     }
 
-    /// The input with its path made absolute (against `cwd`), `..` removed
-    /// and symbolic links followed: the file the call is about, which
-    /// hooks, rules, the card, the log and the tool itself all see. Other
-    /// fields are untouched.
-    pub fn normalize(self, input: &Value, cwd: &Path) -> Value {
-        self.normalize_spelled(input, cwd).0
+    /// Whether the tool searches a directory (Glob, Grep): without a path
+    /// it searches the working directory.
+    pub fn searches(self) -> bool {
+        matches!(self, Tool::Glob | Tool::Grep)
     }
 
-    /// [`normalize`](Self::normalize), and the path as written (made
-    /// absolute, links not followed) when that differs from where it leads:
-    /// rules judge both.
-    pub fn normalize_spelled(self, input: &Value, cwd: &Path) -> (Value, Option<PathBuf>) {
-        let mut out = input.clone();
-        let mut spelled = None;
-        if let Some(key) = self.path_key()
-            && let Some(path) = input.get(key).and_then(Value::as_str)
-        {
-            let lexical = resolve(cwd, path);
-            let real = resolve_links(&lexical);
-            if let Some(obj) = out.as_object_mut() {
-                obj.insert(key.to_owned(), Value::String(real.display().to_string()));
-            }
-            if real != lexical {
-                spelled = Some(lexical);
-            }
+    /// Whether the tool runs a command line: its rules' patterns are
+    /// commands, not paths.
+    pub fn runs_commands(self) -> bool {
+        matches!(self, Tool::Bash)
+    }
+
+    /// The tool whose rules also name this one: `Edit` rules cover every
+    /// tool that edits files, `Read` rules govern the search tools.
+    pub fn ruled_with(self) -> Option<Tool> {
+        if self.edits_files() {
+            Some(Tool::Edit)
+        } else if self.searches() {
+            Some(Tool::Read)
+        } else {
+            None
         }
-        (out, spelled)
     }
 
     /// Card title, kind and locations for these arguments.
@@ -198,6 +206,7 @@ impl Tool {
             Tool::Write | Tool::Edit => write::present(self, input, cwd),
             Tool::Glob | Tool::Grep => search::present(self, input, cwd),
             Tool::TodoWrite => todo::present(input),
+            Tool::AskUserQuestion => ask_user::present(input),
         }
     }
 
@@ -206,34 +215,8 @@ impl Tool {
     pub fn detail(self, input: &Value) -> Option<String> {
         match self {
             Tool::Bash => bash::detail(input),
+            Tool::AskUserQuestion => ask_user::detail(input),
             _ => None,
-        }
-    }
-
-    /// For tools that change a file: the change they would make now, shown
-    /// on the card (and in a permission prompt) before they run. `Err` is a
-    /// reason the call cannot work (the text to find is not there, …).
-    /// Without `read`, the file is not read: the change proposed by the
-    /// arguments alone (`FileDiff::unread`).
-    pub async fn preview(
-        self,
-        input: &Value,
-        files: &FileAccess,
-        cancel: &CancellationToken,
-        read: bool,
-    ) -> Option<Result<FileDiff, String>> {
-        match self {
-            Tool::Write if !read => Some(write::proposed(input)),
-            Tool::Edit if !read => Some(edit::proposed(input)),
-            Tool::Write => Some(write::preview(input, files, cancel).await),
-            Tool::Edit => Some(edit::preview(input, files, cancel).await),
-            Tool::Bash
-            | Tool::BashOutput
-            | Tool::KillShell
-            | Tool::Read
-            | Tool::Glob
-            | Tool::Grep
-            | Tool::TodoWrite => None,
         }
     }
 }
@@ -252,8 +235,9 @@ pub struct Accepted {
 }
 
 /// A call's input, parsed once, when the call is settled (one variant a
-/// tool); the approved call carries it and runs it. (MCP tools will be a
-/// variant of their own, holding their JSON.)
+/// tool, and one for the tools of MCP servers): what is judged (hooks'
+/// `if` filters, rules, the mode, the grant offer), previewed and run. The
+/// approved call carries it and runs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolInput {
     Bash(bash::BashInput),
@@ -265,6 +249,7 @@ pub enum ToolInput {
     Glob(search::GlobInput),
     Grep(search::GrepInput),
     TodoWrite(todo::TodoInput),
+    AskUserQuestion(ask_user::AskInput),
     /// A tool of one of the session's MCP servers.
     Mcp(mcp::McpInput),
 }
@@ -282,11 +267,12 @@ impl ToolInput {
             Tool::Glob => ToolInput::Glob(search::parse_glob(input)?),
             Tool::Grep => ToolInput::Grep(search::parse_grep(input)?),
             Tool::TodoWrite => ToolInput::TodoWrite(todo::parse(input)?),
+            Tool::AskUserQuestion => ToolInput::AskUserQuestion(ask_user::parse(input)?),
         })
     }
 
     /// The path the input names, where the tool has one (the field
-    /// [`Tool::normalize`] makes absolute).
+    /// [`normalize`](Self::normalize) makes absolute).
     fn path_mut(&mut self) -> Option<&mut String> {
         match self {
             ToolInput::Read(i) => Some(&mut i.file_path),
@@ -298,6 +284,82 @@ impl ToolInput {
             | ToolInput::BashOutput(_)
             | ToolInput::KillShell(_)
             | ToolInput::TodoWrite(_)
+            | ToolInput::AskUserQuestion(_)
+            | ToolInput::Mcp(_) => None,
+        }
+    }
+
+    /// The path the input names, as given (before [`Tool::accept`]) or
+    /// normalized (after it).
+    fn path(&self) -> Option<&str> {
+        match self {
+            ToolInput::Read(i) => Some(&i.file_path),
+            ToolInput::Write(i) => Some(&i.file_path),
+            ToolInput::Edit(i) => Some(&i.file_path),
+            ToolInput::Glob(i) => i.path.as_deref(),
+            ToolInput::Grep(i) => i.path.as_deref(),
+            ToolInput::Bash(_)
+            | ToolInput::BashOutput(_)
+            | ToolInput::KillShell(_)
+            | ToolInput::TodoWrite(_)
+            | ToolInput::AskUserQuestion(_)
+            | ToolInput::Mcp(_) => None,
+        }
+    }
+
+    /// The file or directory the call is about, once accepted: absolute,
+    /// without `..`, links followed (what the tool opens). `None` for a
+    /// tool without a path, and for a search given none (it searches the
+    /// working directory).
+    pub fn target(&self) -> Option<&Path> {
+        self.path().map(Path::new)
+    }
+
+    /// The Bash line and what it will run, for a Bash call.
+    pub fn command(&self) -> Option<&bash::BashInput> {
+        match self {
+            ToolInput::Bash(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Makes the input's path absolute (against `cwd`), without `..` and
+    /// with symbolic links followed: the file the call is about, which
+    /// hooks, rules, the card, the log and the tool itself all see. Returns
+    /// the path as written (made absolute, links not followed) when that
+    /// differs from where it leads: rules judge both.
+    pub fn normalize(&mut self, cwd: &Path) -> Option<PathBuf> {
+        let path = self.path_mut()?;
+        let lexical = resolve(cwd, path);
+        let real = resolve_links(&lexical);
+        *path = real.display().to_string();
+        (real != lexical).then_some(lexical)
+    }
+
+    /// For tools that change a file: the change they would make now, shown
+    /// on the card (and in a permission prompt) before they run. `Err` is a
+    /// reason the call cannot work (the text to find is not there, …).
+    /// Without `read`, the file is not read: the change proposed by the
+    /// input alone (`FileDiff::unread`).
+    pub async fn preview(
+        &self,
+        files: &FileAccess,
+        cancel: &CancellationToken,
+        read: bool,
+    ) -> Option<Result<FileDiff, String>> {
+        match self {
+            ToolInput::Write(i) if !read => Some(Ok(write::proposed(i))),
+            ToolInput::Edit(i) if !read => Some(Ok(edit::proposed(i))),
+            ToolInput::Write(i) => Some(write::preview(i, files, cancel).await),
+            ToolInput::Edit(i) => Some(edit::preview(i, files, cancel).await),
+            ToolInput::Bash(_)
+            | ToolInput::BashOutput(_)
+            | ToolInput::KillShell(_)
+            | ToolInput::Read(_)
+            | ToolInput::Glob(_)
+            | ToolInput::Grep(_)
+            | ToolInput::TodoWrite(_)
+            | ToolInput::AskUserQuestion(_)
             | ToolInput::Mcp(_) => None,
         }
     }
@@ -315,6 +377,7 @@ impl ToolInput {
             ToolInput::Glob(_) => Tool::Glob,
             ToolInput::Grep(_) => Tool::Grep,
             ToolInput::TodoWrite(_) => Tool::TodoWrite,
+            ToolInput::AskUserQuestion(_) => Tool::AskUserQuestion,
         })
     }
 
@@ -330,6 +393,7 @@ impl ToolInput {
             ToolInput::Glob(i) => search::glob(i, cx).await,
             ToolInput::Grep(i) => search::grep(i, cx).await,
             ToolInput::TodoWrite(i) => todo::run(i, cx).await,
+            ToolInput::AskUserQuestion(i) => ask_user::run(i, cx).await,
             ToolInput::Mcp(i) => mcp::run(i, cx).await,
         }
     }
@@ -430,6 +494,15 @@ pub struct ToolContext {
     pub file_base: Option<String>,
     /// The session's MCP servers (for `ToolInput::Mcp`).
     pub mcp: Option<crate::tools::mcp::Servers>,
+    /// The call's id (a question is scoped to its card).
+    pub tool_call_id: String,
+    /// The editor, to ask the user through (`AskUserQuestion`).
+    pub client: Option<ClientLink>,
+    /// The boundary the call was settled with (a Bash call): it runs in
+    /// exactly that, through the launcher, or not at all.
+    pub boundary: Option<crate::sandbox::Boundary>,
+    /// The session's sandbox runtime (launcher, `TMPDIR`, lifeline).
+    pub confiner: Option<confined::Confiner>,
 }
 
 impl ToolContext {
@@ -660,7 +733,9 @@ mod tests {
             (Tool::Bash, json!({"command": "ls"})),
         ] {
             let accepted = tool.accept(&args, cwd).unwrap();
-            assert_eq!(accepted.arguments, tool.normalize(&args, cwd), "{args}");
+            let mut typed = ToolInput::parse(tool, &args).unwrap();
+            typed.normalize(cwd);
+            assert_eq!(accepted.input, typed, "{args}");
             assert_eq!(
                 accepted.input,
                 ToolInput::parse(tool, &accepted.arguments).unwrap(),

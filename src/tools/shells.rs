@@ -57,21 +57,14 @@ struct ShellState {
 }
 
 impl Shells {
-    /// Starts `command` in the background; returns its id.
-    pub fn start(
+    /// Keeps a command already started (in the sandbox, once its launcher
+    /// said ready) as a background shell; returns its id.
+    pub fn adopt(
         &self,
-        command: &str,
-        cwd: &std::path::Path,
+        mut group: ProcessGroup,
+        mut pipe: tokio::net::unix::pipe::Receiver,
         grace: Duration,
-        bash_env: Option<&std::path::Path>,
-    ) -> Result<String, String> {
-        let (mut cmd, mut pipe) =
-            exec::bash(command, cwd).map_err(|e| format!("could not start bash: {e}"))?;
-        if let Some(file) = bash_env {
-            cmd.env("BASH_ENV", file);
-        }
-        let mut group =
-            ProcessGroup::spawn(cmd).map_err(|e| format!("could not start bash: {e}"))?;
+    ) -> String {
         let id = {
             let mut reg = lock(&self.inner);
             reg.next += 1;
@@ -114,7 +107,7 @@ impl Shells {
             lock(&shell.state).ended = Some(ended);
             shell.done.notify_waiters();
         });
-        Ok(id)
+        id
     }
 
     fn get(&self, id: &str) -> Option<Arc<Shell>> {

@@ -66,28 +66,19 @@ pub(crate) fn present(tool: Tool, input: &Value, cwd: &Path) -> Presentation {
 }
 
 /// The change proposed, from the arguments alone (the file is not read).
-pub(crate) fn proposed(input: &Value) -> Result<FileDiff, String> {
-    let input = parse(input)?;
-    Ok(FileDiff {
+pub(crate) fn proposed(input: &WriteInput) -> FileDiff {
+    FileDiff {
         path: Path::new(&input.file_path).to_owned(),
         old_text: None,
-        new_text: input.content,
+        new_text: input.content.clone(),
         line: 1,
         base: None,
         unread: true,
-    })
+    }
 }
 
 /// The change writing this input would make now.
 pub(crate) async fn preview(
-    input: &Value,
-    files: &FileAccess,
-    cancel: &CancellationToken,
-) -> Result<FileDiff, String> {
-    preview_of(&parse(input)?, files, cancel).await
-}
-
-async fn preview_of(
     input: &WriteInput,
     files: &FileAccess,
     cancel: &CancellationToken,
@@ -106,7 +97,7 @@ async fn preview_of(
 }
 
 pub(crate) async fn run(input: &WriteInput, cx: ToolContext) -> ToolOutput {
-    let diff = match preview_of(input, &cx.files, &cx.cancel).await {
+    let diff = match preview(input, &cx.files, &cx.cancel).await {
         Ok(d) => d,
         Err(e) => return ToolOutput::failed(e),
     };

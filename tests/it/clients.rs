@@ -131,7 +131,8 @@ async fn the_official_python_sdk_drives_a_session_with_permission_fs_and_termina
         summary["permission"][0]["rawInput"]["command"],
         "echo hello from the terminal"
     );
-    assert_eq!(summary["cards"]["run"]["content"][0]["type"], "terminal");
+    // After the card's sandbox line.
+    assert_eq!(summary["cards"]["run"]["content"][1]["type"], "terminal");
 }
 
 #[tokio::test]

@@ -197,10 +197,12 @@ async fn a_session_past_a_small_window_compacts_once_and_goes_on_from_the_summar
 #[tokio::test]
 async fn cards_and_replay_are_unchanged_but_for_the_notice() {
     // The same session without compaction (no window), for comparison.
-    let control_env = TestEnv::scripted(long_script(false));
+    // Both unsandboxed: a sandboxed card names its own project and TMPDIR,
+    // which differ between the two.
+    let control_env = TestEnv::scripted(long_script(false)).unsandboxed();
     let mut control = Conn::in_process(control_env);
     let control_session = drive(&mut control).await;
-    let env = TestEnv::scripted(long_script(true));
+    let env = TestEnv::scripted(long_script(true)).unsandboxed();
     let config = windowed(&env, Some(40_000));
     let mut conn = Conn::in_process_with(env, config.clone());
     let session = drive(&mut conn).await;
@@ -686,4 +688,215 @@ async fn a_client_that_declares_compaction_gets_a_compaction_update_not_a_notice
     );
     let usage = shown.iter().find(|u| kind(u) == "usage_update").unwrap();
     assert_eq!(usage["used"], figures["tokensAfter"]);
+}
+
+/// The Anthropic configuration candor in-process uses with `mock`.
+fn anthropic_config(env: &TestEnv, mock: &MockAnthropic) -> Config {
+    let mut config = env.config();
+    config.provider = ProviderSetting::Anthropic;
+    config.anthropic_api_key = Some(ApiKey::new(ant::KEY));
+    config.env_settings.anthropic_base_url = Some(mock.url());
+    config
+}
+
+/// A call of `echo <word>` as the model makes it.
+fn echo_call(id: &str, word: &str) -> ant::Step {
+    ant::message(
+        vec![
+            ant::text(&format!("Running {word}.")),
+            ant::tool_use(id, "Bash", &format!(r#"{{"command": "echo {word}"}}"#)),
+        ],
+        "tool_use",
+    )
+}
+
+/// The ids of the `tool_use` and of the `tool_result` blocks of a request.
+fn call_ids(body: &Value) -> (Vec<String>, Vec<String>) {
+    let blocks: Vec<Value> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .collect();
+    let ids = |kind: &str, key: &str| {
+        blocks
+            .iter()
+            .filter(|b| b["type"] == kind)
+            .map(|b| b[key].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    (ids("tool_use", "id"), ids("tool_result", "tool_use_id"))
+}
+
+const REQUEST: &str = "Fix the failing tests in the parser; keep the public API as it is.";
+
+#[tokio::test]
+async fn overflow_within_one_prompt_keeps_the_request_verbatim_and_the_latest_pairs() {
+    let mock = MockAnthropic::start(vec![
+        echo_call("toolu_01", "one"),
+        echo_call("toolu_02", "two"),
+        echo_call("toolu_03", "three"),
+        too_long(),
+        ant::message(
+            vec![ant::text("SUMMARY: echo one printed one.")],
+            "end_turn",
+        ),
+        ant::message(vec![ant::text("Fixed, after compaction.")], "end_turn"),
+        // The next prompt, in the reloaded session.
+        ant::message(vec![ant::text("Still fixed.")], "end_turn"),
+    ])
+    .await;
+    let env = TestEnv::new();
+    let config = anthropic_config(&env, &mock);
+    let mut conn = Conn::in_process_with(env, config.clone());
+    let session = conn.ready().await;
+    // One prompt, and the calls its work made: no earlier user turn.
+    let answer = conn.prompt(&session, REQUEST).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(
+        conn.thread(&session)
+            .agent_text
+            .ends_with("Fixed, after compaction.")
+    );
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 6);
+    // The summary request: the request and the oldest pair, then the
+    // instruction, which says the request stays in view.
+    let ask = &requests[4];
+    let asked = user_texts(ask);
+    assert_eq!(asked[0], REQUEST);
+    assert!(
+        asked
+            .last()
+            .unwrap()
+            .contains("stays in view word for word")
+    );
+    assert_eq!(
+        call_ids(ask),
+        (vec!["toolu_01".into()], vec!["toolu_01".into()])
+    );
+    // The retry: the user's request word for word, the summary after it,
+    // the newest pairs whole (each call with its result, none alone; the
+    // mock, which checks as the API does, accepted it).
+    let retry = &requests[5];
+    let first = user_texts(retry)[0].clone();
+    assert!(
+        first.starts_with(&format!("{REQUEST}\n\n[candor] ")),
+        "{first}"
+    );
+    assert!(first.contains("SUMMARY: echo one printed one."), "{first}");
+    assert_eq!(retry["messages"][0]["role"], "user");
+    assert_eq!(retry["messages"][1]["role"], "assistant");
+    let (calls, results) = call_ids(retry);
+    assert_eq!(calls, ["toolu_02", "toolu_03"]);
+    assert_eq!(results, calls);
+    assert!(!retry["messages"].to_string().contains("toolu_01"));
+
+    // The log: one overflow compaction, the request kept by its seqs.
+    let log = conn.env.log(&session);
+    let compacted = compactions(&log);
+    assert_eq!(compacted.len(), 1);
+    assert_eq!(compacted[0]["trigger"], "overflow");
+    let kept = &compacted[0]["keptPrompt"];
+    let user = log
+        .iter()
+        .find(|r| r["type"] == "user/message")
+        .unwrap()
+        .clone();
+    assert_eq!(kept["from"], user["seq"], "{kept}");
+    assert!(kept["to"].as_u64().unwrap() < compacted[0]["to"].as_u64().unwrap());
+    // The cards are as they were.
+    for id in ["toolu_01", "toolu_02", "toolu_03"] {
+        assert_eq!(conn.thread(&session).card(id).status, "completed");
+    }
+
+    // Replay and model history agree: the session loaded again is sent the
+    // same history, then the next prompt.
+    let env = conn.end().await;
+    let mut again = Conn::in_process_with(env, config);
+    again.initialize().await;
+    let cwd = again.env.project.clone();
+    let loaded = again
+        .call(
+            "session/load",
+            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
+        )
+        .await;
+    assert!(loaded.is_object(), "{loaded}");
+    for id in ["toolu_01", "toolu_02", "toolu_03"] {
+        assert_eq!(again.thread(&session).card(id).status, "completed");
+    }
+    let answer = again.prompt(&session, "and now?").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let next = &mock.requests()[6];
+    // (The cache breakpoint moves to the newest message; nothing else.)
+    let uncached = |v: &Value| {
+        let mut v = v.clone();
+        for m in v.as_array_mut().unwrap() {
+            for b in m["content"].as_array_mut().unwrap() {
+                b.as_object_mut().unwrap().remove("cache_control");
+            }
+        }
+        v
+    };
+    let messages = uncached(&next["messages"]);
+    let before = uncached(&retry["messages"]);
+    let before = before.as_array().unwrap();
+    assert_eq!(messages.as_array().unwrap()[..before.len()], before[..]);
+    assert_eq!(user_texts(next).last().unwrap(), "and now?");
+}
+
+#[tokio::test]
+async fn overflow_after_the_only_call_of_a_prompt_summarizes_it_and_keeps_the_request() {
+    // One call, whose result filled the window: the work is summarized
+    // whole, the request stays.
+    let mock = MockAnthropic::start(vec![
+        echo_call("toolu_01", "one"),
+        too_long(),
+        ant::message(vec![ant::text("SUMMARY: echo one ran.")], "end_turn"),
+        ant::message(vec![ant::text("Done.")], "end_turn"),
+    ])
+    .await;
+    let mut conn = anthropic_conn(&mock);
+    let session = conn.ready().await;
+    let answer = conn.prompt(&session, REQUEST).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4);
+    let retry = &requests[3];
+    let messages = retry["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 1, "{retry}");
+    let first = user_texts(retry)[0].clone();
+    assert!(
+        first.starts_with(&format!("{REQUEST}\n\n[candor] ")),
+        "{first}"
+    );
+    assert!(first.contains("SUMMARY: echo one ran."));
+    assert_eq!(call_ids(retry), (Vec::new(), Vec::new()));
+}
+
+#[tokio::test]
+async fn a_second_overflow_within_one_prompt_fails_the_turn_saying_both_were_tried() {
+    let mock = MockAnthropic::start(vec![
+        echo_call("toolu_01", "one"),
+        echo_call("toolu_02", "two"),
+        too_long(),
+        ant::message(vec![ant::text("SUMMARY: one ran.")], "end_turn"),
+        too_long(),
+    ])
+    .await;
+    let mut conn = anthropic_conn(&mock);
+    let session = conn.ready().await;
+    let answer = conn.prompt(&session, REQUEST).await;
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("also after candor compacted the conversation and retried"),
+        "{answer}"
+    );
+    assert_eq!(mock.requests().len(), 5);
+    let log = conn.env.log(&session);
+    assert_eq!(compactions(&log).len(), 1);
+    let ended = log.iter().rfind(|r| r["type"] == "turn/ended").unwrap();
+    assert_eq!(ended["stopReason"], "error");
 }

@@ -58,7 +58,12 @@ fn stage(committed: &[u8]) -> &'static str {
 async fn run(seed: u64) -> &'static str {
     let mut rng = fastrand::Rng::with_seed(seed);
     let delay = Duration::from_millis(rng.u64(0..=140));
-    let env = TestEnv::scripted(crash_script()).with_policy(json!({"mode": "bypassPermissions"}));
+    // Unsandboxed: the kill delays are tuned to a turn of plain commands
+    // (the sandbox's setup would move where they land; what a kill does
+    // to a sandboxed command is `sandboxed_calls`' to test).
+    let env = TestEnv::scripted(crash_script())
+        .with_policy(json!({"mode": "bypassPermissions"}))
+        .unsandboxed();
     let mut conn = Conn::spawn(env);
     let session = conn.ready().await;
     conn.send_request(

@@ -232,3 +232,58 @@ fn mcp_servers_and_instruction_files_are_listed() {
         "{text}"
     );
 }
+
+#[test]
+fn a_local_server_needs_no_key_and_the_user_config_is_listed() {
+    // OPENAI_BASE_URL alone, at a server on this machine, and no key:
+    // prompts work, so nothing is broken.
+    let env = TestEnv::new();
+    let local = [
+        ("CANDOR_PROVIDER", ""),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1"),
+    ];
+    let (code, report, text) = doctor(&env, &local);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(report["provider"]["name"], "openai");
+    assert_eq!(report["provider"]["keyPresent"], false);
+    assert_eq!(report["provider"]["keyNeeded"], false);
+    assert_eq!(report["provider"]["problem"], Value::Null);
+    assert!(
+        text.contains("$OPENAI_API_KEY (not set: a local server needs none)"),
+        "{text}"
+    );
+    assert!(text.contains("Nothing is broken."), "{text}");
+    // A server elsewhere does want one.
+    let remote = [
+        ("CANDOR_PROVIDER", ""),
+        ("OPENAI_BASE_URL", "https://openrouter.example/api/v1"),
+    ];
+    let (code, report, _) = doctor(&env, &remote);
+    assert_eq!(code, 1);
+    assert_eq!(report["provider"]["keyNeeded"], true);
+    assert!(
+        report["provider"]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("OPENAI_API_KEY is not set")
+    );
+
+    // The user's config.toml is listed among the settings files: missing,
+    // then loaded once it sets the provider (and the endpoint: no key).
+    let user_file = env.dir.path().join(".config/candor/config.toml");
+    let (_, report, _) = doctor(&env, &[]);
+    assert_eq!(file(&report, "candor", "user")["status"], "missing");
+    assert_eq!(file(&report, "candor", "user")["path"], json!(user_file));
+    write(
+        &user_file,
+        "provider = \"openai\"\nopenai_base_url = \"http://localhost:8080/v1\"\n",
+    );
+    let (code, report, text) = doctor(&env, &[("CANDOR_PROVIDER", "")]);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(file(&report, "candor", "user")["status"], "loaded");
+    assert_eq!(report["provider"]["name"], "openai");
+    assert!(
+        text.contains(&format!("loaded   candor user {}", user_file.display())),
+        "{text}"
+    );
+}

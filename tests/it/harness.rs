@@ -23,9 +23,6 @@ async fn harness(args: &[&str]) -> (bool, String) {
 
 #[tokio::test]
 async fn every_protocol_scenario_passes_against_candor() {
-    // The `mcp-*` scenarios start the test server, which the harness finds
-    // beside the candor binary.
-    mcp_test_server();
     let (ok, report) = harness(&["--verbose"]).await;
     assert!(ok, "{report}");
     let scenarios =
@@ -94,7 +91,6 @@ async fn against_another_agent_candor_only_scenarios_are_skipped() {
     // candor itself, launched as a peer: scenarios that need candor's
     // scripted model or log are skipped, the others run and pass.
     let agent = candor_bin();
-    mcp_test_server();
     let (ok, report) = harness(&["--agent", agent]).await;
     assert!(ok, "{report}");
     assert!(report.contains("SKIP  scenario: needs candor"), "{report}");
@@ -102,21 +98,44 @@ async fn against_another_agent_candor_only_scenarios_are_skipped() {
 }
 
 #[tokio::test]
-async fn a_missing_mcp_test_server_fails_the_scenarios_that_start_it_saying_how_to_build_it() {
-    let (ok, report) = harness(&[
-        "--mcp-test-server",
-        "/nonexistent/mcp_test_server",
-        "protocol/scenarios/mcp-never-starts.json",
-        "protocol/scenarios/initialize.json",
-    ])
-    .await;
-    assert!(!ok, "{report}");
+async fn the_mcp_scenarios_need_nothing_but_the_candor_binary() {
+    // A fresh clone has no `examples/` built: the candor binary alone, in a
+    // directory of its own, runs the scenarios that start the MCP test
+    // server (its hidden `mcp-test-server` subcommand).
+    let alone = tempfile::tempdir().unwrap();
+    let candor = alone.path().join("candor");
+    std::fs::copy(candor_bin(), &candor).unwrap();
+    let env = TestEnv::new();
+    #[allow(clippy::disallowed_methods)] // the copied binary under test
+    let mut cmd = tokio::process::Command::new(&candor);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.dir.path())
+        .env("CANDOR_HOME", &env.home)
+        .env("CANDOR_CLAUDE_MANAGED_DIR", env.dir.path().join("managed"))
+        .args([
+            "harness",
+            "protocol/scenarios/mcp-ask.json",
+            "protocol/scenarios/mcp-never-starts.json",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    let output = cmd.output().await.unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{report}");
     assert!(
-        report.contains(
-            "FAIL  the MCP test server is found: the MCP test server /nonexistent/mcp_test_server (--mcp-test-server or CANDOR_MCP_TEST_SERVER) is not a file"
-        ),
+        report.contains("2 scenario(s)") && report.contains(" 0 failed, 0 skipped"),
         "{report}"
     );
-    // A scenario that does not start it is not held up.
-    assert!(report.contains("PASS  step 1 (initialize)"), "{report}");
+    assert!(
+        !std::fs::read_dir(alone.path()).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains("mcp")),
+        "nothing is built beside the binary"
+    );
 }

@@ -361,7 +361,13 @@ async fn rejecting_a_prompt_stops_the_call_and_the_model_hears_it() {
     );
     let card = conn.thread(&session).card("t");
     assert_eq!(card.statuses, ["pending", "failed"]);
-    assert_eq!(card.text(), "The user refused to run this call.");
+    assert_eq!(
+        card.text(),
+        format!(
+            "sandbox: writes to {} and $TMPDIR only, network off, processes end with the call\nThe user refused to run this call.",
+            conn.env.project.display()
+        )
+    );
     assert_eq!(
         result_in_request(&conn, 1, "t")["content"],
         "The user refused to run this call."

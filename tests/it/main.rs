@@ -12,6 +12,7 @@
 
 mod support;
 
+mod ask;
 mod cancel;
 mod claude;
 mod clients;
@@ -31,12 +32,15 @@ mod interception;
 mod mcp;
 mod mcp_npm;
 mod models;
+mod one_subject;
 mod permissions;
 mod permissions_property;
 mod process;
 mod protocol;
 mod providers;
+mod queue;
 mod sandbox;
+mod sandboxed_calls;
 mod schema_file;
 mod sessions;
 mod tidy;

@@ -1,14 +1,14 @@
 //! MCP servers: the editor's and the user's tools through the same settle,
 //! cards, log, history and replay as candor's own, against the test server
-//! (`examples/mcp_test_server.rs`) over stdio and HTTP.
+//! (`candor mcp-test-server`, `src/mcp_test_server.rs`) over stdio and HTTP.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::support::{
-    Conn, TestEnv, alive, audit, card_frames, eventually, mcp_test_server, record, respond, script,
-    text, tool,
+    Conn, MCP_TEST_SERVER, TestEnv, alive, audit, card_frames, eventually, mcp_test_server, record,
+    respond, script, text, tool,
 };
 
 /// What the test server saw (its `--log`), one JSON value a line.
@@ -30,7 +30,7 @@ fn calls(log: &std::path::Path) -> Vec<Value> {
 
 /// An ACP stdio entry for the test server named `name`.
 fn stdio(name: &str, log: &std::path::Path, extra: &[&str]) -> Value {
-    let mut args = vec![json!("--log"), json!(log)];
+    let mut args = vec![json!(MCP_TEST_SERVER), json!("--log"), json!(log)];
     args.extend(extra.iter().map(|a| json!(a)));
     json!({"name": name, "command": mcp_test_server(), "args": args, "env": []})
 }
@@ -338,7 +338,7 @@ async fn mcp_trust_annotations_off_in_the_users_config_makes_a_read_only_tool_as
 async fn a_projects_mcp_json_server_cannot_make_its_tool_run_unasked() {
     let env = scripted(vec![tool("m1", "mcp__proj__lookup", json!({"key": "k"}))]);
     let log = env.dir.path().join("server.jsonl");
-    let entry = json!({"command": mcp_test_server(), "args": ["--log", log]});
+    let entry = json!({"command": mcp_test_server(), "args": [MCP_TEST_SERVER, "--log", log]});
     env.file(
         ".mcp.json",
         &json!({"mcpServers": {"proj": entry}}).to_string(),
@@ -382,7 +382,7 @@ async fn a_read_only_closed_world_tool_of_the_users_codex_server_runs_unasked_an
     std::fs::write(
         codex.join("config.toml"),
         format!(
-            "[mcp_servers.test]\ncommand = {:?}\nargs = [\"--log\", {:?}]\n",
+            "[mcp_servers.test]\ncommand = {:?}\nargs = [\"mcp-test-server\", \"--log\", {:?}]\n",
             mcp_test_server().display().to_string(),
             log.display().to_string()
         ),
@@ -596,7 +596,7 @@ async fn a_server_over_streamable_http_serves_its_tools() {
 async fn listening(flag: &str, log: &std::path::Path) -> (tokio::process::Child, String) {
     #[allow(clippy::disallowed_methods)] // the test's own server
     let mut server = tokio::process::Command::new(mcp_test_server())
-        .args([flag, "127.0.0.1:0", "--log"])
+        .args([MCP_TEST_SERVER, flag, "127.0.0.1:0", "--log"])
         .arg(log)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -748,7 +748,7 @@ async fn a_server_that_changes_its_tools_is_read_again() {
 async fn a_projects_mcp_json_starts_only_enabled_servers_and_only_once_trusted() {
     let env = TestEnv::scripted(script(vec![respond(json!([text("hi")]))]));
     let log = env.dir.path().join("server.jsonl");
-    let entry = json!({"command": mcp_test_server(), "args": ["--log", log]});
+    let entry = json!({"command": mcp_test_server(), "args": [MCP_TEST_SERVER, "--log", log]});
     env.file(
         ".mcp.json",
         &json!({"mcpServers": {"proj": entry, "other": entry}}).to_string(),
@@ -913,7 +913,7 @@ async fn a_call_whose_answer_never_comes_fails_at_its_codex_timeout_and_the_serv
     std::fs::write(
         codex.join("config.toml"),
         format!(
-            "[mcp_servers.test]\ncommand = {:?}\nargs = [\"--log\", {:?}]\ntool_timeout_sec = 1\n\n[mcp_servers.off]\ncommand = \"/bin/false\"\nenabled = false\n",
+            "[mcp_servers.test]\ncommand = {:?}\nargs = [\"mcp-test-server\", \"--log\", {:?}]\ntool_timeout_sec = 1\n\n[mcp_servers.off]\ncommand = \"/bin/false\"\nenabled = false\n",
             mcp_test_server().display().to_string(),
             log.display().to_string()
         ),

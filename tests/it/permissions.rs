@@ -4,7 +4,7 @@
 //! the reason it promises is listed. Symbolic links need real files, so
 //! their cases are a separate test here, on a temporary directory.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use candor::interception::Verdict;
 use candor::interception::policy::{
@@ -214,6 +214,9 @@ fn arguments(tool: &str, input: Option<&str>) -> Value {
         ("Glob", None) => json!({ "pattern": "**/*" }),
         ("Grep", Some(p)) => json!({ "pattern": "x", "path": p }),
         ("Grep", None) => json!({ "pattern": "x" }),
+        ("TodoWrite", None) => json!({ "todos": [] }),
+        ("BashOutput", None) => json!({ "bash_id": "1" }),
+        ("KillShell", None) => json!({ "shell_id": "1" }),
         _ => json!({}),
     }
 }
@@ -239,20 +242,25 @@ fn judge(
     grants: &[Rule],
     root: &Path,
 ) -> Disposition {
-    let (effective, as_written) = match Tool::from_name(tool) {
-        Some(t) => t.normalize_spelled(args, root),
-        None => (args.clone(), None),
-    };
-    let spelled: Vec<PathBuf> = as_written.into_iter().collect();
-    decide(
-        Subject {
+    // A tool candor does not have, or arguments its schema refuses, never
+    // reach the rules: settle refuses the call first.
+    let Some(accepted) = Tool::from_name(tool).and_then(|t| t.accept(args, root).ok()) else {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let settled = runtime.block_on(candor::interception::settle(
+            "row",
             tool,
-            args: &effective,
-            spelled: &spelled,
-            mcp_read_only: None,
-            mcp_reading: None,
-            mcp_name: None,
-        },
+            args,
+            &candor::interception::Policy::default(),
+            &[],
+            root,
+            None,
+        ));
+        return settled.disposition().clone();
+    };
+    decide(
+        Subject::of(tool, &accepted),
         hooks,
         mode,
         rules,
@@ -333,8 +341,15 @@ fn run_grant(row: &[String], columns: &[String]) -> Result<(), String> {
         }
     };
     let args = arguments(tool, input.as_deref());
-    let args = Tool::from_name(tool).map_or(args.clone(), |t| t.normalize(&args, Path::new(ROOT)));
-    let got = grant_for(tool, &args, Path::new(ROOT), Some(Path::new(HOME)));
+    let got = Tool::from_name(tool)
+        .and_then(|t| t.accept(&args, Path::new(ROOT)).ok())
+        .and_then(|accepted| {
+            grant_for(
+                &Subject::of(tool, &accepted),
+                Path::new(ROOT),
+                Some(Path::new(HOME)),
+            )
+        });
     let got = got.as_ref().map(Rule::text);
     if got == expect.as_deref() {
         Ok(())

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use candor::interception::Verdict;
 use candor::interception::policy::{Disposition, HookVerdict, Mode, Rule, Rules, Subject, decide};
 use candor::shell;
+use candor::tools::Tool;
 use serde_json::json;
 
 const DEFAULT_SEED: u64 = 0x00c0_ffee_5eed;
@@ -78,17 +79,22 @@ fn no_hooks() -> HookVerdict {
     }
 }
 
+/// A Bash call of this line decided as `interception::settle` does: the
+/// arguments accepted by the tool (which reads the line, once), a line it
+/// refuses (an empty one) denied by candor, the rest judged on the input.
 fn bash(line: &str, mode: Mode, rules: &Rules, root: &Path) -> Disposition {
     let args = json!({ "command": line });
+    let accepted = match Tool::Bash.accept(&args, root) {
+        Ok(accepted) => accepted,
+        Err(reason) => {
+            return Disposition::Deny {
+                by: "candor".into(),
+                reason,
+            };
+        }
+    };
     decide(
-        Subject {
-            tool: "Bash",
-            args: &args,
-            spelled: &[],
-            mcp_read_only: None,
-            mcp_reading: None,
-            mcp_name: None,
-        },
+        Subject::of("Bash", &accepted),
         &no_hooks(),
         mode,
         rules,
@@ -830,7 +836,9 @@ fn check(line: &str, rules: &Rules, root: &Path) -> Result<(), String> {
         // The line as a rule's pattern, too (patterns are read as shell words).
         if let Ok(rule) = Rule::parse(&format!("Bash({line})"), root, None) {
             let args = json!({ "command": line });
-            let _ = rule.matches_call("Bash", &args, root);
+            if let Ok(accepted) = Tool::Bash.accept(&args, root) {
+                let _ = rule.matches_call(&Subject::of("Bash", &accepted), root);
+            }
             let mut r = Rules::default();
             r.deny.push(rule);
             let _ = bash(

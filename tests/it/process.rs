@@ -63,6 +63,9 @@ async fn long_turn() -> (Conn, serde_json::Value, u32) {
         json!({"command": "sleep 30 & echo $! > sleep.pid; wait"})
     )]))]));
     let pid_file = env.project.join("sleep.pid");
+    // The pids the command writes are the host's only unconfined (the
+    // sandbox's PID namespace ends its processes by itself).
+    let env = env.unsandboxed();
     let mut conn = Conn::spawn(env);
     let session = conn.ready().await;
     let id = conn
@@ -217,6 +220,39 @@ async fn the_demo_runs_a_whole_session() {
     }
     // No colour codes when stdout is not a terminal.
     assert!(!out.contains('\u{1b}'));
+
+    // The hint at the end works as printed: the log is where `candor
+    // audit` looks (CANDOR_HOME), and the demo left nothing else behind.
+    let hint = out.lines().last().unwrap().trim();
+    let session = hint.strip_prefix("candor audit ").expect(hint);
+    let mut audit = candor_command(&env);
+    audit.args(["audit", session]).env("RUST_LOG", "off");
+    let trail = audit.output().await.unwrap();
+    assert!(
+        trail.status.success(),
+        "{}",
+        String::from_utf8_lossy(&trail.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&trail.stdout).contains("decision: deny by rule:Bash(rm -rf *)")
+    );
+    let left: Vec<_> = std::fs::read_dir(env.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("candor-demo"))
+        .collect();
+    assert!(left.is_empty(), "the demo left {left:?} behind");
+}
+
+#[tokio::test]
+async fn a_failing_command_says_why_once() {
+    let env = TestEnv::new();
+    let mut cmd = candor_command(&env);
+    cmd.args(["audit", "no-such-session"]);
+    let output = cmd.output().await.unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.matches("no-such-session").count(), 1, "{stderr}");
 }
 
 #[tokio::test]
@@ -402,6 +438,9 @@ async fn descendants_that_leave_their_group_end_with_their_call_or_the_session()
     );
     env.trust_project();
     let project = env.project.clone();
+    // The pids the command writes are the host's only unconfined (the
+    // sandbox's PID namespace ends its processes by itself).
+    let env = env.unsandboxed();
     let mut conn = Conn::spawn(env);
     let session = conn.ready().await;
     conn.prompt(&session, "go").await;
@@ -445,4 +484,57 @@ async fn descendants_that_leave_their_group_end_with_their_call_or_the_session()
         eventually(Duration::from_secs(2), || !alive(pids[3])).await,
         "the background command's child outlived the session"
     );
+}
+
+#[tokio::test]
+async fn candor_started_at_a_terminal_says_what_it_is_and_still_serves() {
+    // `script` gives candor a pty for stdin and stdout, as a person
+    // typing `candor` in a terminal would; Ctrl-D (through the pty's line
+    // discipline) is the end of its input.
+    let script = std::path::Path::new("/usr/bin/script");
+    assert!(
+        script.exists(),
+        "this test needs util-linux `script` for a pty"
+    );
+    let env = TestEnv::new();
+    let stderr = env.dir.path().join("stderr.txt");
+    let inner = format!("exec '{}' 2>'{}'", candor_bin(), stderr.display());
+    #[allow(clippy::disallowed_methods)] // the binary under test, on a pty
+    let mut cmd = tokio::process::Command::new(script);
+    cmd.args(["-qec", &inner, "/dev/null"])
+        .env("CANDOR_HOME", &env.home)
+        .env("HOME", env.dir.path())
+        .env("RUST_LOG", "off")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    use tokio::io::AsyncWriteExt as _;
+    // A line it answers (it still serves), then Ctrl-D.
+    let told = eventually(Duration::from_secs(10), || {
+        std::fs::read_to_string(&stderr).is_ok_and(|t| t.contains("candor --help"))
+    })
+    .await;
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n\x04")
+        .await
+        .unwrap();
+    stdin.flush().await.unwrap();
+    let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("candor ends at Ctrl-D")
+        .unwrap();
+    let hint = std::fs::read_to_string(&stderr).unwrap();
+    assert!(told, "{hint}");
+    assert!(hint.contains("candor is an ACP agent"), "{hint}");
+    assert!(hint.contains("`candor demo`"), "{hint}");
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("\"agentInfo\""),
+        "it answered: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    // Started by an editor (pipes), it says nothing of the kind.
+    assert_eq!(candor::terminal_hint(false), None);
 }

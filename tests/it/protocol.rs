@@ -51,6 +51,27 @@ async fn initialize_answers_version_1_and_only_true_capabilities() {
 }
 
 #[tokio::test]
+async fn protocol_readme_shows_exactly_what_initialize_advertises() {
+    // The capabilities block of protocol/README.md, as documented, is the
+    // answer a client gets (the version aside, which the document cannot
+    // know ahead).
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("protocol/README.md"),
+    )
+    .unwrap();
+    let section = &readme[readme.find("## Capabilities candor advertises").unwrap()..];
+    let start = section.find("```json\n").unwrap() + "```json\n".len();
+    let end = start + section[start..].find("```").unwrap();
+    let mut documented: Value = serde_json::from_str(&section[start..end]).unwrap();
+    documented["agentInfo"]["version"] = json!(env!("CARGO_PKG_VERSION"));
+    let mut conn = Conn::in_process(TestEnv::new());
+    let result = conn.initialize().await;
+    assert_eq!(result, documented, "protocol/README.md says otherwise");
+    // And what it says of `mcpServers` is that they are used.
+    assert!(!readme.contains("not used yet"), "protocol/README.md");
+}
+
+#[tokio::test]
 async fn initialize_answers_1_to_any_other_version() {
     let mut conn = Conn::in_process(TestEnv::new());
     for asked in [0, 2, 9] {

@@ -106,6 +106,10 @@ pub(crate) fn generate() -> Value {
         c.terminal_release,
         "client",
     );
+    t.request::<acp::CreateElicitationRequest, acp::CreateElicitationResponse>(
+        c.elicitation_create,
+        "client",
+    );
     t.notification::<acp::CancelRequestNotification>("$/cancel_request", "protocol");
     let error = t.def::<acp::Error>();
     let defs = t.generator.take_definitions(true);

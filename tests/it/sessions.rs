@@ -445,7 +445,7 @@ async fn hooks_and_audit_commands_answer_without_the_model() {
     assert_eq!(
         names,
         [
-            "hooks", "doctor", "mcp", "context", "compact", "trust", "audit"
+            "hooks", "doctor", "mcp", "context", "compact", "trust", "sandbox", "audit"
         ]
     );
     conn.prompt(&session, "status").await;

@@ -24,6 +24,9 @@ async fn a_cancel_ends_background_commands_even_between_turns() {
         respond(json!([text("started")])),
     ]));
     let pid_file = env.project.join("bg.pid");
+    // The pids the command writes are the host's only unconfined (the
+    // sandbox's PID namespace ends its processes by itself).
+    let env = env.unsandboxed();
     let mut conn = Conn::in_process(env);
     let session = conn.ready().await;
     let response = conn.prompt(&session, "start it").await;
@@ -48,6 +51,9 @@ async fn background_commands_end_with_candor() {
         respond(json!([text("started")])),
     ]));
     let pid_file = env.project.join("bg.pid");
+    // The pids the command writes are the host's only unconfined (the
+    // sandbox's PID namespace ends its processes by itself).
+    let env = env.unsandboxed();
     let mut conn = Conn::spawn(env);
     let session = conn.ready().await;
     conn.prompt(&session, "start it").await;

@@ -63,6 +63,11 @@ pub struct Conn {
     pub permission_requests: Vec<Value>,
     permission_answers: std::collections::VecDeque<String>,
     hold_permissions: bool,
+    /// Results for the next `elicitation/create` requests, in order
+    /// (`{"action": "decline"}` when none is left; `null`: left unanswered).
+    pub elicitation_answers: std::collections::VecDeque<Value>,
+    /// The `elicitation/create` requests received (their params).
+    pub elicitations: Vec<Value>,
     /// The environment used (home dir etc.), kept alive with the connection.
     pub env: TestEnv,
 }
@@ -140,7 +145,31 @@ impl TestEnv {
         config.capture = Some(self.capture.clone());
         // As `candor_command`: a mock model is asked only what a test scripts.
         config.env_settings.session_titles = Some("prompt".into());
+        // The user's candor config file, where the binary reads it.
+        config.user_settings = candor::config::Settings::load(&self.user_config());
+        // The sandbox's launcher, as the server has it (its own binary).
+        config.launcher = Some(env!("CARGO_BIN_EXE_candor").into());
         config
+    }
+
+    /// The user's candor config file (`$HOME/.config/candor/config.toml`).
+    pub fn user_config(&self) -> PathBuf {
+        self.dir.path().join(".config/candor/config.toml")
+    }
+
+    /// Writes the user's candor config file.
+    pub fn with_user_config(self, toml: &str) -> Self {
+        let path = self.user_config();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, toml).unwrap();
+        self
+    }
+
+    /// With the sandbox turned off by the user (`[sandbox] mode =
+    /// "full-access"`): for tests of what candor does with processes it
+    /// does not confine (their pids are the host's).
+    pub fn unsandboxed(self) -> Self {
+        self.with_user_config("[sandbox]\nmode = \"full-access\"\n")
     }
 
     /// Writes a file in the project.
@@ -241,40 +270,14 @@ pub fn candor_bin() -> &'static str {
     env!("CARGO_BIN_EXE_candor")
 }
 
-/// The MCP test server (`examples/mcp_test_server.rs`), built once a run
-/// if this run of the suite did not build it.
+/// The MCP test server's command: the candor binary under test, whose
+/// hidden subcommand [`MCP_TEST_SERVER`] it is (`src/mcp_test_server.rs`).
 pub fn mcp_test_server() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().unwrap();
-            let debug = exe.parent().unwrap().parent().unwrap();
-            let bin = debug.join("examples/mcp_test_server");
-            // Built (or found up to date) once a run: `cargo test --test it`
-            // does not build examples.
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            #[allow(clippy::disallowed_methods)] // the suite builds its own fixture
-            let mut build = std::process::Command::new(cargo);
-            build
-                .args(["build", "--quiet", "--example", "mcp_test_server"])
-                .current_dir(env!("CARGO_MANIFEST_DIR"));
-            // What `cargo test` sets for the test (a build script that
-            // watches one, as ring's does CARGO_MANIFEST_DIR, would rebuild).
-            for (name, _) in std::env::vars_os() {
-                let name = name.to_string_lossy();
-                if (name.starts_with("CARGO_")
-                    && !matches!(&*name, "CARGO_HOME" | "CARGO_TARGET_DIR"))
-                    || name == "OUT_DIR"
-                {
-                    build.env_remove(&*name);
-                }
-            }
-            let status = build.status().unwrap();
-            assert!(status.success(), "could not build the MCP test server");
-            bin
-        })
-        .clone()
+    PathBuf::from(candor_bin())
 }
+
+/// The first argument of every [`mcp_test_server`] command.
+pub const MCP_TEST_SERVER: &str = "mcp-test-server";
 
 /// A `tokio` command for the candor binary with a clean environment.
 #[allow(clippy::disallowed_methods)] // tests start the binary under test
@@ -368,6 +371,8 @@ impl Conn {
             permission_requests: Vec::new(),
             permission_answers: Default::default(),
             hold_permissions: false,
+            elicitation_answers: Default::default(),
+            elicitations: Vec::new(),
             env,
         }
     }
@@ -422,9 +427,12 @@ impl Conn {
         self.next_id += 1;
         let session = params["sessionId"].as_str().map(str::to_owned);
         // A load replays a conversation: like a prompt, its updates come
-        // before its response, and its cards are all terminal by then.
-        if matches!(method, "session/prompt" | "session/load")
-            && let Some(s) = &session
+        // before its response, and its cards are all terminal by then. So
+        // does a steering message that opens a turn of its own.
+        if matches!(
+            method,
+            "session/prompt" | "session/load" | "_session/steering"
+        ) && let Some(s) = &session
         {
             self.model.prompt_sent(s);
         }
@@ -466,6 +474,18 @@ impl Conn {
         self.frames.push(frame.clone());
         if frame["method"] == "session/request_permission" && frame.get("id").is_some() {
             self.answer_permission(&frame).await;
+        }
+        if frame["method"] == "elicitation/create" && frame.get("id").is_some() {
+            self.elicitations.push(frame["params"].clone());
+            let result = self
+                .elicitation_answers
+                .pop_front()
+                .unwrap_or_else(|| json!({"action": "decline"}));
+            let reply = json!({"jsonrpc": "2.0", "id": frame["id"], "result": result});
+            // A `null` answer leaves the form open (a user who walked away).
+            if self.tx.is_some() && !result.is_null() {
+                self.send_raw(&reply.to_string()).await;
+            }
         }
         Some(frame)
     }
@@ -580,8 +600,10 @@ impl Conn {
                         .check_response(&method, frame)
                         .unwrap_or_else(|e| panic!("{e}: {frame}"));
                 }
-                if matches!(method.as_str(), "session/prompt" | "session/load")
-                    && let Some(s) = session
+                if matches!(
+                    method.as_str(),
+                    "session/prompt" | "session/load" | "_session/steering"
+                ) && let Some(s) = session
                 {
                     self.model.prompt_answered(&s);
                 }

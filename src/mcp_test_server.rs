@@ -1,8 +1,11 @@
-//! The MCP server candor's tests start (built by `cargo test` with the
-//! other examples; found beside the test binary).
+//! The MCP server candor's tests and conformance scenarios start, as the
+//! hidden subcommand `candor mcp-test-server` (behind the default cargo
+//! feature `mcp-test-server`, so a shipped build can leave it out:
+//! `--no-default-features`). Nothing to build by hand: the harness and the
+//! tests start it through the candor binary they run.
 //!
-//! `mcp_test_server [--http 127.0.0.1:0 | --sse 127.0.0.1:0] [--log FILE]
-//!  [--delay-ms N] [--hang] [--exit-at-start]`
+//! `candor mcp-test-server [--http 127.0.0.1:0 | --sse 127.0.0.1:0]
+//!  [--log FILE] [--delay-ms N] [--hang] [--exit-at-start]`
 //!
 //! Over stdio by default; with `--http`, streamable HTTP (any path); with
 //! `--sse`, the older HTTP+SSE transport (`GET /sse`, then `POST` where its
@@ -27,7 +30,11 @@
 //! `{"cancelledId": <id>, "reason"}` when it is of a `huge` or `garbage`
 //! call (and a `slow` call still running logs `{"cancelled": "slow"}`).
 //! A prompt `greet {name}` and a resource `test://readme`.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+//!
+//! It is a fixture, not part of the agent: its stdout is its own protocol
+//! (MCP over stdio, or the `listening` line), never candor's ACP stream.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a process of its own: its stdout is MCP, its stderr its notes
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -280,9 +287,13 @@ impl ServerHandler for TestServer {
     }
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
+/// The error of a test server that cannot serve.
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// Serves as `args` say (the words after `candor mcp-test-server`) until
+/// the client goes away.
+pub async fn run(args: Vec<String>) -> Result<(), Error> {
+    let mut args = args.into_iter();
     let mut http = None;
     let mut sse = None;
     let mut log = None;
@@ -324,7 +335,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-async fn serve_http(server: TestServer, addr: &str) -> Result<(), Box<dyn std::error::Error>> {
+async fn serve_http(server: TestServer, addr: &str) -> Result<(), Error> {
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
@@ -395,7 +406,7 @@ type Sessions = Arc<
 >;
 
 /// HTTP+SSE, by hand over TCP (HTTP/1.1, one request a connection).
-async fn serve_sse(server: TestServer, addr: &str) -> Result<(), Box<dyn std::error::Error>> {
+async fn serve_sse(server: TestServer, addr: &str) -> Result<(), Error> {
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
     let listener = tokio::net::TcpListener::bind(addr).await?;
     println!("listening {}", listener.local_addr()?);

@@ -1,0 +1,573 @@
+//! Bash calls through candor itself run in the sandbox (issue 26): the
+//! boundary is settled with the call, recorded in `tool/call`, shown on
+//! the card and the permission prompt, and held by the kernel; a failure
+//! the sandbox caused is explained to the model; the settings users have
+//! map onto it, and a repository cannot widen its own. Each escape comes
+//! with a control: the same command doing what it tried where the
+//! boundary is off or allows it. A kernel without what the sandbox needs
+//! fails these loudly (CI's has Landlock and user namespaces).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// Fails loudly where this kernel cannot hold the sandbox.
+#[allow(clippy::disallowed_methods)] // the probe of the binary under test
+fn require_sandbox() {
+    let out = std::process::Command::new(candor_bin())
+        .args(["__sandbox", "--probe"])
+        .output()
+        .unwrap();
+    let probe = candor::sandbox::Probe::parse(&out.stdout);
+    assert!(
+        probe.landlock_abi >= 6
+            && probe.user_namespace
+            && probe.pid_namespace
+            && probe.network_namespace,
+        "this kernel lacks what the sandbox needs (Landlock ABI 6+, unprivileged user, PID and network namespaces): {}",
+        probe.describe()
+    );
+}
+
+/// A directory beside the project (outside every writable root).
+fn outside(env: &TestEnv) -> PathBuf {
+    let dir = env.dir.path().join("outside");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The `tool/call` record of `id`.
+fn call_record(log: &[Value], id: &str) -> Value {
+    log.iter()
+        .find(|r| r["type"] == "tool/call" && r["toolCallId"] == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("no tool/call for {id}"))
+}
+
+/// The text the model was sent as `id`'s result in request `n`.
+fn result_text(conn: &Conn, n: usize, id: &str) -> String {
+    result_in_request(conn, n, id).to_string()
+}
+
+/// The session's config, with the user's candor config file `toml`.
+fn with_candor_sandbox(env: TestEnv, toml: &str) -> (TestEnv, candor::Config) {
+    let env = env.with_user_config(toml);
+    let config = env.config();
+    assert!(config.user_settings.is_ok(), "{:?}", config.user_settings);
+    (env, config)
+}
+
+fn summary(project: &Path) -> String {
+    format!(
+        "sandbox: writes to {} and $TMPDIR only, network off, processes end with the call",
+        project.display()
+    )
+}
+
+#[tokio::test]
+async fn a_bash_call_runs_in_the_boundary_its_card_prompt_and_log_say() {
+    require_sandbox();
+    let env = TestEnv::new();
+    let outside = outside(&env);
+    let target = outside.join("x.txt");
+    let env = TestEnv {
+        script: {
+            let path = env.dir.path().join("script.json");
+            let s = script(vec![
+                respond(json!([tool(
+                    "t1",
+                    "Bash",
+                    json!({"command": format!(
+                        "echo in > inside.txt && echo \"tmp=$TMPDIR\" && echo t > \"$TMPDIR/t\" && echo out > {}",
+                        target.display()
+                    )})
+                )])),
+                respond(json!([text("done")])),
+            ]);
+            std::fs::write(&path, s.to_string()).unwrap();
+            Some(path)
+        },
+        ..env
+    };
+    let project = env.project.clone();
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let card = conn.thread(&session).card("t1").clone();
+    assert!(card.text().contains(&summary(&project)), "{}", card.text());
+    assert_eq!(card.status, "failed");
+    // The prompt showed the boundary too.
+    let asked = conn.permission_requests[0]["toolCall"].to_string();
+    assert!(asked.contains(&summary(&project)), "{asked}");
+    // What the log says is what held.
+    let log = conn.env.log(&session);
+    let call = call_record(&log, "t1");
+    assert_eq!(call["sandbox"]["preset"], "workspace-write");
+    assert_eq!(call["sandbox"]["network"]["mode"], "off");
+    assert_eq!(call["sandbox"]["enforced"]["kind"], "confined");
+    assert_eq!(call["sandbox"]["writableRoots"], json!([project]));
+    assert!(project.join("inside.txt").exists());
+    assert!(!target.exists(), "the write outside the roots went through");
+    // The model is told the sandbox refused it, with the path.
+    let result = result_text(&conn, 1, "t1");
+    assert!(result.contains("tmp="), "{result}");
+    assert!(
+        result.contains(&format!(
+            "the sandbox refused a write to {}",
+            target.display()
+        )),
+        "{result}"
+    );
+}
+
+/// A session whose model runs `commands` (one Bash call each, ids `c0`…),
+/// with the user's candor config `user_toml`; the connection and the session.
+async fn run_commands(
+    env: TestEnv,
+    user_toml: Option<&str>,
+    commands: &[String],
+) -> (Conn, String) {
+    let inputs: Vec<Value> = commands.iter().map(|c| json!({ "command": c })).collect();
+    run_inputs(env, user_toml, inputs).await
+}
+
+/// [`run_commands`] with whole Bash inputs.
+async fn run_inputs(env: TestEnv, user_toml: Option<&str>, inputs: Vec<Value>) -> (Conn, String) {
+    let calls: Vec<Value> = inputs
+        .into_iter()
+        .enumerate()
+        .map(|(i, input)| tool(&format!("c{i}"), "Bash", input))
+        .collect();
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![
+        respond(Value::Array(calls)),
+        respond(json!([text("done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let (env, config) = match user_toml {
+        Some(toml) => with_candor_sandbox(env, toml),
+        None => {
+            let config = env.config();
+            (env, config)
+        }
+    };
+    let mut conn = Conn::in_process_with(env, config);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    (conn, session)
+}
+
+#[tokio::test]
+async fn writes_outside_the_roots_and_into_git_fail_through_candor_and_work_unsandboxed() {
+    require_sandbox();
+    let escapes = |out: &Path| {
+        vec![
+            format!(
+                "python3 -c \"open('{}/py', 'w').write('x')\"",
+                out.display()
+            ),
+            format!(
+                "echo x > \"$TMPDIR/src\" && cp \"$TMPDIR/src\" {}/cp",
+                out.display()
+            ),
+            format!("ln -s {}/ln link && echo x > link", out.display()),
+            format!("cd / && echo x > {}/cd", out.display()),
+            "ln .git/config hl && echo '[x]' >> hl".to_owned(),
+            "echo ok > inside".to_owned(),
+        ]
+    };
+    let setup = |env: &TestEnv| {
+        env.file(".git/config", "[core]\n");
+        outside(env)
+    };
+    // Sandboxed (the default): nothing outside, `.git` unchanged.
+    let env = TestEnv::new();
+    let out = setup(&env);
+    let (conn, _) = run_commands(env, None, &escapes(&out)).await;
+    for name in ["py", "cp", "ln", "cd"] {
+        assert!(!out.join(name).exists(), "{name} escaped the sandbox");
+    }
+    let git = std::fs::read_to_string(conn.env.project.join(".git/config")).unwrap();
+    assert_eq!(git, "[core]\n", "a hard link wrote into .git");
+    assert!(
+        conn.env.project.join("inside").exists(),
+        "the control failed"
+    );
+    // The control: the same commands with the sandbox off do it all.
+    let env = TestEnv::new();
+    let out = setup(&env);
+    let config = "[sandbox]\nmode = \"full-access\"\n";
+    let (conn, session) = run_commands(env, Some(config), &escapes(&out)).await;
+    for name in ["py", "cp", "ln", "cd"] {
+        assert!(out.join(name).exists(), "{name} did not run unsandboxed");
+    }
+    let git = std::fs::read_to_string(conn.env.project.join(".git/config")).unwrap();
+    assert!(git.contains("[x]"));
+    let log = conn.env.log(&session);
+    let call = call_record(&log, "c0");
+    assert_eq!(call["sandbox"]["enforced"]["kind"], "unconfined");
+    let card = conn.thread(&session).card("c0").clone();
+    assert!(
+        card.text()
+            .contains("not sandboxed: turned off by your candor config ([sandbox])"),
+        "{}",
+        card.text()
+    );
+}
+
+/// A listener on the host's loopback; its port.
+fn listener() -> (std::net::TcpListener, u16) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    (l, port)
+}
+
+#[tokio::test]
+async fn the_network_is_off_for_commands_and_on_when_the_user_says() {
+    require_sandbox();
+    let (_l, port) = listener();
+    let tries = |port: u16| {
+        vec![
+            format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+            format!(
+                "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2); print('connected')\""
+            ),
+        ]
+    };
+    let (conn, session) = run_commands(TestEnv::new(), None, &tries(port)).await;
+    for id in ["c0", "c1"] {
+        let card = conn.thread(&session).card(id).clone();
+        assert_eq!(card.status, "failed", "{id}: {}", card.text());
+        assert!(!card.text().contains("\nconnected"), "{}", card.text());
+    }
+    // The control: the user turns the network on.
+    let env = TestEnv::new();
+    let config = "[sandbox]\nnetwork = \"on\"\n";
+    let (conn, session) = run_commands(env, Some(config), &tries(port)).await;
+    for id in ["c0", "c1"] {
+        let card = conn.thread(&session).card(id).clone();
+        assert_eq!(card.status, "completed", "{id}: {}", card.text());
+        assert!(card.text().contains("network on"), "{}", card.text());
+    }
+}
+
+#[tokio::test]
+async fn what_a_command_leaves_behind_outside_its_scope_ends_with_it() {
+    require_sandbox();
+    // The stray has half a second to leave its parent and its process
+    // group before the call ends, so that only a boundary can catch it.
+    let escape =
+        "(unset candor_scope; setsid bash -c 'sleep 1.5; echo late > late.txt' > /dev/null 2>&1 &); sleep 0.5; echo started"
+            .to_owned();
+    let (conn, _) = run_commands(TestEnv::new(), None, std::slice::from_ref(&escape)).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(
+        !conn.env.project.join("late.txt").exists(),
+        "a process outlived its call and wrote after the card said done"
+    );
+    // The control: unsandboxed (and candor not the subreaper, as in this
+    // test process), the stray writes.
+    let env = TestEnv::new();
+    let config = "[sandbox]\nmode = \"full-access\"\n";
+    let (conn, _) = run_commands(env, Some(config), &[escape]).await;
+    let late = conn.env.project.join("late.txt");
+    assert!(
+        eventually(Duration::from_secs(5), || late.exists()).await,
+        "the control did not write"
+    );
+}
+
+#[tokio::test]
+async fn a_command_asking_to_leave_the_sandbox_is_refused_with_how_the_user_lifts_it() {
+    require_sandbox();
+    let env = TestEnv::new();
+    let out = outside(&env);
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![
+        respond(json!([tool(
+            "e",
+            "Bash",
+            json!({"command": format!("echo x > {}/e", out.display()), "dangerouslyDisableSandbox": true})
+        )])),
+        respond(json!([text("I will ask.")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    // No permission answer could lift it: nobody was asked.
+    assert!(conn.permission_requests.is_empty());
+    assert!(!out.join("e").exists());
+    let card = conn.thread(&session).card("e").clone();
+    assert_eq!(card.status, "failed");
+    assert!(
+        card.text().contains("Refused by sandbox"),
+        "{}",
+        card.text()
+    );
+    let result = result_text(&conn, 1, "e");
+    assert!(result.contains("only the user can lift it"), "{result}");
+    assert!(result.contains("/sandbox off"), "{result}");
+    // With `allowUnsandboxedCommands: false`, it says no escalation exists.
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.dir.path().join(".claude")).unwrap();
+    std::fs::write(
+        env.dir.path().join(".claude/settings.json"),
+        json!({"sandbox": {"allowUnsandboxedCommands": false}}).to_string(),
+    )
+    .unwrap();
+    let input = json!({"command": "echo x", "dangerouslyDisableSandbox": true});
+    let (conn, _) = run_inputs(env, None, vec![input]).await;
+    let result = result_text(&conn, 1, "c0");
+    assert!(
+        result.contains("allowUnsandboxedCommands is false"),
+        "{result}"
+    );
+    assert!(conn.permission_requests.is_empty());
+}
+
+#[tokio::test]
+async fn auto_allow_runs_sandboxed_commands_unasked_but_ask_rules_still_ask() {
+    require_sandbox();
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.dir.path().join(".claude")).unwrap();
+    std::fs::write(
+        env.dir.path().join(".claude/settings.json"),
+        json!({"sandbox": {"autoAllowBashIfSandboxed": true},
+               "permissions": {"ask": ["Bash(touch:*)"], "deny": ["Bash(rm:*)"]}})
+        .to_string(),
+    )
+    .unwrap();
+    let commands = [
+        "echo plain > plain.txt".to_owned(),
+        "touch asked.txt".to_owned(),
+        "rm -f plain.txt".to_owned(),
+    ];
+    let (conn, session) = run_commands(env, None, &commands).await;
+    // Only the ask rule asked.
+    assert_eq!(conn.permission_requests.len(), 1);
+    assert!(
+        conn.permission_requests[0]["toolCall"]["rawInput"]["command"]
+            .as_str()
+            .unwrap()
+            .starts_with("touch")
+    );
+    let log = conn.env.log(&session);
+    assert_eq!(call_record(&log, "c0")["decision"]["by"], "sandbox");
+    assert_eq!(call_record(&log, "c2")["decision"]["outcome"], "deny");
+    assert!(conn.env.project.join("plain.txt").exists());
+}
+
+#[tokio::test]
+async fn a_repository_cannot_widen_its_own_sandbox_before_it_is_trusted() {
+    require_sandbox();
+    let widen = |env: &TestEnv| {
+        env.file(
+            ".claude/settings.json",
+            &json!({"sandbox": {"enabled": false, "excludedCommands": ["echo"],
+                                "filesystem": {"allowWrite": ["/"]},
+                                "network": {"allowedDomains": ["evil.example"]}}})
+            .to_string(),
+        );
+        env.file(
+            ".codex/config.toml",
+            "sandbox_mode = \"danger-full-access\"\n[sandbox_workspace_write]\nnetwork_access = true\n",
+        );
+        env.file(
+            ".candor/config.toml",
+            "[sandbox]\nmode = \"full-access\"\nauto_allow = true\n",
+        );
+        outside(env)
+    };
+    let env = TestEnv::new();
+    let out = widen(&env);
+    let project = env.project.clone();
+    let command = format!("echo x > {}/w", out.display());
+    let (conn, session) = run_commands(env, None, std::slice::from_ref(&command)).await;
+    assert!(
+        !out.join("w").exists(),
+        "the repository widened its sandbox"
+    );
+    let card = conn.thread(&session).card("c0").clone();
+    assert!(card.text().contains(&summary(&project)), "{}", card.text());
+    // It still asked: the project's auto_allow did not apply.
+    assert_eq!(conn.permission_requests.len(), 1);
+    let said = told(&conn).join("\n");
+    assert!(said.contains("widen the sandbox"), "{said}");
+    // The control: once the user trusts the project, its settings apply.
+    let env = TestEnv::new();
+    let out = widen(&env);
+    env.trust_project();
+    let command = format!("echo x > {}/w", out.display());
+    let (conn, session) = run_commands(env, None, std::slice::from_ref(&command)).await;
+    let card = conn.thread(&session).card("c0").clone();
+    assert!(
+        out.join("w").exists(),
+        "the trusted project's settings did not apply: {} {:?}",
+        card.text(),
+        told(&conn)
+    );
+    let card = conn.thread(&session).card("c0").clone();
+    assert!(card.text().contains("not sandboxed:"), "{}", card.text());
+}
+
+#[tokio::test]
+async fn a_background_command_runs_in_the_boundary_too() {
+    require_sandbox();
+    let env = TestEnv::new();
+    let out = outside(&env);
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![
+        respond(json!([tool(
+            "b",
+            "Bash",
+            json!({"command": format!("echo in > bg.txt; echo x > {}/bg", out.display()), "run_in_background": true})
+        )])),
+        respond(json!([text("started")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let bg = conn.env.project.join("bg.txt");
+    assert!(eventually(Duration::from_secs(5), || bg.exists()).await);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!out.join("bg").exists(), "the background command escaped");
+    let log = conn.env.log(&session);
+    assert_eq!(
+        call_record(&log, "b")["sandbox"]["enforced"]["kind"],
+        "confined"
+    );
+}
+
+/// candor (the binary) running `touch started; sleep 1.5; echo x >
+/// finished`, SIGKILLed once the command started; whether `finished`
+/// appeared within 4 s after.
+async fn killed_mid_command(env: TestEnv) -> bool {
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![respond(json!([tool(
+        "k",
+        "Bash",
+        json!({"command": "touch started; sleep 1.5; echo x > finished"})
+    )]))]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    }
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let started = env.project.join("started");
+    let finished = env.project.join("finished");
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    conn.send_request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+    )
+    .await;
+    assert!(
+        eventually(Duration::from_secs(10), || started.exists()).await,
+        "the command never started"
+    );
+    conn.child().start_kill().unwrap();
+    let _ = conn.child().wait().await;
+    eventually(Duration::from_secs(4), || finished.exists()).await
+}
+
+#[tokio::test]
+async fn when_candor_is_sigkilled_nothing_its_sandboxed_command_started_writes_afterwards() {
+    require_sandbox();
+    assert!(
+        !killed_mid_command(TestEnv::new()).await,
+        "the command wrote after candor died"
+    );
+    // The control: unconfined, the command outlives candor and finishes.
+    assert!(
+        killed_mid_command(TestEnv::new().unsandboxed()).await,
+        "the control did not finish"
+    );
+}
+
+#[tokio::test]
+async fn the_user_lifts_the_sandbox_with_a_command_and_a_loaded_session_keeps_it() {
+    require_sandbox();
+    let env = TestEnv::new();
+    let out = outside(&env);
+    let path = env.dir.path().join("script.json");
+    let command = format!("echo x > {}/lifted", out.display());
+    let s = script(vec![
+        respond(json!([tool("l", "Bash", json!({ "command": command }))])),
+        respond(json!([text("done")])),
+        respond(json!([tool(
+            "m",
+            "Bash",
+            json!({ "command": "echo again" })
+        )])),
+        respond(json!([text("done again")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "/sandbox off").await;
+    conn.prompt(&session, "write it").await;
+    assert!(out.join("lifted").exists());
+    let card = conn.thread(&session).card("l").clone();
+    assert!(
+        card.text()
+            .contains("not sandboxed: turned off by you (/sandbox off)"),
+        "{}",
+        card.text()
+    );
+    let log = conn.env.log(&session);
+    assert!(
+        log.iter().any(|r| r["type"] == "config/changed"
+            && r["configId"] == "sandbox"
+            && r["value"] == "full-access"),
+        "{log:?}"
+    );
+    // `candor audit` lists the boundary each call ran in.
+    let audit = audit(&conn.env.home, &session, false);
+    assert!(
+        audit.contains("not sandboxed: turned off by you (/sandbox off)"),
+        "{audit}"
+    );
+    let env = conn.end().await;
+    // Loaded again, the choice holds, and the replay shows the same card.
+    let mut again = Conn::spawn(env);
+    again.initialize().await;
+    let cwd = again.env.project.clone();
+    let id = again
+        .send_request(
+            "session/load",
+            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
+        )
+        .await;
+    again.response(&id).await;
+    let replayed = again.thread(&session).card("l").clone();
+    assert_eq!(replayed.content, card.content);
+    again.prompt(&session, "again").await;
+    let log = again.env.log(&session);
+    assert_eq!(
+        call_record(&log, "m")["sandbox"]["enforced"]["kind"],
+        "unconfined"
+    );
+}

@@ -76,7 +76,8 @@ pub(crate) async fn run_call(
     };
     // A command's boundary is settled with its arguments.
     if settled.tool() == Some(crate::tools::Tool::Bash) {
-        let sandbox = super::sandbox::effective(&gate.policy.sandbox, c.records());
+        let mut sandbox = super::sandbox::effective(&gate.policy.sandbox, c.records());
+        sandbox.deny_reads_of(&gate.policy.rules.deny);
         // The kernel is asked once per process, and not at all with the
         // sandbox off.
         let probe = if sandbox.preset == crate::sandbox::Preset::FullAccess {

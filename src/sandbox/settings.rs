@@ -237,7 +237,7 @@ pub struct Sandbox {
     /// default: the card's "turned off by …".
     pub preset_by: Option<String>,
     /// What the user's Read deny rules reach that the boundary cannot hold
-    /// (a glob), for the card ([`Sandbox::deny_reads_of`]).
+    /// (a glob), for the card ([`Sandbox::deny_reads`]).
     /// Each as (the card's words, the whole sentence).
     pub reads_not_held: Vec<(String, String)>,
 }
@@ -375,16 +375,13 @@ impl Sandbox {
     /// Adds what the user's Read deny rules name to the read-denied paths,
     /// so a command cannot read what `Read` may not; what a rule reaches
     /// beyond named paths is said on the card, never dropped silently.
-    pub fn deny_reads_of(&mut self, deny: &[crate::interception::policy::Rule]) {
-        for rule in deny {
-            let (paths, note) = rule.read_denied_paths();
-            for p in paths {
-                if !self.deny_read.contains(&p) {
-                    self.deny_read.push(p);
-                }
+    pub fn deny_reads(&mut self, paths: Vec<PathBuf>, not_held: Option<(String, String)>) {
+        for p in paths {
+            if !self.deny_read.contains(&p) {
+                self.deny_read.push(p);
             }
-            self.reads_not_held.extend(note);
         }
+        self.reads_not_held.extend(not_held);
     }
 
     /// The boundary a command of this session runs in, as this kernel can

@@ -5,6 +5,12 @@
 //! on 127.0.0.1, which streams the real SSE format and checks every request
 //! the way the API does.
 //!
+//! The turn runs twice over: in the sandbox (the default a session gets,
+//! every command through candor's launcher: workspace-write, network off,
+//! its own namespaces), and with the user's config saying `[sandbox] mode
+//! = "full-access"` (plain `bash`). Target (issue 26): the sandboxed turn
+//! at most 1.2× the unsandboxed one.
+//!
 //! Run: `cargo bench --bench bash_turn`. Targets: the turn under 150 ms end
 //! to end, peak RSS of candor and its children under 20 MiB, and under 1 ms
 //! from the provider's last byte to each `tool_call` frame.
@@ -118,9 +124,14 @@ fn sample(pid: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
     })
 }
 
-fn run(rt: &tokio::runtime::Runtime, sampled: bool) -> Run {
+fn run(rt: &tokio::runtime::Runtime, sampled: bool, sandboxed: bool) -> Run {
     let mock = rt.block_on(MockAnthropic::start(steps()));
     let dir = tempfile::tempdir().unwrap();
+    if !sandboxed {
+        let user = dir.path().join("config/candor/config.toml");
+        std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+        std::fs::write(&user, "[sandbox]\nmode = \"full-access\"\n").unwrap();
+    }
     let project = dir.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
     let policy = dir.path().join("policy.json");
@@ -162,10 +173,17 @@ fn run(rt: &tokio::runtime::Runtime, sampled: bool) -> Run {
         writeln!(stdin, "{v}").unwrap();
         stdin.flush().unwrap();
     };
+    // Each card says the boundary its command ran in.
+    let boundary = if sandboxed {
+        "sandbox: writes to"
+    } else {
+        "not sandboxed: turned off by"
+    };
     let wait = |id: u64, cards: &mut Vec<Instant>| -> (Instant, Value) {
         loop {
             let (at, v) = rx.recv().unwrap();
             if v["params"]["update"]["sessionUpdate"] == "tool_call" {
+                assert!(v.to_string().contains(boundary), "{v}");
                 cards.push(at);
             }
             if v.get("method").is_none() && v["id"] == id {
@@ -296,16 +314,29 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    let mut medians = Vec::new();
+    for sandboxed in [false, true] {
+        medians.push(report(&rt, sandboxed));
+    }
+    println!(
+        "  sandboxed / unsandboxed end to end: {:.2}×   (target ≤ 1.2×)",
+        medians[1].as_secs_f64() / medians[0].as_secs_f64()
+    );
+}
+
+/// Runs the turn `RUNS` times in one boundary and prints its figures; the
+/// median end to end.
+fn report(rt: &tokio::runtime::Runtime, sandboxed: bool) -> Duration {
     // One warm-up run (page cache, the binary's first start).
-    let _ = run(&rt, false);
-    let runs: Vec<Run> = (0..RUNS).map(|_| run(&rt, false)).collect();
+    let _ = run(rt, false, sandboxed);
+    let runs: Vec<Run> = (0..RUNS).map(|_| run(rt, false, sandboxed)).collect();
     // Memory is sampled in separate runs: the sampler competes for the two
     // cores and would inflate the times.
     let sampled = (0..2)
-        .map(|_| run(&rt, true).sampled_kib)
+        .map(|_| run(rt, true, sandboxed).sampled_kib)
         .max()
         .unwrap_or(0);
-    let floors: Vec<Duration> = runs.iter().map(|r| floor(&rt, &r.bodies)).collect();
+    let floors: Vec<Duration> = runs.iter().map(|r| floor(rt, &r.bodies)).collect();
     let bash_kib = bash_peak_kib();
     let took = median(runs.iter().map(|r| r.took).collect());
     let floor = median(floors);
@@ -314,7 +345,12 @@ fn main() {
     to_card.sort();
     let p = |q: f64| to_card[((to_card.len() - 1) as f64 * q).round() as usize];
     println!(
-        "bash_turn: {CALLS} sequential Bash calls, model from a local mock Anthropic server (release binary, real pipes, median of {RUNS})"
+        "bash_turn ({}): {CALLS} sequential Bash calls, model from a local mock Anthropic server (release binary, real pipes, median of {RUNS})",
+        if sandboxed {
+            "sandboxed, the default"
+        } else {
+            "unsandboxed, [sandbox] mode = \"full-access\""
+        }
     );
     println!(
         "  end to end            {:8.1} ms   (runs: {})",
@@ -348,4 +384,5 @@ fn main() {
         bash_kib as f64 / 1024.0,
         (hwm + bash_kib) as f64 / 1024.0
     );
+    took
 }

@@ -60,6 +60,10 @@ pub struct Boundary {
     /// Code's `denyWrite`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub write_denied: Vec<PathBuf>,
+    /// The user's Read deny rules (or the part of one) the boundary
+    /// cannot hold, a glob: said on the card, never dropped silently.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reads_not_held: Vec<String>,
     /// The protected paths (`sandbox::protected`) found inside the
     /// writable roots when the boundary was made; the launcher binds these
     /// and any found since read-only.
@@ -158,6 +162,7 @@ impl Boundary {
             tmpdir,
             home,
             read_denied: Vec::new(),
+            reads_not_held: Vec::new(),
             write_denied: Vec::new(),
             protected,
             network,
@@ -290,7 +295,15 @@ impl Boundary {
         } else {
             ""
         };
-        format!("sandbox: {writes}, {network}{processes}")
+        let reads = if self.reads_not_held.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; not held for commands: {}",
+                self.reads_not_held.join(", ")
+            )
+        };
+        format!("sandbox: {writes}, {network}{processes}{reads}")
     }
 
     /// What this boundary does not hold, in words, for the card's details,

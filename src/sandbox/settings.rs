@@ -236,6 +236,10 @@ pub struct Sandbox {
     /// Who chose the preset (a settings file, `/sandbox`), when not the
     /// default: the card's "turned off by …".
     pub preset_by: Option<String>,
+    /// What the user's Read deny rules reach that the boundary cannot hold
+    /// (a glob), for the card ([`Sandbox::deny_reads`]).
+    /// Each as (the card's words, the whole sentence).
+    pub reads_not_held: Vec<(String, String)>,
 }
 
 impl Default for Sandbox {
@@ -255,6 +259,7 @@ impl Default for Sandbox {
             allow_local_binding: false,
             allow_unix_sockets: false,
             preset_by: None,
+            reads_not_held: Vec::new(),
         }
     }
 }
@@ -367,6 +372,18 @@ impl Sandbox {
         (s, remarks)
     }
 
+    /// Adds what the user's Read deny rules name to the read-denied paths,
+    /// so a command cannot read what `Read` may not; what a rule reaches
+    /// beyond named paths is said on the card, never dropped silently.
+    pub fn deny_reads(&mut self, paths: Vec<PathBuf>, not_held: Option<(String, String)>) {
+        for p in paths {
+            if !self.deny_read.contains(&p) {
+                self.deny_read.push(p);
+            }
+        }
+        self.reads_not_held.extend(not_held);
+    }
+
     /// The boundary a command of this session runs in, as this kernel can
     /// hold it: writable roots the session's directory and the configured
     /// roots, `tmpdir` its `TMPDIR`.
@@ -398,6 +415,11 @@ impl Sandbox {
         b.allow_local_binding = self.allow_local_binding;
         b.allow_unix_sockets = self.allow_unix_sockets;
         let mut b = b.enforceable(probe);
+        if let Enforced::Confined(c) = &mut b.enforced {
+            c.downgrades
+                .extend(self.reads_not_held.iter().map(|(_, long)| long.clone()));
+            b.reads_not_held = self.reads_not_held.iter().map(|(s, _)| s.clone()).collect();
+        }
         if self.network == NetworkMode::Allowlist
             && let Enforced::Confined(c) = &mut b.enforced
         {

@@ -571,3 +571,90 @@ async fn the_user_lifts_the_sandbox_with_a_command_and_a_loaded_session_keeps_it
         "unconfined"
     );
 }
+
+/// A Bash call reading `path` (relative to the project) by another program
+/// than `cat`, the path spelled so that no rule could read it off the line.
+fn read_by_python(path: &str) -> String {
+    let (head, tail) = path.split_at(path.len() / 2);
+    format!("python3 -c \"print(open('{head}' + '{tail}').read())\"")
+}
+
+#[tokio::test]
+async fn what_the_read_deny_rules_deny_no_command_reads_and_a_glob_they_cannot_hold_is_said() {
+    require_sandbox();
+    let files = [
+        ("secret", "SECRET-PLAIN"),
+        (".env", "SECRET-ENV"),
+        ("keys/id", "SECRET-KEYS"),
+        ("sub/.env", "SECRET-SUBENV"),
+        ("src/a.pem", "SECRET-PEM"),
+    ];
+    let setup = |env: &TestEnv| {
+        for (name, text) in files {
+            let path = env.project.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+    };
+    let commands: Vec<String> = files.iter().map(|(name, _)| read_by_python(name)).collect();
+    let deny = json!({"permissions": {"deny": [
+        "Read(./secret)", "Read(.env)", "Read(./keys/**)", "Read(src/*.pem)"
+    ]}});
+    let env = TestEnv::new().with_policy(deny);
+    setup(&env);
+    let project = env.project.clone();
+    let (conn, session) = run_commands(env, None, &commands).await;
+    // What the rules name is hidden from the commands.
+    for (i, (name, text)) in files.iter().take(3).enumerate() {
+        let id = format!("c{i}");
+        let card = conn.thread(&session).card(&id).clone();
+        assert!(
+            !card.text().contains(text),
+            "{name} was read: {}",
+            card.text()
+        );
+        let result = result_text(&conn, 1, &id);
+        assert!(!result.contains(text), "{name} reached the model: {result}");
+    }
+    let log = conn.env.log(&session);
+    let call = call_record(&log, "c0");
+    let hidden = call["sandbox"]["readDenied"].to_string();
+    for path in ["secret", ".env", "keys"] {
+        let path = project.join(path);
+        assert!(
+            hidden.contains(&format!("\"{}\"", path.display())),
+            "{hidden}"
+        );
+    }
+    // What they reach but the boundary cannot hold is said, on the card
+    // and in the record, not dropped: `.env` deeper than the project's
+    // top, and the glob `src/*.pem`.
+    let said = call["sandbox"]["enforced"]["downgrades"].to_string();
+    assert!(
+        said.contains("`Read(.env)` is hidden from commands at")
+            && said.contains("not in subdirectories"),
+        "{said}"
+    );
+    assert!(
+        said.contains("`Read(src/*.pem)` is a pattern the sandbox cannot hide"),
+        "{said}"
+    );
+    let card = conn.thread(&session).card("c4").clone();
+    assert!(
+        card.text()
+            .contains("; not held for commands: Read(.env) in subdirectories, Read(src/*.pem)"),
+        "{}",
+        card.text()
+    );
+    assert!(card.text().contains("SECRET-PEM"), "{}", card.text());
+
+    // The control: without the rules, the same commands read every file.
+    let env = TestEnv::new();
+    setup(&env);
+    let (conn, session) = run_commands(env, None, &commands).await;
+    for (i, (name, text)) in files.iter().enumerate() {
+        let card = conn.thread(&session).card(&format!("c{i}")).clone();
+        assert_eq!(card.status, "completed", "{name}: {}", card.text());
+        assert!(card.text().contains(text), "{name}: {}", card.text());
+    }
+}

@@ -40,6 +40,8 @@ pub(super) enum Pattern {
 #[derive(Clone)]
 pub(super) struct PathGlob {
     matcher: GlobMatcher,
+    /// The glob as written, anchored.
+    text: String,
     prefix: String,
     suffix: String,
 }
@@ -54,6 +56,7 @@ impl PathGlob {
         };
         PathGlob {
             matcher,
+            text: text.to_owned(),
             prefix,
             suffix,
         }
@@ -207,6 +210,87 @@ impl Rule {
     /// lines.
     pub(super) fn for_commands(&self) -> bool {
         self.known.is_some_and(Tool::runs_commands)
+    }
+
+    /// What the sandbox can hold of this rule as a `Read` deny rule: the
+    /// paths it hides from every command, and, when the rule reaches
+    /// further than named paths can (a glob), what is not held, in words
+    /// for the card. `dir/**` is `dir`; `name` (any depth) is held at the
+    /// top of its base only.
+    pub fn read_denied_paths(&self) -> (Vec<PathBuf>, Option<(String, String)>) {
+        if self.tool != "Read" {
+            return (Vec::new(), None);
+        }
+        let not_held = |short: String, what: &str| {
+            Some((
+                short,
+                format!(
+                    "the Read deny rule `{}` {what}: commands may read it",
+                    self.text
+                ),
+            ))
+        };
+        let globs = match &self.pattern {
+            Some(Pattern::Path(globs)) => globs,
+            Some(Pattern::ExactPath(p)) => return (vec![p.clone()], None),
+            _ => {
+                return (
+                    Vec::new(),
+                    not_held(
+                        self.text.clone(),
+                        "names every path, which the sandbox does not hide",
+                    ),
+                );
+            }
+        };
+        let meta = |t: &str| t.contains(['*', '?', '[', ']', '{', '}', '\\']);
+        let mut paths = Vec::new();
+        let mut partial = false;
+        let mut unheld = false;
+        for g in globs {
+            let t = g.text.as_str();
+            if !t.starts_with('/') {
+                unheld = true;
+            } else if !meta(t) {
+                paths.push(PathBuf::from(t));
+            } else if let Some(dir) = t.strip_suffix("/**")
+                && !meta(dir)
+            {
+                // `anchor` gave the directory itself too.
+                paths.push(PathBuf::from(dir));
+            } else if let Some((dir, name)) = t.split_once("/**/")
+                && !meta(dir)
+                && !meta(name)
+            {
+                paths.push(Path::new(dir).join(name));
+                partial = true;
+            } else {
+                unheld = true;
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        let note = if unheld {
+            not_held(
+                self.text.clone(),
+                "is a pattern the sandbox cannot hide (only named files and directories)",
+            )
+        } else if partial {
+            not_held(
+                format!("{} in subdirectories", self.text),
+                &format!(
+                    "is hidden from commands at {} only, not in subdirectories",
+                    paths
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        } else {
+            None
+        };
+        (paths, note)
     }
 
     /// Whether a path rule (or path grant) matches a path.

@@ -239,14 +239,7 @@ async fn a_loaded_session_replays_the_question_and_its_answer() {
 
     let mut again = Conn::spawn(env);
     again.initialize().await;
-    let cwd = again.env.project.clone();
-    let loaded = again
-        .request(
-            "session/load",
-            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
-        )
-        .await;
-    assert!(loaded.get("error").is_none(), "{loaded}");
+    again.load(&session).await;
     let card = again.thread(&session).card("q");
     assert_eq!(card.status, "completed");
     assert_eq!(
@@ -291,14 +284,7 @@ async fn a_question_open_when_candor_dies_is_closed_on_reload_and_the_model_is_t
         .env("ANTHROPIC_API_KEY", anthropic::KEY);
     let mut again = Conn::spawn_with(env, cmd);
     again.initialize().await;
-    let cwd = again.env.project.clone();
-    let loaded = again
-        .request(
-            "session/load",
-            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
-        )
-        .await;
-    assert!(loaded.get("error").is_none(), "{loaded}");
+    again.load(&session).await;
     assert_eq!(again.thread(&session).card("q").status, "failed");
     let result = record(&again, &session, "tool/result", "q").unwrap();
     assert_eq!(

@@ -236,14 +236,7 @@ async fn cards_and_replay_are_unchanged_but_for_the_notice() {
     let env = conn.end().await;
     let mut again = Conn::in_process_with(env, config);
     again.initialize().await;
-    let cwd = again.env.project.clone();
-    let loaded = again
-        .call(
-            "session/load",
-            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
-        )
-        .await;
-    assert!(loaded.is_object());
+    again.load(&session).await;
     let replayed: Vec<Value> = updates(&again.frames, &session)
         .into_iter()
         .filter(|u| kind(u) != "user_message_chunk" && kind(u) != "available_commands_update")
@@ -816,14 +809,7 @@ async fn overflow_within_one_prompt_keeps_the_request_verbatim_and_the_latest_pa
     let env = conn.end().await;
     let mut again = Conn::in_process_with(env, config);
     again.initialize().await;
-    let cwd = again.env.project.clone();
-    let loaded = again
-        .call(
-            "session/load",
-            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
-        )
-        .await;
-    assert!(loaded.is_object(), "{loaded}");
+    again.load(&session).await;
     for id in ["toolu_01", "toolu_02", "toolu_03"] {
         assert_eq!(again.thread(&session).card(id).status, "completed");
     }

@@ -195,14 +195,7 @@ async fn a_loaded_session_is_sent_the_same_system_prompt() {
     let config = config_of(&env);
     let mut again = Conn::in_process_with(env, config);
     again.initialize().await;
-    let cwd = again.env.project.clone();
-    let loaded = again
-        .request(
-            "session/load",
-            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
-        )
-        .await;
-    assert!(loaded.get("error").is_none(), "{loaded}");
+    again.load(&session).await;
     again.prompt(&session, "two").await;
     let requests = again.env.model_requests();
     assert_eq!(requests.len(), 2);

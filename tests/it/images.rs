@@ -178,14 +178,7 @@ fn replayed_prompt(frames: &[Value], session: &str) -> Vec<Value> {
 async fn load(env: TestEnv, session: &str) -> Conn {
     let mut conn = Conn::in_process(env);
     conn.initialize().await;
-    let cwd = conn.env.project.clone();
-    let loaded = conn
-        .request(
-            "session/load",
-            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
-        )
-        .await;
-    assert!(loaded.get("error").is_none(), "{loaded}");
+    conn.load(session).await;
     conn
 }
 

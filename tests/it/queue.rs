@@ -547,14 +547,7 @@ async fn a_replay_shows_queued_prompts_and_steering_where_they_happened() {
 
     let mut again = Conn::spawn(env);
     again.initialize().await;
-    let cwd = again.env.project.clone();
-    let loaded = again
-        .request(
-            "session/load",
-            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
-        )
-        .await;
-    assert!(loaded.get("error").is_none(), "{loaded}");
+    again.load(&session).await;
     let shown: Vec<String> = again
         .thread(&session)
         .updates
@@ -625,14 +618,7 @@ async fn a_crash_with_prompts_queued_closes_them_on_load() {
     std::fs::write(&path, log).unwrap();
     let mut again = Conn::in_process(env);
     again.initialize().await;
-    let cwd = again.env.project.clone();
-    let loaded = again
-        .request(
-            "session/load",
-            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
-        )
-        .await;
-    assert!(loaded.get("error").is_none(), "{loaded}");
+    again.load(&session).await;
     let log = again.env.log(&session);
     let out = at(&log, "prompt/unqueued", |r| r["requestId"] == 7);
     assert_eq!(log[out]["reason"], "stopped");

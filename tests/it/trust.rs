@@ -834,14 +834,7 @@ async fn an_older_logs_trust_answer_is_read_and_trusts_nothing() {
     std::fs::write(&path, text).unwrap();
     let mut again = Conn::spawn(env);
     again.initialize().await;
-    let cwd = again.env.project.clone();
-    let loaded = again
-        .call(
-            "session/load",
-            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
-        )
-        .await;
-    assert!(loaded.get("error").is_none(), "{loaded}");
+    again.load(&session).await;
     let card = again
         .thread(&session)
         .cards

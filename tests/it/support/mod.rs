@@ -637,6 +637,17 @@ impl Conn {
         frame["result"].clone()
     }
 
+    /// `session/load` of `session` in this connection's project, expecting
+    /// a result (the replay arrives before it and is in the thread model).
+    pub async fn load(&mut self, session: &str) -> Value {
+        let cwd = self.env.project.clone();
+        self.call(
+            "session/load",
+            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
+        )
+        .await
+    }
+
     pub async fn initialize(&mut self) -> Value {
         self.initialize_with(json!({})).await
     }

@@ -23,7 +23,8 @@ use serde_json::{Map, Value};
 pub use servers::{CallOutcome, McpPrompt, McpTool, Servers, State, Status};
 pub use spec::{Chosen, ServerSpec, Source, Transport, choose, from_editor};
 
-use super::{ToolContext, ToolEvent, ToolOutput, cap_for_model};
+use super::context::{ToolContext, ToolEvent};
+use super::output::{ToolOutput, cap_for_model};
 use crate::event_log::{McpTarget, ResultContent};
 
 /// Most base64 bytes of the images of one answer kept (all of them

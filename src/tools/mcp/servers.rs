@@ -232,7 +232,7 @@ impl Servers {
     }
 
     /// Remembers the entries a stronger source shadowed, for `/mcp`.
-    pub fn shadowed(&self, shadowed: Vec<(ServerSpec, super::Source)>) {
+    pub fn shadowed(&self, shadowed: Vec<(ServerSpec, super::spec::Source)>) {
         lock(&self.inner.shadowed).extend(
             shadowed
                 .into_iter()
@@ -382,11 +382,11 @@ impl Servers {
 
     /// Whether the annotations of a server from `source` are taken at
     /// their word.
-    fn trust(&self, source: &super::Source) -> super::annotations::Trust {
+    fn trust(&self, source: &super::spec::Source) -> super::annotations::Trust {
         use super::annotations::Trust;
         match source {
             _ if !self.inner.trust_annotations => Trust::Off,
-            super::Source::Project(path) => Trust::Project(path.clone()),
+            super::spec::Source::Project(path) => Trust::Project(path.clone()),
             _ => Trust::Taken,
         }
     }

@@ -27,8 +27,9 @@ use super::hook::{
     CommandHook, Dialect, DialectFuture, HookEvent, Stdout, Table, common_asides, read_stdout,
     specific, stderr_reason, string, tool_fields,
 };
+use super::loaded::Loaded;
 use super::runner::{Exit, HookRun};
-use super::{Loaded, SessionContext};
+use super::session_context::SessionContext;
 use crate::config::ClaudeLocations;
 use crate::event_log::ResultStatus;
 use crate::interception::events::{EventAnswer, SessionEvent};
@@ -89,7 +90,7 @@ pub fn load(locations: &ClaudeLocations, session: &Arc<SessionContext>, trusted:
     let mut loaded = Loaded::default();
     let mut settings: Vec<(Source, PathBuf, Map<String, Value>)> = Vec::new();
     for (source, path) in files(locations, &session.project_dir) {
-        let text = match super::read_settings(&path) {
+        let text = match super::settings_file::read_settings(&path) {
             Ok(Some(t)) => t,
             Ok(None) => continue,
             Err(e) => {

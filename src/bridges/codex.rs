@@ -30,15 +30,16 @@ use super::hook::{
     CommandHook, Dialect, DialectFuture, HookEvent, Stdout, Table, common_asides, read_stdout,
     specific, stderr_reason, string, tool_fields,
 };
+use super::loaded::Loaded;
 use super::runner::{Exit, HookRun};
-use super::{Loaded, SessionContext};
+use super::session_context::SessionContext;
 use crate::config::CodexLocations;
 use crate::interception::events::{EventAnswer, SessionEvent};
 use crate::interception::{Aside, HookFailure, PostToolDecision, PreToolDecision};
 
 /// Reads a TOML file as JSON values; `Ok(None)` when it does not exist.
 pub(crate) fn read_toml(path: &Path) -> Result<Option<Map<String, Value>>, String> {
-    let Some(text) = super::read_settings(path)? else {
+    let Some(text) = super::settings_file::read_settings(path)? else {
         return Ok(None);
     };
     let table: toml::Table = toml::from_str(&text).map_err(|e| format!("invalid TOML ({e})"))?;
@@ -51,7 +52,7 @@ pub(crate) fn read_toml(path: &Path) -> Result<Option<Map<String, Value>>, Strin
 
 /// Reads a `hooks.json`; `Ok(None)` when it does not exist.
 fn read_json(path: &Path) -> Result<Option<Map<String, Value>>, String> {
-    let Some(text) = super::read_settings(path)? else {
+    let Some(text) = super::settings_file::read_settings(path)? else {
         return Ok(None);
     };
     match serde_json::from_str::<Value>(&text) {

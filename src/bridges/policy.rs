@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::SessionContext;
+use super::session_context::SessionContext;
 use crate::config::Config;
 use crate::event_log::NoticeLevel;
 use crate::interception::Policy;

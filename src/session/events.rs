@@ -45,7 +45,7 @@ async fn run(
         fields: &fields,
     };
     tokio::select! {
-        outcome = on_event(&gate.policy, input) => Some(outcome),
+        outcome = on_event(&gate.policy.event_hooks, input) => Some(outcome),
         _ = cancel.cancelled() => None,
     }
 }

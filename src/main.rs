@@ -84,7 +84,7 @@ enum Command {
 fn main() -> ExitCode {
     // The sandbox launcher (`candor __sandbox …`) runs before anything
     // else: it must unshare namespaces while the process has one thread.
-    if let Some(code) = candor::sandbox::launch::main_if_sandbox() {
+    if let Some(code) = candor::sandbox::entry::main_if_sandbox() {
         return code;
     }
     let cli = Cli::parse();

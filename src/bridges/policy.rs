@@ -10,7 +10,7 @@ use super::session_context::SessionContext;
 use crate::config::Config;
 use crate::event_log::NoticeLevel;
 use crate::interception::Policy;
-use crate::interception::scripted::PolicyFile;
+use crate::interception::policy_file::PolicyFile;
 
 /// A session's policy as loaded: the policy file's, then the user's Claude
 /// Code and Codex hooks and rules (and the project's, when trusted).

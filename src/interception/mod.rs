@@ -28,8 +28,8 @@
 pub mod events;
 mod hooks;
 pub mod policy;
+pub mod policy_file;
 pub mod sandbox;
-pub mod scripted;
 pub mod subject;
 
 use std::path::{Path, PathBuf};

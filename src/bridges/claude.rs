@@ -32,8 +32,8 @@ use super::runner::{Exit, HookRun};
 use super::session_context::SessionContext;
 use crate::config::ClaudeLocations;
 use crate::event_log::ResultStatus;
-use crate::interception::events::{EventAnswer, SessionEvent};
 use crate::interception::policy::Mode;
+use crate::interception::session_hooks::{EventAnswer, SessionEvent};
 use crate::interception::{Aside, FinishedCall, HookFailure, PostToolDecision, PreToolDecision};
 
 /// Which settings file a hook or rule came from.

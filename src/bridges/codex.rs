@@ -34,7 +34,7 @@ use super::loaded::Loaded;
 use super::runner::{Exit, HookRun};
 use super::session_context::SessionContext;
 use crate::config::CodexLocations;
-use crate::interception::events::{EventAnswer, SessionEvent};
+use crate::interception::session_hooks::{EventAnswer, SessionEvent};
 use crate::interception::{Aside, HookFailure, PostToolDecision, PreToolDecision};
 
 /// Reads a TOML file as JSON values; `Ok(None)` when it does not exist.

@@ -16,9 +16,9 @@ use serde_json::{Map, Value, json};
 use super::runner::{self, HookCommand, HookRun};
 use super::session_context::SessionContext;
 use crate::interception::Subject;
-use crate::interception::events::EventAnswer;
-use crate::interception::events::{EventFuture, EventHook, EventInput, SessionEvent};
 use crate::interception::policy::{Mode, Rule};
+use crate::interception::session_hooks::EventAnswer;
+use crate::interception::session_hooks::{EventFuture, EventHook, EventInput, SessionEvent};
 use crate::interception::{
     Aside, FinishedCall, HookFailure, HookFuture, PostHookFuture, PostToolDecision, PostToolHook,
     PreToolDecision, PreToolHook, ProposedCall,

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use super::hook;
 use crate::event_log::NoticeLevel;
-use crate::interception::events::EventHook;
 use crate::interception::policy::{Anchors, Mode, Rule};
+use crate::interception::session_hooks::EventHook;
 use crate::interception::{Policy, PostToolHook, PreToolHook};
 
 /// What a bridge found in the settings it read.

@@ -25,11 +25,11 @@
 //! tools accept nothing else. Both types keep their fields private: no
 //! listener, hook or test can change what runs after it was settled.
 
-pub mod events;
 mod hooks;
 pub mod policy;
 pub mod policy_file;
 pub mod sandbox;
+pub mod session_hooks;
 pub mod subject;
 
 use std::path::{Path, PathBuf};
@@ -91,7 +91,7 @@ pub struct Policy {
     pub hooks: Vec<Arc<dyn PreToolHook>>,
     pub post_hooks: Vec<Arc<dyn PostToolHook>>,
     /// Hooks on prompts, stops, and the session's start and end.
-    pub event_hooks: Vec<Arc<dyn events::EventHook>>,
+    pub event_hooks: Vec<Arc<dyn session_hooks::EventHook>>,
     pub rules: Rules,
     pub mode: Mode,
     /// The session's sandbox, from the settings (`sandbox::settings`).

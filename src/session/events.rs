@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::commit::Committer;
 use super::context::Gate;
 use crate::event_log::{Event, LogError, NoticeLevel};
-use crate::interception::events::{EventInput, EventOutcome, SessionEvent, on_event};
+use crate::interception::session_hooks::{EventInput, EventOutcome, SessionEvent, on_event};
 
 /// How many times Stop hooks may send the model back to work in one
 /// prompt (a guard against two hooks, or a hook and a model, that never

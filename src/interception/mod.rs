@@ -25,12 +25,12 @@
 //! tools accept nothing else. Both types keep their fields private: no
 //! listener, hook or test can change what runs after it was settled.
 
-mod hooks;
 pub mod policy;
 pub mod policy_file;
 pub mod sandbox;
 pub mod session_hooks;
 pub mod subject;
+mod tool_hooks;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -40,12 +40,12 @@ use sha2::{Digest, Sha256};
 
 pub use crate::event_log::{HookNote, HookRecord, NoteKind, Verdict};
 use crate::tools::{Tool, ToolInput};
-pub use hooks::{
+use policy::{Disposition, HookVerdict, Mode, Rule, Rules};
+pub use subject::Subject;
+pub use tool_hooks::{
     Aside, Asides, FinishedCall, HookFailure, HookFuture, PostHookFuture, PostToolDecision,
     PostToolHook, PreToolDecision, PreToolHook, ProposedCall,
 };
-use policy::{Disposition, HookVerdict, Mode, Rule, Rules};
-pub use subject::Subject;
 
 /// Runs the post-execute hooks that apply, all at once (nothing they say
 /// changes what the others are shown); returns what they said, in

@@ -167,10 +167,10 @@ pub struct NoticeInfo {
 fn standing(
     config: &Config,
     context: &Arc<SessionContext>,
-    untrusted: bridges::policy::Built,
+    untrusted: bridges::session_policy::Built,
     session: Option<(&str, &str)>,
     trust_info: &mut TrustInfo,
-) -> Option<bridges::policy::Built> {
+) -> Option<bridges::session_policy::Built> {
     let cwd = &context.project_dir;
     let offer = trust::Offer::new(cwd, untrusted.wants.clone(), &untrusted.scripts);
     trust_info.wants = untrusted.wants.clone();
@@ -197,7 +197,7 @@ fn standing(
         }));
     }
     if trust_info.state == "trusted" {
-        bridges::policy::build(config, context, true).ok()
+        bridges::session_policy::build(config, context, true).ok()
     } else {
         Some(untrusted)
     }
@@ -229,7 +229,7 @@ pub fn report_in(config: &Config, cwd: &Path, session: Option<(&str, &str)>) -> 
         files: Vec::new(),
         how: None,
     };
-    let built = match bridges::policy::build(config, &context, false) {
+    let built = match bridges::session_policy::build(config, &context, false) {
         Err(e) => {
             broken = true;
             settings.push(FileStatus {
@@ -310,7 +310,7 @@ pub fn report_in(config: &Config, cwd: &Path, session: Option<(&str, &str)>) -> 
 fn loaded_beside(
     config: &Config,
     cwd: &Path,
-    built: Option<&bridges::policy::Built>,
+    built: Option<&bridges::session_policy::Built>,
 ) -> (Vec<McpServerInfo>, Vec<InstructionInfo>, Vec<String>) {
     let specs = built.map(|b| b.mcp.clone()).unwrap_or_default();
     let servers = crate::tools::mcp::choose(specs)

@@ -85,7 +85,7 @@ pub async fn system_prompt(
         cwd.to_owned(),
         config.user_home.clone(),
     ));
-    let denies = bridges::policy::build(config, &context, false)
+    let denies = bridges::session_policy::build(config, &context, false)
         .map(|b| interception::policy::ReadDenies::of(&b.policy.rules))
         .unwrap_or_default();
     let sources = session::environment::Sources::new(config, cwd, denies);

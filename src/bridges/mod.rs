@@ -22,9 +22,9 @@ pub mod hook;
 pub mod instructions;
 mod loaded;
 pub mod mcp;
-pub mod policy;
 pub mod runner;
 mod session_context;
+pub mod session_policy;
 mod settings_file;
 pub mod trust;
 

@@ -302,7 +302,7 @@ pub struct Offer {
 
 impl Offer {
     /// The offer of `project` for the `wants` its settings gave and the
-    /// `scripts` its hooks name (`policy::Built`).
+    /// `scripts` its hooks name (`session_policy::Built`).
     pub fn new(project: &Path, wants: Vec<String>, scripts: &[PathBuf]) -> Offer {
         let files = if wants.is_empty() {
             Vec::new()
@@ -583,7 +583,7 @@ pub fn offer_in(config: &Config, project: &Path) -> Result<Offer, String> {
         project.to_owned(),
         config.user_home.clone(),
     ));
-    let built = super::policy::build(config, &context, false)?;
+    let built = super::session_policy::build(config, &context, false)?;
     Ok(Offer::new(project, built.wants, &built.scripts))
 }
 

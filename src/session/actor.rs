@@ -216,7 +216,7 @@ fn policy(
     origin: &Origin,
 ) -> Result<
     (
-        crate::bridges::policy::Built,
+        crate::bridges::session_policy::Built,
         super::context::Trust,
         &'static str,
     ),

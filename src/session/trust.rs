@@ -24,7 +24,7 @@ use super::commit::Committer;
 use super::context::{Gate, Trust, Withheld};
 use super::events;
 use crate::bridges::SessionContext;
-use crate::bridges::policy::{Built, build};
+use crate::bridges::session_policy::{Built, build};
 use crate::bridges::trust::{self, Answer, Offer, Standing, Store};
 use crate::config::Config;
 use crate::event_log::{Event, LogError, NoticeLevel, Record};

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::bridges::hook::HookSummary;
-use crate::bridges::{self, SessionContext, trust};
+use crate::bridges::{self, SessionContext, project_trust};
 use crate::config::Config;
 use crate::event_log::NoticeLevel;
 use crate::providers::Provider;
@@ -172,19 +172,19 @@ fn standing(
     trust_info: &mut TrustInfo,
 ) -> Option<bridges::session_policy::Built> {
     let cwd = &context.project_dir;
-    let offer = trust::Offer::new(cwd, untrusted.wants.clone(), &untrusted.scripts);
+    let offer = project_trust::Offer::new(cwd, untrusted.wants.clone(), &untrusted.scripts);
     trust_info.wants = untrusted.wants.clone();
     trust_info.files = offer.render_files();
-    let store = trust::Store::new(&config.home);
+    let store = project_trust::Store::new(&config.home);
     let answer = || Some(format!("your answer ({})", store.path().display()));
-    let (state, by) = match trust::standing(config, &store, cwd, &offer) {
-        trust::Standing::Recorded { by } => ("trusted", Some(by)),
-        trust::Standing::Answered { trusted: true } => ("trusted", answer()),
+    let (state, by) = match project_trust::standing(config, &store, cwd, &offer) {
+        project_trust::Standing::Recorded { by } => ("trusted", Some(by)),
+        project_trust::Standing::Answered { trusted: true } => ("trusted", answer()),
         _ if session.is_some_and(|(digest, _)| digest == offer.digest) => {
             ("trusted", session.map(|(_, by)| by.to_owned()))
         }
-        trust::Standing::Answered { trusted: false } => ("refused", answer()),
-        trust::Standing::Unknown => ("untrusted", None),
+        project_trust::Standing::Answered { trusted: false } => ("refused", answer()),
+        project_trust::Standing::Unknown => ("untrusted", None),
     };
     trust_info.state = state.into();
     trust_info.by = by;

@@ -166,7 +166,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // Only a person at a terminal answers the question.
             let terminal: Option<&mut dyn std::io::BufRead> =
                 std::io::stdin().is_terminal().then_some(&mut lines);
-            let trusted = candor::bridges::trust::command(
+            let trusted = candor::bridges::project_trust::command(
                 &config,
                 &dir,
                 yes,

@@ -82,7 +82,7 @@ pub fn files(locations: &ClaudeLocations, cwd: &Path) -> Vec<(Source, PathBuf)> 
 /// Reads every settings file and builds the session's Claude Code hooks
 /// and rules (see the module docs for the order and the precedence).
 ///
-/// Unless `trusted` (`bridges::trust`), the project's files give only what
+/// Unless `trusted` (`bridges::project_trust`), the project's files give only what
 /// restricts (deny and ask rules, `plan` mode, turning off their own
 /// hooks); their hooks, allow rules and a mode that asks less are
 /// [`Loaded::wants`], listed whether applied or not.

@@ -8,7 +8,7 @@
 //! Sources, in this order: `$CODEX_HOME/hooks.json`, the `[hooks]` tables
 //! of `$CODEX_HOME/config.toml` (`$CODEX_HOME` defaults to `~/.codex`), then
 //! the project's `.codex/hooks.json` and `.codex/config.toml`, which load
-//! only when the project is trusted (`bridges::trust`: by Codex's own
+//! only when the project is trusted (`bridges::project_trust`: by Codex's own
 //! `[projects."<path>"] trust_level = "trusted"`, for the project or a
 //! directory above it, by Claude Code, or by the user's answer to candor).
 //! `[features] hooks = false` (or the older `codex_hooks = false`) turns

@@ -22,11 +22,11 @@ pub mod hook;
 pub mod instructions;
 mod loaded;
 pub mod mcp;
+pub mod project_trust;
 pub mod runner;
 mod session_context;
 pub mod session_policy;
 mod settings_file;
-pub mod trust;
 
 pub use hook::Matcher;
 pub use loaded::Loaded;

@@ -1,6 +1,6 @@
 //! A session's policy as it is loaded: the policy file's hooks and rules,
 //! then the user's Claude Code and Codex hooks and rules, and the project's
-//! own when it is trusted (`super::trust`). A session starts with it
+//! own when it is trusted (`super::project_trust`). A session starts with it
 //! (`session::trust`), and `candor doctor` reports on it.
 
 use std::path::Path;
@@ -22,7 +22,7 @@ pub struct Built {
     /// when the build trusted the project).
     pub wants: Vec<String>,
     /// The paths the project's hooks name (trust binds to the project's
-    /// files among them: `super::trust::Offer`).
+    /// files among them: `super::project_trust::Offer`).
     pub scripts: Vec<std::path::PathBuf>,
     /// The hooks loaded, described.
     pub hooks: Vec<super::hook::HookSummary>,

@@ -57,7 +57,7 @@ pub(crate) enum Trust {
     Trusted {
         by: String,
         project: PathBuf,
-        offer: crate::bridges::trust::Offer,
+        offer: crate::bridges::project_trust::Offer,
         remembered: bool,
     },
     /// They wait for the user's `/trust`.
@@ -70,7 +70,7 @@ pub(crate) struct Withheld {
     /// What the project's hooks are told of the session (for the rebuild).
     pub(crate) context: Arc<crate::bridges::SessionContext>,
     /// What trusting gives, as last shown or read.
-    pub(crate) offer: crate::bridges::trust::Offer,
+    pub(crate) offer: crate::bridges::project_trust::Offer,
     /// The notices loading gave when the session opened (not repeated when
     /// the policy is rebuilt).
     pub(crate) said: std::collections::HashSet<String>,

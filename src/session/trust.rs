@@ -1,5 +1,5 @@
 //! A project's own settings that only trust gives (hooks, allow rules, a
-//! mode that asks less; `bridges::trust` says when the user's own records
+//! mode that asks less; `bridges::project_trust` says when the user's own records
 //! trust a project) wait for the user, who trusts them by typing:
 //!
 //! ```text
@@ -13,7 +13,7 @@
 //! Nothing an editor answers on its own grants trust: no auto-approver
 //! types `/trust`, and `candor trust DIR` asks on a terminal. A grant binds
 //! to the digest of what it gives (the wants and the project files the
-//! hooks run, `bridges::trust::Offer`); a loaded or resumed session trusts
+//! hooks run, `bridges::project_trust::Offer`); a loaded or resumed session trusts
 //! again what its last `trust/granted` bound to, while the files hold it.
 
 use std::collections::{BTreeMap, HashSet};
@@ -24,8 +24,8 @@ use super::commit::Committer;
 use super::context::{Gate, Trust, Withheld};
 use super::events;
 use crate::bridges::SessionContext;
+use crate::bridges::project_trust::{self, Answer, Offer, Standing, Store};
 use crate::bridges::session_policy::{Built, build};
-use crate::bridges::trust::{self, Answer, Offer, Standing, Store};
 use crate::config::Config;
 use crate::event_log::{Event, LogError, NoticeLevel, Record};
 
@@ -72,7 +72,7 @@ pub(crate) fn start(
     }
     let offer = Offer::new(project, built.wants.clone(), &built.scripts);
     let store = Store::new(&config.home);
-    let standing = trust::standing(config, &store, project, &offer);
+    let standing = project_trust::standing(config, &store, project, &offer);
     let by = match &standing {
         Standing::Recorded { by } => Some((by.clone(), true)),
         Standing::Answered { trusted: true } => {
@@ -262,7 +262,7 @@ fn remember(
     let answer = Answer {
         trusted: true,
         digest: offer.digest.clone(),
-        at: trust::now(),
+        at: project_trust::now(),
         by: Some("/trust always".into()),
         files: offer.file_digests(),
     };

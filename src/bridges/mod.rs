@@ -21,7 +21,7 @@ pub mod commands;
 pub mod hook;
 pub mod instructions;
 mod loaded;
-pub mod mcp;
+pub mod mcp_config;
 pub mod project_trust;
 pub mod runner;
 mod session_context;

@@ -83,7 +83,7 @@ pub fn build(
     let (_, widening) = crate::sandbox::Sandbox::resolve(&layers, false);
     wants.extend(widening);
     policy.sandbox = crate::sandbox::Sandbox::resolve(&layers, trusted).0;
-    let mcp = crate::bridges::mcp::configured(
+    let mcp = crate::bridges::mcp_config::configured(
         config.claude.as_ref(),
         config.codex.as_ref(),
         cwd,

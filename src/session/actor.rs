@@ -243,7 +243,7 @@ fn offer_commands(
     offered: &mut Vec<crate::event_log::OfferedCommand>,
 ) {
     let mut commands = super::commands::offered();
-    commands.extend(super::mcp::offered(gate));
+    commands.extend(super::prompt_mcp::offered(gate));
     commands.extend(super::user_commands::offered(&gate.user_commands));
     if commands == *offered {
         return;

@@ -240,7 +240,7 @@ async fn attach_one(
             uri: uri.to_owned(),
             server: None,
             path: Some(path),
-            text: super::mcp::capped(text),
+            text: super::prompt_mcp::capped(text),
             image: None,
         })?,
         Ok(None) => notice(c, not_attached(format!("{shown} does not exist")))?,

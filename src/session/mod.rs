@@ -24,7 +24,7 @@ pub(crate) mod context;
 pub(crate) mod environment;
 pub(crate) mod events;
 pub(crate) mod handle;
-pub(crate) mod mcp;
+pub(crate) mod prompt_mcp;
 pub(crate) mod queue;
 pub(crate) mod restore;
 pub(crate) mod sandbox;

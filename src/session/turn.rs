@@ -94,7 +94,7 @@ async fn steps(
 ) -> Result<TurnStop, TurnError> {
     let Prompt { content, via } = prompt;
     let prompt_text = crate::history::flatten_prompt(&content);
-    let links = super::mcp::resource_links(&content);
+    let links = super::prompt_mcp::resource_links(&content);
     super::attach::commit_prompt(c, gate, &control.cwd, content, via)?;
     if let Some(command) = super::commands::parse(&prompt_text) {
         return command_turn(c, provider, gate, control, command, &prompt_text).await;
@@ -124,7 +124,7 @@ async fn steps(
         if !deliver_steering(c, gate, control).await? {
             return Ok(TurnStop::Cancelled);
         }
-        super::mcp::report(c, gate)?;
+        super::prompt_mcp::report(c, gate)?;
         gate.mcp.refresh(&control.cancel).await;
         let Some(turn) = respond(c, provider, gate, control, &mut warned).await? else {
             return Ok(TurnStop::Cancelled);
@@ -266,7 +266,7 @@ async fn prepare(
     if let Some(stop) = super::user_commands::expand(c, gate, typed)? {
         return Ok(Some(stop));
     }
-    if let Some(stop) = super::mcp::prepare(c, gate, typed, links, control).await? {
+    if let Some(stop) = super::prompt_mcp::prepare(c, gate, typed, links, control).await? {
         return Ok(Some(stop));
     }
     super::attach::attach_files(c, gate, control).await

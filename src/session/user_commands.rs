@@ -70,7 +70,7 @@ pub(crate) fn expand(
                 server: None,
                 source: Some(command.source),
                 path: Some(command.path.clone()),
-                text: super::mcp::capped(expansion.text),
+                text: super::prompt_mcp::capped(expansion.text),
                 ignored: expansion.ignored,
             })?;
             Ok(None)

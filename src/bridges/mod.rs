@@ -17,7 +17,7 @@
 
 pub mod claude;
 pub mod codex;
-pub mod commands;
+pub mod command_files;
 pub mod hook;
 pub mod instructions;
 mod loaded;

@@ -242,7 +242,7 @@ fn offer_commands(
     gate: &Gate,
     offered: &mut Vec<crate::event_log::OfferedCommand>,
 ) {
-    let mut commands = super::commands::offered();
+    let mut commands = super::builtin_commands::offered();
     commands.extend(super::prompt_mcp::offered(gate));
     commands.extend(super::user_commands::offered(&gate.user_commands));
     if commands == *offered {

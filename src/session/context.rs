@@ -40,7 +40,7 @@ pub(crate) struct Gate {
     /// The session's MCP servers.
     pub(crate) mcp: crate::tools::mcp::Servers,
     /// The user's command files, as last read (`session::user_commands`).
-    pub(crate) user_commands: Vec<crate::bridges::commands::UserCommand>,
+    pub(crate) user_commands: Vec<crate::bridges::command_files::UserCommand>,
     /// Whether the project's own settings apply (`session::trust`).
     pub(crate) trust: Trust,
     /// The session's sandbox runtime (launcher, `TMPDIR`, lifeline).

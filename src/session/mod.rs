@@ -16,8 +16,8 @@
 pub(crate) mod actor;
 pub(crate) mod ask;
 pub(crate) mod attach;
+pub(crate) mod builtin_commands;
 pub(crate) mod call;
-pub(crate) mod commands;
 pub(crate) mod commit;
 pub(crate) mod compact;
 pub(crate) mod context;

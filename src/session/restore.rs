@@ -98,7 +98,7 @@ pub(crate) fn list(dir: &Path, cwd: Option<&Path>) -> Vec<Listed> {
                     prompted = true;
                     let text = crate::history::flatten_prompt(&content);
                     // candor's own commands do not name a conversation.
-                    if super::commands::parse(&text).is_some() {
+                    if super::builtin_commands::parse(&text).is_some() {
                         continue;
                     }
                     let first = text

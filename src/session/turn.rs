@@ -96,7 +96,7 @@ async fn steps(
     let prompt_text = crate::history::flatten_prompt(&content);
     let links = super::prompt_mcp::resource_links(&content);
     super::attach::commit_prompt(c, gate, &control.cwd, content, via)?;
-    if let Some(command) = super::commands::parse(&prompt_text) {
+    if let Some(command) = super::builtin_commands::parse(&prompt_text) {
         return command_turn(c, provider, gate, control, command, &prompt_text).await;
     }
     // Once, in the first turn that is not a command: what of the
@@ -301,7 +301,7 @@ async fn command_turn(
     } else if command == "sandbox" {
         super::sandbox::command(c, gate, &control.cwd, prompt_text).await?
     } else {
-        super::commands::run(command, gate, provider, c, &control.cwd)
+        super::builtin_commands::run(command, gate, provider, c, &control.cwd)
     };
     c.commit(Event::CommandRan {
         command: command.to_owned(),

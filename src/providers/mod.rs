@@ -21,7 +21,7 @@
 //!
 //! This file assembles them ([`Provider`] dispatches to each); what they
 //! share is in leaf files they import: `stream` (the deltas and
-//! [`ProviderError`]), `settings` ([`ProviderSettings`]), [`http`].
+//! [`ProviderError`]), `provider_settings` ([`ProviderSettings`]), [`http`].
 
 pub mod anthropic;
 pub mod effort;
@@ -29,8 +29,8 @@ pub mod http;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod prices;
+mod provider_settings;
 pub mod scripted;
-mod settings;
 mod stream;
 
 use std::path::Path;
@@ -43,7 +43,7 @@ use crate::conversation::{
 };
 
 pub use http::RetryPolicy;
-pub use settings::ProviderSettings;
+pub use provider_settings::ProviderSettings;
 pub use stream::{ProviderError, StreamDelta};
 
 /// The configured model of a session.

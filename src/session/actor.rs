@@ -12,9 +12,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::commit::Committer;
-use super::context::Gate;
-use super::context::{TurnControl, TurnError};
 use super::handle::{Command, SessionHandle, Started};
+use super::kit::SessionKit;
+use super::kit::{TurnControl, TurnError};
 use super::queue::Queue;
 use super::settings;
 use super::turn;
@@ -119,7 +119,7 @@ pub(crate) fn start(
         effort_source: provider.effort_source(),
     };
     let (changes, settings) = settings::Inbox::new();
-    let gate = Gate {
+    let kit = SessionKit {
         session_id: id.clone(),
         policy,
         grants,
@@ -135,7 +135,7 @@ pub(crate) fn start(
         trust,
         confiner: crate::tools::confined::Confiner::new(config.launcher.clone()),
     };
-    gate.confiner.probe_soon(&gate.policy.sandbox);
+    kit.confiner.probe_soon(&kit.policy.sandbox);
     let handle = SessionHandle::new(
         id.clone(),
         log_path,
@@ -159,7 +159,7 @@ pub(crate) fn start(
         Actor {
             committer,
             provider,
-            gate,
+            kit,
             cwd,
             hard_stop,
             queue: handle.queue().clone(),
@@ -217,7 +217,7 @@ fn policy(
 ) -> Result<
     (
         crate::bridges::session_policy::Built,
-        super::context::Trust,
+        super::kit::Trust,
         &'static str,
     ),
     StartError,
@@ -239,12 +239,12 @@ fn policy(
 /// last.
 fn offer_commands(
     committer: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     offered: &mut Vec<crate::event_log::OfferedCommand>,
 ) {
     let mut commands = super::builtin_commands::offered();
-    commands.extend(super::prompt_mcp::offered(gate));
-    commands.extend(super::user_commands::offered(&gate.user_commands));
+    commands.extend(super::prompt_mcp::offered(kit));
+    commands.extend(super::user_commands::offered(&kit.user_commands));
     if commands == *offered {
         return;
     }
@@ -425,7 +425,7 @@ const OPEN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 struct Actor {
     committer: Committer,
     provider: Provider,
-    gate: Gate,
+    kit: SessionKit,
     cwd: PathBuf,
     hard_stop: CancellationToken,
     queue: Queue,
@@ -436,7 +436,7 @@ async fn run(actor: Actor, mut commands: mpsc::Receiver<Command>, mut opening: O
     let Actor {
         mut committer,
         mut provider,
-        mut gate,
+        mut kit,
         cwd,
         hard_stop,
         queue,
@@ -451,14 +451,14 @@ async fn run(actor: Actor, mut commands: mpsc::Receiver<Command>, mut opening: O
     // candor's commands, the MCP servers' prompts and the user's command
     // files, offered again whenever a server's prompts change while the
     // session is idle, or the files changed when a prompt comes.
-    let mut mcp_changes = gate.mcp.changes();
+    let mut mcp_changes = kit.mcp.changes();
     let mut offered = Vec::new();
     let mut file_problems = Vec::new();
-    super::user_commands::refresh(&mut committer, &mut gate, &cwd, &mut file_problems);
-    offer_commands(&mut committer, &gate, &mut offered);
+    super::user_commands::refresh(&mut committer, &mut kit, &cwd, &mut file_problems);
+    offer_commands(&mut committer, &kit, &mut offered);
     begin(
         &mut committer,
-        &gate,
+        &kit,
         provider.model(),
         &cwd,
         &mut opening,
@@ -483,9 +483,9 @@ async fn run(actor: Actor, mut commands: mpsc::Receiver<Command>, mut opening: O
                 record_title(&mut committer, made);
                 continue;
             }
-            true = gate.settings.arrived() => {
+            true = kit.settings.arrived() => {
                 // Applied at once, while no turn runs.
-                if let Err(e) = gate.settings.apply(&mut committer, &mut gate.policy.mode, Some(&mut provider)) {
+                if let Err(e) = kit.settings.apply(&mut committer, &mut kit.policy.mode, Some(&mut provider)) {
                     tracing::error!(error = %e, "could not record a settings change");
                 }
                 continue;
@@ -495,7 +495,7 @@ async fn run(actor: Actor, mut commands: mpsc::Receiver<Command>, mut opening: O
                 None => break,
             },
             Ok(()) = mcp_changes.changed() => {
-                offer_commands(&mut committer, &gate, &mut offered);
+                offer_commands(&mut committer, &kit, &mut offered);
                 continue;
             }
         };
@@ -504,7 +504,7 @@ async fn run(actor: Actor, mut commands: mpsc::Receiver<Command>, mut opening: O
                 let mut turns = Turns {
                     committer: &mut committer,
                     provider: &mut provider,
-                    gate: &mut gate,
+                    kit: &mut kit,
                     cwd: &cwd,
                     hard_stop: &hard_stop,
                     queue: &queue,
@@ -523,10 +523,10 @@ async fn run(actor: Actor, mut commands: mpsc::Receiver<Command>, mut opening: O
     if let Err(e) = queue.next(&mut committer) {
         tracing::error!(error = %e, "could not record what was left in the queue");
     }
-    events::session_end(&mut committer, &gate, &cwd, "other").await;
+    events::session_end(&mut committer, &kit, &cwd, "other").await;
     // The session is over: nothing it started may outlive it.
-    gate.shells.kill_all();
-    gate.mcp.stop();
+    kit.shells.kill_all();
+    kit.mcp.stop();
 }
 
 /// Records the title made (`session/titled`).
@@ -547,17 +547,15 @@ fn record_title(
 /// Starts making the session's title (`session::title`): with a provider
 /// of its own for the session's model, when the model may be asked.
 fn start_title(
-    gate: &Gate,
+    kit: &SessionKit,
     provider: &Provider,
     cwd: &std::path::Path,
     prompt: String,
     hard_stop: &CancellationToken,
 ) -> tokio::task::JoinHandle<(String, crate::event_log::TitleSource)> {
-    let asked = (gate.config.model_titles()
-        && provider.is_model()
-        && provider.name() != "scripted")
+    let asked = (kit.config.model_titles() && provider.is_model() && provider.name() != "scripted")
         .then(|| {
-            let mut own = Provider::for_session(&gate.config, cwd);
+            let mut own = Provider::for_session(&kit.config, cwd);
             if let Some(model) = provider.model() {
                 own.set_model(model);
             }
@@ -570,7 +568,7 @@ fn start_title(
 struct Turns<'a> {
     committer: &'a mut Committer,
     provider: &'a mut Provider,
-    gate: &'a mut Gate,
+    kit: &'a mut SessionKit,
     cwd: &'a PathBuf,
     hard_stop: &'a CancellationToken,
     queue: &'a Queue,
@@ -596,8 +594,8 @@ impl Turns<'_> {
                     return;
                 }
             };
-            super::user_commands::refresh(self.committer, self.gate, self.cwd, file_problems);
-            offer_commands(self.committer, self.gate, offered);
+            super::user_commands::refresh(self.committer, self.kit, self.cwd, file_problems);
+            offer_commands(self.committer, self.kit, offered);
             self.opening.context.set_turn(TurnInfo {
                 turn_id: uuid::Uuid::new_v4().to_string(),
                 model: self.provider.model().map(str::to_owned),
@@ -613,7 +611,7 @@ impl Turns<'_> {
                 via: next.via,
             };
             let answer =
-                match turn::run(self.committer, self.provider, self.gate, prompt, &control).await {
+                match turn::run(self.committer, self.provider, self.kit, prompt, &control).await {
                     Ok(stop) => Ok(stop_reason(stop)),
                     Err(TurnError::Provider(e)) if e.auth_variable().is_some() => {
                         tracing::warn!(error = %e, "the model needs a key");
@@ -631,7 +629,7 @@ impl Turns<'_> {
                 && let Some(prompt) = super::title::wanted(self.committer.records())
             {
                 *self.titling = Some(start_title(
-                    self.gate,
+                    self.kit,
                     self.provider,
                     self.cwd,
                     prompt,
@@ -647,7 +645,7 @@ impl Turns<'_> {
 /// (`session/environment`), and what its SessionStart hooks said.
 async fn begin(
     committer: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     model: Option<&str>,
     cwd: &std::path::Path,
     opening: &mut Opening,
@@ -665,7 +663,7 @@ async fn begin(
     // session's run again, with `source: resume`).
     let _ = std::fs::remove_file(&opening.context.env_file);
     if let Err(e) =
-        events::session_start(committer, gate, cwd, opening.source, model, hard_stop).await
+        events::session_start(committer, kit, cwd, opening.source, model, hard_stop).await
     {
         tracing::error!(error = %e, "could not record what the SessionStart hooks said");
     }

@@ -25,7 +25,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::commit::Committer;
-use super::context::{Gate, KILL_GRACE, TurnControl, TurnError};
+use super::kit::{KILL_GRACE, SessionKit, TurnControl, TurnError};
 use crate::client::Failed;
 use crate::event_log::{
     Decision, Event, FileDiff, LogError, NoticeLevel, Outcome, PermissionChoice, PermissionOutcome,
@@ -57,17 +57,17 @@ pub(crate) enum Next {
 /// Settles, presents, (asks,) runs and finishes one tool call.
 pub(crate) async fn run_call(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     id: &str,
     name: &str,
     input: &Value,
     control: &TurnControl,
 ) -> Result<Next, TurnError> {
     // A mode the client chose while this turn ran decides this call.
-    gate.settings.apply(c, &mut gate.policy.mode, None)?;
+    kit.settings.apply(c, &mut kit.policy.mode, None)?;
     let mut settled = tokio::select! {
         s = interception::settle(
-            id, name, input, &gate.policy, &gate.grants, &control.cwd, gate.mcp.tool(name),
+            id, name, input, &kit.policy, &kit.grants, &control.cwd, kit.mcp.tool(name),
         ) => s,
         _ = control.cancel.cancelled() => {
             finish(c, id, ResultStatus::Cancelled, "cancelled by the user before it ran")?;
@@ -76,8 +76,8 @@ pub(crate) async fn run_call(
     };
     // A command's boundary is settled with its arguments.
     if settled.tool() == Some(crate::tools::Tool::Bash) {
-        let mut sandbox = super::sandbox::effective(&gate.policy.sandbox, c.records());
-        for rule in &gate.policy.rules.deny {
+        let mut sandbox = super::sandbox::effective(&kit.policy.sandbox, c.records());
+        for rule in &kit.policy.rules.deny {
             let (paths, not_held) = rule.read_denied_paths();
             sandbox.deny_reads(paths, not_held);
         }
@@ -86,14 +86,14 @@ pub(crate) async fn run_call(
         let probe = if sandbox.preset == crate::sandbox::Preset::FullAccess {
             crate::sandbox::probe::cached().unwrap_or(&NOT_ASKED)
         } else {
-            gate.confiner.probe().await
+            kit.confiner.probe().await
         };
         let place = interception::sandbox::Place {
             cwd: &control.cwd,
-            tmpdir: gate.confiner.tmpdir(),
-            home: gate.config.user_home.as_deref(),
+            tmpdir: kit.confiner.tmpdir(),
+            home: kit.config.user_home.as_deref(),
             probe,
-            launcher: gate.confiner.launcher().is_some(),
+            launcher: kit.confiner.launcher().is_some(),
         };
         interception::sandbox::confine(&mut settled, &sandbox, place);
     }
@@ -110,7 +110,7 @@ pub(crate) async fn run_call(
         }
     }
     say_asides(c, settled.asides().to_vec(), &mut notes, &mut next)?;
-    let outcome = settle_and_run(c, gate, &mut settled, control, notes).await?;
+    let outcome = settle_and_run(c, kit, &mut settled, control, notes).await?;
     Ok(match outcome {
         Next::Stop { .. } => outcome,
         Next::Continue => next,
@@ -152,7 +152,7 @@ fn say_asides(
 /// The rest of [`run_call`]: preview, record, ask, run, finish.
 async fn settle_and_run(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     settled: &mut Settled,
     control: &TurnControl,
     notes: Vec<HookNote>,
@@ -178,10 +178,10 @@ async fn settle_and_run(
     let read = !matches!(settled.disposition(), Disposition::Ask { .. })
         || settled
             .input()
-            .is_none_or(|input| !kept_from_reading(input, gate, control));
+            .is_none_or(|input| !kept_from_reading(input, kit, control));
     if !matches!(settled.disposition(), Disposition::Deny { .. })
         && let Some(input) = settled.input()
-        && let Some(result) = input.preview(&gate.files, &control.cancel, read).await
+        && let Some(result) = input.preview(&kit.files, &control.cancel, read).await
     {
         match result {
             Ok(diff) => preview = Some(bounded(diff)),
@@ -202,14 +202,14 @@ async fn settle_and_run(
         Disposition::Run { .. } => {
             c.commit_durable(record).await?;
             match settled.approve() {
-                Some(call) => execute(c, &call, gate, control, notes).await,
+                Some(call) => execute(c, &call, kit, control, notes).await,
                 None => failed(c, "candor could not approve this call", notes),
             }
         }
         Disposition::Ask { .. } => {
             c.commit_durable(record).await?;
-            match ask(c, gate, settled, control, preview).await? {
-                Answer::Allowed(call) => execute(c, &call, gate, control, notes).await,
+            match ask(c, kit, settled, control, preview).await? {
+                Answer::Allowed(call) => execute(c, &call, kit, control, notes).await,
                 Answer::Refused(text) => failed(c, &text, notes),
                 Answer::Cancelled => cancelled(c, notes),
             }
@@ -219,12 +219,12 @@ async fn settle_and_run(
 
 /// Whether the file a call would change is one candor does not read
 /// before the user answers: outside the project, or denied to Read.
-fn kept_from_reading(input: &ToolInput, gate: &Gate, control: &TurnControl) -> bool {
+fn kept_from_reading(input: &ToolInput, kit: &SessionKit, control: &TurnControl) -> bool {
     let Some(path) = input.target() else {
         return false;
     };
     !path.starts_with(&control.cwd)
-        || crate::interception::policy::ReadDenies::of(&gate.policy.rules).denies(path)
+        || crate::interception::policy::ReadDenies::of(&kit.policy.rules).denies(path)
 }
 
 /// How many times candor asks about one call whose file keeps changing
@@ -325,30 +325,30 @@ enum Answer {
 /// changed before the answer, candor previews again and asks again.
 async fn ask(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     s: &Settled,
     control: &TurnControl,
     mut shown: Option<FileDiff>,
 ) -> Result<Answer, TurnError> {
     let mut again = None;
     for _ in 0..MAX_ASKS {
-        let (answer, granted) = ask_once(c, gate, s, control, &shown, again.take()).await?;
+        let (answer, granted) = ask_once(c, kit, s, control, &shown, again.take()).await?;
         let Answer::Allowed(call) = answer else {
             return Ok(answer);
         };
         // An "always" holds only once the yes stands (the file unchanged).
-        let grant = |gate: &mut Gate| gate.grants.extend(granted.clone());
+        let grant = |kit: &mut SessionKit| kit.grants.extend(granted.clone());
         let Some(base) = shown.as_ref().and_then(|d| d.base.clone()) else {
-            grant(gate);
+            grant(kit);
             return Ok(Answer::Allowed(call));
         };
         let now = match s.input() {
-            Some(input) => input.preview(&gate.files, &control.cancel, true).await,
+            Some(input) => input.preview(&kit.files, &control.cancel, true).await,
             None => None,
         };
         match now {
             Some(Ok(diff)) if diff.base.as_deref() == Some(base.as_str()) => {
-                grant(gate);
+                grant(kit);
                 return Ok(Answer::Allowed(Box::new(call.bound_to_file(Some(base)))));
             }
             Some(Ok(diff)) => {
@@ -363,7 +363,7 @@ async fn ask(
                 )));
             }
             None => {
-                grant(gate);
+                grant(kit);
                 return Ok(Answer::Allowed(call));
             }
         }
@@ -378,7 +378,7 @@ async fn ask(
 /// "always" would add.
 async fn ask_once(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     s: &Settled,
     control: &TurnControl,
     shown: &Option<FileDiff>,
@@ -426,7 +426,7 @@ async fn ask_once(
     // The user may take a while: what arrives meanwhile is recorded.
     let asked = control
         .queue
-        .recording(c, ask_client(gate, card, &choices, &control.cancel))
+        .recording(c, ask_client(kit, card, &choices, &control.cancel))
         .await?;
     let (outcome, reason) = match asked {
         Asked::Cancelled => (PermissionOutcome::Cancelled, None),
@@ -480,7 +480,7 @@ pub(crate) enum Asked {
 /// Sends `session/request_permission` for `card` with `choices`; the
 /// answer is one of them, or why not.
 pub(crate) async fn ask_client(
-    gate: &Gate,
+    kit: &SessionKit,
     card: agent_client_protocol_schema::v1::ToolCallUpdate,
     choices: &[PermissionChoice],
     cancel: &tokio_util::sync::CancellationToken,
@@ -498,8 +498,8 @@ pub(crate) async fn ask_client(
         })
         .collect();
     let request =
-        RequestPermissionRequest::new(SessionId::new(gate.session_id.clone()), card, options);
-    match gate.client.request_permission(request, cancel).await {
+        RequestPermissionRequest::new(SessionId::new(kit.session_id.clone()), card, options);
+    match kit.client.request_permission(request, cancel).await {
         Err(Failed::Cancelled) => Asked::Cancelled,
         Err(error) => Asked::Failed(format!("the client could not ask the user ({error})")),
         Ok(response) => match response.outcome {
@@ -574,7 +574,7 @@ fn record_event(c: &mut Committer, id: &str, e: ToolEvent) -> Result<(), LogErro
 async fn execute(
     c: &mut Committer,
     call: &ApprovedCall,
-    gate: &Gate,
+    kit: &SessionKit,
     control: &TurnControl,
     mut hook_notes: Vec<HookNote>,
 ) -> Result<Next, TurnError> {
@@ -589,21 +589,21 @@ async fn execute(
         hard_stop: control.hard_stop.clone(),
         kill_grace: KILL_GRACE,
         events: tx,
-        files: gate.files.clone(),
-        terminal: gate.terminal.clone(),
-        shells: gate.shells.clone(),
+        files: kit.files.clone(),
+        terminal: kit.terminal.clone(),
+        shells: kit.shells.clone(),
         read_denies: {
-            let denies = crate::interception::policy::ReadDenies::of(&gate.policy.rules);
+            let denies = crate::interception::policy::ReadDenies::of(&kit.policy.rules);
             crate::tools::ReadFilter::new(move |path| denies.denies(path))
         },
         spill: Some(crate::tools::output::spill_path(c.log_path(), &id)),
-        env_file: gate.env_file.clone(),
+        env_file: kit.env_file.clone(),
         file_base: call.file_base().map(str::to_owned),
-        mcp: Some(gate.mcp.clone()),
+        mcp: Some(kit.mcp.clone()),
         tool_call_id: id.clone(),
-        client: Some(gate.client.clone()),
+        client: Some(kit.client.clone()),
         boundary: call.boundary().cloned(),
-        confiner: Some(gate.confiner.clone()),
+        confiner: Some(kit.confiner.clone()),
     };
     let running = call.input().run(cx);
     tokio::pin!(running);
@@ -619,7 +619,7 @@ async fn execute(
     while let Ok(e) = rx.try_recv() {
         record_event(c, &id, e)?;
     }
-    let policy = &gate.policy;
+    let policy = &kit.policy;
     let asides = Asides::default();
     let finished = FinishedCall {
         id: &id,

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::commit::Committer;
-use super::context::Gate;
+use super::kit::SessionKit;
 use crate::event_log::{Event, LogError, NoticeLevel};
 use crate::interception::session_hooks::{EventInput, EventOutcome, SessionEvent, on_event};
 
@@ -27,25 +27,25 @@ pub(crate) const SESSION_END_BUDGET: Duration = Duration::from_millis(1500);
 
 /// Runs the hooks of `event`, unless cancelled first (`None`).
 async fn run(
-    gate: &Gate,
+    kit: &SessionKit,
     event: SessionEvent,
     cwd: &Path,
     subject: Option<&str>,
     fields: Map<String, Value>,
     cancel: &CancellationToken,
 ) -> Option<EventOutcome> {
-    if gate.policy.event_hooks.is_empty() {
+    if kit.policy.event_hooks.is_empty() {
         return Some(EventOutcome::default());
     }
     let input = EventInput {
         event,
         cwd,
-        mode: gate.policy.mode,
+        mode: kit.policy.mode,
         subject,
         fields: &fields,
     };
     tokio::select! {
-        outcome = on_event(&gate.policy.event_hooks, input) => Some(outcome),
+        outcome = on_event(&kit.policy.event_hooks, input) => Some(outcome),
         _ = cancel.cancelled() => None,
     }
 }
@@ -78,7 +78,7 @@ fn record(c: &mut Committer, event: SessionEvent, outcome: &EventOutcome) -> Res
 /// SessionStart (`source`: `startup`, or `resume` for a loaded session).
 pub(crate) async fn session_start(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     cwd: &Path,
     source: &str,
     model: Option<&str>,
@@ -90,7 +90,7 @@ pub(crate) async fn session_start(
         fields.insert("model".into(), json!(model));
     }
     if let Some(outcome) = run(
-        gate,
+        kit,
         SessionEvent::SessionStart,
         cwd,
         Some(source),
@@ -108,7 +108,7 @@ pub(crate) async fn session_start(
 /// hook refused the prompt (recorded as `prompt/blocked`).
 pub(crate) async fn prompt_submitted(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     cwd: &Path,
     prompt: &str,
     cancel: &CancellationToken,
@@ -116,7 +116,7 @@ pub(crate) async fn prompt_submitted(
     let mut fields = Map::new();
     fields.insert("prompt".into(), json!(prompt));
     let Some(outcome) = run(
-        gate,
+        kit,
         SessionEvent::UserPromptSubmit,
         cwd,
         None,
@@ -139,7 +139,7 @@ pub(crate) async fn prompt_submitted(
 /// sends it back to work (recorded as `hook/context` for `Stop`).
 pub(crate) async fn stop_requested(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     cwd: &Path,
     active: bool,
     last_message: &str,
@@ -148,7 +148,7 @@ pub(crate) async fn stop_requested(
     let mut fields = Map::new();
     fields.insert("stop_hook_active".into(), json!(active));
     fields.insert("last_assistant_message".into(), json!(last_message));
-    let Some(outcome) = run(gate, SessionEvent::Stop, cwd, None, fields, cancel).await else {
+    let Some(outcome) = run(kit, SessionEvent::Stop, cwd, None, fields, cancel).await else {
         return Ok(None);
     };
     record(c, SessionEvent::Stop, &outcome)?;
@@ -166,14 +166,14 @@ pub(crate) async fn stop_requested(
 
 /// SessionEnd, as the session closes; its hooks get
 /// [`SESSION_END_BUDGET`] together, then they are stopped.
-pub(crate) async fn session_end(c: &mut Committer, gate: &Gate, cwd: &Path, reason: &str) {
+pub(crate) async fn session_end(c: &mut Committer, kit: &SessionKit, cwd: &Path, reason: &str) {
     let mut fields = Map::new();
     fields.insert("reason".into(), json!(reason));
     let never = CancellationToken::new();
     let ran = tokio::time::timeout(
         SESSION_END_BUDGET,
         run(
-            gate,
+            kit,
             SessionEvent::SessionEnd,
             cwd,
             Some(reason),

@@ -8,7 +8,7 @@
 //! ([`effective`]), so a loaded session keeps the user's choice.
 
 use super::commit::Committer;
-use super::context::{Gate, TurnError};
+use super::kit::{SessionKit, TurnError};
 use crate::event_log::{ConfigId, Event, Record};
 use crate::sandbox::settings::NetworkMode;
 use crate::sandbox::{Preset, Sandbox};
@@ -55,7 +55,7 @@ fn word(p: Preset) -> &'static str {
 /// Runs `/sandbox …` (`text` is the whole prompt); its answer.
 pub(crate) async fn command(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     cwd: &std::path::Path,
     text: &str,
 ) -> Result<String, TurnError> {
@@ -77,12 +77,12 @@ pub(crate) async fn command(
             value: value.to_owned(),
         })?;
     }
-    let sandbox = effective(&gate.policy.sandbox, c.records());
-    let probe = gate.confiner.probe().await;
+    let sandbox = effective(&kit.policy.sandbox, c.records());
+    let probe = kit.confiner.probe().await;
     let boundary = sandbox.boundary(
         cwd,
-        gate.confiner.tmpdir(),
-        gate.config.user_home.as_deref(),
+        kit.confiner.tmpdir(),
+        kit.config.user_home.as_deref(),
         probe,
     );
     let mut out = format!(

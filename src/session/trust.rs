@@ -21,8 +21,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::commit::Committer;
-use super::context::{Gate, Trust, Withheld};
 use super::events;
+use super::kit::{SessionKit, Trust, Withheld};
 use crate::bridges::SessionContext;
 use crate::bridges::project_trust::{self, Answer, Offer, Standing, Store};
 use crate::bridges::session_policy::{Built, build};
@@ -143,8 +143,8 @@ fn changed(
 
 /// Tells the user, once, inside the turn, what waits for their trust and
 /// how to give it.
-pub(crate) fn tell(c: &mut Committer, gate: &mut Gate) -> Result<(), LogError> {
-    let Trust::Withheld(w) = &mut gate.trust else {
+pub(crate) fn tell(c: &mut Committer, kit: &mut SessionKit) -> Result<(), LogError> {
+    let Trust::Withheld(w) = &mut kit.trust else {
         return Ok(());
     };
     if w.told {
@@ -203,12 +203,12 @@ pub(crate) fn withheld(trust: &Trust) -> Option<String> {
 /// they are now, applies them and says what they are.
 pub(crate) async fn grant(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     always: bool,
     model: Option<&str>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<String, LogError> {
-    match std::mem::replace(&mut gate.trust, Trust::NotNeeded) {
+    match std::mem::replace(&mut kit.trust, Trust::NotNeeded) {
         Trust::NotNeeded => Ok(
             "Nothing to trust: this project's settings want nothing that only trust gives (hooks, allow rules, a starting mode that asks less).".into(),
         ),
@@ -223,12 +223,12 @@ pub(crate) async fn grant(
             if always && !remembered {
                 c.commit_durable(granted_event(&project, &offer, true))
                     .await?;
-                now_remembered = remember(c, &gate.config, &project, &offer)?;
+                now_remembered = remember(c, &kit.config, &project, &offer)?;
                 if now_remembered {
                     answer = "Remembered: sessions in this project apply its settings from their start, until they change.".into();
                 }
             }
-            gate.trust = Trust::Trusted {
+            kit.trust = Trust::Trusted {
                 by,
                 project,
                 offer,
@@ -236,7 +236,7 @@ pub(crate) async fn grant(
             };
             Ok(answer)
         }
-        Trust::Withheld(w) => trust_withheld(c, gate, w, always, model, cancel).await,
+        Trust::Withheld(w) => trust_withheld(c, kit, w, always, model, cancel).await,
     }
 }
 
@@ -286,23 +286,23 @@ fn remember(
 /// nothing is, and the answer says what they are now).
 async fn trust_withheld(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     mut w: Box<Withheld>,
     always: bool,
     model: Option<&str>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<String, LogError> {
-    let config = gate.config.clone();
+    let config = kit.config.clone();
     let project = w.context.project_dir.clone();
-    let refuse = |gate: &mut Gate, w: Box<Withheld>, text: String| {
-        gate.trust = Trust::Withheld(w);
+    let refuse = |kit: &mut SessionKit, w: Box<Withheld>, text: String| {
+        kit.trust = Trust::Withheld(w);
         Ok(crate::text::visible(&text))
     };
     let now = match build(&config, &w.context, false) {
         Ok(b) => b,
         Err(e) => {
             return refuse(
-                gate,
+                kit,
                 w,
                 format!("Nothing was trusted: the policy no longer loads ({e})."),
             );
@@ -319,26 +319,26 @@ async fn trust_withheld(
             "Nothing was trusted: the project's settings changed since candor showed them. {}",
             question(&w)
         );
-        return refuse(gate, w, text);
+        return refuse(kit, w, text);
     }
     w.offer = offer;
     let (list, cut) = w.offer.render(true);
     if w.offer.blocked().is_some() || cut.is_some() {
         let text = format!("Nothing was trusted. {}", question(&w));
-        return refuse(gate, w, text);
+        return refuse(kit, w, text);
     }
     let trusted = match build(&config, &w.context, true) {
         Ok(b) if Offer::new(&project, b.wants.clone(), &b.scripts).digest == w.offer.digest => b,
         Ok(_) => {
             return refuse(
-                gate,
+                kit,
                 w,
                 "Nothing was trusted: the project's settings changed while candor read them; type /trust again to trust them as they are now.".into(),
             );
         }
         Err(e) => {
             return refuse(
-                gate,
+                kit,
                 w,
                 format!(
                     "Nothing was trusted: the policy no longer loads with the project's settings ({e})."
@@ -349,7 +349,7 @@ async fn trust_withheld(
     c.commit_durable(granted_event(&project, &w.offer, always))
         .await?;
     let remembered = always && remember(c, &config, &project, &w.offer)?;
-    apply(c, gate, trusted, &w, model, cancel).await?;
+    apply(c, kit, trusted, &w, model, cancel).await?;
     let scope = if remembered {
         "and remembered until they change (sessions in this project apply them from their start)"
     } else {
@@ -357,7 +357,7 @@ async fn trust_withheld(
     };
     let text =
         format!("Trusted {scope}: the project's settings apply from now on. They want:\n{list}");
-    gate.trust = Trust::Trusted {
+    kit.trust = Trust::Trusted {
         by: if remembered {
             "your /trust always".into()
         } else {
@@ -376,7 +376,7 @@ async fn trust_withheld(
 /// the session opened).
 async fn apply(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     built: Built,
     w: &Withheld,
     model: Option<&str>,
@@ -389,9 +389,9 @@ async fn apply(
     }
     // The project's MCP servers start now (those of the editor, of the
     // same names, stay).
-    gate.mcp.start(built.mcp, &w.context.project_dir);
+    kit.mcp.start(built.mcp, &w.context.project_dir);
     let mut policy = built.policy;
-    if policy.mode != gate.policy.mode {
+    if policy.mode != kit.policy.mode {
         c.commit(Event::Notice {
             level: NoticeLevel::Info,
             text: format!(
@@ -399,24 +399,24 @@ async fn apply(
                 policy.mode.id()
             ),
         })?;
-        policy.mode = gate.policy.mode;
+        policy.mode = kit.policy.mode;
     }
-    let before: HashSet<String> = gate
+    let before: HashSet<String> = kit
         .policy
         .event_hooks
         .iter()
         .map(|h| h.id().to_owned())
         .collect();
-    gate.policy = policy;
+    kit.policy = policy;
     // Only the hooks trust added run now; then the whole list is back.
-    let all = std::mem::take(&mut gate.policy.event_hooks);
-    gate.policy.event_hooks = all
+    let all = std::mem::take(&mut kit.policy.event_hooks);
+    kit.policy.event_hooks = all
         .iter()
         .filter(|h| !before.contains(h.id()))
         .cloned()
         .collect();
-    let ran = events::session_start(c, gate, &w.context.project_dir, w.source, model, cancel).await;
-    gate.policy.event_hooks = all;
+    let ran = events::session_start(c, kit, &w.context.project_dir, w.source, model, cancel).await;
+    kit.policy.event_hooks = all;
     ran
 }
 

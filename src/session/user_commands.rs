@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use super::commit::Committer;
-use super::context::{Gate, TurnError};
+use super::kit::{SessionKit, TurnError};
 use crate::bridges::command_files::{self, UserCommand};
 use crate::event_log::{Event, NoticeLevel, OfferedCommand, TurnStop};
 
@@ -19,11 +19,11 @@ fn reserved() -> Vec<String> {
         .collect()
 }
 
-/// Reads the command files afresh into the gate, and tells the user of
+/// Reads the command files afresh into the kit, and tells the user of
 /// problems not told at the last reading (`told`: those, replaced by this
 /// reading's).
-pub(crate) fn refresh(c: &mut Committer, gate: &mut Gate, cwd: &Path, told: &mut Vec<String>) {
-    let scan = command_files::scan(&command_files::roots(&gate.config, cwd), &reserved());
+pub(crate) fn refresh(c: &mut Committer, kit: &mut SessionKit, cwd: &Path, told: &mut Vec<String>) {
+    let scan = command_files::scan(&command_files::roots(&kit.config, cwd), &reserved());
     for problem in &scan.problems {
         if told.contains(problem) {
             continue;
@@ -36,7 +36,7 @@ pub(crate) fn refresh(c: &mut Committer, gate: &mut Gate, cwd: &Path, told: &mut
         }
     }
     *told = scan.problems;
-    gate.user_commands = scan.commands;
+    kit.user_commands = scan.commands;
 }
 
 /// The command files, as offered (`available_commands_update`).
@@ -57,10 +57,10 @@ pub(crate) fn offered(commands: &[UserCommand]) -> Vec<OfferedCommand> {
 /// (`command/ran`) and the turn ends without the model (`Some`).
 pub(crate) fn expand(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     typed: &str,
 ) -> Result<Option<TurnStop>, TurnError> {
-    let Some((command, args)) = command_files::invoked(typed, &gate.user_commands) else {
+    let Some((command, args)) = command_files::invoked(typed, &kit.user_commands) else {
         return Ok(None);
     };
     match command_files::expand(command, args) {

@@ -1,8 +1,10 @@
-//! The session's context: what a turn and its calls work with ([`Gate`]:
-//! policy, grants, the editor, files, shells, settings), how a turn is
-//! controlled ([`TurnControl`]) and how it fails ([`TurnError`]). Its own
-//! module, so that `turn`, `call`, `events`, `commands` and `trust` all
-//! depend on it and on none of each other in a circle.
+//! The session's kit: what a turn, its calls and candor's commands work
+//! with ([`SessionKit`]: the policy and grants calls are judged by, the
+//! editor, files, shells, MCP servers, settings, trust, the sandbox
+//! runtime), how a turn is controlled ([`TurnControl`]) and how it fails
+//! ([`TurnError`]). Its own module, so that `turn`, `call`, `events`,
+//! `builtin_commands` and `trust` all depend on it and on none of each
+//! other in a circle.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,10 +18,13 @@ use crate::interception::policy::Rule;
 use crate::providers::ProviderError;
 use crate::tools::{ClientLink, FileAccess, Shells};
 
-/// What the session's calls go through: its policy, what the user has
-/// allowed for the rest of the session, and the way to ask the user.
+/// The session's equipment, which its turns, calls and commands work
+/// with: its policy, what the user has allowed for the rest of the
+/// session, the way to ask the user, where files and commands go, its MCP
+/// servers, settings and trust. (It was `Gate`; it gates nothing itself:
+/// `interception` judges the calls.)
 #[derive(Debug)]
-pub(crate) struct Gate {
+pub(crate) struct SessionKit {
     pub(crate) session_id: String,
     pub(crate) policy: Policy,
     pub(crate) grants: Vec<Rule>,

@@ -21,8 +21,7 @@ use crate::tools::{ClientLink, FileAccess, Shells};
 /// The session's equipment, which its turns, calls and commands work
 /// with: its policy, what the user has allowed for the rest of the
 /// session, the way to ask the user, where files and commands go, its MCP
-/// servers, settings and trust. (It was `Gate`; it gates nothing itself:
-/// `interception` judges the calls.)
+/// servers, settings and trust (`interception` judges the calls).
 #[derive(Debug)]
 pub(crate) struct SessionKit {
     pub(crate) session_id: String,

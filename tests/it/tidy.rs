@@ -637,3 +637,175 @@ fn no_function_in_src_is_longer_than_120_lines() {
         long.join("\n")
     );
 }
+
+/// The lints the invariants rest on are on: nothing prints to stdout or
+/// stderr but the writer and `tracing`, no `unwrap`/`expect`/`panic!`
+/// outside tests, and only `tools::exec` constructs a `Command`.
+#[test]
+fn the_lints_the_invariants_rest_on_are_on() {
+    let cargo = read("Cargo.toml");
+    for lint in [
+        "print_stdout = \"deny\"",
+        "print_stderr = \"deny\"",
+        "unwrap_used = \"deny\"",
+        "expect_used = \"deny\"",
+        "panic = \"deny\"",
+    ] {
+        assert!(
+            cargo.contains(lint),
+            "Cargo.toml's [lints.clippy] lacks {lint}"
+        );
+    }
+    let clippy = read("clippy.toml");
+    for method in [
+        "path = \"std::process::Command::new\"",
+        "path = \"tokio::process::Command::new\"",
+    ] {
+        assert!(
+            clippy.contains(method),
+            "clippy.toml's disallowed-methods lacks {method}"
+        );
+    }
+    // The one sanctioned constructor allows itself; nothing else does.
+    let mut allowed = Vec::new();
+    for path in rust_files(&root().join("src")) {
+        let relative = path
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if code_outside_tests(&path).contains("allow(clippy::disallowed_methods)") {
+            allowed.push(relative);
+        }
+    }
+    let sanctioned = [
+        "src/tools/exec.rs",
+        // The sandbox's stages start the next stage and the command: they
+        // run in a process `tools::exec` started (ARCHITECTURE.md, `sandbox`).
+        "src/sandbox/launch.rs",
+        "src/sandbox/probe.rs",
+        "src/sandbox/init.rs",
+    ];
+    for file in &allowed {
+        assert!(
+            sanctioned.contains(&file.as_str()),
+            "{file} allows clippy::disallowed_methods: only tools::exec starts processes"
+        );
+    }
+}
+
+/// The projections (the presenter, the model's history, compaction's
+/// bookkeeping) do no I/O: they are pure functions of the records and the
+/// bytes loaded beforehand (no files, sockets, processes, nothing awaited).
+#[test]
+fn the_projections_do_no_io() {
+    for file in ["src/presentation.rs", "src/history.rs", "src/compaction.rs"] {
+        let code = code_outside_tests(&root().join(file));
+        for io in [
+            "std::fs",
+            "tokio::fs",
+            "File::",
+            "std::net",
+            "tokio::net",
+            "crate::tools::exec",
+            "async fn",
+        ] {
+            assert!(!code.contains(io), "{file} does I/O: {io}");
+        }
+        let awaits = code.match_indices(".await").any(|(i, _)| {
+            !code[i + 6..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+        });
+        assert!(!awaits, "{file} awaits");
+    }
+}
+
+/// A tool runs what `interception` approved and knows nothing of how it
+/// was judged: no file of `tools/` imports `interception`.
+#[test]
+fn tools_do_not_import_interception() {
+    for path in rust_files(&root().join("src/tools")) {
+        let code = code_outside_tests(&path);
+        assert!(
+            !code.contains("crate::interception"),
+            "{} imports interception",
+            path.display()
+        );
+    }
+}
+
+/// `config` reads candor's settings from the environment; the other reads
+/// of it are the few ARCHITECTURE.md names (in `config`'s section), each
+/// for what is not a setting.
+#[test]
+fn only_named_modules_read_the_environment() {
+    let named = [
+        "src/config.rs",
+        "src/bridges/mcp_config.rs",
+        "src/tools/exec.rs",
+        "src/sandbox/init.rs",
+        "src/demo.rs",
+        "src/main.rs",
+    ];
+    let architecture = read("ARCHITECTURE.md");
+    let mut found = Vec::new();
+    for path in rust_files(&root().join("src")) {
+        let relative = path
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let code = code_outside_tests(&path);
+        let reads = ["env::var(", "env::var_os(", "env::vars(", "env::vars_os("]
+            .iter()
+            .any(|r| code.contains(r));
+        if reads && !named.contains(&relative.as_str()) {
+            found.push(relative);
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "reading the environment outside the named places (route it through config, or name it in ARCHITECTURE.md and here):\n{}",
+        found.join("\n")
+    );
+    for module in [
+        "`bridges::mcp_config`",
+        "`tools::exec`",
+        "`sandbox::init`",
+        "`demo`",
+        "`main`",
+    ] {
+        assert!(
+            architecture.contains(module),
+            "ARCHITECTURE.md does not name {module}"
+        );
+    }
+}
+
+/// No file in `src/` is over 1,000 lines unless ARCHITECTURE.md's "Files
+/// over 1,000 lines" names it with why.
+#[test]
+fn every_file_over_1000_lines_is_explained() {
+    let architecture = read("ARCHITECTURE.md");
+    let section = architecture
+        .split("## Files over 1,000 lines")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap_or_else(|| panic!("ARCHITECTURE.md has no \"Files over 1,000 lines\" section"));
+    let mut unexplained = Vec::new();
+    for path in rust_files(&root().join("src")) {
+        let relative = path
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+        if lines > 1000 && !section.contains(&format!("`{relative}`")) {
+            unexplained.push(format!("{relative}: {lines} lines"));
+        }
+    }
+    assert!(
+        unexplained.is_empty(),
+        "files over 1,000 lines that ARCHITECTURE.md does not explain (split by job, or say why):\n{}",
+        unexplained.join("\n")
+    );
+}

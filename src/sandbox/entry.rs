@@ -1,7 +1,7 @@
 //! `candor __sandbox …`: which stage of the sandbox this process is, told
 //! by its arguments before anything else runs (`main`'s first call): the
-//! launcher ([`launch`](super::launch)), the init inside the new
-//! namespaces ([`init`](super::init)), or the probe ([`probe`](super::probe)).
+//! launcher ([`launch`]), the init inside the new namespaces ([`init`]),
+//! or the probe ([`probe`]).
 
 use std::ffi::{OsStr, OsString};
 use std::process::ExitCode;

@@ -142,7 +142,7 @@ fn the_lock_file_is_committed() {
 /// through them with the schema crate's types, whose tables name the
 /// methods (`rpc` withdraws a request with the schema's
 /// `ProtocolLevelNotification`, named by its `method()`). Protocol-level
-/// names (`"$/…"`) count too. (Tests inside a file do not count; neither
+/// names (`"$/…"`) and extensions (`"_session/…"`) count too. (Tests inside a file do not count; neither
 /// do the event log's own record types.)
 #[test]
 fn acp_method_names_appear_only_at_the_edges() {
@@ -170,6 +170,7 @@ fn acp_method_names_appear_only_at_the_edges() {
                 "\"terminal/",
                 "\"session/",
                 "\"elicitation/",
+                "\"_session/",
                 "\"$/",
             ] {
                 if line.contains(prefix) && !log_types.iter().any(|t| line.contains(t)) {

@@ -337,7 +337,11 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
             | Event::PermissionRequested { .. }
             | Event::ToolTerminal { .. }
             | Event::ToolOutput { .. }
-            | Event::ToolContent { .. } => {}
+            | Event::ToolContent { .. }
+            | Event::SubagentStarted { .. }
+            | Event::SubagentActivity { .. }
+            | Event::SubagentEnded { .. }
+            | Event::SubagentAssigned(_) => {}
         }
     }
     entries.extend(cost_entry(records));

@@ -433,6 +433,12 @@ impl History<'_> {
             | Event::PromptUnqueued { .. }
             | Event::SteeringReceived { .. }
             | Event::SteeringDropped { .. }
+            // A subagent's work reaches the model as its `Agent` call's
+            // result; what it was given, as its system prompt.
+            | Event::SubagentStarted { .. }
+            | Event::SubagentActivity { .. }
+            | Event::SubagentEnded { .. }
+            | Event::SubagentAssigned(_)
             | Event::TurnEnded { .. } => {}
         }
     }

@@ -476,6 +476,10 @@ impl Presenter {
             }
             Event::ToolOutput { .. } => self.tool_output(record),
             Event::ToolResult { .. } => self.tool_result(record),
+            Event::SubagentStarted { .. }
+            | Event::SubagentActivity { .. }
+            | Event::SubagentEnded { .. }
+            | Event::SubagentAssigned(_) => Vec::new(),
         }
     }
 
@@ -1136,6 +1140,7 @@ pub fn describe_decider(by: &str) -> String {
         Some(("rule", r)) => format!("rule {r}"),
         Some(("grant", r)) => format!("session grant {r}"),
         Some(("mode", m)) => format!("{m} mode"),
+        Some(("subagent", t)) => format!("the {t} subagent's definition"),
         _ => by.to_owned(),
     }
 }

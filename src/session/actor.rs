@@ -349,6 +349,7 @@ impl Beginning<'_> {
             provider: self.provider.name().to_owned(),
             model: self.provider.model().map(str::to_owned),
             context_window: self.provider.context_window(),
+            parent: None,
         })?;
         Ok(Vec::new())
     }

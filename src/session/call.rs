@@ -631,6 +631,7 @@ async fn execute(
         cwd: &control.cwd,
         mode: policy.mode,
         asides: &asides,
+        agent: policy.agent.as_deref(),
     };
     // A cancel does not wait for post-execute hooks.
     tokio::select! {

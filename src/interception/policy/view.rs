@@ -25,8 +25,9 @@ pub(super) enum View<'a> {
         targets: Vec<PathBuf>,
         all: Vec<PathBuf>,
     },
-    /// A tool without a command or path.
-    Other,
+    /// A tool without a command or path (for an `Agent` call, the
+    /// subagent type it starts, which `Agent(type)` rules name).
+    Other(Option<&'a str>),
 }
 
 /// What the rules look at in the typed input: the Bash line and its
@@ -54,7 +55,7 @@ pub(super) fn view<'a>(call: &Subject<'a>, root: &Path) -> View<'a> {
             );
             View::Paths { targets, all }
         }
-        _ => View::Other,
+        _ => View::Other(call.input.delegation().map(|a| a.subagent_type.as_str())),
     }
 }
 
@@ -68,7 +69,7 @@ pub(super) fn any_match<'r>(rules: &'r [Rule], tool: &str, view: &View<'_>) -> O
                     bash_hit(r, lines.get_or_init(|| DenyLines::of(script)))
                 }
                 View::Paths { all, .. } => all.iter().any(|p| r.matches_path(p)),
-                View::Other => false,
+                View::Other(kind) => r.matches_agent(*kind),
             }
     })
 }
@@ -90,7 +91,7 @@ impl Rule {
                 bash_hit(self, lines.get_or_init(|| DenyLines::of(script)))
             }
             View::Paths { all, .. } => all.iter().any(|p| self.matches_path(p)),
-            View::Other => false,
+            View::Other(kind) => self.matches_agent(kind),
         }
     }
 }

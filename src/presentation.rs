@@ -16,6 +16,8 @@
 //! * nothing is sent for an id after it is terminal, or for an id that
 //!   never got a card.
 
+mod subagent;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -127,6 +129,14 @@ pub struct Presenter {
     plans: HashMap<String, Vec<PlanEntry>>,
     /// The client advertised `session.notices`.
     notices: bool,
+    /// The client takes subagent sessions (`clientCapabilities.subagents`).
+    subagents: bool,
+    /// The subagents of open `Agent` cards: their calls, as the cards
+    /// show them.
+    children: HashMap<String, subagent::Lines>,
+    /// Prompts are shown live too (a subagent's task: the client did not
+    /// send it).
+    echo_prompts: bool,
     /// The client advertised `session.compaction`: a compaction is a
     /// `compaction_update`, not a notice.
     compaction: bool,
@@ -323,6 +333,9 @@ impl Presenter {
             ended: std::collections::HashSet::new(),
             plans: HashMap::new(),
             notices: false,
+            subagents: false,
+            children: HashMap::new(),
+            echo_prompts: false,
             compaction: false,
             context_window: None,
             cost: crate::providers::prices::Total::default(),
@@ -352,6 +365,20 @@ impl Presenter {
     /// inside turns ([`marked_notice`]).
     pub fn with_notices(mut self, notices: bool) -> Self {
         self.notices = notices;
+        self
+    }
+
+    /// Whether the client takes subagent sessions: a child is announced
+    /// and referenced on its card; else its calls are lines on the card.
+    pub fn with_subagents(mut self, subagents: bool) -> Self {
+        self.subagents = subagents;
+        self
+    }
+
+    /// A subagent's session: its task (a `user/message` the client did not
+    /// send) is shown live as in a replay.
+    pub fn echoing_prompts(mut self) -> Self {
+        self.echo_prompts = true;
         self
     }
 
@@ -415,8 +442,11 @@ impl Presenter {
             Event::HookContext {
                 event, hook, text, ..
             } => {
-                let text = if *event == SessionEvent::Stop {
-                    format!("The Stop hook {hook} did not let the turn end: {text}")
+                let text = if matches!(event, SessionEvent::Stop | SessionEvent::SubagentStop) {
+                    format!(
+                        "The {} hook {hook} did not let the turn end: {text}",
+                        event.name()
+                    )
                 } else {
                     format!(
                         "The {} hook {hook} added context for the model: {}",
@@ -478,8 +508,9 @@ impl Presenter {
             Event::ToolResult { .. } => self.tool_result(record),
             Event::SubagentStarted { .. }
             | Event::SubagentActivity { .. }
-            | Event::SubagentEnded { .. }
-            | Event::SubagentAssigned(_) => Vec::new(),
+            | Event::SubagentEnded { .. } => self.subagent(&record.event),
+            // What a subagent was given: its log's, for the audit.
+            Event::SubagentAssigned(_) => Vec::new(),
         }
     }
 
@@ -494,6 +525,7 @@ impl Presenter {
         self.in_turn = true;
         self.message_tail = Tail::Paragraph;
         let echo = self.mode == Mode::Replay
+            || self.echo_prompts
             || matches!(via, Some(crate::event_log::Via::Steering { .. }));
         let mut updates: Vec<SessionUpdate> = if echo {
             content.iter().map(replayed_block).collect()
@@ -1103,6 +1135,7 @@ impl Presenter {
             // A card that ended changes no more: only its id is kept (a long
             // session's memory grows with its open cards, not its history).
             self.cards.remove(id);
+            self.children.remove(id);
             self.ended.insert(id.to_owned());
         }
         vec![update(id, fields)]

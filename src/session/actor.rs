@@ -87,6 +87,7 @@ pub(crate) fn start(
     let (built, trust, source) = policy(config, &context, &origin)?;
     let mut policy = built.policy;
     let mut start_notices = built.notices;
+    let built_agents = built.agents;
     let (log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
     let mcp = start_mcp(mcp_servers, built.mcp, &cwd, config, &mut start_notices);
     let mut log = log;
@@ -134,6 +135,13 @@ pub(crate) fn start(
         user_commands: Vec::new(),
         trust,
         confiner: crate::tools::confined::Confiner::new(config.launcher.clone()),
+        agents: Arc::new(built_agents),
+        family: super::context::Family::root(
+            config.subagents_parallel(),
+            config.subagents_live(),
+            client.subagents.is_some(),
+            client.session.as_ref().is_some_and(|s| s.notices.is_some()),
+        ),
     };
     gate.confiner.probe_soon(&gate.policy.sandbox);
     let handle = SessionHandle::new(
@@ -183,6 +191,7 @@ fn presenter(client: &ClientCapabilities, cwd: &std::path::Path, stored: bool) -
     Presenter::new(cwd.to_owned(), mode)
         .with_notices(session.is_some_and(|s| s.notices.is_some()))
         .with_compaction(session.is_some_and(|s| s.compaction.is_some()))
+        .with_subagents(client.subagents.is_some())
 }
 
 /// The way to the editor, as far as the client offered it.

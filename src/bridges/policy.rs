@@ -100,6 +100,13 @@ pub fn build(
             .map(|p| (NoticeLevel::Warning, format!("MCP settings {p}"))),
     );
     let agents = super::agent_definitions::load(config, cwd, trusted);
+    notices.extend(
+        agents
+            .catalog
+            .problems
+            .iter()
+            .map(|p| (NoticeLevel::Warning, p.clone())),
+    );
     wants.extend(agents.wants);
     scripts.extend(agents.scripts);
     Ok(Built {

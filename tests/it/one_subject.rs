@@ -126,6 +126,11 @@ fn arguments(rng: &mut fastrand::Rng, tool: Tool) -> Value {
             ],
             "multiSelect": rng.bool(),
         }] }),
+        Tool::Agent => json!({
+            "description": "a generated task",
+            "prompt": line(rng),
+            "subagent_type": if rng.bool() { "Explore" } else { "Plan" },
+        }),
     };
     match rng.u8(..12) {
         0 => {

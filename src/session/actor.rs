@@ -101,6 +101,8 @@ pub(crate) fn start(
         policy: &mut policy,
         cwd: &cwd,
         notices: &mut start_notices,
+        subagents: client.subagents.is_some(),
+        notices_taken: client.session.as_ref().is_some_and(|s| s.notices.is_some()),
     };
     let grants = match stored {
         None => beginning.start(&id)?,
@@ -152,6 +154,7 @@ pub(crate) fn start(
         shells,
         view.clone(),
         changes,
+        gate.family.running.clone(),
     );
     tracing::info!(session = %id, provider = provider.name(), log = %handle.log_path().display(), "session started");
     let (opened, opened_rx) = oneshot::channel();
@@ -345,6 +348,10 @@ struct Beginning<'a> {
     policy: &'a mut crate::interception::Policy,
     cwd: &'a std::path::Path,
     notices: &'a mut Vec<(NoticeLevel, String)>,
+    /// The client takes subagent sessions (their logs are replayed too).
+    subagents: bool,
+    /// The client takes `notice` updates.
+    notices_taken: bool,
 }
 
 impl Beginning<'_> {
@@ -395,7 +402,23 @@ impl Beginning<'_> {
         );
         let grants = restore::grants(&restored.grants);
         self.provider.resume(self.committer.records());
-        self.committer.replay(replay);
+        // What a crash left open in its subagents' logs is closed first, so
+        // their replay shows it closed.
+        let dir = self
+            .committer
+            .log_path()
+            .parent()
+            .map(std::path::Path::to_owned);
+        if let Some(dir) = &dir {
+            let outbox = self.committer.outbox().clone();
+            restore::recover_subagents(self.committer.records(), dir, &outbox);
+        }
+        let (native, notices) = (self.subagents, self.notices_taken);
+        self.committer.replay_with(replay, |record, outbox| {
+            if native && let Some(dir) = &dir {
+                restore::replay_subagent(record, outbox, dir, notices);
+            }
+        });
         match restore::recover(self.committer) {
             Ok(0) => {}
             Ok(n) => {

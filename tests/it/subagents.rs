@@ -125,3 +125,187 @@ async fn an_explore_subagent_answers_and_its_answer_is_the_calls_result() {
         "Explore is read-only: {tools:?}"
     );
 }
+
+/// What a session showed, less its title (a loaded session's title comes
+/// with `session/list`, after the replay).
+fn untitled(updates: Vec<Value>) -> Vec<Value> {
+    updates
+        .into_iter()
+        .filter(|u| {
+            u["sessionUpdate"] != "session_info_update"
+                && u["sessionUpdate"] != "user_message_chunk"
+        })
+        .collect()
+}
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/claude/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// The user's own Claude Code settings (no trust needed).
+fn user_settings(env: &TestEnv, settings: Value) {
+    let path = env.dir.path().join(".claude/settings.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, settings.to_string()).unwrap();
+}
+
+/// A parent that starts one general-purpose child, which runs `echo hi`
+/// and answers; the user's PreToolUse hooks record their input and
+/// rewrite the command to end with ` WORD`.
+fn rewritten_child() -> TestEnv {
+    let env = TestEnv::scripted(with_children(
+        vec![
+            respond(json!([agent(
+                "a1",
+                "general-purpose",
+                "say hi",
+                "Run echo hi and report."
+            )])),
+            respond(json!([text("It said hi.")])),
+        ],
+        vec![child(
+            "general-purpose",
+            None,
+            vec![
+                respond(json!([tool("b1", "Bash", json!({"command": "echo hi"}))])),
+                respond(json!([text("The command printed hi WORD.")])),
+            ],
+        )],
+    ));
+    let seen = env.dir.path().join("seen.jsonl");
+    let record = format!("{} record {}", fixture("events.py"), seen.display());
+    let append = format!("{} append WORD", fixture("events.py"));
+    user_settings(
+        &env,
+        json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": record},
+            {"type": "command", "command": append}
+        ]}]}}),
+    );
+    env
+}
+
+#[tokio::test]
+async fn a_childs_call_rewritten_by_the_users_hook_agrees_on_its_card_its_log_the_result_and_the_replay()
+ {
+    let env = rewritten_child();
+    let mut conn = Conn::in_process(env);
+    conn.initialize_with(json!({"subagents": {}})).await;
+    let session = conn.new_session().await;
+    let answer = conn.prompt(&session, "say hi through a subagent").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let kids = conn.subagents(&session);
+    assert_eq!(kids.len(), 1, "the child was announced");
+    let kid = kids[0].clone();
+    // The child's card, in its own session, shows what ran.
+    let card = conn.thread(&kid).card("b1").clone();
+    assert_eq!(card.status, "completed");
+    assert_eq!(card.raw_input["command"], "echo hi WORD");
+    assert!(card.text().contains("hi WORD"), "{}", card.text());
+    // Its permission prompt was asked in its own session, on its own card.
+    assert_eq!(
+        conn.permission_requests.len(),
+        1,
+        "{:?}",
+        conn.permission_requests
+    );
+    let asked = &conn.permission_requests[0];
+    assert_eq!(asked["sessionId"], kid);
+    assert_eq!(asked["toolCall"]["toolCallId"], "b1");
+    assert_eq!(asked["toolCall"]["rawInput"]["command"], "echo hi WORD");
+    // The parent's card references the child's session.
+    let parent_card = conn.thread(&session).card("a1").clone();
+    assert!(
+        parent_card
+            .content
+            .iter()
+            .any(|c| c["type"] == "session" && c["sessionId"] == kid.as_str()),
+        "{:?}",
+        parent_card.content
+    );
+    // The child's log, the parent's result.
+    let child_log = conn.env.log(&kid);
+    let call = child_log.iter().find(|r| r["type"] == "tool/call").unwrap();
+    assert_eq!(call["arguments"]["command"], "echo hi WORD");
+    assert_eq!(call["originalArguments"]["command"], "echo hi");
+    let log = conn.env.log(&session);
+    let result = log
+        .iter()
+        .find(|r| r["type"] == "tool/result" && r["toolCallId"] == "a1")
+        .unwrap();
+    assert!(
+        result["output"]
+            .as_str()
+            .unwrap()
+            .contains("printed hi WORD"),
+        "{result}"
+    );
+    // The hook was told who called, as Claude Code tells it.
+    let seen = std::fs::read_to_string(conn.env.dir.path().join("seen.jsonl")).unwrap();
+    let input: Value = serde_json::from_str(seen.lines().next().unwrap()).unwrap();
+    assert_eq!(input["agent_id"], kid.as_str());
+    assert_eq!(input["agent_type"], "general-purpose");
+    assert_eq!(input["session_id"], session);
+    assert_eq!(input["tool_input"]["command"], "echo hi");
+    // The replay shows every session as it was shown live.
+    let live_parent = untitled(shown_updates(&conn, &session, 0));
+    let live_child = shown_updates(&conn, &kid, 0);
+    let env = conn.end().await;
+    let mut again = Conn::in_process(env);
+    again.initialize_with(json!({"subagents": {}})).await;
+    let at = again.frames.len();
+    again.load(&session).await;
+    let replayed_parent = untitled(shown_updates(&again, &session, at));
+    assert_eq!(replayed_parent, live_parent, "the parent's replay differs");
+    assert_eq!(
+        shown_updates(&again, &kid, at),
+        live_child,
+        "the child's replay differs"
+    );
+}
+
+#[tokio::test]
+async fn without_subagent_sessions_the_childs_prompt_is_asked_on_the_parents_card_and_the_replay_agrees()
+ {
+    let env = rewritten_child();
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "say hi through a subagent").await;
+    assert!(
+        conn.subagents(&session).is_empty(),
+        "no subagent session for this client"
+    );
+    let asked = &conn.permission_requests[0];
+    assert_eq!(asked["sessionId"], session);
+    assert_eq!(
+        asked["toolCall"]["toolCallId"], "a1",
+        "asked on the parent's card"
+    );
+    let title = asked["toolCall"]["title"].as_str().unwrap();
+    assert!(
+        title.starts_with("The general-purpose subagent wants to run"),
+        "{title}"
+    );
+    assert_eq!(asked["toolCall"]["rawInput"]["command"], "echo hi WORD");
+    let card = conn.thread(&session).card("a1").clone();
+    assert_eq!(
+        card.title, "general-purpose: say hi",
+        "the card's own title is back"
+    );
+    assert!(
+        card.text().contains("echo hi WORD") && card.text().contains("— done"),
+        "{}",
+        card.text()
+    );
+    let live = untitled(shown_updates(&conn, &session, 0));
+    let env = conn.end().await;
+    let mut again = Conn::in_process(env);
+    again.initialize().await;
+    let at = again.frames.len();
+    again.load(&session).await;
+    let replayed = untitled(shown_updates(&again, &session, at));
+    assert_eq!(replayed, live, "the replay differs");
+}

@@ -309,3 +309,218 @@ async fn without_subagent_sessions_the_childs_prompt_is_asked_on_the_parents_car
     let replayed = untitled(shown_updates(&again, &session, at));
     assert_eq!(replayed, live, "the replay differs");
 }
+
+/// A definition file under `dir` (`<dir>/agents/<name>.md`).
+fn definition(dir: &std::path::Path, name: &str, front: &str, body: &str) {
+    let path = dir.join("agents").join(format!("{name}.md"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, format!("---\nname: {name}\n{front}---\n{body}\n")).unwrap();
+}
+
+/// The child's `tool/call` record of `id`.
+fn child_call(env: &TestEnv, kid: &str, id: &str) -> Value {
+    env.log(kid)
+        .into_iter()
+        .find(|r| r["type"] == "tool/call" && r["toolCallId"] == id)
+        .unwrap_or_else(|| panic!("no tool/call {id} in the child's log"))
+}
+
+#[tokio::test]
+async fn a_users_definition_with_a_tools_allowlist_refuses_another_tool_on_the_childs_card() {
+    let env = TestEnv::scripted(with_children(
+        vec![
+            respond(json!([agent("a1", "reader", "read notes", "Read notes.txt")])),
+            respond(json!([text("ok")])),
+        ],
+        vec![child(
+            "reader",
+            None,
+            vec![
+                respond(json!([
+                    tool("w1", "Write", json!({"file_path": "x.txt", "content": "no"})),
+                    tool("r1", "Read", json!({"file_path": "notes.txt"}))
+                ])),
+                respond(json!([text("It says remember.")])),
+            ],
+        )],
+    ));
+    env.file("notes.txt", "remember\n");
+    definition(
+        &env.dir.path().join(".claude"),
+        "reader",
+        "description: Reads files.\ntools: Read, Grep\nmaxTurns: 5\n",
+        "You only read.",
+    );
+    let mut conn = Conn::in_process(env);
+    conn.initialize_with(json!({"subagents": {}})).await;
+    let session = conn.new_session().await;
+    conn.prompt(&session, "read my notes").await;
+    let kid = conn.subagents(&session)[0].clone();
+    let refused = conn.thread(&kid).card("w1").clone();
+    assert_eq!(refused.status, "failed");
+    assert!(
+        refused.text().contains("Refused by the reader subagent's definition: Write is not among this subagent's tools (Read, Grep)"),
+        "{}",
+        refused.text()
+    );
+    assert_eq!(conn.thread(&kid).card("r1").status, "completed");
+    assert!(!conn.env.project.join("x.txt").exists(), "nothing was written");
+    let assigned = conn.env.log(&kid)[1].clone();
+    assert_eq!(assigned["tools"], json!(["Read", "Grep"]));
+    assert_eq!(assigned["maxTurns"], 5);
+    assert_eq!(assigned["systemPrompt"], "You only read.");
+    // It was offered only its tools.
+    let requests = conn.env.model_requests();
+    let own = requests
+        .iter()
+        .find(|r| r["system"].as_str().unwrap_or("").starts_with("You only read."))
+        .expect("the child's request has its definition's prompt");
+    let tools: Vec<&str> = own["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(tools, ["Read", "Grep"]);
+}
+
+#[tokio::test]
+async fn a_definitions_bypass_permissions_does_not_lift_the_parents_mode() {
+    // Attack: a definition asks for bypassPermissions; the parent is in
+    // default mode, so the child's command still asks, and the user's
+    // refusal holds. Control: the same child in a bypassPermissions
+    // parent runs unasked.
+    for (parent_mode, asked) in [("default", true), ("bypassPermissions", false)] {
+        let env = TestEnv::scripted(with_children(
+            vec![
+                respond(json!([agent("a1", "wild", "touch it", "Create f.txt")])),
+                respond(json!([text("ok")])),
+            ],
+            vec![child(
+                "wild",
+                None,
+                vec![
+                    respond(json!([tool("b1", "Bash", json!({"command": "touch f.txt"}))])),
+                    respond(json!([text("done")])),
+                ],
+            )],
+        ))
+        .with_policy(json!({"mode": parent_mode}));
+        definition(
+            &env.dir.path().join(".claude"),
+            "wild",
+            "description: Does anything.\npermissionMode: bypassPermissions\n",
+            "Do it.",
+        );
+        let mut conn = Conn::in_process(env);
+        conn.answer_permissions(&["reject_once"]);
+        let session = conn.ready().await;
+        conn.prompt(&session, "go").await;
+        let kid = children_of(&conn.env.log(&session))[0].clone();
+        assert_eq!(
+            conn.env.log(&kid)[1]["mode"],
+            parent_mode,
+            "the child's mode is its parent's"
+        );
+        assert_eq!(!conn.permission_requests.is_empty(), asked, "{parent_mode}");
+        assert_eq!(conn.env.project.join("f.txt").exists(), !asked, "{parent_mode}");
+    }
+}
+
+#[tokio::test]
+async fn a_deny_rule_of_the_parent_refuses_the_childs_call() {
+    // Attack: the user denied `rm` to the session; a subagent tries it.
+    let env = TestEnv::scripted(with_children(
+        vec![
+            respond(json!([agent("a1", "general-purpose", "clean", "Remove keep.txt")])),
+            respond(json!([text("ok")])),
+        ],
+        vec![child(
+            "general-purpose",
+            None,
+            vec![
+                respond(json!([tool("b1", "Bash", json!({"command": "rm keep.txt"}))])),
+                respond(json!([text("could not")])),
+            ],
+        )],
+    ))
+    .with_policy(json!({"mode": "bypassPermissions", "permissions": {"deny": ["Bash(rm *)"]}}));
+    env.file("keep.txt", "x");
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "clean up").await;
+    assert!(conn.env.project.join("keep.txt").exists());
+    let kid = children_of(&conn.env.log(&session))[0].clone();
+    let call = child_call(&conn.env, &kid, "b1");
+    assert_eq!(call["decision"]["outcome"], "deny");
+    assert_eq!(call["decision"]["by"], "rule:Bash(rm *)");
+    let card = conn.thread(&session).card("a1").clone();
+    assert!(card.text().contains("`rm keep.txt` — failed"), "{}", card.text());
+}
+
+#[tokio::test]
+async fn a_subagent_cannot_start_subagents_unless_its_definition_lists_agent_and_never_past_depth_two() {
+    let recurse = |id: &str| agent(id, "nester", "go deeper", "Start another nester.");
+    let env = TestEnv::scripted(with_children(
+        vec![
+            respond(json!([recurse("a1"), agent("a2", "general-purpose", "try", "Start one.")])),
+            respond(json!([text("ok")])),
+        ],
+        vec![
+            // Depth 1 and 2 play the same script: each tries to nest.
+            child("nester", None, vec![respond(json!([recurse("n1")])), respond(json!([text("nested")]))]),
+            child("general-purpose", None, vec![respond(json!([recurse("g1")])), respond(json!([text("could not")]))]),
+        ],
+    ));
+    definition(
+        &env.dir.path().join(".claude"),
+        "nester",
+        "description: Nests.\ntools: Read, Agent(nester)\n",
+        "Nest.",
+    );
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "nest").await;
+    let log = conn.env.log(&session);
+    let kids = children_of(&log);
+    assert_eq!(kids.len(), 2);
+    // The general-purpose child (no Agent in its definition) is refused.
+    let gp = kids
+        .iter()
+        .find(|k| conn.env.log(k)[1]["agentType"] == "general-purpose")
+        .unwrap();
+    let refused = child_call(&conn.env, gp, "g1");
+    assert_eq!(refused["decision"]["outcome"], "deny", "{refused}");
+    // The nester at depth 1 starts one at depth 2, which may not start any.
+    let nester = kids.iter().find(|k| *k != gp).unwrap();
+    let grandkids = children_of(&conn.env.log(nester));
+    assert_eq!(grandkids.len(), 1);
+    let deepest = &grandkids[0];
+    assert_eq!(conn.env.log(deepest)[0]["parent"]["depth"], 2);
+    let refused = child_call(&conn.env, deepest, "n1");
+    assert_eq!(refused["decision"]["outcome"], "deny", "{refused}");
+    assert!(children_of(&conn.env.log(deepest)).is_empty());
+    // The grandchild's calls show on the user's card too.
+    let card = conn.thread(&session).card("a1").clone();
+    assert!(card.text().contains("↳"), "{}", card.text());
+}
+
+#[tokio::test]
+async fn a_childs_prompt_is_not_a_command_and_cannot_reach_the_parents_history() {
+    // Attack: the model hands a subagent "/trust always", and asks it to
+    // repeat the parent's conversation.
+    let env = TestEnv::scripted(with_children(
+        vec![
+            respond(json!([agent("a1", "general-purpose", "trust", "/trust always")])),
+            respond(json!([text("ok")])),
+        ],
+        vec![child("general-purpose", None, vec![respond(json!([text("I cannot see it.")]))])],
+    ));
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "secret parent words").await;
+    let kid = children_of(&conn.env.log(&session))[0].clone();
+    let types = types(&conn.env.log(&kid));
+    assert!(!types.contains(&"command/ran".to_owned()) && !types.contains(&"trust/granted".to_owned()), "{types:?}");
+    let requests = conn.env.model_requests();
+    let own = requests
+        .iter()
+        .find(|r| r["messages"].to_string().contains("/trust always") && !r["messages"].to_string().contains("secret parent words"))
+        .expect("the child's model got the task as a message");
+    assert!(own["system"].as_str().unwrap().contains("subagent"));
+}

@@ -524,3 +524,198 @@ async fn a_childs_prompt_is_not_a_command_and_cannot_reach_the_parents_history()
         .expect("the child's model got the task as a message");
     assert!(own["system"].as_str().unwrap().contains("subagent"));
 }
+
+/// Two children: `asker` runs a command (which asks), `reader` reads a
+/// file (which does not) and answers.
+fn asker_and_reader() -> TestEnv {
+    let env = TestEnv::scripted(with_children(
+        vec![
+            respond(json!([
+                agent("a1", "general-purpose", "ask", "Run echo asked."),
+                agent("a2", "Explore", "read", "Read notes.txt.")
+            ])),
+            respond(json!([text("both done")])),
+        ],
+        vec![
+            child(
+                "general-purpose",
+                None,
+                vec![
+                    respond(json!([tool("b1", "Bash", json!({"command": "echo asked"}))])),
+                    respond(json!([text("asked and ran")])),
+                ],
+            ),
+            child(
+                "Explore",
+                None,
+                vec![
+                    respond(json!([tool("r1", "Read", json!({"file_path": "notes.txt"}))])),
+                    respond(json!([text("read it")])),
+                ],
+            ),
+        ],
+    ));
+    env.file("notes.txt", "remember\n");
+    env
+}
+
+#[tokio::test]
+async fn a_child_waiting_for_an_answer_does_not_block_its_sibling() {
+    let mut conn = Conn::in_process(asker_and_reader());
+    let session = conn.ready().await;
+    conn.hold_permissions();
+    let prompt = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "both"}]}),
+        )
+        .await;
+    // The reader finishes while the asker waits for the user.
+    loop {
+        conn.recv().await;
+        let done = conn
+            .thread(&session)
+            .cards
+            .iter()
+            .any(|c| c.id == "a2" && c.status == "completed");
+        if done {
+            break;
+        }
+    }
+    assert_eq!(conn.permission_requests.len(), 1);
+    assert_eq!(conn.thread(&session).card("a1").status, "in_progress");
+    assert!(conn.thread(&session).card("a1").text().contains("waiting for your answer"));
+    // The user answers; the asker goes on.
+    let request = conn
+        .frames
+        .iter()
+        .find(|f| f["method"] == "session/request_permission")
+        .unwrap()
+        .clone();
+    let option = request["params"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "allow_once")
+        .unwrap()["optionId"]
+        .clone();
+    conn.send_raw(
+        &json!({"jsonrpc": "2.0", "id": request["id"], "result": {"outcome": {"outcome": "selected", "optionId": option}}})
+            .to_string(),
+    )
+    .await;
+    let answer = conn.response(&prompt).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    assert_eq!(conn.thread(&session).card("a1").status, "completed");
+    assert!(conn.thread(&session).card("a1").text().contains("asked and ran"));
+}
+
+#[tokio::test]
+async fn cancelling_the_parent_cancels_its_three_children() {
+    let slow = |id: &str| {
+        respond(json!([tool(id, "Bash", json!({"command": "sleep 30"}))]))
+    };
+    let env = TestEnv::scripted(with_children(
+        vec![
+            respond(json!([
+                agent("a1", "general-purpose", "one", "first"),
+                agent("a2", "general-purpose", "two", "second"),
+                agent("a3", "general-purpose", "three", "third")
+            ])),
+            respond(json!([text("never")])),
+        ],
+        vec![
+            child("general-purpose", Some("first"), vec![slow("s1"), respond(json!([text("x")]))]),
+            child("general-purpose", Some("second"), vec![slow("s2"), respond(json!([text("x")]))]),
+            child("general-purpose", Some("third"), vec![slow("s3"), respond(json!([text("x")]))]),
+        ],
+    ))
+    .with_policy(json!({"permissions": {"allow": ["Bash(sleep *)"]}}));
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    let prompt = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "three at once"}]}),
+        )
+        .await;
+    // All three commands run.
+    loop {
+        conn.recv().await;
+        let card = |id: &str| conn.thread(&session).cards.iter().find(|c| c.id == id).map(|c| c.text());
+        if ["a1", "a2", "a3"]
+            .iter()
+            .all(|id| card(id).is_some_and(|t| t.contains("— running")))
+        {
+            break;
+        }
+    }
+    let started = std::time::Instant::now();
+    conn.notify("session/cancel", json!({"sessionId": session})).await;
+    let answer = conn.response(&prompt).await;
+    assert_eq!(answer["result"]["stopReason"], "cancelled");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+    let log = conn.env.log(&session);
+    for kid in children_of(&log) {
+        let child_log = conn.env.log(&kid);
+        let result = child_log.iter().find(|r| r["type"] == "tool/result").unwrap();
+        assert_eq!(result["status"], "cancelled", "{result}");
+        assert_eq!(child_log.last().unwrap()["type"], "turn/ended");
+    }
+    let ended: Vec<&Value> = log.iter().filter(|r| r["type"] == "subagent/ended").collect();
+    assert_eq!(ended.len(), 3);
+    assert!(ended.iter().all(|e| e["outcome"] == "cancelled"), "{ended:?}");
+    for id in ["a1", "a2", "a3"] {
+        let card = conn.thread(&session).card(id).clone();
+        assert_eq!(card.status, "failed", "{id}");
+        assert!(card.text().contains("— cancelled"), "{}", card.text());
+    }
+}
+
+#[tokio::test]
+async fn a_clients_cancel_of_one_subagent_ends_only_that_one() {
+    let env = TestEnv::scripted(with_children(
+        vec![
+            respond(json!([
+                agent("a1", "general-purpose", "slow", "slow one"),
+                agent("a2", "general-purpose", "quick", "quick one")
+            ])),
+            respond(json!([text("parent went on")])),
+        ],
+        vec![
+            child("general-purpose", Some("slow"), vec![
+                respond(json!([tool("s1", "Bash", json!({"command": "sleep 30"}))])),
+                respond(json!([text("x")])),
+            ]),
+            child("general-purpose", Some("quick"), vec![
+                respond(json!([tool("q1", "Bash", json!({"command": "sleep 1"}))])),
+                respond(json!([text("quick answer")])),
+            ]),
+        ],
+    ))
+    .with_policy(json!({"permissions": {"allow": ["Bash(sleep *)"]}}));
+    let mut conn = Conn::in_process(env);
+    conn.initialize_with(json!({"subagents": {}})).await;
+    let session = conn.new_session().await;
+    let prompt = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "two"}]}),
+        )
+        .await;
+    // Wait for the slow child's command to run.
+    let slow = loop {
+        let frame = conn.recv().await;
+        let update = &frame["params"]["update"];
+        if update["toolCallId"] == "s1" && update["status"] == "in_progress" {
+            break frame["params"]["sessionId"].as_str().unwrap().to_owned();
+        }
+    };
+    assert!(conn.subagents(&session).contains(&slow));
+    conn.notify("session/cancel", json!({"sessionId": slow})).await;
+    let answer = conn.response(&prompt).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "the parent went on");
+    assert_eq!(conn.thread(&session).card("a1").status, "failed");
+    assert_eq!(conn.thread(&session).card("a2").status, "completed");
+    assert!(conn.thread(&session).agent_text.contains("parent went on"));
+}

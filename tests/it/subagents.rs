@@ -719,3 +719,114 @@ async fn a_clients_cancel_of_one_subagent_ends_only_that_one() {
     assert_eq!(conn.thread(&session).card("a2").status, "completed");
     assert!(conn.thread(&session).agent_text.contains("parent went on"));
 }
+
+#[tokio::test]
+async fn a_project_definition_that_loosens_is_listed_in_the_trust_question_and_waits_for_it() {
+    let env = TestEnv::scripted(with_children(
+        vec![
+            respond(json!([text("first")])),
+            respond(json!([text("after trust")])),
+        ],
+        vec![],
+    ));
+    definition(
+        &env.project.join(".claude"),
+        "deployer",
+        "description: Deploys.\npermissionMode: acceptEdits\nhooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n        - type: command\n          command: ./check.sh\n",
+        "Deploy carefully.",
+    );
+    definition(
+        &env.project.join(".claude"),
+        "helper",
+        "description: Helps.\ntools: Read\n",
+        "Help.",
+    );
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "hello").await;
+    let question = told(&conn).join("\n");
+    assert!(
+        question.contains("subagent deployer") && question.contains("permissionMode acceptEdits") && question.contains("./check.sh"),
+        "{question}"
+    );
+    // Until trusted, the model is not offered it; the one that wants
+    // nothing is.
+    let offered = |r: &Value| {
+        r["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "Agent")
+            .map(|t| t["inputSchema"]["properties"]["subagent_type"]["enum"].clone())
+            .unwrap_or(Value::Null)
+    };
+    let first = conn.env.model_requests()[0].clone();
+    assert_eq!(offered(&first), json!(["general-purpose", "Explore", "Plan", "helper"]));
+    conn.prompt(&session, "/trust").await;
+    conn.prompt(&session, "again").await;
+    let last = conn.env.model_requests().last().unwrap().clone();
+    assert_eq!(offered(&last), json!(["general-purpose", "Explore", "Plan", "deployer", "helper"]));
+}
+
+#[tokio::test]
+async fn a_kill_while_children_run_leaves_no_card_open_in_any_log_after_reload() {
+    let slow = |id: &str, prompt: &str| {
+        child("general-purpose", Some(prompt), vec![
+            respond(json!([tool(id, "Bash", json!({"command": "sleep 30"}))])),
+            respond(json!([text("x")])),
+        ])
+    };
+    let env = TestEnv::scripted(with_children(
+        vec![
+            respond(json!([
+                agent("a1", "general-purpose", "one", "first"),
+                agent("a2", "general-purpose", "two", "second")
+            ])),
+            respond(json!([text("after the reload")])),
+        ],
+        vec![slow("s1", "first"), slow("s2", "second")],
+    ))
+    .with_policy(json!({"permissions": {"allow": ["Bash(sleep *)"]}}));
+    let mut conn = Conn::spawn(env);
+    conn.initialize_with(json!({"subagents": {}})).await;
+    let session = conn.new_session().await;
+    conn.send_request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "two"}]}),
+    )
+    .await;
+    let mut running = 0;
+    while running < 2 {
+        let frame = conn.recv().await;
+        let update = &frame["params"]["update"];
+        if update["status"] == "in_progress" && matches!(update["toolCallId"].as_str(), Some("s1" | "s2")) {
+            running += 1;
+        }
+    }
+    conn.child().start_kill().unwrap();
+    let _ = conn.child().wait().await;
+    let env = conn.env;
+    let kids = children_of(&env.log(&session));
+    assert_eq!(kids.len(), 2);
+    // Reloaded by a client that takes subagent sessions: every card of
+    // every session it replays is closed.
+    let mut again = Conn::spawn(env);
+    again.initialize_with(json!({"subagents": {}})).await;
+    again.load(&session).await;
+    for id in ["a1", "a2"] {
+        assert_eq!(again.thread(&session).card(id).status, "failed", "{id}");
+    }
+    for kid in &kids {
+        let thread = again.thread(kid);
+        assert!(!thread.cards.is_empty());
+        for card in &thread.cards {
+            assert!(card.terminal(), "{kid}: {card:?}");
+        }
+        let log = again.env.log(kid);
+        assert_eq!(log.last().unwrap()["type"], "turn/ended", "{kid}");
+    }
+    let log = again.env.log(&session);
+    let ended: Vec<&Value> = log.iter().filter(|r| r["type"] == "subagent/ended").collect();
+    assert_eq!(ended.len(), 2);
+    assert!(ended.iter().all(|e| e["outcome"] == "failed"));
+}

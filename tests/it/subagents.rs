@@ -830,3 +830,87 @@ async fn a_kill_while_children_run_leaves_no_card_open_in_any_log_after_reload()
     assert_eq!(ended.len(), 2);
     assert!(ended.iter().all(|e| e["outcome"] == "failed"));
 }
+
+#[tokio::test]
+async fn subagent_start_and_stop_hooks_run_and_a_definitions_hooks_add_to_the_users() {
+    let env = TestEnv::scripted(with_children(
+        vec![
+            respond(json!([agent("a1", "hooked", "say hi", "Run echo hi.")])),
+            respond(json!([text("ok")])),
+        ],
+        vec![child(
+            "hooked",
+            None,
+            vec![
+                respond(json!([tool("b1", "Bash", json!({"command": "echo hi"}))])),
+                respond(json!([text("said it")])),
+            ],
+        )],
+    ))
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let seen = env.dir.path().join("events.jsonl");
+    let events = fixture("events.py");
+    let record = format!("{events} record {}", seen.display());
+    user_settings(
+        &env,
+        json!({"hooks": {
+            "SubagentStart": [{"matcher": "hooked", "hooks": [{"type": "command", "command": record}]}],
+            "SubagentStop": [{"hooks": [{"type": "command", "command": record}]}],
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": format!("{events} append USER")}]}]
+        }}),
+    );
+    definition(
+        &env.dir.path().join(".claude"),
+        "hooked",
+        &format!(
+            "description: Has hooks.\nhooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n        - type: command\n          command: {events} append DEF\n"
+        ),
+        "Run what you are asked.",
+    );
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let kid = children_of(&conn.env.log(&session))[0].clone();
+    let call = child_call(&conn.env, &kid, "b1");
+    assert_eq!(call["arguments"]["command"], "echo hi USER DEF", "the user's hook first, the definition's after");
+    let inputs: Vec<Value> = std::fs::read_to_string(&seen)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = inputs.iter().map(|i| i["hook_event_name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["SubagentStart", "SubagentStop"]);
+    for input in &inputs {
+        assert_eq!(input["agent_id"], kid.as_str());
+        assert_eq!(input["agent_type"], "hooked");
+        assert_eq!(input["session_id"], session);
+    }
+    assert_eq!(inputs[1]["last_assistant_message"], "said it");
+    assert!(inputs[1]["agent_transcript_path"].as_str().unwrap().ends_with(&format!("{kid}.jsonl")));
+}
+
+#[tokio::test]
+async fn the_audit_shows_each_childs_calls_under_its_parents_call() {
+    let mut conn = Conn::in_process(rewritten_child());
+    let session = conn.ready().await;
+    conn.prompt(&session, "say hi through a subagent").await;
+    let text = audit(&conn.env.home, &session, false);
+    let at = text.find("Agent a1").expect("the parent's call");
+    let under = &text[at..];
+    assert!(under.contains("subagent general-purpose (say hi, "), "{text}");
+    assert!(under.contains("answered after 2 model requests"), "{text}");
+    assert!(under.contains("│ ") && under.contains("Bash b1"), "{text}");
+    assert!(under.contains("echo hi WORD") && under.contains("rewritten by"), "{text}");
+    assert!(under.contains("asked: allowed_once"), "{text}");
+    let json: Value = serde_json::from_str(&audit(&conn.env.home, &session, true)).unwrap();
+    let call = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "call" && e["id"] == "a1")
+        .unwrap();
+    let inner = call["subagent"]["entries"].as_array().unwrap();
+    let child = inner.iter().find(|e| e["kind"] == "call").unwrap();
+    assert_eq!(child["arguments"]["command"], "echo hi WORD");
+    assert_eq!(child["originalArguments"]["command"], "echo hi");
+}

@@ -101,8 +101,17 @@ fn wants(def: &Definition) -> Vec<String> {
     out
 }
 
-/// Puts a definition in, in place of one of the same name.
+/// Puts a definition in, in place of one of the same name (what of it
+/// candor does not do is said).
 fn put(catalog: &mut Catalog, def: Definition) {
+    if !def.not_honoured.is_empty() {
+        catalog.problems.push(format!(
+            "The subagent {} ({}) asks for what candor does not do: {}",
+            def.name,
+            def.source.describe(),
+            def.not_honoured.join("; ")
+        ));
+    }
     match catalog.definitions.iter_mut().find(|d| d.name == def.name) {
         Some(old) => *old = def,
         None => catalog.definitions.push(def),

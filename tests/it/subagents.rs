@@ -914,3 +914,24 @@ async fn the_audit_shows_each_childs_calls_under_its_parents_call() {
     assert_eq!(child["arguments"]["command"], "echo hi WORD");
     assert_eq!(child["originalArguments"]["command"], "echo hi");
 }
+
+#[tokio::test]
+async fn fields_candor_does_not_honour_are_named_in_a_notice_and_by_the_doctor() {
+    let env = TestEnv::scripted(script(vec![respond(json!([text("hi")]))]));
+    definition(
+        &env.dir.path().join(".claude"),
+        "painter",
+        "description: Paints.\ncolor: purple\npermissionMode: dontAsk\nmcpServers:\n  - name: inline\n    command: srv\n",
+        "Paint.",
+    );
+    let report = candor::doctor::render(&candor::doctor::report(&env.config(), &env.project));
+    assert!(report.contains("painter ["), "{report}");
+    assert!(report.contains("not honoured: color"), "{report}");
+    assert!(report.contains("not honoured: permissionMode dontAsk"), "{report}");
+    assert!(report.contains("not honoured: mcpServers defined inline"), "{report}");
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "hello").await;
+    let said = told(&conn).join("\n");
+    assert!(said.contains("The subagent painter") && said.contains("color (candor does not use it)"), "{said}");
+}

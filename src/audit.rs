@@ -1153,9 +1153,7 @@ fn render_subagent(out: &mut String, sub: &Subagent) {
     let _ = writeln!(
         out,
         "            subagent {} ({}, {}): {ended}",
-        sub.agent_type,
-        sub.description,
-        sub.session_id
+        sub.agent_type, sub.description, sub.session_id
     );
     if let Some(why) = &sub.unread {
         let _ = writeln!(out, "            its log could not be read: {why}");

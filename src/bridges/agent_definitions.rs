@@ -243,7 +243,7 @@ pub fn parse(text: &str, path: &Path, source: Source) -> Result<Definition, Stri
     }
     if let Some(hooks) = fields.get("hooks") {
         match hooks {
-            Value::Object(table) => def.hooks = Some(Value::Object(hooks_for_child(&table))),
+            Value::Object(table) => def.hooks = Some(Value::Object(hooks_for_child(table))),
             other => not_honoured.push(format!("hooks {other} (not a hook table)")),
         }
     }

@@ -154,8 +154,8 @@ pub(crate) fn start(
         shells,
         view.clone(),
         changes,
-        gate.family.running.clone(),
-    );
+    )
+    .with_subagents(gate.family.running.clone());
     tracing::info!(session = %id, provider = provider.name(), log = %handle.log_path().display(), "session started");
     let (opened, opened_rx) = oneshot::channel();
     let opening = Opening {

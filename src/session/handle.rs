@@ -63,7 +63,6 @@ impl SessionHandle {
         shells: Shells,
         view: settings::View,
         changes: mpsc::UnboundedSender<settings::Sent>,
-        subagents: Subagents,
     ) -> Self {
         Self {
             id,
@@ -72,12 +71,19 @@ impl SessionHandle {
             queue: Queue::default(),
             shells,
             changes,
-            subagents,
+            subagents: Subagents::default(),
             shared: Arc::new(Shared {
                 hard_stop,
                 view: Mutex::new(view),
             }),
         }
+    }
+
+    /// Shares the session's running subagents (its `Family`'s), for a
+    /// client's cancel of one of them.
+    pub(crate) fn with_subagents(mut self, subagents: Subagents) -> Self {
+        self.subagents = subagents;
+        self
     }
 
     pub(crate) fn id(&self) -> &str {

@@ -688,20 +688,15 @@ fn observer(index: usize, reports: mpsc::UnboundedSender<Report>, cwd: PathBuf) 
             }
             Event::PermissionResolved {
                 tool_call_id,
-                outcome,
+                outcome:
+                    crate::event_log::PermissionOutcome::AllowedOnce
+                    | crate::event_log::PermissionOutcome::AllowedAlways,
                 ..
-            } if matches!(
-                outcome,
-                crate::event_log::PermissionOutcome::AllowedOnce
-                    | crate::event_log::PermissionOutcome::AllowedAlways
-            ) =>
-            {
-                (
-                    tool_call_id.clone(),
-                    String::new(),
-                    ChildCallStatus::Pending,
-                )
-            }
+            } => (
+                tool_call_id.clone(),
+                String::new(),
+                ChildCallStatus::Pending,
+            ),
             Event::ToolStarted { tool_call_id } => (
                 tool_call_id.clone(),
                 String::new(),

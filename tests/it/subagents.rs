@@ -329,7 +329,12 @@ fn child_call(env: &TestEnv, kid: &str, id: &str) -> Value {
 async fn a_users_definition_with_a_tools_allowlist_refuses_another_tool_on_the_childs_card() {
     let env = TestEnv::scripted(with_children(
         vec![
-            respond(json!([agent("a1", "reader", "read notes", "Read notes.txt")])),
+            respond(json!([agent(
+                "a1",
+                "reader",
+                "read notes",
+                "Read notes.txt"
+            )])),
             respond(json!([text("ok")])),
         ],
         vec![child(
@@ -337,7 +342,11 @@ async fn a_users_definition_with_a_tools_allowlist_refuses_another_tool_on_the_c
             None,
             vec![
                 respond(json!([
-                    tool("w1", "Write", json!({"file_path": "x.txt", "content": "no"})),
+                    tool(
+                        "w1",
+                        "Write",
+                        json!({"file_path": "x.txt", "content": "no"})
+                    ),
                     tool("r1", "Read", json!({"file_path": "notes.txt"}))
                 ])),
                 respond(json!([text("It says remember.")])),
@@ -364,7 +373,10 @@ async fn a_users_definition_with_a_tools_allowlist_refuses_another_tool_on_the_c
         refused.text()
     );
     assert_eq!(conn.thread(&kid).card("r1").status, "completed");
-    assert!(!conn.env.project.join("x.txt").exists(), "nothing was written");
+    assert!(
+        !conn.env.project.join("x.txt").exists(),
+        "nothing was written"
+    );
     let assigned = conn.env.log(&kid)[1].clone();
     assert_eq!(assigned["tools"], json!(["Read", "Grep"]));
     assert_eq!(assigned["maxTurns"], 5);
@@ -373,9 +385,19 @@ async fn a_users_definition_with_a_tools_allowlist_refuses_another_tool_on_the_c
     let requests = conn.env.model_requests();
     let own = requests
         .iter()
-        .find(|r| r["system"].as_str().unwrap_or("").starts_with("You only read."))
+        .find(|r| {
+            r["system"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("You only read.")
+        })
         .expect("the child's request has its definition's prompt");
-    let tools: Vec<&str> = own["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let tools: Vec<&str> = own["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     assert_eq!(tools, ["Read", "Grep"]);
 }
 
@@ -395,7 +417,11 @@ async fn a_definitions_bypass_permissions_does_not_lift_the_parents_mode() {
                 "wild",
                 None,
                 vec![
-                    respond(json!([tool("b1", "Bash", json!({"command": "touch f.txt"}))])),
+                    respond(json!([tool(
+                        "b1",
+                        "Bash",
+                        json!({"command": "touch f.txt"})
+                    )])),
                     respond(json!([text("done")])),
                 ],
             )],
@@ -418,7 +444,11 @@ async fn a_definitions_bypass_permissions_does_not_lift_the_parents_mode() {
             "the child's mode is its parent's"
         );
         assert_eq!(!conn.permission_requests.is_empty(), asked, "{parent_mode}");
-        assert_eq!(conn.env.project.join("f.txt").exists(), !asked, "{parent_mode}");
+        assert_eq!(
+            conn.env.project.join("f.txt").exists(),
+            !asked,
+            "{parent_mode}"
+        );
     }
 }
 
@@ -427,14 +457,23 @@ async fn a_deny_rule_of_the_parent_refuses_the_childs_call() {
     // Attack: the user denied `rm` to the session; a subagent tries it.
     let env = TestEnv::scripted(with_children(
         vec![
-            respond(json!([agent("a1", "general-purpose", "clean", "Remove keep.txt")])),
+            respond(json!([agent(
+                "a1",
+                "general-purpose",
+                "clean",
+                "Remove keep.txt"
+            )])),
             respond(json!([text("ok")])),
         ],
         vec![child(
             "general-purpose",
             None,
             vec![
-                respond(json!([tool("b1", "Bash", json!({"command": "rm keep.txt"}))])),
+                respond(json!([tool(
+                    "b1",
+                    "Bash",
+                    json!({"command": "rm keep.txt"})
+                )])),
                 respond(json!([text("could not")])),
             ],
         )],
@@ -450,21 +489,43 @@ async fn a_deny_rule_of_the_parent_refuses_the_childs_call() {
     assert_eq!(call["decision"]["outcome"], "deny");
     assert_eq!(call["decision"]["by"], "rule:Bash(rm *)");
     let card = conn.thread(&session).card("a1").clone();
-    assert!(card.text().contains("`rm keep.txt` — failed"), "{}", card.text());
+    assert!(
+        card.text().contains("`rm keep.txt` — failed"),
+        "{}",
+        card.text()
+    );
 }
 
 #[tokio::test]
-async fn a_subagent_cannot_start_subagents_unless_its_definition_lists_agent_and_never_past_depth_two() {
+async fn a_subagent_cannot_start_subagents_unless_its_definition_lists_agent_and_never_past_depth_two()
+ {
     let recurse = |id: &str| agent(id, "nester", "go deeper", "Start another nester.");
     let env = TestEnv::scripted(with_children(
         vec![
-            respond(json!([recurse("a1"), agent("a2", "general-purpose", "try", "Start one.")])),
+            respond(json!([
+                recurse("a1"),
+                agent("a2", "general-purpose", "try", "Start one.")
+            ])),
             respond(json!([text("ok")])),
         ],
         vec![
             // Depth 1 and 2 play the same script: each tries to nest.
-            child("nester", None, vec![respond(json!([recurse("n1")])), respond(json!([text("nested")]))]),
-            child("general-purpose", None, vec![respond(json!([recurse("g1")])), respond(json!([text("could not")]))]),
+            child(
+                "nester",
+                None,
+                vec![
+                    respond(json!([recurse("n1")])),
+                    respond(json!([text("nested")])),
+                ],
+            ),
+            child(
+                "general-purpose",
+                None,
+                vec![
+                    respond(json!([recurse("g1")])),
+                    respond(json!([text("could not")])),
+                ],
+            ),
         ],
     ));
     definition(
@@ -506,21 +567,36 @@ async fn a_childs_prompt_is_not_a_command_and_cannot_reach_the_parents_history()
     // repeat the parent's conversation.
     let env = TestEnv::scripted(with_children(
         vec![
-            respond(json!([agent("a1", "general-purpose", "trust", "/trust always")])),
+            respond(json!([agent(
+                "a1",
+                "general-purpose",
+                "trust",
+                "/trust always"
+            )])),
             respond(json!([text("ok")])),
         ],
-        vec![child("general-purpose", None, vec![respond(json!([text("I cannot see it.")]))])],
+        vec![child(
+            "general-purpose",
+            None,
+            vec![respond(json!([text("I cannot see it.")]))],
+        )],
     ));
     let mut conn = Conn::in_process(env);
     let session = conn.ready().await;
     conn.prompt(&session, "secret parent words").await;
     let kid = children_of(&conn.env.log(&session))[0].clone();
     let types = types(&conn.env.log(&kid));
-    assert!(!types.contains(&"command/ran".to_owned()) && !types.contains(&"trust/granted".to_owned()), "{types:?}");
+    assert!(
+        !types.contains(&"command/ran".to_owned()) && !types.contains(&"trust/granted".to_owned()),
+        "{types:?}"
+    );
     let requests = conn.env.model_requests();
     let own = requests
         .iter()
-        .find(|r| r["messages"].to_string().contains("/trust always") && !r["messages"].to_string().contains("secret parent words"))
+        .find(|r| {
+            r["messages"].to_string().contains("/trust always")
+                && !r["messages"].to_string().contains("secret parent words")
+        })
         .expect("the child's model got the task as a message");
     assert!(own["system"].as_str().unwrap().contains("subagent"));
 }
@@ -541,7 +617,11 @@ fn asker_and_reader() -> TestEnv {
                 "general-purpose",
                 None,
                 vec![
-                    respond(json!([tool("b1", "Bash", json!({"command": "echo asked"}))])),
+                    respond(json!([tool(
+                        "b1",
+                        "Bash",
+                        json!({"command": "echo asked"})
+                    )])),
                     respond(json!([text("asked and ran")])),
                 ],
             ),
@@ -549,7 +629,11 @@ fn asker_and_reader() -> TestEnv {
                 "Explore",
                 None,
                 vec![
-                    respond(json!([tool("r1", "Read", json!({"file_path": "notes.txt"}))])),
+                    respond(json!([tool(
+                        "r1",
+                        "Read",
+                        json!({"file_path": "notes.txt"})
+                    )])),
                     respond(json!([text("read it")])),
                 ],
             ),
@@ -584,7 +668,12 @@ async fn a_child_waiting_for_an_answer_does_not_block_its_sibling() {
     }
     assert_eq!(conn.permission_requests.len(), 1);
     assert_eq!(conn.thread(&session).card("a1").status, "in_progress");
-    assert!(conn.thread(&session).card("a1").text().contains("waiting for your answer"));
+    assert!(
+        conn.thread(&session)
+            .card("a1")
+            .text()
+            .contains("waiting for your answer")
+    );
     // The user answers; the asker goes on.
     let request = conn
         .frames
@@ -607,14 +696,17 @@ async fn a_child_waiting_for_an_answer_does_not_block_its_sibling() {
     let answer = conn.response(&prompt).await;
     assert_eq!(answer["result"]["stopReason"], "end_turn");
     assert_eq!(conn.thread(&session).card("a1").status, "completed");
-    assert!(conn.thread(&session).card("a1").text().contains("asked and ran"));
+    assert!(
+        conn.thread(&session)
+            .card("a1")
+            .text()
+            .contains("asked and ran")
+    );
 }
 
 #[tokio::test]
 async fn cancelling_the_parent_cancels_its_three_children() {
-    let slow = |id: &str| {
-        respond(json!([tool(id, "Bash", json!({"command": "sleep 30"}))]))
-    };
+    let slow = |id: &str| respond(json!([tool(id, "Bash", json!({"command": "sleep 30"}))]));
     let env = TestEnv::scripted(with_children(
         vec![
             respond(json!([
@@ -625,9 +717,21 @@ async fn cancelling_the_parent_cancels_its_three_children() {
             respond(json!([text("never")])),
         ],
         vec![
-            child("general-purpose", Some("first"), vec![slow("s1"), respond(json!([text("x")]))]),
-            child("general-purpose", Some("second"), vec![slow("s2"), respond(json!([text("x")]))]),
-            child("general-purpose", Some("third"), vec![slow("s3"), respond(json!([text("x")]))]),
+            child(
+                "general-purpose",
+                Some("first"),
+                vec![slow("s1"), respond(json!([text("x")]))],
+            ),
+            child(
+                "general-purpose",
+                Some("second"),
+                vec![slow("s2"), respond(json!([text("x")]))],
+            ),
+            child(
+                "general-purpose",
+                Some("third"),
+                vec![slow("s3"), respond(json!([text("x")]))],
+            ),
         ],
     ))
     .with_policy(json!({"permissions": {"allow": ["Bash(sleep *)"]}}));
@@ -642,7 +746,13 @@ async fn cancelling_the_parent_cancels_its_three_children() {
     // All three commands run.
     loop {
         conn.recv().await;
-        let card = |id: &str| conn.thread(&session).cards.iter().find(|c| c.id == id).map(|c| c.text());
+        let card = |id: &str| {
+            conn.thread(&session)
+                .cards
+                .iter()
+                .find(|c| c.id == id)
+                .map(|c| c.text())
+        };
         if ["a1", "a2", "a3"]
             .iter()
             .all(|id| card(id).is_some_and(|t| t.contains("— running")))
@@ -651,20 +761,34 @@ async fn cancelling_the_parent_cancels_its_three_children() {
         }
     }
     let started = std::time::Instant::now();
-    conn.notify("session/cancel", json!({"sessionId": session})).await;
+    conn.notify("session/cancel", json!({"sessionId": session}))
+        .await;
     let answer = conn.response(&prompt).await;
     assert_eq!(answer["result"]["stopReason"], "cancelled");
-    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
     let log = conn.env.log(&session);
     for kid in children_of(&log) {
         let child_log = conn.env.log(&kid);
-        let result = child_log.iter().find(|r| r["type"] == "tool/result").unwrap();
+        let result = child_log
+            .iter()
+            .find(|r| r["type"] == "tool/result")
+            .unwrap();
         assert_eq!(result["status"], "cancelled", "{result}");
         assert_eq!(child_log.last().unwrap()["type"], "turn/ended");
     }
-    let ended: Vec<&Value> = log.iter().filter(|r| r["type"] == "subagent/ended").collect();
+    let ended: Vec<&Value> = log
+        .iter()
+        .filter(|r| r["type"] == "subagent/ended")
+        .collect();
     assert_eq!(ended.len(), 3);
-    assert!(ended.iter().all(|e| e["outcome"] == "cancelled"), "{ended:?}");
+    assert!(
+        ended.iter().all(|e| e["outcome"] == "cancelled"),
+        "{ended:?}"
+    );
     for id in ["a1", "a2", "a3"] {
         let card = conn.thread(&session).card(id).clone();
         assert_eq!(card.status, "failed", "{id}");
@@ -683,14 +807,22 @@ async fn a_clients_cancel_of_one_subagent_ends_only_that_one() {
             respond(json!([text("parent went on")])),
         ],
         vec![
-            child("general-purpose", Some("slow"), vec![
-                respond(json!([tool("s1", "Bash", json!({"command": "sleep 30"}))])),
-                respond(json!([text("x")])),
-            ]),
-            child("general-purpose", Some("quick"), vec![
-                respond(json!([tool("q1", "Bash", json!({"command": "sleep 1"}))])),
-                respond(json!([text("quick answer")])),
-            ]),
+            child(
+                "general-purpose",
+                Some("slow"),
+                vec![
+                    respond(json!([tool("s1", "Bash", json!({"command": "sleep 30"}))])),
+                    respond(json!([text("x")])),
+                ],
+            ),
+            child(
+                "general-purpose",
+                Some("quick"),
+                vec![
+                    respond(json!([tool("q1", "Bash", json!({"command": "sleep 1"}))])),
+                    respond(json!([text("quick answer")])),
+                ],
+            ),
         ],
     ))
     .with_policy(json!({"permissions": {"allow": ["Bash(sleep *)"]}}));
@@ -712,9 +844,13 @@ async fn a_clients_cancel_of_one_subagent_ends_only_that_one() {
         }
     };
     assert!(conn.subagents(&session).contains(&slow));
-    conn.notify("session/cancel", json!({"sessionId": slow})).await;
+    conn.notify("session/cancel", json!({"sessionId": slow}))
+        .await;
     let answer = conn.response(&prompt).await;
-    assert_eq!(answer["result"]["stopReason"], "end_turn", "the parent went on");
+    assert_eq!(
+        answer["result"]["stopReason"], "end_turn",
+        "the parent went on"
+    );
     assert_eq!(conn.thread(&session).card("a1").status, "failed");
     assert_eq!(conn.thread(&session).card("a2").status, "completed");
     assert!(conn.thread(&session).agent_text.contains("parent went on"));
@@ -746,7 +882,9 @@ async fn a_project_definition_that_loosens_is_listed_in_the_trust_question_and_w
     conn.prompt(&session, "hello").await;
     let question = told(&conn).join("\n");
     assert!(
-        question.contains("subagent deployer") && question.contains("permissionMode acceptEdits") && question.contains("./check.sh"),
+        question.contains("subagent deployer")
+            && question.contains("permissionMode acceptEdits")
+            && question.contains("./check.sh"),
         "{question}"
     );
     // Until trusted, the model is not offered it; the one that wants
@@ -761,20 +899,30 @@ async fn a_project_definition_that_loosens_is_listed_in_the_trust_question_and_w
             .unwrap_or(Value::Null)
     };
     let first = conn.env.model_requests()[0].clone();
-    assert_eq!(offered(&first), json!(["general-purpose", "Explore", "Plan", "helper"]));
+    assert_eq!(
+        offered(&first),
+        json!(["general-purpose", "Explore", "Plan", "helper"])
+    );
     conn.prompt(&session, "/trust").await;
     conn.prompt(&session, "again").await;
     let last = conn.env.model_requests().last().unwrap().clone();
-    assert_eq!(offered(&last), json!(["general-purpose", "Explore", "Plan", "deployer", "helper"]));
+    assert_eq!(
+        offered(&last),
+        json!(["general-purpose", "Explore", "Plan", "deployer", "helper"])
+    );
 }
 
 #[tokio::test]
 async fn a_kill_while_children_run_leaves_no_card_open_in_any_log_after_reload() {
     let slow = |id: &str, prompt: &str| {
-        child("general-purpose", Some(prompt), vec![
-            respond(json!([tool(id, "Bash", json!({"command": "sleep 30"}))])),
-            respond(json!([text("x")])),
-        ])
+        child(
+            "general-purpose",
+            Some(prompt),
+            vec![
+                respond(json!([tool(id, "Bash", json!({"command": "sleep 30"}))])),
+                respond(json!([text("x")])),
+            ],
+        )
     };
     let env = TestEnv::scripted(with_children(
         vec![
@@ -799,7 +947,9 @@ async fn a_kill_while_children_run_leaves_no_card_open_in_any_log_after_reload()
     while running < 2 {
         let frame = conn.recv().await;
         let update = &frame["params"]["update"];
-        if update["status"] == "in_progress" && matches!(update["toolCallId"].as_str(), Some("s1" | "s2")) {
+        if update["status"] == "in_progress"
+            && matches!(update["toolCallId"].as_str(), Some("s1" | "s2"))
+        {
             running += 1;
         }
     }
@@ -826,7 +976,10 @@ async fn a_kill_while_children_run_leaves_no_card_open_in_any_log_after_reload()
         assert_eq!(log.last().unwrap()["type"], "turn/ended", "{kid}");
     }
     let log = again.env.log(&session);
-    let ended: Vec<&Value> = log.iter().filter(|r| r["type"] == "subagent/ended").collect();
+    let ended: Vec<&Value> = log
+        .iter()
+        .filter(|r| r["type"] == "subagent/ended")
+        .collect();
     assert_eq!(ended.len(), 2);
     assert!(ended.iter().all(|e| e["outcome"] == "failed"));
 }
@@ -872,13 +1025,19 @@ async fn subagent_start_and_stop_hooks_run_and_a_definitions_hooks_add_to_the_us
     conn.prompt(&session, "go").await;
     let kid = children_of(&conn.env.log(&session))[0].clone();
     let call = child_call(&conn.env, &kid, "b1");
-    assert_eq!(call["arguments"]["command"], "echo hi USER DEF", "the user's hook first, the definition's after");
+    assert_eq!(
+        call["arguments"]["command"], "echo hi USER DEF",
+        "the user's hook first, the definition's after"
+    );
     let inputs: Vec<Value> = std::fs::read_to_string(&seen)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let names: Vec<&str> = inputs.iter().map(|i| i["hook_event_name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = inputs
+        .iter()
+        .map(|i| i["hook_event_name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["SubagentStart", "SubagentStop"]);
     for input in &inputs {
         assert_eq!(input["agent_id"], kid.as_str());
@@ -886,7 +1045,12 @@ async fn subagent_start_and_stop_hooks_run_and_a_definitions_hooks_add_to_the_us
         assert_eq!(input["session_id"], session);
     }
     assert_eq!(inputs[1]["last_assistant_message"], "said it");
-    assert!(inputs[1]["agent_transcript_path"].as_str().unwrap().ends_with(&format!("{kid}.jsonl")));
+    assert!(
+        inputs[1]["agent_transcript_path"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("{kid}.jsonl"))
+    );
 }
 
 #[tokio::test]
@@ -897,10 +1061,16 @@ async fn the_audit_shows_each_childs_calls_under_its_parents_call() {
     let text = audit(&conn.env.home, &session, false);
     let at = text.find("Agent a1").expect("the parent's call");
     let under = &text[at..];
-    assert!(under.contains("subagent general-purpose (say hi, "), "{text}");
+    assert!(
+        under.contains("subagent general-purpose (say hi, "),
+        "{text}"
+    );
     assert!(under.contains("answered after 2 model requests"), "{text}");
     assert!(under.contains("│ ") && under.contains("Bash b1"), "{text}");
-    assert!(under.contains("echo hi WORD") && under.contains("rewritten by"), "{text}");
+    assert!(
+        under.contains("echo hi WORD") && under.contains("rewritten by"),
+        "{text}"
+    );
     assert!(under.contains("asked: allowed_once"), "{text}");
     let json: Value = serde_json::from_str(&audit(&conn.env.home, &session, true)).unwrap();
     let call = json
@@ -927,11 +1097,20 @@ async fn fields_candor_does_not_honour_are_named_in_a_notice_and_by_the_doctor()
     let report = candor::doctor::render(&candor::doctor::report(&env.config(), &env.project));
     assert!(report.contains("painter ["), "{report}");
     assert!(report.contains("not honoured: color"), "{report}");
-    assert!(report.contains("not honoured: permissionMode dontAsk"), "{report}");
-    assert!(report.contains("not honoured: mcpServers defined inline"), "{report}");
+    assert!(
+        report.contains("not honoured: permissionMode dontAsk"),
+        "{report}"
+    );
+    assert!(
+        report.contains("not honoured: mcpServers defined inline"),
+        "{report}"
+    );
     let mut conn = Conn::in_process(env);
     let session = conn.ready().await;
     conn.prompt(&session, "hello").await;
     let said = told(&conn).join("\n");
-    assert!(said.contains("The subagent painter") && said.contains("color (candor does not use it)"), "{said}");
+    assert!(
+        said.contains("The subagent painter") && said.contains("color (candor does not use it)"),
+        "{said}"
+    );
 }

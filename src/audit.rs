@@ -379,51 +379,14 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 quiet: *quiet,
             }),
             Event::HistoryCompacted { .. } => entries.extend(compacted_entry(at, &record.event)),
-            Event::SessionTitled { .. }
-            | Event::CommandsOffered { .. }
-            | Event::CommandRan { .. }
-            | Event::AssistantDelta { .. }
-            | Event::AssistantMessage { .. }
-            | Event::PermissionRequested { .. }
-            | Event::ToolTerminal { .. }
-            | Event::ToolOutput { .. }
-            | Event::ToolContent { .. }
-            | Event::SubagentActivity { .. }
-            | Event::SubagentAssigned(_) => {}
-            Event::SubagentStarted {
-                tool_call_id,
-                session_id,
-                agent_type,
-                description,
-            } => {
-                if let Some(i) = call(&mut entries, tool_call_id)
-                    && let Entry::Call(c) = &mut entries[i]
-                {
-                    c.subagent = Some(Subagent {
-                        session_id: session_id.clone(),
-                        agent_type: agent_type.clone(),
-                        description: description.clone(),
-                        outcome: None,
-                        requests: None,
-                        entries: Vec::new(),
-                        unread: None,
-                    });
-                }
+            Event::SubagentStarted { .. } | Event::SubagentEnded { .. } => {
+                subagent_entry(&mut entries, &record.event);
             }
-            Event::SubagentEnded {
-                tool_call_id,
-                outcome,
-                requests,
-                ..
-            } => {
-                if let Some(i) = call(&mut entries, tool_call_id)
-                    && let Entry::Call(c) = &mut entries[i]
-                    && let Some(sub) = &mut c.subagent
-                {
-                    sub.outcome = Some(*outcome);
-                    sub.requests = Some(*requests);
-                }
-            }
+            // Not in the timeline: titles, offered and answered commands,
+            // the model's text, asks (their answers are), outputs, content,
+            // a subagent's activity (its own log's timeline is) and what it
+            // was given.
+            _ => {}
         }
     }
     entries.extend(cost_entry(records));
@@ -680,6 +643,47 @@ fn call_entry(at: String, event: &Event) -> Option<Entry> {
         sandbox: sandbox.clone(),
         subagent: None,
     })))
+}
+
+/// A subagent's start or end, on the entry of the `Agent` call.
+fn subagent_entry(entries: &mut [Entry], event: &Event) {
+    match event {
+        Event::SubagentStarted {
+            tool_call_id,
+            session_id,
+            agent_type,
+            description,
+        } => {
+            if let Some(i) = call_at(entries, tool_call_id)
+                && let Entry::Call(c) = &mut entries[i]
+            {
+                c.subagent = Some(Subagent {
+                    session_id: session_id.clone(),
+                    agent_type: agent_type.clone(),
+                    description: description.clone(),
+                    outcome: None,
+                    requests: None,
+                    entries: Vec::new(),
+                    unread: None,
+                });
+            }
+        }
+        Event::SubagentEnded {
+            tool_call_id,
+            outcome,
+            requests,
+            ..
+        } => {
+            if let Some(i) = call_at(entries, tool_call_id)
+                && let Entry::Call(c) = &mut entries[i]
+                && let Some(sub) = &mut c.subagent
+            {
+                sub.outcome = Some(*outcome);
+                sub.requests = Some(*requests);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The entry of a compaction.

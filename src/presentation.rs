@@ -419,10 +419,7 @@ impl Presenter {
                     value.clone(),
                 ))]
             }
-            Event::TurnEnded { .. } => {
-                self.in_turn = false;
-                Vec::new()
-            }
+            Event::TurnEnded { .. } => self.turn_ended(),
             Event::ConfigChanged { .. } => Vec::new(),
             Event::SessionTitled { title, .. } => vec![SessionUpdate::SessionInfoUpdate(
                 agent_client_protocol_schema::v1::SessionInfoUpdate::new()
@@ -508,10 +505,15 @@ impl Presenter {
             Event::ToolResult { .. } => self.tool_result(record),
             Event::SubagentStarted { .. }
             | Event::SubagentActivity { .. }
-            | Event::SubagentEnded { .. } => self.subagent(&record.event),
-            // What a subagent was given: its log's, for the audit.
-            Event::SubagentAssigned(_) => Vec::new(),
+            | Event::SubagentEnded { .. }
+            | Event::SubagentAssigned(_) => self.subagent(&record.event),
         }
+    }
+
+    /// The turn is over: a notice now waits for the next one.
+    fn turn_ended(&mut self) -> Vec<SessionUpdate> {
+        self.in_turn = false;
+        Vec::new()
     }
 
     /// A prompt opens a turn: nothing live (the client sent it) but for

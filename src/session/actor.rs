@@ -87,7 +87,7 @@ pub(crate) fn start(
     let (built, trust, source) = policy(config, &context, &origin)?;
     let mut policy = built.policy;
     let mut start_notices = built.notices;
-    let built_agents = built.agents;
+    let (built_agents, family) = (built.agents, family(config, client));
     let (log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
     let mcp = start_mcp(mcp_servers, built.mcp, &cwd, config, &mut start_notices);
     let mut log = log;
@@ -101,8 +101,8 @@ pub(crate) fn start(
         policy: &mut policy,
         cwd: &cwd,
         notices: &mut start_notices,
-        subagents: client.subagents.is_some(),
-        notices_taken: client.session.as_ref().is_some_and(|s| s.notices.is_some()),
+        subagents: family.native,
+        notices_taken: family.notices,
     };
     let grants = match stored {
         None => beginning.start(&id)?,
@@ -138,12 +138,7 @@ pub(crate) fn start(
         trust,
         confiner: crate::tools::confined::Confiner::new(config.launcher.clone()),
         agents: Arc::new(built_agents),
-        family: super::context::Family::root(
-            config.subagents_parallel(),
-            config.subagents_live(),
-            client.subagents.is_some(),
-            client.session.as_ref().is_some_and(|s| s.notices.is_some()),
-        ),
+        family,
     };
     gate.confiner.probe_soon(&gate.policy.sandbox);
     let handle = SessionHandle::new(
@@ -184,6 +179,17 @@ pub(crate) fn start(
         settings: view,
         opened,
     })
+}
+
+/// The session's subagent limits, and what the client takes of them.
+fn family(config: &Config, client: &ClientCapabilities) -> super::context::Family {
+    let notices = client.session.as_ref().is_some_and(|s| s.notices.is_some());
+    super::context::Family::root(
+        config.subagents_parallel(),
+        config.subagents_live(),
+        client.subagents.is_some(),
+        notices,
+    )
 }
 
 /// The session's presenter, for what the client declared it takes

@@ -402,104 +402,25 @@ fn prepare(
         tokio::sync::OwnedSemaphorePermit,
     ),
 ) -> Result<(Job, mpsc::UnboundedSender<settings::Sent>), LogError> {
-    let Spec { call, def, .. } = spec;
+    let def = spec.def;
     let child_id = uuid::Uuid::new_v4().to_string();
     let depth = gate.family.depth() + 1;
     let log = EventLog::create(&gate.config.sessions_dir(), &child_id)?;
-    let transcript = log.path().to_owned();
     let cwd = control.cwd.clone();
-    // Its tools only narrow; it starts subagents only when its definition
-    // lists `Agent`, and never below the deepest level.
-    let parent_scope = gate
-        .policy
-        .agent
-        .as_ref()
-        .map(|a| a.tools.clone())
-        .unwrap_or_default();
-    let mut scope = parent_scope.narrowed(def.tools.as_deref(), &def.disallowed_tools);
-    let lists_agent = def.tools.as_ref().is_some_and(|t| {
-        t.iter().any(|e| {
-            let tool = e.split('(').next().unwrap_or("").trim();
-            tool == "Agent" || tool == "Task"
-        })
-    });
-    if !lists_agent || depth >= MAX_DEPTH {
-        scope = scope.narrowed(None, &["Agent".to_owned()]);
-    }
-    let mut policy = gate.policy.clone();
-    policy.mode = narrower(gate.policy.mode, def.permission_mode);
-    // The session's sandbox as the user set it (`/sandbox`), not only the
-    // settings': a child is never less confined than its parent.
-    policy.sandbox = super::sandbox::effective(&gate.policy.sandbox, c.records());
-    policy.agent = Some(Arc::new(Delegate {
+    let scope = child_scope(gate, def, depth);
+    let delegate = Delegate {
         agent_id: child_id.clone(),
         agent_type: def.name.clone(),
-        transcript: transcript.clone(),
+        transcript: log.path().to_owned(),
         tools: scope.clone(),
         depth,
-    }));
-    let mut notices: Vec<String> = def
-        .not_honoured
-        .iter()
-        .map(|n| {
-            format!(
-                "The {} subagent's definition asks for what candor does not do: {n}",
-                def.name
-            )
-        })
-        .collect();
-    notices.extend(add_definition_hooks(
-        &mut policy,
-        def,
-        gate,
-        c.log_path(),
-        &cwd,
-    ));
+    };
+    let (policy, mut notices) = child_policy(c, gate, def, delegate, &cwd);
     let mut provider = Provider::for_session(&gate.config, &cwd);
     let model = choose_model(&mut provider, def, spec.model, &mut notices);
     provider.for_subagent(&def.name, spec.prompt);
     let (settings_tx, inbox) = settings::Inbox::new();
-    let place = Place {
-        depth,
-        asked_on: (!gate.family.native).then(|| {
-            match gate.family.place.as_ref().and_then(|p| p.asked_on.clone()) {
-                Some(above) => AskedOn {
-                    label: format!("{} (through the {} subagent)", above.label, def.name),
-                    ..above
-                },
-                None => AskedOn {
-                    session_id: gate.session_id.clone(),
-                    card_id: call.id().to_owned(),
-                    label: format!("The {} subagent", def.name),
-                },
-            }
-        }),
-    };
-    let child_gate = Gate {
-        session_id: if gate.family.native {
-            child_id.clone()
-        } else {
-            gate.session_id.clone()
-        },
-        policy,
-        grants: gate.grants.clone(),
-        client: gate.client.clone(),
-        files: gate.files.clone(),
-        terminal: gate.terminal.clone(),
-        shells: crate::tools::Shells::default(),
-        settings: inbox,
-        env_file: gate.env_file.clone(),
-        config: gate.config.clone(),
-        mcp: gate.mcp.clone(),
-        user_commands: Vec::new(),
-        trust: Trust::NotNeeded,
-        confiner: gate.confiner.clone(),
-        agents: gate.agents.clone(),
-        family: Family {
-            place: Some(place),
-            ..gate.family.clone()
-        },
-    };
+    let child_gate = child_gate(gate, &child_id, policy, spec.call, def, depth, inbox);
     let presenter = Presenter::new(cwd.clone(), Shown::Live)
         .with_notices(gate.family.notices)
         .with_subagents(gate.family.native)
@@ -514,26 +435,7 @@ fn prepare(
         !gate.family.native,
         Some(observer(index, reports, cwd.clone())),
     );
-    committer.commit(Event::SessionStarted {
-        session_id: child_id.clone(),
-        cwd: cwd.clone(),
-        format: FORMAT_VERSION,
-        candor_version: env!("CARGO_PKG_VERSION").to_owned(),
-        provider: provider.name().to_owned(),
-        model: provider.model().map(str::to_owned),
-        context_window: provider.context_window(),
-        parent: Some(ParentRef {
-            session_id: c.session_id().to_owned(),
-            tool_call_id: call.id().to_owned(),
-            depth,
-        }),
-    })?;
-    let startable: Vec<String> = scope
-        .startable(&gate.agents.definitions)
-        .iter()
-        .map(|d| d.name.clone())
-        .collect();
-    committer.commit(Event::SubagentAssigned(Assignment {
+    let assignment = Assignment {
         agent_type: def.name.clone(),
         description: spec.description.to_owned(),
         source: def.source.describe(),
@@ -543,18 +445,27 @@ fn prepare(
         mode: child_gate.policy.mode,
         model,
         max_turns: def.max_turns,
-        may_start: startable,
+        may_start: scope
+            .startable(&gate.agents.definitions)
+            .iter()
+            .map(|d| d.name.clone())
+            .collect(),
         not_honoured: def.not_honoured.clone(),
-    }))?;
-    if let Some(env) = super::system::latest(c.records()) {
-        committer.commit(Event::SessionEnvironment(env.clone()))?;
-    }
-    for text in notices {
-        committer.commit(Event::Notice {
-            level: NoticeLevel::Warning,
-            text,
-        })?;
-    }
+    };
+    let parent = ParentRef {
+        session_id: c.session_id().to_owned(),
+        tool_call_id: spec.call.id().to_owned(),
+        depth,
+    };
+    first_records(
+        &mut committer,
+        c,
+        &provider,
+        &cwd,
+        parent,
+        assignment,
+        notices,
+    )?;
     let limit = def
         .max_turns
         .map(|n| n as usize)
@@ -576,6 +487,149 @@ fn prepare(
         _permit: permit,
     };
     Ok((job, settings_tx))
+}
+
+/// What a child may call: its parent's scope narrowed by its definition;
+/// it starts subagents only when its definition lists `Agent`, and never
+/// below the deepest level.
+fn child_scope(gate: &Gate, def: &Definition, depth: u32) -> ToolScope {
+    let parent_scope = gate
+        .policy
+        .agent
+        .as_ref()
+        .map(|a| a.tools.clone())
+        .unwrap_or_default();
+    let scope = parent_scope.narrowed(def.tools.as_deref(), &def.disallowed_tools);
+    let lists_agent = def.tools.as_ref().is_some_and(|t| {
+        t.iter().any(|e| {
+            let tool = e.split('(').next().unwrap_or("").trim();
+            tool == "Agent" || tool == "Task"
+        })
+    });
+    if !lists_agent || depth >= MAX_DEPTH {
+        scope.narrowed(None, &["Agent".to_owned()])
+    } else {
+        scope
+    }
+}
+
+/// The child's policy: its parent's hooks, rules and sandbox (as the user
+/// set it, `/sandbox` included), the stricter mode, who it is, and its
+/// definition's own hooks after the others. With what to tell the user.
+fn child_policy(
+    c: &Committer,
+    gate: &Gate,
+    def: &Definition,
+    delegate: Delegate,
+    cwd: &Path,
+) -> (crate::interception::Policy, Vec<String>) {
+    let mut policy = gate.policy.clone();
+    policy.mode = narrower(gate.policy.mode, def.permission_mode);
+    policy.sandbox = super::sandbox::effective(&gate.policy.sandbox, c.records());
+    policy.agent = Some(Arc::new(delegate));
+    let mut notices: Vec<String> = def
+        .not_honoured
+        .iter()
+        .map(|n| {
+            format!(
+                "The {} subagent's definition asks for what candor does not do: {n}",
+                def.name
+            )
+        })
+        .collect();
+    notices.extend(add_definition_hooks(
+        &mut policy,
+        def,
+        gate,
+        c.log_path(),
+        cwd,
+    ));
+    (policy, notices)
+}
+
+/// The child's gate: the parent's editor, files, servers, grants and
+/// limits; its own shells, settings and place.
+fn child_gate(
+    gate: &Gate,
+    child_id: &str,
+    policy: crate::interception::Policy,
+    call: &ApprovedCall,
+    def: &Definition,
+    depth: u32,
+    inbox: settings::Inbox,
+) -> Gate {
+    let asked_on = (!gate.family.native).then(|| {
+        match gate.family.place.as_ref().and_then(|p| p.asked_on.clone()) {
+            Some(above) => AskedOn {
+                label: format!("{} (through the {} subagent)", above.label, def.name),
+                ..above
+            },
+            None => AskedOn {
+                session_id: gate.session_id.clone(),
+                card_id: call.id().to_owned(),
+                label: format!("The {} subagent", def.name),
+            },
+        }
+    });
+    Gate {
+        session_id: if gate.family.native {
+            child_id.to_owned()
+        } else {
+            gate.session_id.clone()
+        },
+        policy,
+        grants: gate.grants.clone(),
+        client: gate.client.clone(),
+        files: gate.files.clone(),
+        terminal: gate.terminal.clone(),
+        shells: crate::tools::Shells::default(),
+        settings: inbox,
+        env_file: gate.env_file.clone(),
+        config: gate.config.clone(),
+        mcp: gate.mcp.clone(),
+        user_commands: Vec::new(),
+        trust: Trust::NotNeeded,
+        confiner: gate.confiner.clone(),
+        agents: gate.agents.clone(),
+        family: Family {
+            place: Some(Place { depth, asked_on }),
+            ..gate.family.clone()
+        },
+    }
+}
+
+/// A child log's first records: `session/started` naming its parent,
+/// `subagent/assigned`, the parent's environment, what to tell the user.
+fn first_records(
+    committer: &mut Committer,
+    c: &Committer,
+    provider: &Provider,
+    cwd: &Path,
+    parent: ParentRef,
+    assignment: Assignment,
+    notices: Vec<String>,
+) -> Result<(), LogError> {
+    committer.commit(Event::SessionStarted {
+        session_id: committer.session_id().to_owned(),
+        cwd: cwd.to_owned(),
+        format: FORMAT_VERSION,
+        candor_version: env!("CARGO_PKG_VERSION").to_owned(),
+        provider: provider.name().to_owned(),
+        model: provider.model().map(str::to_owned),
+        context_window: provider.context_window(),
+        parent: Some(parent),
+    })?;
+    committer.commit(Event::SubagentAssigned(assignment))?;
+    if let Some(env) = super::system::latest(c.records()) {
+        committer.commit(Event::SessionEnvironment(env.clone()))?;
+    }
+    for text in notices {
+        committer.commit(Event::Notice {
+            level: NoticeLevel::Warning,
+            text,
+        })?;
+    }
+    Ok(())
 }
 
 /// The model a child asks: `inherit` (or none) the parent's; an alias of

@@ -171,9 +171,9 @@ pub(crate) async fn run_batch(
         tokio::select! {
             biased;
             Some(report) = batch.reports.1.recv() => batch.record(c, report)?,
-            Some(done) = batch.running.next() => {
+            Some((index, done)) = batch.running.next() => {
                 let ended = done.unwrap_or_else(|e| Ended {
-                    index: usize::MAX,
+                    index,
                     outcome: SubagentOutcome::Failed,
                     answer: String::new(),
                     requests: 0,
@@ -198,12 +198,18 @@ fn note_stop(stopped: &mut Option<(String, String)>, next: Next) {
     }
 }
 
+/// A running child: its place, and how its task ended.
+type Running =
+    Pin<Box<dyn Future<Output = (usize, Result<Ended, tokio::task::JoinError>)> + Send>>;
+
 /// The children of one batch.
 struct Batch {
     model: Option<String>,
     runner: Runner,
     live: HashMap<usize, Live>,
-    running: FuturesUnordered<tokio::task::JoinHandle<Ended>>,
+    /// Each running child's task, with its place in the batch (known even
+    /// when the task itself could not say).
+    running: FuturesUnordered<Running>,
     reports: (
         mpsc::UnboundedSender<Report>,
         mpsc::UnboundedReceiver<Report>,
@@ -290,7 +296,8 @@ impl Batch {
         })?;
         crate::sync::lock(&gate.family.running)
             .insert(child_id.clone(), job.control.cancel.clone());
-        self.running.push(tokio::spawn((self.runner)(job)));
+        let task = tokio::spawn((self.runner)(job));
+        self.running.push(Box::pin(async move { (index, task.await) }));
         self.live.insert(
             index,
             Live {

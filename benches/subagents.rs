@@ -53,7 +53,12 @@ fn agent(n: usize) -> Value {
 /// A child that makes `calls` Bash calls, then answers.
 fn child(n: usize, calls: usize) -> Value {
     let mut responses: Vec<Value> = (1..=calls)
-        .map(|i| call("Bash", json!({"command": format!("echo child {n} step {i}")})))
+        .map(|i| {
+            call(
+                "Bash",
+                json!({"command": format!("echo child {n} step {i}")}),
+            )
+        })
         .collect();
     responses.push(text(&format!("child {n} done")));
     json!({"type": "general-purpose", "prompt": format!("child {n}."), "responses": responses})
@@ -124,7 +129,10 @@ fn median_u64(mut v: Vec<u64>) -> u64 {
 
 fn main() {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!("subagents bench (median of {RUNS}); load average at start: {}", load.trim());
+    println!(
+        "subagents bench (median of {RUNS}); load average at start: {}",
+        load.trim()
+    );
     // Start overhead.
     let only_text = json!({"responses": [text("done")]});
     let glob = json!({"responses": [call("Glob", json!({"pattern": "*.rs"})), text("done")]});
@@ -132,9 +140,8 @@ fn main() {
         "responses": [{"content": [agent(1)]}, text("done")],
         "subagents": [child(1, 0)]
     });
-    let runs = |script: &Value| -> Vec<(Duration, u64)> {
-        (0..RUNS).map(|_| prompt(script, 4)).collect()
-    };
+    let runs =
+        |script: &Value| -> Vec<(Duration, u64)> { (0..RUNS).map(|_| prompt(script, 4)).collect() };
     let t_text = median(runs(&only_text).into_iter().map(|r| r.0).collect());
     let t_glob = median(runs(&glob).into_iter().map(|r| r.0).collect());
     let t_agent = median(runs(&one_agent).into_iter().map(|r| r.0).collect());

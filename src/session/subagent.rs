@@ -199,8 +199,7 @@ fn note_stop(stopped: &mut Option<(String, String)>, next: Next) {
 }
 
 /// A running child: its place, and how its task ended.
-type Running =
-    Pin<Box<dyn Future<Output = (usize, Result<Ended, tokio::task::JoinError>)> + Send>>;
+type Running = Pin<Box<dyn Future<Output = (usize, Result<Ended, tokio::task::JoinError>)> + Send>>;
 
 /// The children of one batch.
 struct Batch {
@@ -253,7 +252,7 @@ impl Batch {
         };
         let Ok(permit) = gate.family.live.clone().try_acquire_owned() else {
             let output = refused(format!(
-                "{} subagents are already running in this session (its limit); wait for their answers before starting more.",
+                "This session already has {} subagent(s) running, its limit (subagents_live); wait for their answers before starting more.",
                 gate.family.live_max
             ));
             return Ok(Some(
@@ -297,7 +296,8 @@ impl Batch {
         crate::sync::lock(&gate.family.running)
             .insert(child_id.clone(), job.control.cancel.clone());
         let task = tokio::spawn((self.runner)(job));
-        self.running.push(Box::pin(async move { (index, task.await) }));
+        self.running
+            .push(Box::pin(async move { (index, task.await) }));
         self.live.insert(
             index,
             Live {

@@ -1114,3 +1114,154 @@ async fn fields_candor_does_not_honour_are_named_in_a_notice_and_by_the_doctor()
         "{said}"
     );
 }
+
+#[tokio::test]
+async fn a_mode_chosen_while_a_child_runs_reaches_it_before_its_next_call() {
+    // The user switches the session to plan while the child's first
+    // command runs: its next call, a change, is refused by plan mode.
+    let env = TestEnv::scripted(with_children(
+        vec![
+            respond(json!([agent("a1", "general-purpose", "work", "Work.")])),
+            respond(json!([text("ok")])),
+        ],
+        vec![child(
+            "general-purpose",
+            None,
+            vec![
+                respond(json!([tool("s1", "Bash", json!({"command": "sleep 1"}))])),
+                respond(json!([tool(
+                    "w1",
+                    "Write",
+                    json!({"file_path": "f.txt", "content": "x"})
+                )])),
+                respond(json!([text("done")])),
+            ],
+        )],
+    ))
+    .with_policy(json!({"mode": "acceptEdits", "permissions": {"allow": ["Bash(sleep *)"]}}));
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    let prompt = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "work"}]}),
+        )
+        .await;
+    loop {
+        conn.recv().await;
+        let card = conn
+            .thread(&session)
+            .cards
+            .iter()
+            .find(|c| c.id == "a1")
+            .map(|c| c.text());
+        if card.is_some_and(|t| t.contains("sleep 1` — running")) {
+            break;
+        }
+    }
+    let switched = conn
+        .request(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "plan"}),
+        )
+        .await;
+    assert!(switched.get("error").is_none(), "{switched}");
+    conn.response(&prompt).await;
+    assert!(!conn.env.project.join("f.txt").exists());
+    let kid = children_of(&conn.env.log(&session))[0].clone();
+    let log = conn.env.log(&kid);
+    assert!(
+        log.iter()
+            .any(|r| r["type"] == "config/changed" && r["value"] == "plan"),
+        "{:?}",
+        types(&log)
+    );
+    let write = child_call(&conn.env, &kid, "w1");
+    assert_eq!(write["decision"]["outcome"], "deny", "{write}");
+}
+
+#[tokio::test]
+async fn a_child_stops_at_its_max_turns_and_the_model_is_told() {
+    let env = TestEnv::scripted(with_children(
+        vec![
+            respond(json!([agent("a1", "brief", "look", "Look around.")])),
+            respond(json!([text("ok")])),
+        ],
+        vec![child(
+            "brief",
+            None,
+            vec![
+                respond(json!([tool("g1", "Glob", json!({"pattern": "*"}))])),
+                respond(json!([tool("g2", "Glob", json!({"pattern": "*"}))])),
+                respond(json!([text("never")])),
+            ],
+        )],
+    ));
+    definition(
+        &env.dir.path().join(".claude"),
+        "brief",
+        "description: Brief.\nmaxTurns: 2\n",
+        "Be brief.",
+    );
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "look").await;
+    let log = conn.env.log(&session);
+    let ended = log.iter().find(|r| r["type"] == "subagent/ended").unwrap();
+    assert_eq!(ended["outcome"], "max_turns");
+    assert_eq!(ended["requests"], 2);
+    let result = log
+        .iter()
+        .find(|r| r["type"] == "tool/result" && r["toolCallId"] == "a1")
+        .unwrap();
+    assert!(
+        result["output"]
+            .as_str()
+            .unwrap()
+            .contains("stopped after 2 model requests, its limit (maxTurns)"),
+        "{result}"
+    );
+}
+
+#[tokio::test]
+async fn the_live_subagents_of_a_session_are_bounded() {
+    let env = TestEnv::scripted(with_children(
+        vec![
+            respond(json!([
+                agent("a1", "general-purpose", "one", "first"),
+                agent("a2", "general-purpose", "two", "second")
+            ])),
+            respond(json!([text("ok")])),
+        ],
+        vec![
+            child(
+                "general-purpose",
+                Some("first"),
+                vec![
+                    respond(json!([tool("s1", "Bash", json!({"command": "sleep 0.5"}))])),
+                    respond(json!([text("x")])),
+                ],
+            ),
+            child(
+                "general-purpose",
+                Some("second"),
+                vec![respond(json!([text("y")]))],
+            ),
+        ],
+    ))
+    .with_policy(json!({"permissions": {"allow": ["Bash(sleep *)"]}}))
+    .with_user_config("subagents_live = 1\nsubagents_parallel = 2\n");
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "two").await;
+    assert_eq!(conn.thread(&session).card("a1").status, "completed");
+    let refused = conn.thread(&session).card("a2").clone();
+    assert_eq!(refused.status, "failed");
+    assert!(
+        refused
+            .text()
+            .contains("This session already has 1 subagent(s) running"),
+        "{}",
+        refused.text()
+    );
+}

@@ -743,6 +743,59 @@ mod tests {
     }
 
     #[test]
+    fn a_subagent_left_running_fails_its_open_calls_then_ends_before_its_call() {
+        use crate::event_log::{ChildCallStatus, SubagentOutcome};
+        let activity = |call: &str, status| Event::SubagentActivity {
+            tool_call_id: "a".into(),
+            session_id: "kid".into(),
+            child_call_id: call.into(),
+            title: format!("`{call}`"),
+            status,
+        };
+        let records = recs(vec![
+            Event::UserMessage {
+                content: vec![],
+                images: vec![],
+                via: None,
+            },
+            Event::AssistantMessage {
+                content: vec![tool_use("a")],
+                stop: ModelStop::ToolUse,
+                interrupted: false,
+                call_ids: Vec::new(),
+                cost: None,
+            },
+            Event::SubagentStarted {
+                tool_call_id: "a".into(),
+                session_id: "kid".into(),
+                agent_type: "Explore".into(),
+                description: "d".into(),
+            },
+            activity("done", ChildCallStatus::Pending),
+            activity("done", ChildCallStatus::Completed),
+            activity("open", ChildCallStatus::Running),
+        ]);
+        let closed = plan(&records);
+        assert!(
+            matches!(&closed[0], Event::SubagentActivity { child_call_id, status: ChildCallStatus::Failed, .. } if child_call_id == "open"),
+            "{closed:?}"
+        );
+        assert!(matches!(
+            &closed[1],
+            Event::SubagentEnded {
+                outcome: SubagentOutcome::Failed,
+                ..
+            }
+        ));
+        assert!(matches!(&closed[2], Event::ToolResult { tool_call_id, .. } if tool_call_id == "a"));
+        assert!(matches!(closed.last(), Some(Event::TurnEnded { .. })));
+        // Nothing more the second time.
+        let mut again = records.clone();
+        again.extend(recs(closed));
+        assert!(plan(&again).is_empty());
+    }
+
+    #[test]
     fn an_open_trust_question_is_closed_unanswered() {
         let asked = Event::TrustRequested {
             project: "/p".into(),

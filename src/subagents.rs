@@ -79,7 +79,8 @@ pub fn built_ins() -> Vec<Definition> {
             hooks: None,
             not_honoured: Vec::new(),
         };
-    const READ_ONLY: &[&str] = &["Read", "Glob", "Grep", "Bash", "BashOutput", "KillShell"];
+    // Tools that change nothing: no Bash (a command can change anything).
+    const READ_ONLY: &[&str] = &["Read", "Glob", "Grep"];
     vec![
         built_in(
             "general-purpose",
@@ -109,7 +110,7 @@ const GENERAL_PURPOSE: &str = "You are a subagent of candor, a coding agent work
 
 The user sees every call you make as a card with the arguments that actually ran. Hooks and permission rules may rewrite, ask about or refuse a call; work with what ran and never try to get a refused action done another way.";
 
-const EXPLORE: &str = "You are a read-only exploration subagent of candor, a coding agent working in the user's editor. Another agent handed you the question below. Search and read the codebase (Glob, Grep, Read; Bash only for commands that change nothing, such as git log) and answer with what you found: the files and lines that matter and a short explanation. You change nothing. Your final message is all the other agent receives, so make it complete and concise.";
+const EXPLORE: &str = "You are a read-only exploration subagent of candor, a coding agent working in the user's editor. Another agent handed you the question below. Search and read the codebase with Glob, Grep and Read, and answer with what you found: the files and lines that matter and a short explanation. You change nothing. Your final message is all the other agent receives, so make it complete and concise.";
 
 const PLAN: &str = "You are a planning subagent of candor, a coding agent working in the user's editor. Another agent handed you the task below. Research the codebase (Glob, Grep, Read) and end with an implementation plan: numbered steps, the files to change, and the risks and trade-offs. You change nothing. Your final message is the plan, and it is all the other agent receives.";
 

@@ -787,7 +787,9 @@ mod tests {
                 ..
             }
         ));
-        assert!(matches!(&closed[2], Event::ToolResult { tool_call_id, .. } if tool_call_id == "a"));
+        assert!(
+            matches!(&closed[2], Event::ToolResult { tool_call_id, .. } if tool_call_id == "a")
+        );
         assert!(matches!(closed.last(), Some(Event::TurnEnded { .. })));
         // Nothing more the second time.
         let mut again = records.clone();

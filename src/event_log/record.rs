@@ -392,6 +392,15 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         structured: Option<Value>,
     },
+    /// An MCP server asked the user something (`elicitation/create`)
+    /// while serving one of the session's calls: what it asked, as the
+    /// editor is asked it (or would have been), before it is asked.
+    #[serde(rename = "elicitation/requested")]
+    ElicitationRequested(ElicitationAsked),
+    /// How an MCP server's question ended: the user's answer (its values
+    /// but those that look like secrets), or why candor answered for them.
+    #[serde(rename = "elicitation/resolved")]
+    ElicitationResolved(ElicitationAnswered),
     /// The model's history was compacted: from now on the model is sent
     /// `summary` in place of the records `from..=to`, then the records
     /// after `to` as before. The log, the cards and a replay keep
@@ -443,6 +452,77 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+/// An MCP server's question (`elicitation/requested`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElicitationAsked {
+    /// The call the server was serving (the card it is shown on).
+    pub tool_call_id: String,
+    /// candor's id of this question within the session.
+    pub elicitation_id: String,
+    /// The server that asks.
+    pub server: String,
+    pub mode: ElicitationKind,
+    /// The server's message, as it sent it.
+    pub message: String,
+    /// Form mode: the fields asked for (the server's `requestedSchema`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Value>,
+    /// URL mode: the page the user is asked to open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The fields that look like secrets (a password, a token, a key):
+    /// the card says so, and their answers are not kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret: Vec<String>,
+}
+
+/// The end of an MCP server's question (`elicitation/resolved`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElicitationAnswered {
+    pub tool_call_id: String,
+    pub elicitation_id: String,
+    /// What the server is told.
+    pub action: ElicitationAction,
+    /// Who answered: the user (through the editor) or candor, for them.
+    pub by: ElicitationBy,
+    /// With `accept`: the values given, those of [`ElicitationAsked::secret`]
+    /// fields replaced by `"[withheld]"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<serde_json::Map<String, Value>>,
+    /// Why candor answered (no forms, withdrawn, timed out, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// How an MCP server asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElicitationKind {
+    /// A form of fields the editor shows.
+    Form,
+    /// A page the user is asked to open.
+    Url,
+}
+
+/// What a server is told of its question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElicitationAction {
+    Accept,
+    Decline,
+    Cancel,
+}
+
+/// Who answered an MCP server's question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElicitationBy {
+    User,
+    Candor,
 }
 
 /// Where a session's title came from.

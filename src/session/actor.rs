@@ -88,7 +88,13 @@ pub(crate) fn start(
     let mut policy = built.policy;
     let mut start_notices = built.notices;
     let (log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
-    let mcp = start_mcp(mcp_servers, built.mcp, &cwd, config, &mut start_notices);
+    let mcp = start_mcp(
+        mcp_servers,
+        built.mcp,
+        (&cwd, client),
+        config,
+        &mut start_notices,
+    );
     let mut log = log;
     log.fail_at(config.log_fails_at);
     let mut provider = Provider::for_session(config, &cwd);
@@ -202,6 +208,10 @@ fn client_link(
             .elicitation
             .as_ref()
             .is_some_and(ElicitationCapabilities::supports_form),
+        elicit_url: client
+            .elicitation
+            .as_ref()
+            .is_some_and(ElicitationCapabilities::supports_url),
         fs_timeout: config.client_fs_timeout,
     }
 }
@@ -259,7 +269,7 @@ fn offer_commands(
 fn start_mcp(
     editor: &[agent_client_protocol_schema::v1::McpServer],
     configured: Vec<crate::tools::mcp::ServerSpec>,
-    cwd: &std::path::Path,
+    (cwd, client): (&std::path::Path, &ClientCapabilities),
     config: &Config,
     notices: &mut Vec<(NoticeLevel, String)>,
 ) -> crate::tools::mcp::Servers {
@@ -267,7 +277,13 @@ fn start_mcp(
     notices.extend(problems.into_iter().map(|p| (NoticeLevel::Warning, p)));
     specs.extend(configured);
     // Annotations decide only where the user lets them.
-    let servers = crate::tools::mcp::Servers::new(config.mcp_trust_annotations());
+    // A server asks through candor for pages only where the editor opens them.
+    let pages = client
+        .elicitation
+        .as_ref()
+        .is_some_and(ElicitationCapabilities::supports_url);
+    let servers =
+        crate::tools::mcp::Servers::new(config.mcp_trust_annotations()).passing_pages(pages);
     let chosen = crate::tools::mcp::choose(specs);
     servers.shadowed(chosen.shadowed);
     servers.start(chosen.servers, cwd);
@@ -496,6 +512,12 @@ async fn run(actor: Actor, mut commands: mpsc::Receiver<Command>, mut opening: O
             },
             Ok(()) = mcp_changes.changed() => {
                 offer_commands(&mut committer, &gate, &mut offered);
+                // A question a server asked while no call ran.
+                for text in gate.mcp.take_notices() {
+                    if let Err(e) = committer.commit(Event::Notice { level: NoticeLevel::Warning, text }) {
+                        tracing::warn!(error = %e, "could not record a notice");
+                    }
+                }
                 continue;
             }
         };

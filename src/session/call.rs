@@ -34,6 +34,7 @@ use crate::event_log::{
 use crate::interception::policy::{Disposition, Rule};
 use crate::interception::{self, ApprovedCall, Aside, Asides, FinishedCall, HookNote, Settled};
 use crate::presentation::describe_decider;
+use crate::tools::mcp::Elicited;
 use crate::tools::{ToolContext, ToolEvent, ToolInput};
 
 /// The probe's place when the kernel was not asked (the sandbox is off).
@@ -532,6 +533,19 @@ fn record_event(c: &mut Committer, id: &str, e: ToolEvent) -> Result<(), LogErro
             tool_call_id: id.to_owned(),
             terminal_id,
         },
+        // An MCP server's question: in the log before it goes on.
+        ToolEvent::Elicitation(what, recorded) => {
+            c.commit(match what {
+                Elicited::Asked(asked) => Event::ElicitationRequested(asked),
+                Elicited::Answered(answered) => Event::ElicitationResolved(answered),
+                Elicited::Notice(text) => Event::Notice {
+                    level: NoticeLevel::Warning,
+                    text,
+                },
+            })?;
+            let _ = recorded.send(());
+            return Ok(());
+        }
         ToolEvent::Content {
             content,
             structured,

@@ -449,7 +449,7 @@ pub fn present_mcp(target: &crate::event_log::McpTarget) -> Presentation {
 }
 
 /// Something a running tool tells the session.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum ToolEvent {
     /// Output to show on the card (already throttled, see `output`).
     Output(output::Chunk),
@@ -460,6 +460,10 @@ pub enum ToolEvent {
         content: Vec<crate::event_log::ResultContent>,
         structured: Option<Value>,
     },
+    /// An MCP server's question to the user, or how it ended
+    /// (`mcp::elicit`): `recorded` is answered once it is in the log, and
+    /// nothing goes on before.
+    Elicitation(mcp::Elicited, tokio::sync::oneshot::Sender<()>),
 }
 
 /// What a tool gets besides its call.

@@ -30,6 +30,7 @@ mod home;
 mod images;
 mod interception;
 mod mcp;
+mod mcp_elicit;
 mod mcp_npm;
 mod models;
 mod one_subject;

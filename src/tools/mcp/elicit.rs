@@ -26,7 +26,7 @@
 //!   server gives the question up;
 //! * how it ended is recorded (`elicitation/resolved`) before the server
 //!   is answered; the call does not end before that record
-//!   ([`Asker::close`]).
+//!   (`Asker::close`).
 
 use std::sync::Arc;
 use std::time::Duration;

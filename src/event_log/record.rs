@@ -578,6 +578,54 @@ pub struct Environment {
     /// to the model).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The directories besides `cwd` the session counts as its project
+    /// (ACP `additionalDirectories`, checked by `crate::roots`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_directories: Vec<AddedDirectory>,
+    /// What the client added to (or put in place of) candor's guidance
+    /// (ACP `systemPrompt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_prompt: Option<ClientPrompt>,
+}
+
+/// A directory the session counts as its project besides its working
+/// directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddedDirectory {
+    /// As the client gave it.
+    pub path: PathBuf,
+    /// Where it leads, when that is elsewhere (a symbolic link): the
+    /// directory the rules and the sandbox use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<PathBuf>,
+}
+
+impl AddedDirectory {
+    /// The directory itself, its links resolved.
+    pub fn real(&self) -> &std::path::Path {
+        self.resolved.as_deref().unwrap_or(&self.path)
+    }
+}
+
+/// The client's system prompt (ACP `systemPrompt`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientPrompt {
+    pub mode: ClientPromptMode,
+    /// Its text blocks, joined by blank lines.
+    pub text: String,
+}
+
+/// How the client's system prompt meets candor's guidance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientPromptMode {
+    /// After candor's whole system prompt.
+    Append,
+    /// In place of candor's guidance (the environment and the instruction
+    /// files stay).
+    Override,
 }
 
 /// What git said about the repository, each part bounded.

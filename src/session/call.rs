@@ -78,6 +78,11 @@ pub(crate) async fn run_call(
     // A command's boundary is settled with its arguments.
     if settled.tool() == Some(crate::tools::Tool::Bash) {
         let mut sandbox = super::sandbox::effective(&gate.policy.sandbox, c.records());
+        // The session's additional directories are writable as its
+        // directory is (in the presets that write).
+        sandbox
+            .writable_roots
+            .extend(gate.policy.rules.roots.iter().cloned());
         for rule in &gate.policy.rules.deny {
             let (paths, not_held) = rule.read_denied_paths();
             sandbox.deny_reads(paths, not_held);
@@ -224,8 +229,9 @@ fn kept_from_reading(input: &ToolInput, gate: &Gate, control: &TurnControl) -> b
     let Some(path) = input.target() else {
         return false;
     };
-    !path.starts_with(&control.cwd)
-        || crate::interception::policy::ReadDenies::of(&gate.policy.rules).denies(path)
+    let inside = path.starts_with(&control.cwd)
+        || gate.policy.rules.roots.iter().any(|r| path.starts_with(r));
+    !inside || crate::interception::policy::ReadDenies::of(&gate.policy.rules).denies(path)
 }
 
 /// How many times candor asks about one call whose file keeps changing

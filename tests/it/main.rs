@@ -22,6 +22,7 @@ mod compaction;
 mod context;
 mod cost;
 mod crash;
+mod directories;
 mod doctor;
 mod effort;
 mod fork;

@@ -156,15 +156,17 @@ pub(crate) async fn run(input: &WebFetchInput, cx: ToolContext) -> ToolOutput {
         r = fetch::fetch(&input.url, &web.access, &judge, &cx.cancel) => r,
         () = cx.hard_stop.cancelled() => Err(Failure::Cancelled),
     };
+    // As it is requested: `http` upgraded unless the user allows it.
+    let requested = fetch::upgraded(&input.url, &web.access);
     let page = match fetched {
         Ok(page) => page,
         Err(Failure::Cancelled) => {
-            say(&cx, format!("GET {}\ncancelled", input.url));
+            say(&cx, format!("GET {requested}\ncancelled"));
             return ToolOutput::cancelled("cancelled by the user while fetching");
         }
         Err(failure) => {
-            say(&cx, format!("GET {}\n{failure}", input.url));
-            return ToolOutput::failed(format!("WebFetch of {} failed: {failure}", input.url));
+            say(&cx, format!("GET {requested}\n{failure}"));
+            return ToolOutput::failed(format!("WebFetch of {requested} failed: {failure}"));
         }
     };
     let (text, how) = match readable(&page).await {

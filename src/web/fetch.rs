@@ -252,7 +252,7 @@ fn check_literal(url: &Url, addresses: &Addresses) -> Result<(), Failure> {
 }
 
 fn refusal_text(host: &str, ip: IpAddr, why: &str) -> String {
-    let named = if host == ip.to_string() {
+    let named = if host.parse::<IpAddr>().is_ok_and(|h| h == ip) {
         format!("{ip}")
     } else {
         format!("{host} ({ip})")

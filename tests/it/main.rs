@@ -48,3 +48,4 @@ mod titles;
 mod tools;
 mod trust;
 mod turns;
+mod web;

@@ -144,9 +144,14 @@ async fn steps(
             call_ids,
             cost,
         })?;
+        // The provider paused its own long turn (its searches): the turn
+        // goes back as it is and the model goes on.
+        if calls.is_empty() && stop == ModelStop::Paused {
+            continue;
+        }
         if calls.is_empty() {
             let ended = match stop {
-                ModelStop::EndTurn | ModelStop::ToolUse => TurnStop::EndTurn,
+                ModelStop::EndTurn | ModelStop::ToolUse | ModelStop::Paused => TurnStop::EndTurn,
                 ModelStop::MaxTokens => TurnStop::MaxTokens,
                 ModelStop::Refusal => TurnStop::Refusal,
             };
@@ -323,6 +328,8 @@ fn request(
         system: super::system::prompt(c.records(), &control.cwd),
         messages,
         tools: tools::specs(&gate.mcp.tools()),
+        web_search: provider.web_search().is_some()
+            && crate::interception::policy::search_offered(&gate.policy.rules).is_ok(),
     }
 }
 

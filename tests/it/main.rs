@@ -49,3 +49,4 @@ mod tools;
 mod trust;
 mod turns;
 mod web;
+mod web_search;

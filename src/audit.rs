@@ -86,6 +86,14 @@ pub enum Entry {
         reason: Dropped,
     },
     Call(Box<Call>),
+    /// A web search the provider ran inside the model's response (not a
+    /// call candor judged or ran): its query and what it found.
+    Search {
+        at: String,
+        query: String,
+        results: Vec<crate::conversation::SearchHit>,
+        error: Option<String>,
+    },
     Notice {
         at: String,
         level: NoticeLevel,
@@ -329,11 +337,26 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 quiet: *quiet,
             }),
             Event::HistoryCompacted { .. } => entries.extend(compacted_entry(at, &record.event)),
+            Event::AssistantMessage { content, .. } => {
+                entries.extend(content.iter().filter_map(|b| match b {
+                    crate::conversation::AssistantBlock::WebSearch {
+                        query,
+                        results,
+                        error,
+                        ..
+                    } => Some(Entry::Search {
+                        at: at.clone(),
+                        query: query.clone(),
+                        results: results.clone(),
+                        error: error.clone(),
+                    }),
+                    _ => None,
+                }));
+            }
             Event::SessionTitled { .. }
             | Event::CommandsOffered { .. }
             | Event::CommandRan { .. }
             | Event::AssistantDelta { .. }
-            | Event::AssistantMessage { .. }
             | Event::PermissionRequested { .. }
             | Event::ToolTerminal { .. }
             | Event::ToolOutput { .. }
@@ -472,6 +495,23 @@ fn render_line(out: &mut String, entry: &Entry) {
                 }
             ),
         ),
+        Entry::Search {
+            at,
+            query,
+            results,
+            error,
+        } => {
+            let mut said = format!("web search at the provider: {query:?}");
+            match error {
+                Some(e) => said.push_str(&format!(", failed: {e}")),
+                None => {
+                    for r in results {
+                        said.push_str(&format!("\n            {}", r.url));
+                    }
+                }
+            }
+            (at, said)
+        }
         _ => return,
     };
     let _ = writeln!(out, "{}  {what}", clock(at));
@@ -838,7 +878,8 @@ pub fn render(entries: &[Entry]) -> String {
             | Entry::Unqueued { .. }
             | Entry::Steering { .. }
             | Entry::SteeringDelivered { .. }
-            | Entry::SteeringDropped { .. } => render_line(&mut out, entry),
+            | Entry::SteeringDropped { .. }
+            | Entry::Search { .. } => render_line(&mut out, entry),
             Entry::Call(c) => render_call(&mut out, c),
             Entry::Notice { at, level, text } => {
                 let level = match level {

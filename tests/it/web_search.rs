@@ -119,6 +119,13 @@ async fn anthropic_searches_are_cards_recorded_replayed_and_sent_back_verbatim()
         .unwrap();
     assert_eq!(search["query"], "htmd rust crate");
     assert_eq!(search["results"][1]["url"], "https://docs.rs/htmd");
+    // The audit trail has it, as the provider's.
+    let trail = audit(&conn.env.home, &session, false);
+    assert!(
+        trail.contains("web search at the provider: \"htmd rust crate\"")
+            && trail.contains("https://docs.rs/htmd"),
+        "{trail}"
+    );
     // Sent back as streamed (the mock refuses a changed block or a lost
     // encrypted content), with the tool still offered.
     conn.prompt(&session, "is it maintained?").await;

@@ -337,22 +337,7 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 quiet: *quiet,
             }),
             Event::HistoryCompacted { .. } => entries.extend(compacted_entry(at, &record.event)),
-            Event::AssistantMessage { content, .. } => {
-                entries.extend(content.iter().filter_map(|b| match b {
-                    crate::conversation::AssistantBlock::WebSearch {
-                        query,
-                        results,
-                        error,
-                        ..
-                    } => Some(Entry::Search {
-                        at: at.clone(),
-                        query: query.clone(),
-                        results: results.clone(),
-                        error: error.clone(),
-                    }),
-                    _ => None,
-                }));
-            }
+            Event::AssistantMessage { content, .. } => entries.extend(searches(&at, content)),
             Event::SessionTitled { .. }
             | Event::CommandsOffered { .. }
             | Event::CommandRan { .. }
@@ -365,6 +350,27 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
     }
     entries.extend(cost_entry(records));
     entries
+}
+
+/// The web searches the provider ran in a response.
+fn searches<'a>(
+    at: &'a str,
+    content: &'a [crate::conversation::AssistantBlock],
+) -> impl Iterator<Item = Entry> + 'a {
+    content.iter().filter_map(move |b| match b {
+        crate::conversation::AssistantBlock::WebSearch {
+            query,
+            results,
+            error,
+            ..
+        } => Some(Entry::Search {
+            at: at.to_owned(),
+            query: query.clone(),
+            results: results.clone(),
+            error: error.clone(),
+        }),
+        _ => None,
+    })
 }
 
 /// Where the call `id` is in `entries`.

@@ -177,6 +177,10 @@ pub(crate) async fn run(input: &WebFetchInput, cx: ToolContext) -> ToolOutput {
         }
     };
     let (text, _) = crate::text::strip_invisible(&text);
+    // The page cannot close the markers it is given between.
+    let text = text
+        .replace("page>>>", "page >>>")
+        .replace("<<<page", "<<< page");
     let total = text.chars().count();
     let from = usize::try_from(input.offset.unwrap_or(0)).unwrap_or(usize::MAX);
     let part: String = text.chars().skip(from).take(PAGE_MAX).collect();
@@ -428,6 +432,7 @@ mod tests {
         );
         assert!(text.contains("What to find in it: the API"), "{text}");
         assert!(text.ends_with("<<<page\nabc\npage>>>"), "{text}");
+        assert_eq!(text.matches("page>>>").count(), 1);
         assert!(route(&p, "3 bytes").contains("→ 301 https://b.example/x\nHTTP 200"));
     }
 }

@@ -189,7 +189,10 @@ async fn follow(url: &Url, access: &Access, judge: Judge<'_>) -> Result<Page, Fa
                     "{current} redirected to {next}, which is not an http or https URL"
                 )));
             }
-            let next = upgraded(&next, access);
+            let mut next = upgraded(&next, access);
+            // Credentials in a Location would be sent as a login.
+            let _ = next.set_username("");
+            let _ = next.set_password(None);
             let host = host_of(&next);
             if !let_through.contains(&host) {
                 judge(&next).map_err(|why| {

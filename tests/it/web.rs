@@ -475,3 +475,45 @@ async fn a_slow_server_meets_the_time_cap_and_a_cancel_stops_the_fetch() {
     let result = record(&conn, &session, "tool/result", "f1").unwrap();
     assert_eq!(result["status"], "cancelled");
 }
+
+#[tokio::test]
+async fn a_hook_rewrites_the_url_and_the_rules_judge_and_the_fetch_requests_the_rewrite() {
+    let (server, asked) = site(|path| Reply::page("text/plain", format!("served {path}"))).await;
+    let url = format!("{}/docs/old", server.url);
+    let hooks = json!([
+        {"id": "mirror", "tool": "WebFetch", "when": {"url": {"$contains": "/docs/old"}},
+         "decision": "pass",
+         "rewrite": {"url": {"replace": "/docs/old", "with": "/docs/new"}}},
+        {"id": "no-evil", "tool": "WebFetch", "when": {"url": {"$contains": "evil"}},
+         "decision": "deny", "reason": "not that site"}
+    ]);
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([
+            fetch("f1", &url),
+            fetch("f2", "https://evil.example/")
+        ])),
+        respond(json!([text("done")])),
+    ]))
+    .with_user_config(LOCAL)
+    .with_policy(json!({"hooks": hooks, "permissions": {"allow": ["WebFetch(domain:127.0.0.1)"]}}));
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "fetch").await;
+    // What ran is the rewrite: judged, shown, recorded and requested.
+    assert_eq!(*asked.lock().unwrap(), vec!["/docs/new"]);
+    let card = conn.thread(&session).card("f1").clone();
+    assert_eq!(card.title, format!("Fetch {}/docs/new", server.url));
+    assert!(card.text().contains("mirror"), "{}", card.text());
+    let call = record(&conn, &session, "tool/call", "f1").unwrap();
+    assert_eq!(call["arguments"]["url"], format!("{}/docs/new", server.url));
+    assert_eq!(call["originalArguments"]["url"], url);
+    // A hook's deny holds, and nothing is fetched.
+    let refused = conn.thread(&session).card("f2").clone();
+    assert_eq!(refused.status, "failed");
+    assert!(
+        refused.text().contains("not that site"),
+        "{}",
+        refused.text()
+    );
+    assert_eq!(asked.lock().unwrap().len(), 1);
+}

@@ -289,3 +289,37 @@ async fn chat_completions_has_no_search_and_doctor_says_so() {
         "{said}"
     );
 }
+
+#[tokio::test]
+async fn a_failed_search_is_a_failed_card_with_the_providers_error() {
+    let failed = anthropic::Block::Search {
+        id: "srvtoolu_x".into(),
+        query: "too many".into(),
+        hits: Vec::new(),
+        error: Some("max_uses_exceeded".into()),
+    };
+    let mock = MockAnthropic::start(vec![anthropic::message(
+        vec![failed, anthropic::text("I could not search further.")],
+        "end_turn",
+    )])
+    .await;
+    let mut conn = session_with(
+        allowing_search(),
+        "anthropic",
+        "ANTHROPIC_API_KEY",
+        anthropic::KEY,
+        &mock.url(),
+    );
+    let session = conn.ready().await;
+    conn.prompt(&session, "search a lot").await;
+    let cards = search_cards(&conn, &session);
+    assert_eq!(cards.len(), 1);
+    assert_eq!(cards[0].status, "failed");
+    assert!(
+        cards[0]
+            .text()
+            .contains("The search failed: max_uses_exceeded"),
+        "{}",
+        cards[0].text()
+    );
+}

@@ -152,7 +152,11 @@ async fn steps(
         // The provider paused its own long turn (its searches): the turn
         // goes back as it is and the model goes on, a bounded number of
         // times.
-        paused = if stop == ModelStop::Paused { paused + 1 } else { 0 };
+        paused = if stop == ModelStop::Paused {
+            paused + 1
+        } else {
+            0
+        };
         if calls.is_empty() && stop == ModelStop::Paused && paused <= MAX_PAUSES {
             continue;
         }

@@ -102,6 +102,14 @@ pub enum Entry {
         /// What the card said of its end.
         answer: Option<String>,
     },
+    /// A web search the provider ran inside the model's response (not a
+    /// call candor judged or ran): its query and what it found.
+    Search {
+        at: String,
+        query: String,
+        results: Vec<crate::conversation::SearchHit>,
+        error: Option<String>,
+    },
     Notice {
         at: String,
         level: NoticeLevel,
@@ -390,11 +398,11 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
             Event::ElicitationRequested(_) | Event::ElicitationResolved(_) => {
                 elicitation_entry(&mut entries, at, &record.event);
             }
+            Event::AssistantMessage { content, .. } => entries.extend(searches(&at, content)),
             Event::SessionTitled { .. }
             | Event::CommandsOffered { .. }
             | Event::CommandRan { .. }
             | Event::AssistantDelta { .. }
-            | Event::AssistantMessage { .. }
             | Event::PermissionRequested { .. }
             | Event::ToolTerminal { .. }
             | Event::ToolOutput { .. }
@@ -403,6 +411,27 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
     }
     entries.extend(cost_entry(records));
     entries
+}
+
+/// The web searches the provider ran in a response.
+fn searches<'a>(
+    at: &'a str,
+    content: &'a [crate::conversation::AssistantBlock],
+) -> impl Iterator<Item = Entry> + 'a {
+    content.iter().filter_map(move |b| match b {
+        crate::conversation::AssistantBlock::WebSearch {
+            query,
+            results,
+            error,
+            ..
+        } => Some(Entry::Search {
+            at: at.to_owned(),
+            query: query.clone(),
+            results: results.clone(),
+            error: error.clone(),
+        }),
+        _ => None,
+    })
 }
 
 /// Where the call `id` is in `entries`.
@@ -533,6 +562,23 @@ fn render_line(out: &mut String, entry: &Entry) {
                 }
             ),
         ),
+        Entry::Search {
+            at,
+            query,
+            results,
+            error,
+        } => {
+            let mut said = format!("web search at the provider: {query:?}");
+            match error {
+                Some(e) => said.push_str(&format!(", failed: {e}")),
+                None => {
+                    for r in results {
+                        said.push_str(&format!("\n            {}", r.url));
+                    }
+                }
+            }
+            (at, said)
+        }
         _ => return,
     };
     let _ = writeln!(out, "{}  {what}", clock(at));
@@ -923,7 +969,8 @@ pub fn render(entries: &[Entry]) -> String {
             | Entry::Unqueued { .. }
             | Entry::Steering { .. }
             | Entry::SteeringDelivered { .. }
-            | Entry::SteeringDropped { .. } => render_line(&mut out, entry),
+            | Entry::SteeringDropped { .. }
+            | Entry::Search { .. } => render_line(&mut out, entry),
             Entry::Call(c) => render_call(&mut out, c),
             Entry::Elicitation { .. } => render_elicitation(&mut out, entry),
             Entry::Notice { at, level, text } => {

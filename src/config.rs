@@ -155,6 +155,10 @@ pub struct Settings {
     /// The sandbox (`[sandbox]`; `protocol/sandbox.md`, "Settings"). A
     /// project file's only narrows it until the project is trusted.
     pub sandbox: Option<crate::sandbox::settings::CandorKeys>,
+    /// `[web]`: what WebFetch may reach beyond the public internet over
+    /// HTTPS (`protocol/web.md`). Read from the user file only: a
+    /// repository must not open your network to itself.
+    pub web: Option<crate::web::WebKeys>,
 }
 
 impl Settings {
@@ -178,6 +182,7 @@ impl Settings {
             prices: self.prices.or(lower.prices),
             session_titles: self.session_titles.or(lower.session_titles),
             sandbox: self.sandbox.or(lower.sandbox),
+            web: self.web.or(lower.web),
         }
     }
 
@@ -377,6 +382,18 @@ impl Config {
             .clone()
             .or(user)
             .is_none_or(|t| t != "prompt")
+    }
+
+    /// What WebFetch may reach beyond the public internet over HTTPS: the
+    /// user config file's `[web]` (a project's is not read). `Err` names a
+    /// wrong entry; WebFetch then gets nothing beyond the defaults.
+    pub fn web_access(&self) -> Result<crate::web::Access, String> {
+        self.user_settings
+            .as_ref()
+            .ok()
+            .and_then(|s| s.web.as_ref())
+            .map_or_else(|| Ok(crate::web::Access::default()), |k| k.access())
+            .map_err(|e| format!("your config file's {e}; WebFetch reaches only public addresses over https until it is fixed"))
     }
 
     /// The user config file's `[prices]` tables.

@@ -33,6 +33,9 @@ pub struct Report {
     pub additional_directories: Vec<crate::event_log::AddedDirectory>,
     pub candor: Candor,
     pub provider: ProviderInfo,
+    /// What the model may reach of the web: WebFetch and the provider's
+    /// search.
+    pub web: WebInfo,
     /// Every settings file candor would look at, in the order it reads them.
     pub settings: Vec<FileStatus>,
     pub hooks: Vec<HookSummary>,
@@ -82,6 +85,17 @@ pub struct ProviderInfo {
     pub key_needed: bool,
     /// Why a session could not use it.
     pub problem: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebInfo {
+    /// Whether the provider's own web search is offered to the model.
+    pub search_offered: bool,
+    /// How (the provider's tool and the rule) or why not.
+    pub search: String,
+    /// What WebFetch reaches (the user's `[web]` config).
+    pub fetch: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -277,6 +291,7 @@ pub fn report_in(
     };
     let (mcp_servers, instructions, instruction_notes) =
         loaded_beside(config, (&cwd, roots), built.as_ref());
+    let web = web(config, &cwd, built.as_ref());
     let (hooks, rules, mode, notices) = match built {
         Some(b) => {
             let mut rules = Vec::new();
@@ -323,6 +338,7 @@ pub fn report_in(
             logs: "stderr (the editor's log of its agent); RUST_LOG sets the level".into(),
         },
         provider,
+        web,
         settings,
         hooks,
         rules,
@@ -334,6 +350,41 @@ pub fn report_in(
         editors: editors(config),
         notices,
         broken,
+    }
+}
+
+/// What a session here may reach of the web: whether the provider's
+/// search is offered (and why not), and what WebFetch reaches.
+fn web(config: &Config, cwd: &Path, built: Option<&bridges::policy::Built>) -> WebInfo {
+    let p = Provider::for_session(config, cwd);
+    let offered = match (p.web_search(), built) {
+        (None, _) => Err(
+            "this provider has none (Anthropic's API and the OpenAI Responses API have one)"
+                .to_owned(),
+        ),
+        (Some(_), None) => Err("the policy could not be built".to_owned()),
+        (Some(tool), Some(b)) => crate::interception::policy::search_offered(&b.policy.rules)
+            .map(|by| format!("{tool}; {by}; it runs at the provider, before candor could ask")),
+    };
+    let fetch = match config.web_access() {
+        Err(e) => e,
+        Ok(a) => {
+            let mut said =
+                "public addresses over https (http upgraded), each domain by the WebFetch rules"
+                    .to_owned();
+            if a.addresses != crate::web::address::Addresses::default() {
+                said.push_str("; your config allows some addresses that are not public");
+            }
+            if !a.http_hosts.is_empty() {
+                said.push_str(&format!("; plain http for {}", a.http_hosts.join(", ")));
+            }
+            format!("{said}; {} s a fetch", a.timeout.as_secs())
+        }
+    };
+    WebInfo {
+        search_offered: offered.is_ok(),
+        search: offered.unwrap_or_else(|why| why),
+        fetch,
     }
 }
 
@@ -595,6 +646,13 @@ pub fn render(r: &Report) -> String {
     if let Some(problem) = &p.problem {
         let _ = writeln!(out, "  problem   {problem}");
     }
+    let _ = writeln!(out, "\nWeb");
+    if r.web.search_offered {
+        let _ = writeln!(out, "  Web search: offered ({})", r.web.search);
+    } else {
+        let _ = writeln!(out, "  Web search: not offered: {}", r.web.search);
+    }
+    let _ = writeln!(out, "  WebFetch: {}", r.web.fetch);
     let _ = writeln!(out, "\nSettings files");
     for f in &r.settings {
         let _ = writeln!(

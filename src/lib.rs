@@ -51,6 +51,7 @@ pub(crate) mod sync;
 pub mod text;
 pub mod tools;
 pub(crate) mod transport;
+pub mod web;
 
 use std::future::Future;
 use std::sync::Arc;

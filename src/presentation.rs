@@ -385,12 +385,13 @@ impl Presenter {
                     AssistantBlock::Raw { usage, .. } => *usage,
                     _ => None,
                 });
-                match (usage, self.context_window) {
-                    (Some(u), Some(size)) => vec![SessionUpdate::UsageUpdate(
+                let mut updates = self.searches(record.seq, content);
+                if let (Some(u), Some(size)) = (usage, self.context_window) {
+                    updates.push(SessionUpdate::UsageUpdate(
                         UsageUpdate::new(u.context_tokens(), size).cost(self.cost_so_far()),
-                    )],
-                    _ => Vec::new(),
+                    ));
                 }
+                updates
             }
             Event::ConfigChanged {
                 config_id: ConfigId::Mode,
@@ -754,6 +755,73 @@ impl Presenter {
             _ => return Vec::new(),
         };
         self.notice(NoticeLevel::Info, text)
+    }
+
+    /// The web searches the provider ran in a turn, each a card that is
+    /// done when shown (`candor-search-<seq>-<n>`): the query, the titles
+    /// and URLs it found, and that it ran at the provider.
+    fn searches(&mut self, seq: u64, content: &[AssistantBlock]) -> Vec<SessionUpdate> {
+        let at = match content.iter().find_map(|b| match b {
+            AssistantBlock::Raw { api, .. } => Some(*api),
+            _ => None,
+        }) {
+            Some(crate::conversation::WireApi::Anthropic) => "Anthropic",
+            Some(crate::conversation::WireApi::OpenaiResponses) => "OpenAI",
+            _ => "the model's provider",
+        };
+        let mut updates = Vec::new();
+        for (n, block) in content.iter().enumerate() {
+            let AssistantBlock::WebSearch {
+                id,
+                query,
+                results,
+                error,
+            } = block
+            else {
+                continue;
+            };
+            let card = format!("candor-search-{seq}-{n}");
+            if !self.ended.insert(card.clone()) {
+                continue;
+            }
+            let mut lines = vec![format!(
+                "Ran at {at}, inside the model's response: candor did not run this search and could not stop it before it ran. Your WebSearch permission rules decide whether the search is offered at all."
+            )];
+            match error {
+                Some(e) => lines.push(format!("The search failed: {e}")),
+                None if results.is_empty() => lines.push("No results.".into()),
+                None => lines.extend(results.iter().enumerate().map(|(i, r)| {
+                    let title = r.title.trim();
+                    if title.is_empty() {
+                        format!("{}. {}", i + 1, r.url)
+                    } else {
+                        format!("{}. {title} — {}", i + 1, r.url)
+                    }
+                })),
+            }
+            let status = if error.is_some() {
+                ToolCallStatus::Failed
+            } else {
+                ToolCallStatus::Completed
+            };
+            let mut meta = serde_json::Map::new();
+            meta.insert(
+                "candor".into(),
+                json!({"ranAt": "provider", "providerId": id}),
+            );
+            let title = crate::text::shorten(&query.replace(char::is_control, " "), 100);
+            updates.push(SessionUpdate::ToolCall(
+                ToolCall::new(card, format!("Web search: \"{title}\""))
+                    .name("WebSearch".to_owned())
+                    .kind(ToolKind::Fetch)
+                    .status(status)
+                    .raw_input(json!({ "query": query }))
+                    .raw_output(json!({ "results": results, "error": error }))
+                    .content(vec![text_content(lines.join("\n"))])
+                    .meta(meta),
+            ));
+        }
+        updates
     }
 
     /// An MCP tool's answer beside its text: kept for the card's end.

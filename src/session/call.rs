@@ -590,6 +590,50 @@ fn record_event(c: &mut Committer, id: &str, e: ToolEvent) -> Result<(), LogErro
     c.commit(event)
 }
 
+/// What a WebFetch may reach (the user's `[web]` config) and the judge of
+/// a redirect to another host: the session's rules, mode and grants, as
+/// they would decide a WebFetch of that URL now (hooks are not asked again:
+/// they saw the call). Only a fetch they would run without asking follows
+/// the redirect; otherwise the model is given the new URL to fetch in a
+/// call of its own, which is judged (and asked about) like any.
+fn web_access(gate: &Gate, control: &TurnControl) -> crate::tools::web_fetch::WebAccess {
+    use crate::interception::policy::{HookVerdict, Subject, decide};
+    let access = gate.config.web_access().unwrap_or_default();
+    let rules = gate.policy.rules.clone();
+    let grants = gate.grants.clone();
+    let mode = gate.policy.mode;
+    let root = control.cwd.clone();
+    let judge = move |url: &reqwest::Url| {
+        let input = ToolInput::WebFetch(crate::tools::web_fetch::WebFetchInput {
+            url: url.clone(),
+            prompt: String::new(),
+            offset: None,
+        });
+        let subject = Subject {
+            name: "WebFetch",
+            input: &input,
+            spelled: None,
+            mcp: None,
+        };
+        let hooks = HookVerdict {
+            verdict: crate::event_log::Verdict::Pass,
+            by: None,
+            reason: None,
+        };
+        match decide(subject, &hooks, mode, &rules, &grants, &root) {
+            Disposition::Run { .. } => Ok(()),
+            Disposition::Deny { reason, .. } => Err(format!("refused ({reason})")),
+            Disposition::Ask { .. } => Err(format!(
+                "no permission rule lets WebFetch reach that host without asking the user, so candor did not follow; call WebFetch with {url} to fetch it (the user is asked)"
+            )),
+        }
+    };
+    crate::tools::web_fetch::WebAccess {
+        access,
+        judge: std::sync::Arc::new(judge),
+    }
+}
+
 /// Runs an approved call: `tool/started`, its output, `tool/result`.
 async fn execute(
     c: &mut Committer,
@@ -624,6 +668,7 @@ async fn execute(
         client: Some(gate.client.clone()),
         boundary: call.boundary().cloned(),
         confiner: Some(gate.confiner.clone()),
+        web: call.input().web_fetch().map(|_| web_access(gate, control)),
     };
     let running = call.input().run(cx);
     tokio::pin!(running);

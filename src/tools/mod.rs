@@ -28,6 +28,7 @@ pub mod read;
 pub mod search;
 pub mod shells;
 pub mod todo;
+pub mod web_fetch;
 pub mod write;
 
 use std::path::{Path, PathBuf};
@@ -57,11 +58,12 @@ pub enum Tool {
     Grep,
     TodoWrite,
     AskUserQuestion,
+    WebFetch,
 }
 
 impl Tool {
     /// Every tool, in the order offered to the model.
-    pub const ALL: [Tool; 10] = [
+    pub const ALL: [Tool; 11] = [
         Tool::Bash,
         Tool::BashOutput,
         Tool::KillShell,
@@ -72,6 +74,7 @@ impl Tool {
         Tool::Grep,
         Tool::TodoWrite,
         Tool::AskUserQuestion,
+        Tool::WebFetch,
     ];
 
     /// Looks a tool up by its wire name (exact, case-sensitive).
@@ -91,6 +94,7 @@ impl Tool {
             Tool::Grep => "Grep",
             Tool::TodoWrite => "TodoWrite",
             Tool::AskUserQuestion => "AskUserQuestion",
+            Tool::WebFetch => "WebFetch",
         }
     }
 
@@ -105,8 +109,16 @@ impl Tool {
             | Tool::Glob
             | Tool::Grep
             | Tool::TodoWrite
-            | Tool::AskUserQuestion => true,
+            | Tool::AskUserQuestion
+            | Tool::WebFetch => true,
         }
+    }
+
+    /// Whether the tool reaches the web: its rules name domains
+    /// (`WebFetch(domain:example.com)`), and a domain no rule allows asks,
+    /// though the tool changes nothing here.
+    pub fn reaches_web(self) -> bool {
+        matches!(self, Tool::WebFetch)
     }
 
     /// Whether the tool changes files (covered by `Edit(...)` rules and
@@ -133,6 +145,7 @@ impl Tool {
             Tool::Grep => search::grep_spec(),
             Tool::TodoWrite => todo::spec(),
             Tool::AskUserQuestion => ask_user::spec(),
+            Tool::WebFetch => web_fetch::spec(),
         }
     }
 
@@ -152,6 +165,13 @@ impl Tool {
         {
             obj.insert(key.to_owned(), Value::String(path.to_owned()));
         }
+        // A URL as parsed (scheme and host lower-cased, dots resolved): the
+        // one the rules judge and the fetch requests.
+        if let ToolInput::WebFetch(i) = &input
+            && let Some(obj) = arguments.as_object_mut()
+        {
+            obj.insert("url".to_owned(), Value::String(i.url.to_string()));
+        }
         Ok(Accepted {
             arguments,
             input,
@@ -169,7 +189,8 @@ impl Tool {
             | Tool::BashOutput
             | Tool::KillShell
             | Tool::TodoWrite
-            | Tool::AskUserQuestion => None,
+            | Tool::AskUserQuestion
+            | Tool::WebFetch => None,
         }
     }
 
@@ -207,6 +228,7 @@ impl Tool {
             Tool::Glob | Tool::Grep => search::present(self, input, cwd),
             Tool::TodoWrite => todo::present(input),
             Tool::AskUserQuestion => ask_user::present(input),
+            Tool::WebFetch => web_fetch::present(input),
         }
     }
 
@@ -216,6 +238,7 @@ impl Tool {
         match self {
             Tool::Bash => bash::detail(input),
             Tool::AskUserQuestion => ask_user::detail(input),
+            Tool::WebFetch => web_fetch::detail(input),
             _ => None,
         }
     }
@@ -250,6 +273,7 @@ pub enum ToolInput {
     Grep(search::GrepInput),
     TodoWrite(todo::TodoInput),
     AskUserQuestion(ask_user::AskInput),
+    WebFetch(web_fetch::WebFetchInput),
     /// A tool of one of the session's MCP servers.
     Mcp(mcp::McpInput),
 }
@@ -268,6 +292,7 @@ impl ToolInput {
             Tool::Grep => ToolInput::Grep(search::parse_grep(input)?),
             Tool::TodoWrite => ToolInput::TodoWrite(todo::parse(input)?),
             Tool::AskUserQuestion => ToolInput::AskUserQuestion(ask_user::parse(input)?),
+            Tool::WebFetch => ToolInput::WebFetch(web_fetch::parse(input)?),
         })
     }
 
@@ -285,6 +310,7 @@ impl ToolInput {
             | ToolInput::KillShell(_)
             | ToolInput::TodoWrite(_)
             | ToolInput::AskUserQuestion(_)
+            | ToolInput::WebFetch(_)
             | ToolInput::Mcp(_) => None,
         }
     }
@@ -303,6 +329,7 @@ impl ToolInput {
             | ToolInput::KillShell(_)
             | ToolInput::TodoWrite(_)
             | ToolInput::AskUserQuestion(_)
+            | ToolInput::WebFetch(_)
             | ToolInput::Mcp(_) => None,
         }
     }
@@ -313,6 +340,14 @@ impl ToolInput {
     /// working directory).
     pub fn target(&self) -> Option<&Path> {
         self.path().map(Path::new)
+    }
+
+    /// A WebFetch call's input.
+    pub fn web_fetch(&self) -> Option<&web_fetch::WebFetchInput> {
+        match self {
+            ToolInput::WebFetch(w) => Some(w),
+            _ => None,
+        }
     }
 
     /// The Bash line and what it will run, for a Bash call.
@@ -360,6 +395,7 @@ impl ToolInput {
             | ToolInput::Grep(_)
             | ToolInput::TodoWrite(_)
             | ToolInput::AskUserQuestion(_)
+            | ToolInput::WebFetch(_)
             | ToolInput::Mcp(_) => None,
         }
     }
@@ -378,6 +414,7 @@ impl ToolInput {
             ToolInput::Grep(_) => Tool::Grep,
             ToolInput::TodoWrite(_) => Tool::TodoWrite,
             ToolInput::AskUserQuestion(_) => Tool::AskUserQuestion,
+            ToolInput::WebFetch(_) => Tool::WebFetch,
         })
     }
 
@@ -394,6 +431,7 @@ impl ToolInput {
             ToolInput::Grep(i) => search::grep(i, cx).await,
             ToolInput::TodoWrite(i) => todo::run(i, cx).await,
             ToolInput::AskUserQuestion(i) => ask_user::run(i, cx).await,
+            ToolInput::WebFetch(i) => web_fetch::run(i, cx).await,
             ToolInput::Mcp(i) => mcp::run(i, cx).await,
         }
     }
@@ -507,6 +545,8 @@ pub struct ToolContext {
     pub boundary: Option<crate::sandbox::Boundary>,
     /// The session's sandbox runtime (launcher, `TMPDIR`, lifeline).
     pub confiner: Option<confined::Confiner>,
+    /// What a WebFetch may reach and who judges its redirects.
+    pub web: Option<web_fetch::WebAccess>,
 }
 
 impl ToolContext {

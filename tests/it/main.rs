@@ -50,3 +50,5 @@ mod titles;
 mod tools;
 mod trust;
 mod turns;
+mod web;
+mod web_search;

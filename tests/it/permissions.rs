@@ -217,6 +217,7 @@ fn arguments(tool: &str, input: Option<&str>) -> Value {
         ("TodoWrite", None) => json!({ "todos": [] }),
         ("BashOutput", None) => json!({ "bash_id": "1" }),
         ("KillShell", None) => json!({ "shell_id": "1" }),
+        ("WebFetch", Some(u)) => json!({ "url": u, "prompt": "a row of the table" }),
         _ => json!({}),
     }
 }

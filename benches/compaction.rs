@@ -187,6 +187,7 @@ fn main() {
             system: "You are candor, a coding agent.".repeat(20),
             messages: derive_messages(&records, RewriteStrategy::Note, &Default::default()),
             tools: tools.clone(),
+            web_search: false,
         };
         println!(
             "{} records, a compaction at record {}, {} messages derived, usage {}",
@@ -220,6 +221,7 @@ fn main() {
                 system: request.system.clone(),
                 messages,
                 tools: tools.clone(),
+                web_search: false,
             };
             std::hint::black_box(compaction::estimate(&records, &next));
         });

@@ -161,6 +161,10 @@ pub struct Settings {
     /// How many subagents may be alive at once in a session and its
     /// subagents (default 16, at most 64). Read from the user file only.
     pub subagents_live: Option<u32>,
+    /// `[web]`: what WebFetch may reach beyond the public internet over
+    /// HTTPS (`protocol/web.md`). Read from the user file only: a
+    /// repository must not open your network to itself.
+    pub web: Option<crate::web::WebKeys>,
 }
 
 impl Settings {
@@ -186,6 +190,7 @@ impl Settings {
             sandbox: self.sandbox.or(lower.sandbox),
             subagents_parallel: self.subagents_parallel.or(lower.subagents_parallel),
             subagents_live: self.subagents_live.or(lower.subagents_live),
+            web: self.web.or(lower.web),
         }
     }
 
@@ -409,6 +414,18 @@ impl Config {
             .clone()
             .or(user)
             .is_none_or(|t| t != "prompt")
+    }
+
+    /// What WebFetch may reach beyond the public internet over HTTPS: the
+    /// user config file's `[web]` (a project's is not read). `Err` names a
+    /// wrong entry; WebFetch then gets nothing beyond the defaults.
+    pub fn web_access(&self) -> Result<crate::web::Access, String> {
+        self.user_settings
+            .as_ref()
+            .ok()
+            .and_then(|s| s.web.as_ref())
+            .map_or_else(|| Ok(crate::web::Access::default()), |k| k.access())
+            .map_err(|e| format!("your config file's {e}; WebFetch reaches only public addresses over https until it is fixed"))
     }
 
     /// The user config file's `[prices]` tables.

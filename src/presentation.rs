@@ -227,14 +227,22 @@ struct Card {
     terminal: Option<String>,
     /// What an MCP tool answered beside its text (`tool/content`).
     extra: Vec<ToolCallContent>,
+    /// An MCP server's questions and their ends, after the lead
+    /// (`elicitation/requested`, `elicitation/resolved`).
+    asked: Vec<ToolCallContent>,
     /// An MCP tool's structured content (the card's `rawOutput`).
     structured: Option<Value>,
 }
 
 impl Card {
-    /// The card's content: its lead, then `rest`.
+    /// The card's content: its lead, the server's questions, then `rest`.
     fn content(&self, rest: Vec<ToolCallContent>) -> Vec<ToolCallContent> {
-        self.lead.iter().cloned().chain(rest).collect()
+        self.lead
+            .iter()
+            .chain(&self.asked)
+            .cloned()
+            .chain(rest)
+            .collect()
     }
 }
 
@@ -404,12 +412,13 @@ impl Presenter {
                     AssistantBlock::Raw { usage, .. } => *usage,
                     _ => None,
                 });
-                match (usage, self.context_window) {
-                    (Some(u), Some(size)) => vec![SessionUpdate::UsageUpdate(
+                let mut updates = self.searches(record.seq, content);
+                if let (Some(u), Some(size)) = (usage, self.context_window) {
+                    updates.push(SessionUpdate::UsageUpdate(
                         UsageUpdate::new(u.context_tokens(), size).cost(self.cost_so_far()),
-                    )],
-                    _ => Vec::new(),
+                    ));
                 }
+                updates
             }
             Event::ConfigChanged {
                 config_id: ConfigId::Mode,
@@ -434,6 +443,9 @@ impl Presenter {
                 self.prompt_notice(&record.event)
             }
             Event::ToolContent { .. } => self.tool_content(&record.event),
+            Event::ElicitationRequested(_) | Event::ElicitationResolved(_) => {
+                self.elicitation(&record.event)
+            }
             Event::Notice { level, text } => self.notice(*level, text.clone()),
             Event::HookContext { quiet: true, .. } => Vec::new(),
             Event::HookContext {
@@ -783,6 +795,73 @@ impl Presenter {
         self.notice(NoticeLevel::Info, text)
     }
 
+    /// The web searches the provider ran in a turn, each a card that is
+    /// done when shown (`candor-search-<seq>-<n>`): the query, the titles
+    /// and URLs it found, and that it ran at the provider.
+    fn searches(&mut self, seq: u64, content: &[AssistantBlock]) -> Vec<SessionUpdate> {
+        let at = match content.iter().find_map(|b| match b {
+            AssistantBlock::Raw { api, .. } => Some(*api),
+            _ => None,
+        }) {
+            Some(crate::conversation::WireApi::Anthropic) => "Anthropic",
+            Some(crate::conversation::WireApi::OpenaiResponses) => "OpenAI",
+            _ => "the model's provider",
+        };
+        let mut updates = Vec::new();
+        for (n, block) in content.iter().enumerate() {
+            let AssistantBlock::WebSearch {
+                id,
+                query,
+                results,
+                error,
+            } = block
+            else {
+                continue;
+            };
+            let card = format!("candor-search-{seq}-{n}");
+            if !self.ended.insert(card.clone()) {
+                continue;
+            }
+            let mut lines = vec![format!(
+                "Ran at {at}, inside the model's response: candor did not run this search and could not stop it before it ran. Your WebSearch permission rules decide whether the search is offered at all."
+            )];
+            match error {
+                Some(e) => lines.push(format!("The search failed: {e}")),
+                None if results.is_empty() => lines.push("No results.".into()),
+                None => lines.extend(results.iter().enumerate().map(|(i, r)| {
+                    let title = r.title.trim();
+                    if title.is_empty() {
+                        format!("{}. {}", i + 1, r.url)
+                    } else {
+                        format!("{}. {title} — {}", i + 1, r.url)
+                    }
+                })),
+            }
+            let status = if error.is_some() {
+                ToolCallStatus::Failed
+            } else {
+                ToolCallStatus::Completed
+            };
+            let mut meta = serde_json::Map::new();
+            meta.insert(
+                "candor".into(),
+                json!({"ranAt": "provider", "providerId": id}),
+            );
+            let title = crate::text::shorten(&query.replace(char::is_control, " "), 100);
+            updates.push(SessionUpdate::ToolCall(
+                ToolCall::new(card, format!("Web search: \"{title}\""))
+                    .name("WebSearch".to_owned())
+                    .kind(ToolKind::Fetch)
+                    .status(status)
+                    .raw_input(json!({ "query": query }))
+                    .raw_output(json!({ "results": results, "error": error }))
+                    .content(vec![text_content(lines.join("\n"))])
+                    .meta(meta),
+            ));
+        }
+        updates
+    }
+
     /// An MCP tool's answer beside its text: kept for the card's end.
     fn tool_content(&mut self, event: &Event) -> Vec<SessionUpdate> {
         if let Event::ToolContent {
@@ -796,6 +875,34 @@ impl Presenter {
             card.structured = structured.clone();
         }
         Vec::new()
+    }
+
+    /// A line about an MCP server's question, added to its call's card.
+    fn elicitation(&mut self, event: &Event) -> Vec<SessionUpdate> {
+        let (id, line) = match event {
+            Event::ElicitationRequested(asked) => {
+                (&asked.tool_call_id, tools::mcp::elicit::asked_text(asked))
+            }
+            Event::ElicitationResolved(answered) => (
+                &answered.tool_call_id,
+                tools::mcp::elicit::answered_text(answered),
+            ),
+            _ => return Vec::new(),
+        };
+        let mode = self.mode;
+        let Some(card) = self.open_card(id) else {
+            return Vec::new();
+        };
+        card.asked.push(text_content(line));
+        let now = match &card.terminal {
+            Some(terminal) if mode == Mode::Live => vec![terminal_content(terminal)],
+            _ if !card.output.is_empty() => {
+                vec![text_content(fenced(&card.output.render(), "console"))]
+            }
+            _ => Vec::new(),
+        };
+        let content = card.content(now);
+        vec![update(id, ToolCallUpdateFields::new().content(content))]
     }
 
     fn tool_call(&mut self, record: &Record) -> Vec<SessionUpdate> {
@@ -906,6 +1013,7 @@ impl Presenter {
                 ask_reason,
                 terminal: None,
                 extra: Vec::new(),
+                asked: Vec::new(),
                 structured: None,
             },
         );
@@ -942,6 +1050,7 @@ impl Presenter {
                 ask_reason: None,
                 terminal: None,
                 extra: Vec::new(),
+                asked: Vec::new(),
                 structured: None,
             },
         );

@@ -314,6 +314,13 @@ pub(crate) fn tool_response(call: &FinishedCall<'_>) -> Value {
             "success": call.status == ResultStatus::Completed,
             "output": call.output,
         }),
+        // Claude Code's `{url, result, …}` (the status and sizes are on
+        // candor's card).
+        "WebFetch" => json!({
+            "url": call.input.get("url").cloned().unwrap_or(Value::Null),
+            "result": call.output,
+            "success": call.status == ResultStatus::Completed,
+        }),
         _ => json!({"output": call.output, "success": call.status == ResultStatus::Completed}),
     }
 }

@@ -59,6 +59,9 @@ pub fn build(
         .iter()
         .map(|text| (NoticeLevel::Warning, text.clone()))
         .collect();
+    if let Err(e) = config.web_access() {
+        notices.push((NoticeLevel::Warning, e));
+    }
     let mut wants = Vec::new();
     let mut hooks = Vec::new();
     let mut scripts = Vec::new();

@@ -320,6 +320,7 @@ mod tests {
             system: String::new(),
             messages: Vec::new(),
             tools: Vec::new(),
+            web_search: false,
         }
     }
 

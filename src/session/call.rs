@@ -34,6 +34,7 @@ use crate::event_log::{
 use crate::interception::policy::{Disposition, Rule};
 use crate::interception::{self, ApprovedCall, Aside, Asides, FinishedCall, HookNote, Settled};
 use crate::presentation::describe_decider;
+use crate::tools::mcp::Elicited;
 use crate::tools::{ToolContext, ToolEvent, ToolInput};
 
 /// The probe's place when the kernel was not asked (the sandbox is off).
@@ -114,6 +115,11 @@ pub(crate) async fn settle_call(
     // A command's boundary is settled with its arguments.
     if settled.tool() == Some(crate::tools::Tool::Bash) {
         let mut sandbox = super::sandbox::effective(&gate.policy.sandbox, c.records());
+        // The session's additional directories are writable as its
+        // directory is (in the presets that write).
+        sandbox
+            .writable_roots
+            .extend(gate.policy.rules.roots.iter().cloned());
         for rule in &gate.policy.rules.deny {
             let (paths, not_held) = rule.read_denied_paths();
             sandbox.deny_reads(paths, not_held);
@@ -268,8 +274,9 @@ fn kept_from_reading(input: &ToolInput, gate: &Gate, control: &TurnControl) -> b
     let Some(path) = input.target() else {
         return false;
     };
-    !path.starts_with(&control.cwd)
-        || crate::interception::policy::ReadDenies::of(&gate.policy.rules).denies(path)
+    let inside = path.starts_with(&control.cwd)
+        || gate.policy.rules.roots.iter().any(|r| path.starts_with(r));
+    !inside || crate::interception::policy::ReadDenies::of(&gate.policy.rules).denies(path)
 }
 
 /// How many times candor asks about one call whose file keeps changing
@@ -589,6 +596,19 @@ fn record_event(c: &mut Committer, id: &str, e: ToolEvent) -> Result<(), LogErro
             tool_call_id: id.to_owned(),
             terminal_id,
         },
+        // An MCP server's question: in the log before it goes on.
+        ToolEvent::Elicitation(what, recorded) => {
+            c.commit(match what {
+                Elicited::Asked(asked) => Event::ElicitationRequested(asked),
+                Elicited::Answered(answered) => Event::ElicitationResolved(answered),
+                Elicited::Notice(text) => Event::Notice {
+                    level: NoticeLevel::Warning,
+                    text,
+                },
+            })?;
+            let _ = recorded.send(());
+            return Ok(());
+        }
         ToolEvent::Content {
             content,
             structured,
@@ -627,6 +647,50 @@ fn record_event(c: &mut Committer, id: &str, e: ToolEvent) -> Result<(), LogErro
     c.commit(event)
 }
 
+/// What a WebFetch may reach (the user's `[web]` config) and the judge of
+/// a redirect to another host: the session's rules, mode and grants, as
+/// they would decide a WebFetch of that URL now (hooks are not asked again:
+/// they saw the call). Only a fetch they would run without asking follows
+/// the redirect; otherwise the model is given the new URL to fetch in a
+/// call of its own, which is judged (and asked about) like any.
+fn web_access(gate: &Gate, control: &TurnControl) -> crate::tools::web_fetch::WebAccess {
+    use crate::interception::policy::{HookVerdict, Subject, decide};
+    let access = gate.config.web_access().unwrap_or_default();
+    let rules = gate.policy.rules.clone();
+    let grants = gate.grants.clone();
+    let mode = gate.policy.mode;
+    let root = control.cwd.clone();
+    let judge = move |url: &reqwest::Url| {
+        let input = ToolInput::WebFetch(crate::tools::web_fetch::WebFetchInput {
+            url: url.clone(),
+            prompt: String::new(),
+            offset: None,
+        });
+        let subject = Subject {
+            name: "WebFetch",
+            input: &input,
+            spelled: None,
+            mcp: None,
+        };
+        let hooks = HookVerdict {
+            verdict: crate::event_log::Verdict::Pass,
+            by: None,
+            reason: None,
+        };
+        match decide(subject, &hooks, mode, &rules, &grants, &root) {
+            Disposition::Run { .. } => Ok(()),
+            Disposition::Deny { reason, .. } => Err(format!("refused ({reason})")),
+            Disposition::Ask { .. } => Err(format!(
+                "no permission rule lets WebFetch reach that host without asking the user, so candor did not follow; call WebFetch with {url} to fetch it (the user is asked)"
+            )),
+        }
+    };
+    crate::tools::web_fetch::WebAccess {
+        access,
+        judge: std::sync::Arc::new(judge),
+    }
+}
+
 /// Runs an approved call: `tool/started`, its output, `tool/result`.
 async fn execute(
     c: &mut Committer,
@@ -661,6 +725,7 @@ async fn execute(
         client: Some(gate.client.clone()),
         boundary: call.boundary().cloned(),
         confiner: Some(gate.confiner.clone()),
+        web: call.input().web_fetch().map(|_| web_access(gate, control)),
     };
     let running = call.input().run(cx);
     tokio::pin!(running);

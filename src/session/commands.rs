@@ -116,7 +116,11 @@ pub(crate) fn run(
                 }
                 _ => None,
             };
-            let report = crate::doctor::report_in(&gate.config, cwd, session);
+            // The session's own additional directories, as recorded.
+            let roots = super::system::latest(records)
+                .map(|e| e.additional_directories.clone())
+                .unwrap_or_default();
+            let report = crate::doctor::report_in(&gate.config, cwd, session, &roots);
             format!("```text\n{}```\n", crate::doctor::render(&report))
         }
         _ => {

@@ -42,6 +42,9 @@ use crate::event_log::{DeltaChannel, Event, LogError, NoticeLevel, ResultStatus,
 use crate::providers::{Provider, StreamDelta};
 use crate::tools;
 
+/// How many paused responses in a row the turn sends back before it ends.
+const MAX_PAUSES: usize = 10;
+
 /// What opens a turn: the prompt's blocks, and how it came to run.
 #[derive(Debug)]
 pub(crate) struct Prompt {
@@ -190,6 +193,8 @@ async fn agent_loop(
     let mut continued = 0;
     // Whether the user was told the history could not be compacted.
     let mut warned = false;
+    // Responses the provider paused in a row (its own searches).
+    let mut paused = 0;
     for _ in 0..limit {
         if control.cancel.is_cancelled() {
             return Ok(TurnStop::Cancelled);
@@ -219,9 +224,20 @@ async fn agent_loop(
             call_ids,
             cost,
         })?;
+        // The provider paused its own long turn (its searches): the turn
+        // goes back as it is and the model goes on, a bounded number of
+        // times.
+        paused = if stop == ModelStop::Paused {
+            paused + 1
+        } else {
+            0
+        };
+        if calls.is_empty() && stop == ModelStop::Paused && paused <= MAX_PAUSES {
+            continue;
+        }
         if calls.is_empty() {
             let ended = match stop {
-                ModelStop::EndTurn | ModelStop::ToolUse => TurnStop::EndTurn,
+                ModelStop::EndTurn | ModelStop::ToolUse | ModelStop::Paused => TurnStop::EndTurn,
                 ModelStop::MaxTokens => TurnStop::MaxTokens,
                 ModelStop::Refusal => TurnStop::Refusal,
             };
@@ -413,6 +429,8 @@ fn request(
         system: super::system::prompt(c.records(), &control.cwd),
         messages,
         tools: super::subagent::tool_specs(gate),
+        web_search: provider.web_search().is_some()
+            && crate::interception::policy::search_offered(&gate.policy.rules).is_ok(),
     }
 }
 

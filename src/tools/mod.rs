@@ -29,6 +29,7 @@ pub mod read;
 pub mod search;
 pub mod shells;
 pub mod todo;
+pub mod web_fetch;
 pub mod write;
 
 use std::path::{Path, PathBuf};
@@ -59,11 +60,12 @@ pub enum Tool {
     TodoWrite,
     AskUserQuestion,
     Agent,
+    WebFetch,
 }
 
 impl Tool {
     /// Every tool, in the order offered to the model.
-    pub const ALL: [Tool; 11] = [
+    pub const ALL: [Tool; 12] = [
         Tool::Bash,
         Tool::BashOutput,
         Tool::KillShell,
@@ -75,6 +77,7 @@ impl Tool {
         Tool::TodoWrite,
         Tool::AskUserQuestion,
         Tool::Agent,
+        Tool::WebFetch,
     ];
 
     /// Looks a tool up by its wire name (exact, case-sensitive; `Task` is
@@ -99,6 +102,7 @@ impl Tool {
             Tool::TodoWrite => "TodoWrite",
             Tool::AskUserQuestion => "AskUserQuestion",
             Tool::Agent => "Agent",
+            Tool::WebFetch => "WebFetch",
         }
     }
 
@@ -117,7 +121,15 @@ impl Tool {
             // Starting a subagent changes nothing: each of its calls is
             // decided on its own.
             | Tool::Agent => true,
+            | Tool::WebFetch => true,
         }
+    }
+
+    /// Whether the tool reaches the web: its rules name domains
+    /// (`WebFetch(domain:example.com)`), and a domain no rule allows asks,
+    /// though the tool changes nothing here.
+    pub fn reaches_web(self) -> bool {
+        matches!(self, Tool::WebFetch)
     }
 
     /// Whether the tool changes files (covered by `Edit(...)` rules and
@@ -145,6 +157,7 @@ impl Tool {
             Tool::TodoWrite => todo::spec(),
             Tool::AskUserQuestion => ask_user::spec(),
             Tool::Agent => agent::spec(),
+            Tool::WebFetch => web_fetch::spec(),
         }
     }
 
@@ -163,6 +176,13 @@ impl Tool {
             && let Some(obj) = arguments.as_object_mut()
         {
             obj.insert(key.to_owned(), Value::String(path.to_owned()));
+        }
+        // A URL as parsed (scheme and host lower-cased, dots resolved): the
+        // one the rules judge and the fetch requests.
+        if let ToolInput::WebFetch(i) = &input
+            && let Some(obj) = arguments.as_object_mut()
+        {
+            obj.insert("url".to_owned(), Value::String(i.url.to_string()));
         }
         Ok(Accepted {
             arguments,
@@ -183,6 +203,7 @@ impl Tool {
             | Tool::TodoWrite
             | Tool::AskUserQuestion
             | Tool::Agent => None,
+            Tool::WebFetch => None,
         }
     }
 
@@ -221,6 +242,7 @@ impl Tool {
             Tool::TodoWrite => todo::present(input),
             Tool::AskUserQuestion => ask_user::present(input),
             Tool::Agent => agent::present(input),
+            Tool::WebFetch => web_fetch::present(input),
         }
     }
 
@@ -231,6 +253,7 @@ impl Tool {
             Tool::Bash => bash::detail(input),
             Tool::AskUserQuestion => ask_user::detail(input),
             Tool::Agent => agent::detail(input),
+            Tool::WebFetch => web_fetch::detail(input),
             _ => None,
         }
     }
@@ -266,6 +289,7 @@ pub enum ToolInput {
     TodoWrite(todo::TodoInput),
     AskUserQuestion(ask_user::AskInput),
     Agent(agent::AgentInput),
+    WebFetch(web_fetch::WebFetchInput),
     /// A tool of one of the session's MCP servers.
     Mcp(mcp::McpInput),
 }
@@ -285,6 +309,7 @@ impl ToolInput {
             Tool::TodoWrite => ToolInput::TodoWrite(todo::parse(input)?),
             Tool::AskUserQuestion => ToolInput::AskUserQuestion(ask_user::parse(input)?),
             Tool::Agent => ToolInput::Agent(agent::parse(input)?),
+            Tool::WebFetch => ToolInput::WebFetch(web_fetch::parse(input)?),
         })
     }
 
@@ -303,6 +328,7 @@ impl ToolInput {
             | ToolInput::TodoWrite(_)
             | ToolInput::AskUserQuestion(_)
             | ToolInput::Agent(_)
+            | ToolInput::WebFetch(_)
             | ToolInput::Mcp(_) => None,
         }
     }
@@ -322,6 +348,7 @@ impl ToolInput {
             | ToolInput::TodoWrite(_)
             | ToolInput::AskUserQuestion(_)
             | ToolInput::Agent(_)
+            | ToolInput::WebFetch(_)
             | ToolInput::Mcp(_) => None,
         }
     }
@@ -338,6 +365,14 @@ impl ToolInput {
     pub fn delegation(&self) -> Option<&agent::AgentInput> {
         match self {
             ToolInput::Agent(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// A WebFetch call's input.
+    pub fn web_fetch(&self) -> Option<&web_fetch::WebFetchInput> {
+        match self {
+            ToolInput::WebFetch(w) => Some(w),
             _ => None,
         }
     }
@@ -388,6 +423,7 @@ impl ToolInput {
             | ToolInput::TodoWrite(_)
             | ToolInput::AskUserQuestion(_)
             | ToolInput::Agent(_)
+            | ToolInput::WebFetch(_)
             | ToolInput::Mcp(_) => None,
         }
     }
@@ -407,6 +443,7 @@ impl ToolInput {
             ToolInput::TodoWrite(_) => Tool::TodoWrite,
             ToolInput::AskUserQuestion(_) => Tool::AskUserQuestion,
             ToolInput::Agent(_) => Tool::Agent,
+            ToolInput::WebFetch(_) => Tool::WebFetch,
         })
     }
 
@@ -424,6 +461,7 @@ impl ToolInput {
             ToolInput::TodoWrite(i) => todo::run(i, cx).await,
             ToolInput::AskUserQuestion(i) => ask_user::run(i, cx).await,
             ToolInput::Agent(i) => agent::run(i, cx).await,
+            ToolInput::WebFetch(i) => web_fetch::run(i, cx).await,
             ToolInput::Mcp(i) => mcp::run(i, cx).await,
         }
     }
@@ -505,7 +543,7 @@ pub fn present_mcp(target: &crate::event_log::McpTarget) -> Presentation {
 }
 
 /// Something a running tool tells the session.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum ToolEvent {
     /// Output to show on the card (already throttled, see `output`).
     Output(output::Chunk),
@@ -516,6 +554,10 @@ pub enum ToolEvent {
         content: Vec<crate::event_log::ResultContent>,
         structured: Option<Value>,
     },
+    /// An MCP server's question to the user, or how it ended
+    /// (`mcp::elicit`): `recorded` is answered once it is in the log, and
+    /// nothing goes on before.
+    Elicitation(mcp::Elicited, tokio::sync::oneshot::Sender<()>),
 }
 
 /// What a tool gets besides its call.
@@ -559,6 +601,8 @@ pub struct ToolContext {
     pub boundary: Option<crate::sandbox::Boundary>,
     /// The session's sandbox runtime (launcher, `TMPDIR`, lifeline).
     pub confiner: Option<confined::Confiner>,
+    /// What a WebFetch may reach and who judges its redirects.
+    pub web: Option<web_fetch::WebAccess>,
 }
 
 impl ToolContext {

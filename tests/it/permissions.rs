@@ -220,6 +220,7 @@ fn arguments(tool: &str, input: Option<&str>) -> Value {
         ("Agent", Some(t)) => {
             json!({ "description": "a row", "prompt": "look", "subagent_type": t })
         }
+        ("WebFetch", Some(u)) => json!({ "url": u, "prompt": "a row of the table" }),
         _ => json!({}),
     }
 }

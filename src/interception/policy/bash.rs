@@ -14,7 +14,11 @@ pub(super) fn bash_hit(rule: &Rule, lines: &DenyLines) -> bool {
         None => return true,
         Some(Pattern::Command(alts)) => alts,
         Some(
-            Pattern::ExactCommand(_) | Pattern::Path(_) | Pattern::ExactPath(_) | Pattern::Agent(_),
+            Pattern::ExactCommand(_)
+            | Pattern::Path(_)
+            | Pattern::ExactPath(_)
+            | Pattern::Domain(_)
+            | Pattern::Agent(_),
         ) => return false,
     };
     lines.anything

@@ -450,21 +450,7 @@ impl Presenter {
             Event::HookContext { quiet: true, .. } => Vec::new(),
             Event::HookContext {
                 event, hook, text, ..
-            } => {
-                let text = if matches!(event, SessionEvent::Stop | SessionEvent::SubagentStop) {
-                    format!(
-                        "The {} hook {hook} did not let the turn end: {text}",
-                        event.name()
-                    )
-                } else {
-                    format!(
-                        "The {} hook {hook} added context for the model: {}",
-                        event.name(),
-                        crate::text::shorten(text, 301)
-                    )
-                };
-                self.notice(NoticeLevel::Info, text)
-            }
+            } => self.hook_context(*event, hook, text),
             Event::CommandsOffered { commands } => match self.mode {
                 // A loaded session offers them afresh after its response.
                 Mode::Replay => Vec::new(),
@@ -520,6 +506,23 @@ impl Presenter {
             | Event::SubagentEnded { .. }
             | Event::SubagentAssigned(_) => self.subagent(&record.event),
         }
+    }
+
+    /// What a hook told the model, as a notice.
+    fn hook_context(&mut self, event: SessionEvent, hook: &str, text: &str) -> Vec<SessionUpdate> {
+        let text = if matches!(event, SessionEvent::Stop | SessionEvent::SubagentStop) {
+            format!(
+                "The {} hook {hook} did not let the turn end: {text}",
+                event.name()
+            )
+        } else {
+            format!(
+                "The {} hook {hook} added context for the model: {}",
+                event.name(),
+                crate::text::shorten(text, 301)
+            )
+        };
+        self.notice(NoticeLevel::Info, text)
     }
 
     /// The turn is over: a notice now waits for the next one.

@@ -162,15 +162,7 @@ pub(crate) fn start(
     )
     .with_subagents(gate.family.running.clone());
     tracing::info!(session = %id, provider = provider.name(), log = %handle.log_path().display(), "session started");
-    let (opened, opened_rx) = oneshot::channel();
-    let opening = Opening {
-        opened: opened_rx,
-        notices: start_notices,
-        context,
-        damaged,
-        gathering,
-        source,
-    };
+    let (opened, opening) = Opening::new(start_notices, context, damaged, gathering, source);
     let task = tokio::spawn(run(
         Actor {
             committer,
@@ -485,6 +477,29 @@ struct Opening {
     gathering: Option<tokio::task::JoinHandle<crate::event_log::Environment>>,
     /// SessionStart's `source`: `startup`, or `resume` for a stored session.
     source: &'static str,
+}
+
+impl Opening {
+    /// What the actor does first, and the word to fire once the session's
+    /// response is queued.
+    fn new(
+        notices: Vec<(NoticeLevel, String)>,
+        context: Arc<SessionContext>,
+        damaged: Option<String>,
+        gathering: Option<tokio::task::JoinHandle<crate::event_log::Environment>>,
+        source: &'static str,
+    ) -> (oneshot::Sender<()>, Opening) {
+        let (opened, opened_rx) = oneshot::channel();
+        let opening = Opening {
+            opened: opened_rx,
+            notices,
+            context,
+            damaged,
+            gathering,
+            source,
+        };
+        (opened, opening)
+    }
 }
 
 /// How long the actor waits for its `session/new` response to be queued

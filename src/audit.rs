@@ -188,6 +188,53 @@ pub struct Call {
     /// For a Bash call: the boundary it ran in (its card line).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::Boundary>,
+    /// For an `Agent` call: the subagent it started, and its own timeline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<Subagent>,
+}
+
+/// A subagent under the `Agent` call that started it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Subagent {
+    pub session_id: String,
+    pub agent_type: String,
+    pub description: String,
+    /// How it ended (none: no end recorded).
+    pub outcome: Option<crate::event_log::SubagentOutcome>,
+    pub requests: Option<u32>,
+    /// Its own log's timeline ([`with_subagents`] reads it; empty until then
+    /// or when it cannot be read, which `unread` says).
+    pub entries: Vec<Entry>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unread: Option<String>,
+}
+
+/// Reads the log of every subagent `entries` name (under `dir`, as
+/// `<id>.jsonl`) into its call's entry, and theirs in turn (two levels at
+/// most, as subagents nest).
+pub fn with_subagents(entries: &mut [Entry], dir: &std::path::Path) {
+    subagents_below(entries, dir, 0);
+}
+
+fn subagents_below(entries: &mut [Entry], dir: &std::path::Path, depth: u32) {
+    if depth >= crate::subagents::MAX_DEPTH {
+        return;
+    }
+    for entry in entries {
+        let Entry::Call(call) = entry else { continue };
+        let Some(sub) = &mut call.subagent else {
+            continue;
+        };
+        let path = dir.join(format!("{}.jsonl", sub.session_id));
+        match crate::event_log::read_tolerant(&path) {
+            Ok(read) => {
+                sub.entries = timeline(&read.records);
+                subagents_below(&mut sub.entries, dir, depth + 1);
+            }
+            Err(e) => sub.unread = Some(e.to_string()),
+        }
+    }
 }
 
 /// `candor audit <sessionId|path> [--json]`: finds the log (a path, or a
@@ -234,7 +281,10 @@ pub fn run(
     if let Some(damage) = &read.corrupt {
         warnings.push(format!("{damage}; the timeline stops there"));
     }
-    let entries = timeline(&read.records);
+    let mut entries = timeline(&read.records);
+    if let Some(dir) = path.parent() {
+        with_subagents(&mut entries, dir);
+    }
     let text = if json {
         serde_json::to_string_pretty(&entries).map_err(|e| e.to_string())? + "\n"
     } else {
@@ -395,6 +445,9 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 quiet: *quiet,
             }),
             Event::HistoryCompacted { .. } => entries.extend(compacted_entry(at, &record.event)),
+            Event::SubagentStarted { .. } | Event::SubagentEnded { .. } => {
+                subagent_entry(&mut entries, &record.event);
+            }
             Event::ElicitationRequested(_) | Event::ElicitationResolved(_) => {
                 elicitation_entry(&mut entries, at, &record.event);
             }
@@ -406,7 +459,9 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
             | Event::PermissionRequested { .. }
             | Event::ToolTerminal { .. }
             | Event::ToolOutput { .. }
-            | Event::ToolContent { .. } => {}
+            | Event::ToolContent { .. }
+            | Event::SubagentActivity { .. }
+            | Event::SubagentAssigned(_) => {}
         }
     }
     entries.extend(cost_entry(records));
@@ -699,7 +754,49 @@ fn call_entry(at: String, event: &Event) -> Option<Entry> {
         duration_ms: None,
         hook_notes: Vec::new(),
         sandbox: sandbox.clone(),
+        subagent: None,
     })))
+}
+
+/// A subagent's start or end, on the entry of the `Agent` call.
+fn subagent_entry(entries: &mut [Entry], event: &Event) {
+    match event {
+        Event::SubagentStarted {
+            tool_call_id,
+            session_id,
+            agent_type,
+            description,
+        } => {
+            if let Some(i) = call_at(entries, tool_call_id)
+                && let Entry::Call(c) = &mut entries[i]
+            {
+                c.subagent = Some(Subagent {
+                    session_id: session_id.clone(),
+                    agent_type: agent_type.clone(),
+                    description: description.clone(),
+                    outcome: None,
+                    requests: None,
+                    entries: Vec::new(),
+                    unread: None,
+                });
+            }
+        }
+        Event::SubagentEnded {
+            tool_call_id,
+            outcome,
+            requests,
+            ..
+        } => {
+            if let Some(i) = call_at(entries, tool_call_id)
+                && let Entry::Call(c) = &mut entries[i]
+                && let Some(sub) = &mut c.subagent
+            {
+                sub.outcome = Some(*outcome);
+                sub.requests = Some(*requests);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The entry of a compaction.
@@ -1177,6 +1274,41 @@ fn render_call(out: &mut String, c: &Call) {
             NoteKind::Accept | NoteKind::Context => "told the model",
         };
         let _ = writeln!(out, "            hook {} {what}: {}", note.hook, note.text);
+    }
+    if let Some(sub) = &c.subagent {
+        render_subagent(out, sub);
+    }
+}
+
+/// A subagent under its `Agent` call: how it ended, then its own
+/// timeline, indented.
+fn render_subagent(out: &mut String, sub: &Subagent) {
+    let ended = match sub.outcome {
+        None => "no end recorded".to_owned(),
+        Some(o) => {
+            let o = serde_json::to_value(o)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            format!("{o} after {} model requests", sub.requests.unwrap_or(0))
+        }
+    };
+    let _ = writeln!(
+        out,
+        "            subagent {} ({}, {}): {ended}",
+        sub.agent_type, sub.description, sub.session_id
+    );
+    if let Some(why) = &sub.unread {
+        let _ = writeln!(out, "            its log could not be read: {why}");
+        return;
+    }
+    let inner = render(&sub.entries);
+    for line in inner.lines() {
+        if line.is_empty() {
+            out.push('\n');
+        } else {
+            let _ = writeln!(out, "            │ {line}");
+        }
     }
 }
 

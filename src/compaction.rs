@@ -210,6 +210,11 @@ pub fn record_tokens(event: &Event) -> u64 {
         | Event::PromptUnqueued { .. }
         | Event::SteeringReceived { .. }
         | Event::SteeringDropped { .. }
+        // A subagent's work reaches the model as its call's result.
+        | Event::SubagentStarted { .. }
+        | Event::SubagentActivity { .. }
+        | Event::SubagentEnded { .. }
+        | Event::SubagentAssigned(_)
         | Event::TurnEnded { .. } => 0,
     }
 }

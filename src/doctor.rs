@@ -55,6 +55,8 @@ pub struct Report {
     pub editors: Vec<EditorInfo>,
     /// What loading had to say, as a session would show it.
     pub notices: Vec<NoticeInfo>,
+    /// The subagent types a session here may start, built-ins first.
+    pub subagents: Vec<SubagentInfo>,
     /// Something is broken (`candor doctor` exits 1).
     pub broken: bool,
 }
@@ -179,6 +181,37 @@ pub struct NoticeInfo {
     pub text: String,
 }
 
+/// A subagent type as `candor doctor` lists it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentInfo {
+    pub name: String,
+    /// `built-in`, or its file.
+    pub source: String,
+    pub tools: Option<Vec<String>>,
+    pub disallowed_tools: Vec<String>,
+    pub model: Option<String>,
+    pub permission_mode: Option<String>,
+    pub max_turns: Option<u32>,
+    pub hooks: bool,
+    /// What its definition asks for that candor does not do.
+    pub not_honoured: Vec<String>,
+}
+
+fn subagent_info(d: &crate::subagents::Definition) -> SubagentInfo {
+    SubagentInfo {
+        name: d.name.clone(),
+        source: d.source.describe(),
+        tools: d.tools.clone(),
+        disallowed_tools: d.disallowed_tools.clone(),
+        model: d.model.clone(),
+        permission_mode: d.permission_mode.map(|m| m.id().to_owned()),
+        max_turns: d.max_turns,
+        hooks: d.hooks.is_some(),
+        not_honoured: d.not_honoured.clone(),
+    }
+}
+
 /// Where the project stands with trust (`info`), and the policy a session
 /// there would run with: the trusted build when trusted.
 fn standing(
@@ -292,6 +325,10 @@ pub fn report_in(
     let (mcp_servers, instructions, instruction_notes) =
         loaded_beside(config, (&cwd, roots), built.as_ref());
     let web = web(config, &cwd, built.as_ref());
+    let subagents: Vec<SubagentInfo> = built
+        .as_ref()
+        .map(|b| b.agents.definitions.iter().map(subagent_info).collect())
+        .unwrap_or_default();
     let (hooks, rules, mode, notices) = match built {
         Some(b) => {
             let mut rules = Vec::new();
@@ -346,6 +383,7 @@ pub fn report_in(
         trust: trust_info,
         mcp_servers,
         instructions,
+        subagents,
         instruction_notes,
         editors: editors(config),
         notices,
@@ -692,6 +730,7 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(out, "  {how}");
     }
     render_hooks_and_rules(&mut out, r);
+    render_subagents(&mut out, r);
     let problems: Vec<&NoticeInfo> = r
         .notices
         .iter()
@@ -713,6 +752,42 @@ pub fn render(r: &Report) -> String {
         }
     );
     crate::text::visible(&out)
+}
+
+/// The subagent types, each with what it narrows and what of its
+/// definition candor does not do.
+fn render_subagents(out: &mut String, r: &Report) {
+    let _ = writeln!(out, "\nSubagents");
+    for a in &r.subagents {
+        let mut said = Vec::new();
+        if let Some(tools) = &a.tools {
+            said.push(format!("tools {}", tools.join(", ")));
+        }
+        if !a.disallowed_tools.is_empty() {
+            said.push(format!("not {}", a.disallowed_tools.join(", ")));
+        }
+        if let Some(m) = &a.permission_mode {
+            said.push(format!("mode {m} at most"));
+        }
+        if let Some(m) = &a.model {
+            said.push(format!("model {m}"));
+        }
+        if let Some(n) = a.max_turns {
+            said.push(format!("maxTurns {n}"));
+        }
+        if a.hooks {
+            said.push("hooks".to_owned());
+        }
+        let said = if said.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", said.join("; "))
+        };
+        let _ = writeln!(out, "  {} [{}]{said}", a.name, a.source);
+        for n in &a.not_honoured {
+            let _ = writeln!(out, "    not honoured: {n}");
+        }
+    }
 }
 
 /// The hooks, rules, MCP servers and editors of a report.

@@ -16,6 +16,8 @@
 //! * nothing is sent for an id after it is terminal, or for an id that
 //!   never got a card.
 
+mod subagent;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -127,6 +129,14 @@ pub struct Presenter {
     plans: HashMap<String, Vec<PlanEntry>>,
     /// The client advertised `session.notices`.
     notices: bool,
+    /// The client takes subagent sessions (`clientCapabilities.subagents`).
+    subagents: bool,
+    /// The subagents of open `Agent` cards: their calls, as the cards
+    /// show them.
+    children: HashMap<String, subagent::Lines>,
+    /// Prompts are shown live too (a subagent's task: the client did not
+    /// send it).
+    echo_prompts: bool,
     /// The client advertised `session.compaction`: a compaction is a
     /// `compaction_update`, not a notice.
     compaction: bool,
@@ -331,6 +341,9 @@ impl Presenter {
             ended: std::collections::HashSet::new(),
             plans: HashMap::new(),
             notices: false,
+            subagents: false,
+            children: HashMap::new(),
+            echo_prompts: false,
             compaction: false,
             context_window: None,
             cost: crate::providers::prices::Total::default(),
@@ -360,6 +373,20 @@ impl Presenter {
     /// inside turns ([`marked_notice`]).
     pub fn with_notices(mut self, notices: bool) -> Self {
         self.notices = notices;
+        self
+    }
+
+    /// Whether the client takes subagent sessions: a child is announced
+    /// and referenced on its card; else its calls are lines on the card.
+    pub fn with_subagents(mut self, subagents: bool) -> Self {
+        self.subagents = subagents;
+        self
+    }
+
+    /// A subagent's session: its task (a `user/message` the client did not
+    /// send) is shown live as in a replay.
+    pub fn echoing_prompts(mut self) -> Self {
+        self.echo_prompts = true;
         self
     }
 
@@ -401,10 +428,7 @@ impl Presenter {
                     value.clone(),
                 ))]
             }
-            Event::TurnEnded { .. } => {
-                self.in_turn = false;
-                Vec::new()
-            }
+            Event::TurnEnded { .. } => self.turn_ended(),
             Event::ConfigChanged { .. } => Vec::new(),
             Event::SessionTitled { title, .. } => vec![SessionUpdate::SessionInfoUpdate(
                 agent_client_protocol_schema::v1::SessionInfoUpdate::new()
@@ -426,18 +450,7 @@ impl Presenter {
             Event::HookContext { quiet: true, .. } => Vec::new(),
             Event::HookContext {
                 event, hook, text, ..
-            } => {
-                let text = if *event == SessionEvent::Stop {
-                    format!("The Stop hook {hook} did not let the turn end: {text}")
-                } else {
-                    format!(
-                        "The {} hook {hook} added context for the model: {}",
-                        event.name(),
-                        crate::text::shorten(text, 301)
-                    )
-                };
-                self.notice(NoticeLevel::Info, text)
-            }
+            } => self.hook_context(*event, hook, text),
             Event::CommandsOffered { commands } => match self.mode {
                 // A loaded session offers them afresh after its response.
                 Mode::Replay => Vec::new(),
@@ -488,7 +501,34 @@ impl Presenter {
             }
             Event::ToolOutput { .. } => self.tool_output(record),
             Event::ToolResult { .. } => self.tool_result(record),
+            Event::SubagentStarted { .. }
+            | Event::SubagentActivity { .. }
+            | Event::SubagentEnded { .. }
+            | Event::SubagentAssigned(_) => self.subagent(&record.event),
         }
+    }
+
+    /// What a hook told the model, as a notice.
+    fn hook_context(&mut self, event: SessionEvent, hook: &str, text: &str) -> Vec<SessionUpdate> {
+        let text = if matches!(event, SessionEvent::Stop | SessionEvent::SubagentStop) {
+            format!(
+                "The {} hook {hook} did not let the turn end: {text}",
+                event.name()
+            )
+        } else {
+            format!(
+                "The {} hook {hook} added context for the model: {}",
+                event.name(),
+                crate::text::shorten(text, 301)
+            )
+        };
+        self.notice(NoticeLevel::Info, text)
+    }
+
+    /// The turn is over: a notice now waits for the next one.
+    fn turn_ended(&mut self) -> Vec<SessionUpdate> {
+        self.in_turn = false;
+        Vec::new()
     }
 
     /// A prompt opens a turn: nothing live (the client sent it) but for
@@ -502,6 +542,7 @@ impl Presenter {
         self.in_turn = true;
         self.message_tail = Tail::Paragraph;
         let echo = self.mode == Mode::Replay
+            || self.echo_prompts
             || matches!(via, Some(crate::event_log::Via::Steering { .. }));
         let mut updates: Vec<SessionUpdate> = if echo {
             content.iter().map(replayed_block).collect()
@@ -1208,6 +1249,7 @@ impl Presenter {
             // A card that ended changes no more: only its id is kept (a long
             // session's memory grows with its open cards, not its history).
             self.cards.remove(id);
+            self.children.remove(id);
             self.ended.insert(id.to_owned());
         }
         vec![update(id, fields)]
@@ -1245,6 +1287,7 @@ pub fn describe_decider(by: &str) -> String {
         Some(("rule", r)) => format!("rule {r}"),
         Some(("grant", r)) => format!("session grant {r}"),
         Some(("mode", m)) => format!("{m} mode"),
+        Some(("subagent", t)) => format!("the {t} subagent's definition"),
         _ => by.to_owned(),
     }
 }

@@ -44,9 +44,36 @@ How to use the tools:
 - Prefer the smallest change that does what was asked, in the style of the code around it, and check it (build, tests) when the project makes that possible.
 - Paths may be absolute or relative to the working directory.";
 
-/// The system prompt for the next request.
+/// The system prompt for the next request (a subagent's starts with its
+/// definition's prompt, `subagent/assigned`, in place of the guidance).
 pub(crate) fn prompt(records: &[Record], cwd: &Path) -> String {
-    assemble(latest(records), cwd)
+    let whole = assemble(latest(records), cwd);
+    match assigned(records) {
+        Some(own) => whole.replacen(GUIDANCE, &subagent_guidance(own), 1),
+        None => whole,
+    }
+}
+
+/// What a subagent is told first: its definition's prompt, then how its
+/// work is seen.
+fn subagent_guidance(own: &str) -> String {
+    let own = own.trim();
+    let own = if own.is_empty() {
+        "You are a subagent of candor, a coding agent working in the user's editor."
+    } else {
+        own
+    };
+    format!(
+        "{own}\n\nYou were started by another agent to do the task in the first message. Your final message is all that agent receives: make it a complete answer. The user sees each of your calls as a card with the arguments that actually ran; hooks and permission rules may rewrite, ask about or refuse a call, and the result says so. Work with what ran, and never try to get a refused action done another way."
+    )
+}
+
+/// A subagent's own system prompt (`subagent/assigned`).
+fn assigned(records: &[Record]) -> Option<&str> {
+    records.iter().take(4).find_map(|r| match &r.event {
+        Event::SubagentAssigned(a) => Some(a.system_prompt.as_str()),
+        _ => None,
+    })
 }
 
 /// The system prompt of these facts (the guidance alone when there are

@@ -28,8 +28,14 @@ pub const FORMAT: u32 = 1;
 pub struct Report {
     pub format: u32,
     pub directory: PathBuf,
+    /// The session's additional directories (`candor doctor --add-dir`,
+    /// or a session's own for `/doctor`), as `crate::roots` took them.
+    pub additional_directories: Vec<crate::event_log::AddedDirectory>,
     pub candor: Candor,
     pub provider: ProviderInfo,
+    /// What the model may reach of the web: WebFetch and the provider's
+    /// search.
+    pub web: WebInfo,
     /// Every settings file candor would look at, in the order it reads them.
     pub settings: Vec<FileStatus>,
     pub hooks: Vec<HookSummary>,
@@ -49,6 +55,8 @@ pub struct Report {
     pub editors: Vec<EditorInfo>,
     /// What loading had to say, as a session would show it.
     pub notices: Vec<NoticeInfo>,
+    /// The subagent types a session here may start, built-ins first.
+    pub subagents: Vec<SubagentInfo>,
     /// Something is broken (`candor doctor` exits 1).
     pub broken: bool,
 }
@@ -79,6 +87,17 @@ pub struct ProviderInfo {
     pub key_needed: bool,
     /// Why a session could not use it.
     pub problem: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebInfo {
+    /// Whether the provider's own web search is offered to the model.
+    pub search_offered: bool,
+    /// How (the provider's tool and the rule) or why not.
+    pub search: String,
+    /// What WebFetch reaches (the user's `[web]` config).
+    pub fetch: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -162,6 +181,37 @@ pub struct NoticeInfo {
     pub text: String,
 }
 
+/// A subagent type as `candor doctor` lists it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentInfo {
+    pub name: String,
+    /// `built-in`, or its file.
+    pub source: String,
+    pub tools: Option<Vec<String>>,
+    pub disallowed_tools: Vec<String>,
+    pub model: Option<String>,
+    pub permission_mode: Option<String>,
+    pub max_turns: Option<u32>,
+    pub hooks: bool,
+    /// What its definition asks for that candor does not do.
+    pub not_honoured: Vec<String>,
+}
+
+fn subagent_info(d: &crate::subagents::Definition) -> SubagentInfo {
+    SubagentInfo {
+        name: d.name.clone(),
+        source: d.source.describe(),
+        tools: d.tools.clone(),
+        disallowed_tools: d.disallowed_tools.clone(),
+        model: d.model.clone(),
+        permission_mode: d.permission_mode.map(|m| m.id().to_owned()),
+        max_turns: d.max_turns,
+        hooks: d.hooks.is_some(),
+        not_honoured: d.not_honoured.clone(),
+    }
+}
+
 /// Where the project stands with trust (`info`), and the policy a session
 /// there would run with: the trusted build when trusted.
 fn standing(
@@ -205,12 +255,40 @@ fn standing(
 
 /// Builds the report for a session in `cwd`.
 pub fn report(config: &Config, cwd: &Path) -> Report {
-    report_in(config, cwd, None)
+    report_in(config, cwd, None, &[])
 }
 
-/// The report for a session in `cwd` that trusted (`session`) the offer of
-/// this digest, by this (`/trust`, for the session).
-pub fn report_in(config: &Config, cwd: &Path, session: Option<(&str, &str)>) -> Report {
+/// The report for a session in `cwd` with the additional directories
+/// `dirs` (`candor doctor --add-dir`), checked as a session checks an
+/// editor's (`crate::roots`): one refused is an error, and none is used.
+pub fn report_adding(config: &Config, cwd: &Path, dirs: &[PathBuf]) -> Report {
+    let guard = crate::roots::Guard {
+        home: config.user_home.as_deref(),
+        state: Some(&config.home),
+    };
+    match crate::roots::check(dirs, cwd, guard) {
+        Ok(roots) => report_in(config, cwd, None, &roots),
+        Err(why) => {
+            let mut report = report_in(config, cwd, None, &[]);
+            report.notices.push(NoticeInfo {
+                level: NoticeLevel::Error,
+                text: format!("A session here would not open with these directories: {why}"),
+            });
+            report.broken = true;
+            report
+        }
+    }
+}
+
+/// The report for a session in `cwd` with the additional directories
+/// `roots` that trusted (`session`) the offer of this digest, by this
+/// (`/trust`, for the session).
+pub fn report_in(
+    config: &Config,
+    cwd: &Path,
+    session: Option<(&str, &str)>,
+    roots: &[crate::event_log::AddedDirectory],
+) -> Report {
     let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_owned());
     let context = Arc::new(SessionContext::new(
         "doctor".into(),
@@ -245,7 +323,12 @@ pub fn report_in(config: &Config, cwd: &Path, session: Option<(&str, &str)>) -> 
         Ok(untrusted) => standing(config, &context, untrusted, session, &mut trust_info),
     };
     let (mcp_servers, instructions, instruction_notes) =
-        loaded_beside(config, &cwd, built.as_ref());
+        loaded_beside(config, (&cwd, roots), built.as_ref());
+    let web = web(config, &cwd, built.as_ref());
+    let subagents: Vec<SubagentInfo> = built
+        .as_ref()
+        .map(|b| b.agents.definitions.iter().map(subagent_info).collect())
+        .unwrap_or_default();
     let (hooks, rules, mode, notices) = match built {
         Some(b) => {
             let mut rules = Vec::new();
@@ -284,6 +367,7 @@ pub fn report_in(config: &Config, cwd: &Path, session: Option<(&str, &str)>) -> 
     Report {
         format: FORMAT,
         directory: cwd,
+        additional_directories: roots.to_vec(),
         candor: Candor {
             version: env!("CARGO_PKG_VERSION").into(),
             home: config.home.clone(),
@@ -291,6 +375,7 @@ pub fn report_in(config: &Config, cwd: &Path, session: Option<(&str, &str)>) -> 
             logs: "stderr (the editor's log of its agent); RUST_LOG sets the level".into(),
         },
         provider,
+        web,
         settings,
         hooks,
         rules,
@@ -298,6 +383,7 @@ pub fn report_in(config: &Config, cwd: &Path, session: Option<(&str, &str)>) -> 
         trust: trust_info,
         mcp_servers,
         instructions,
+        subagents,
         instruction_notes,
         editors: editors(config),
         notices,
@@ -305,11 +391,46 @@ pub fn report_in(config: &Config, cwd: &Path, session: Option<(&str, &str)>) -> 
     }
 }
 
+/// What a session here may reach of the web: whether the provider's
+/// search is offered (and why not), and what WebFetch reaches.
+fn web(config: &Config, cwd: &Path, built: Option<&bridges::session_policy::Built>) -> WebInfo {
+    let p = Provider::for_session(config, cwd);
+    let offered = match (p.web_search(), built) {
+        (None, _) => Err(
+            "this provider has none (Anthropic's API and the OpenAI Responses API have one)"
+                .to_owned(),
+        ),
+        (Some(_), None) => Err("the policy could not be built".to_owned()),
+        (Some(tool), Some(b)) => crate::interception::policy::search_offered(&b.policy.rules)
+            .map(|by| format!("{tool}; {by}; it runs at the provider, before candor could ask")),
+    };
+    let fetch = match config.web_access() {
+        Err(e) => e,
+        Ok(a) => {
+            let mut said =
+                "public addresses over https (http upgraded), each domain by the WebFetch rules"
+                    .to_owned();
+            if a.addresses != crate::web::address::Addresses::default() {
+                said.push_str("; your config allows some addresses that are not public");
+            }
+            if !a.http_hosts.is_empty() {
+                said.push_str(&format!("; plain http for {}", a.http_hosts.join(", ")));
+            }
+            format!("{said}; {} s a fetch", a.timeout.as_secs())
+        }
+    };
+    WebInfo {
+        search_offered: offered.is_ok(),
+        search: offered.unwrap_or_else(|why| why),
+        fetch,
+    }
+}
+
 /// The MCP servers and the instruction files a session here would load
 /// beside its policy (the instruction files under its Read deny rules).
 fn loaded_beside(
     config: &Config,
-    cwd: &Path,
+    (cwd, roots): (&Path, &[crate::event_log::AddedDirectory]),
     built: Option<&bridges::session_policy::Built>,
 ) -> (Vec<McpServerInfo>, Vec<InstructionInfo>, Vec<String>) {
     let specs = built.map(|b| b.mcp.clone()).unwrap_or_default();
@@ -331,6 +452,7 @@ fn loaded_beside(
         config.codex.as_ref().and_then(|c| c.home.as_deref()),
         config.claude.as_ref().and_then(|c| c.user_dir.as_deref()),
         &denies,
+        &crate::roots::real(roots),
     );
     let files = files
         .into_iter()
@@ -534,6 +656,9 @@ pub fn render(r: &Report) -> String {
         r.candor.version,
         r.directory.display()
     );
+    for root in &r.additional_directories {
+        let _ = writeln!(out, "  also      {}", crate::roots::describe(root));
+    }
     let _ = writeln!(out, "  home      {}", r.candor.home.display());
     let _ = writeln!(out, "  sessions  {}", r.candor.sessions.display());
     let _ = writeln!(out, "  logs      {}", r.candor.logs);
@@ -559,6 +684,13 @@ pub fn render(r: &Report) -> String {
     if let Some(problem) = &p.problem {
         let _ = writeln!(out, "  problem   {problem}");
     }
+    let _ = writeln!(out, "\nWeb");
+    if r.web.search_offered {
+        let _ = writeln!(out, "  Web search: offered ({})", r.web.search);
+    } else {
+        let _ = writeln!(out, "  Web search: not offered: {}", r.web.search);
+    }
+    let _ = writeln!(out, "  WebFetch: {}", r.web.fetch);
     let _ = writeln!(out, "\nSettings files");
     for f in &r.settings {
         let _ = writeln!(
@@ -598,6 +730,7 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(out, "  {how}");
     }
     render_hooks_and_rules(&mut out, r);
+    render_subagents(&mut out, r);
     let problems: Vec<&NoticeInfo> = r
         .notices
         .iter()
@@ -619,6 +752,42 @@ pub fn render(r: &Report) -> String {
         }
     );
     crate::text::visible(&out)
+}
+
+/// The subagent types, each with what it narrows and what of its
+/// definition candor does not do.
+fn render_subagents(out: &mut String, r: &Report) {
+    let _ = writeln!(out, "\nSubagents");
+    for a in &r.subagents {
+        let mut said = Vec::new();
+        if let Some(tools) = &a.tools {
+            said.push(format!("tools {}", tools.join(", ")));
+        }
+        if !a.disallowed_tools.is_empty() {
+            said.push(format!("not {}", a.disallowed_tools.join(", ")));
+        }
+        if let Some(m) = &a.permission_mode {
+            said.push(format!("mode {m} at most"));
+        }
+        if let Some(m) = &a.model {
+            said.push(format!("model {m}"));
+        }
+        if let Some(n) = a.max_turns {
+            said.push(format!("maxTurns {n}"));
+        }
+        if a.hooks {
+            said.push("hooks".to_owned());
+        }
+        let said = if said.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", said.join("; "))
+        };
+        let _ = writeln!(out, "  {} [{}]{said}", a.name, a.source);
+        for n in &a.not_honoured {
+            let _ = writeln!(out, "    not honoured: {n}");
+        }
+    }
 }
 
 /// The hooks, rules, MCP servers and editors of a report.

@@ -41,15 +41,18 @@ pub mod media;
 pub mod mode;
 pub mod presentation;
 pub mod providers;
+pub mod roots;
 pub(crate) mod rpc;
 pub mod sandbox;
 pub(crate) mod session;
 pub mod shell;
 pub mod shown;
+pub mod subagents;
 pub(crate) mod sync;
 pub mod text;
 pub mod tools;
 pub(crate) mod transport;
+pub mod web;
 
 use std::future::Future;
 use std::sync::Arc;

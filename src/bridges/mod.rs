@@ -15,6 +15,7 @@
 //! `settings_file` (reading a settings file safely), [`hook`] (the hook
 //! table, its [`Matcher`], `CommandHook`).
 
+pub mod agent_definitions;
 pub mod claude;
 pub mod codex;
 pub mod command_files;

@@ -103,11 +103,13 @@ impl PolicyFile {
                 ask: rules(&self.permissions.ask)?,
                 deny: rules(&self.permissions.deny)?,
                 home: home.map(Path::to_owned),
+                roots: Vec::new(),
                 ..Rules::default()
             },
             mode: self.mode.unwrap_or_default(),
             event_hooks: Vec::new(),
             sandbox: crate::sandbox::Sandbox::default(),
+            agent: None,
         })
     }
 }
@@ -351,6 +353,7 @@ mod tests {
             cwd: Path::new("/p"),
             mode: Mode::Default,
             asides: Box::leak(Box::default()),
+            agent: None,
         }
     }
 

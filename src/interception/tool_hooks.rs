@@ -78,6 +78,8 @@ pub struct ProposedCall<'a> {
     pub mode: Mode,
     /// Where the hook says what is not a decision.
     pub asides: &'a Asides,
+    /// The subagent making the call (hooks are told its id and type).
+    pub agent: Option<&'a crate::subagents::Delegate>,
 }
 
 /// Why a hook could not decide.
@@ -193,6 +195,8 @@ pub struct FinishedCall<'a> {
     pub mode: Mode,
     /// Where the hook says what is not a decision (notices, stopping).
     pub asides: &'a Asides,
+    /// The subagent that made the call.
+    pub agent: Option<&'a crate::subagents::Delegate>,
 }
 
 /// The future a post-execute hook returns.

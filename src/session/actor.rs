@@ -56,6 +56,10 @@ pub(crate) enum Origin {
 pub(crate) struct Place<'a> {
     pub(crate) cwd: PathBuf,
     pub(crate) mcp_servers: &'a [agent_client_protocol_schema::v1::McpServer],
+    /// The additional directories the client gave, checked (`crate::roots`).
+    pub(crate) roots: Vec<crate::event_log::AddedDirectory>,
+    /// The client's system prompt, when it gave one.
+    pub(crate) prompt: Option<crate::event_log::ClientPrompt>,
 }
 
 /// Opens a session (a new log with its `session/started`, or a stored one
@@ -69,7 +73,9 @@ pub(crate) fn start(
     client: &ClientCapabilities,
     hard_stop: CancellationToken,
 ) -> Result<Started, StartError> {
-    let Place { cwd, mcp_servers } = place;
+    let Place {
+        cwd, mcp_servers, ..
+    } = place;
     let id = match &origin {
         Origin::New => uuid::Uuid::new_v4().to_string(),
         Origin::Stored { id, .. } => id.clone(),
@@ -86,10 +92,18 @@ pub(crate) fn start(
     ));
     let (built, trust, source) = policy(config, &context, &origin)?;
     let mut policy = built.policy;
+    // The additional directories are the project too, for every rule.
+    policy.rules.roots = crate::roots::real(&place.roots);
     let mut start_notices = built.notices;
-    let (log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
-    let mcp = start_mcp(mcp_servers, built.mcp, &cwd, config, &mut start_notices);
-    let mut log = log;
+    let (built_agents, family) = (built.agents, family(config, client));
+    let (mut log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
+    let mcp = start_mcp(
+        mcp_servers,
+        built.mcp,
+        (&cwd, client),
+        config,
+        &mut start_notices,
+    );
     log.fail_at(config.log_fails_at);
     let mut provider = Provider::for_session(config, &cwd);
     let presenter = presenter(client, &cwd, stored.is_some());
@@ -100,24 +114,23 @@ pub(crate) fn start(
         policy: &mut policy,
         cwd: &cwd,
         notices: &mut start_notices,
+        subagents: family.native,
+        notices_taken: family.notices,
     };
     let grants = match stored {
         None => beginning.start(&id)?,
         Some(replay) => beginning.restore(replay)?,
     };
-    let gathering = (damaged.is_none() && super::system::latest(committer.records()).is_none())
-        .then(|| gather(config, &cwd, &policy));
+    let records = committer.records();
+    let asked = (place.roots, place.prompt);
+    let gathering = (damaged.is_none())
+        .then(|| environment(config, &cwd, &policy, records, asked, &mut start_notices))
+        .flatten();
     // Wake-ups only: a full inbox already holds one.
     let (inbox, commands) = mpsc::channel(8);
     let link = client_link(outgoing, &id, client, config);
     let shells = Shells::default();
-    let view = settings::View {
-        model: provider.model().map(str::to_owned),
-        model_choices: provider.model_choices(),
-        mode: policy.mode,
-        effort: provider.effort(),
-        effort_source: provider.effort_source(),
-    };
+    let view = view_of(&provider, policy.mode);
     let (changes, settings) = settings::Inbox::new();
     let kit = SessionKit {
         session_id: id.clone(),
@@ -134,6 +147,8 @@ pub(crate) fn start(
         user_commands: Vec::new(),
         trust,
         confiner: crate::tools::confined::Confiner::new(config.launcher.clone()),
+        agents: Arc::new(built_agents),
+        family,
     };
     kit.confiner.probe_soon(&kit.policy.sandbox);
     let handle = SessionHandle::new(
@@ -144,17 +159,10 @@ pub(crate) fn start(
         shells,
         view.clone(),
         changes,
-    );
+    )
+    .with_subagents(kit.family.running.clone());
     tracing::info!(session = %id, provider = provider.name(), log = %handle.log_path().display(), "session started");
-    let (opened, opened_rx) = oneshot::channel();
-    let opening = Opening {
-        opened: opened_rx,
-        notices: start_notices,
-        context,
-        damaged,
-        gathering,
-        source,
-    };
+    let (opened, opening) = Opening::new(start_notices, context, damaged, gathering, source);
     let task = tokio::spawn(run(
         Actor {
             committer,
@@ -175,6 +183,28 @@ pub(crate) fn start(
     })
 }
 
+/// The session's subagent limits, and what the client takes of them.
+fn family(config: &Config, client: &ClientCapabilities) -> super::kit::Family {
+    let notices = client.session.as_ref().is_some_and(|s| s.notices.is_some());
+    super::kit::Family::root(
+        config.subagents_parallel(),
+        config.subagents_live(),
+        client.subagents.is_some(),
+        notices,
+    )
+}
+
+/// The session's settings as the client is told them.
+fn view_of(provider: &Provider, mode: crate::mode::Mode) -> settings::View {
+    settings::View {
+        model: provider.model().map(str::to_owned),
+        model_choices: provider.model_choices(),
+        mode,
+        effort: provider.effort(),
+        effort_source: provider.effort_source(),
+    }
+}
+
 /// The session's presenter, for what the client declared it takes
 /// (`session.notices`, `session.compaction`); replaying a stored session.
 fn presenter(client: &ClientCapabilities, cwd: &std::path::Path, stored: bool) -> Presenter {
@@ -183,6 +213,7 @@ fn presenter(client: &ClientCapabilities, cwd: &std::path::Path, stored: bool) -
     Presenter::new(cwd.to_owned(), mode)
         .with_notices(session.is_some_and(|s| s.notices.is_some()))
         .with_compaction(session.is_some_and(|s| s.compaction.is_some()))
+        .with_subagents(client.subagents.is_some())
 }
 
 /// The way to the editor, as far as the client offered it.
@@ -202,6 +233,10 @@ fn client_link(
             .elicitation
             .as_ref()
             .is_some_and(ElicitationCapabilities::supports_form),
+        elicit_url: client
+            .elicitation
+            .as_ref()
+            .is_some_and(ElicitationCapabilities::supports_url),
         fs_timeout: config.client_fs_timeout,
     }
 }
@@ -259,7 +294,7 @@ fn offer_commands(
 fn start_mcp(
     editor: &[agent_client_protocol_schema::v1::McpServer],
     configured: Vec<crate::tools::mcp::ServerSpec>,
-    cwd: &std::path::Path,
+    (cwd, client): (&std::path::Path, &ClientCapabilities),
     config: &Config,
     notices: &mut Vec<(NoticeLevel, String)>,
 ) -> crate::tools::mcp::Servers {
@@ -267,7 +302,13 @@ fn start_mcp(
     notices.extend(problems.into_iter().map(|p| (NoticeLevel::Warning, p)));
     specs.extend(configured);
     // Annotations decide only where the user lets them.
-    let servers = crate::tools::mcp::Servers::new(config.mcp_trust_annotations());
+    // A server asks through candor for pages only where the editor opens them.
+    let pages = client
+        .elicitation
+        .as_ref()
+        .is_some_and(ElicitationCapabilities::supports_url);
+    let servers =
+        crate::tools::mcp::Servers::new(config.mcp_trust_annotations()).passing_pages(pages);
     let chosen = crate::tools::mcp::choose(specs);
     servers.shadowed(chosen.shadowed);
     servers.start(chosen.servers, cwd);
@@ -336,6 +377,10 @@ struct Beginning<'a> {
     policy: &'a mut crate::interception::Policy,
     cwd: &'a std::path::Path,
     notices: &'a mut Vec<(NoticeLevel, String)>,
+    /// The client takes subagent sessions (their logs are replayed too).
+    subagents: bool,
+    /// The client takes `notice` updates.
+    notices_taken: bool,
 }
 
 impl Beginning<'_> {
@@ -349,6 +394,7 @@ impl Beginning<'_> {
             provider: self.provider.name().to_owned(),
             model: self.provider.model().map(str::to_owned),
             context_window: self.provider.context_window(),
+            parent: None,
         })?;
         Ok(Vec::new())
     }
@@ -385,7 +431,23 @@ impl Beginning<'_> {
         );
         let grants = restore::grants(&restored.grants);
         self.provider.resume(self.committer.records());
-        self.committer.replay(replay);
+        // What a crash left open in its subagents' logs is closed first, so
+        // their replay shows it closed.
+        let dir = self
+            .committer
+            .log_path()
+            .parent()
+            .map(std::path::Path::to_owned);
+        if let Some(dir) = &dir {
+            let outbox = self.committer.outbox().clone();
+            restore::recover_subagents(self.committer.records(), dir, &outbox);
+        }
+        let (native, notices) = (self.subagents, self.notices_taken);
+        self.committer.replay_with(replay, |record, outbox| {
+            if native && let Some(dir) = &dir {
+                restore::replay_subagent(record, outbox, dir, notices);
+            }
+        });
         match restore::recover(self.committer) {
             Ok(0) => {}
             Ok(n) => {
@@ -415,6 +477,29 @@ struct Opening {
     gathering: Option<tokio::task::JoinHandle<crate::event_log::Environment>>,
     /// SessionStart's `source`: `startup`, or `resume` for a stored session.
     source: &'static str,
+}
+
+impl Opening {
+    /// What the actor does first, and the word to fire once the session's
+    /// response is queued.
+    fn new(
+        notices: Vec<(NoticeLevel, String)>,
+        context: Arc<SessionContext>,
+        damaged: Option<String>,
+        gathering: Option<tokio::task::JoinHandle<crate::event_log::Environment>>,
+        source: &'static str,
+    ) -> (oneshot::Sender<()>, Opening) {
+        let (opened, opened_rx) = oneshot::channel();
+        let opening = Opening {
+            opened: opened_rx,
+            notices,
+            context,
+            damaged,
+            gathering,
+            source,
+        };
+        (opened, opening)
+    }
 }
 
 /// How long the actor waits for its `session/new` response to be queued
@@ -496,6 +581,12 @@ async fn run(actor: Actor, mut commands: mpsc::Receiver<Command>, mut opening: O
             },
             Ok(()) = mcp_changes.changed() => {
                 offer_commands(&mut committer, &kit, &mut offered);
+                // A question a server asked while no call ran.
+                for text in kit.mcp.take_notices() {
+                    if let Err(e) = committer.commit(Event::Notice { level: NoticeLevel::Warning, text }) {
+                        tracing::warn!(error = %e, "could not record a notice");
+                    }
+                }
                 continue;
             }
         };
@@ -669,17 +760,52 @@ async fn begin(
     }
 }
 
-/// Starts gathering where the session works, while the response goes
-/// out: for a new session, or a stored one that has no record of it (an
-/// older candor's).
-fn gather(
+/// The `session/environment` to record before the first prompt, made
+/// while the response goes out: gathered for a new session, or a stored
+/// one that has no record of it (an older candor's); for a stored one,
+/// the latest record with what the client asked now, when that differs
+/// (its additional directories are the ones it gives now, as ACP says,
+/// and a notice says which it no longer gives; its system prompt, when it
+/// gives one). None: nothing to record.
+fn environment(
     config: &Config,
     cwd: &std::path::Path,
     policy: &crate::interception::Policy,
-) -> tokio::task::JoinHandle<crate::event_log::Environment> {
-    let denies = crate::interception::policy::ReadDenies::of(&policy.rules);
-    let sources = super::environment::Sources::new(config, cwd, denies);
-    tokio::spawn(super::environment::gather(sources))
+    records: &[crate::event_log::Record],
+    (roots, prompt): (
+        Vec<crate::event_log::AddedDirectory>,
+        Option<crate::event_log::ClientPrompt>,
+    ),
+    notices: &mut Vec<(NoticeLevel, String)>,
+) -> Option<tokio::task::JoinHandle<crate::event_log::Environment>> {
+    let Some(latest) = super::system::latest(records) else {
+        let denies = crate::interception::policy::ReadDenies::of(&policy.rules);
+        let mut sources = super::environment::Sources::new(config, cwd, denies);
+        sources.roots = roots;
+        sources.client_prompt = prompt;
+        return Some(tokio::spawn(super::environment::gather(sources)));
+    };
+    let mut now = latest.clone();
+    let gone: Vec<String> = latest
+        .additional_directories
+        .iter()
+        .filter(|was| !roots.iter().any(|r| r.real() == was.real()))
+        .map(crate::roots::describe)
+        .collect();
+    if !gone.is_empty() {
+        notices.push((
+            NoticeLevel::Warning,
+            format!(
+                "This session had the additional directories {}; the editor did not give them again, so they are no longer part of its project (the model is told).",
+                gone.join(", ")
+            ),
+        ));
+    }
+    now.additional_directories = roots;
+    if prompt.is_some() {
+        now.client_prompt = prompt;
+    }
+    (now != *latest).then(|| tokio::spawn(std::future::ready(now)))
 }
 
 /// Records what was gathered about where the session works, before any

@@ -116,11 +116,19 @@ pub(crate) fn run(
                 }
                 _ => None,
             };
-            let report = crate::doctor::report_in(&kit.config, cwd, session);
+            // The session's own additional directories, as recorded.
+            let roots = super::system::latest(records)
+                .map(|e| e.additional_directories.clone())
+                .unwrap_or_default();
+            let report = crate::doctor::report_in(&kit.config, cwd, session, &roots);
             format!("```text\n{}```\n", crate::doctor::render(&report))
         }
         _ => {
-            let text = crate::audit::render(&crate::audit::timeline(records));
+            let mut entries = crate::audit::timeline(records);
+            if let Some(dir) = c.log_path().parent() {
+                crate::audit::with_subagents(&mut entries, dir);
+            }
+            let text = crate::audit::render(&entries);
             if text.trim().is_empty() {
                 "Nothing has happened in this session yet.".into()
             } else {

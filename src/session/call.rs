@@ -34,6 +34,7 @@ use crate::event_log::{
 use crate::interception::policy::{Disposition, Rule};
 use crate::interception::{self, ApprovedCall, Aside, Asides, FinishedCall, HookNote, Settled};
 use crate::presentation::describe_decider;
+use crate::tools::Elicited;
 use crate::tools::{ToolContext, ToolEvent, ToolInput};
 
 /// The probe's place when the kernel was not asked (the sandbox is off).
@@ -54,6 +55,20 @@ pub(crate) enum Next {
     },
 }
 
+/// How far [`settle_call`] took a call.
+#[derive(Debug)]
+pub(crate) enum Settles {
+    /// Finished without running (refused, cancelled): what the turn does.
+    Done(Next),
+    /// Approved, its `tool/call` (and answer) recorded: to run. `notes`:
+    /// what hooks said for its result; `next`: what they asked of the turn.
+    Approved {
+        call: Box<ApprovedCall>,
+        notes: Vec<HookNote>,
+        next: Next,
+    },
+}
+
 /// Settles, presents, (asks,) runs and finishes one tool call.
 pub(crate) async fn run_call(
     c: &mut Committer,
@@ -63,6 +78,29 @@ pub(crate) async fn run_call(
     input: &Value,
     control: &TurnControl,
 ) -> Result<Next, TurnError> {
+    match settle_call(c, kit, id, name, input, control).await? {
+        Settles::Done(next) => Ok(next),
+        Settles::Approved { call, notes, next } => {
+            let ran = execute(c, &call, kit, control, notes).await?;
+            Ok(match ran {
+                Next::Stop { .. } => ran,
+                Next::Continue => next,
+            })
+        }
+    }
+}
+
+/// Everything of a call before it runs: settled, recorded, asked about;
+/// an `Agent` call's child runs elsewhere (`super::subagent`), the others
+/// in [`run_call`].
+pub(crate) async fn settle_call(
+    c: &mut Committer,
+    kit: &mut SessionKit,
+    id: &str,
+    name: &str,
+    input: &Value,
+    control: &TurnControl,
+) -> Result<Settles, TurnError> {
     // A mode the client chose while this turn ran decides this call.
     kit.settings.apply(c, &mut kit.policy.mode, None)?;
     let mut settled = tokio::select! {
@@ -71,12 +109,17 @@ pub(crate) async fn run_call(
         ) => s,
         _ = control.cancel.cancelled() => {
             finish(c, id, ResultStatus::Cancelled, "cancelled by the user before it ran")?;
-            return Ok(Next::Continue);
+            return Ok(Settles::Done(Next::Continue));
         }
     };
     // A command's boundary is settled with its arguments.
     if settled.tool() == Some(crate::tools::Tool::Bash) {
         let mut sandbox = super::sandbox::effective(&kit.policy.sandbox, c.records());
+        // The session's additional directories are writable as its
+        // directory is (in the presets that write).
+        sandbox
+            .writable_roots
+            .extend(kit.policy.rules.roots.iter().cloned());
         for rule in &kit.policy.rules.deny {
             let (paths, not_held) = rule.read_denied_paths();
             sandbox.deny_reads(paths, not_held);
@@ -110,11 +153,13 @@ pub(crate) async fn run_call(
         }
     }
     say_asides(c, settled.asides().to_vec(), &mut notes, &mut next)?;
-    let outcome = settle_and_run(c, kit, &mut settled, control, notes).await?;
-    Ok(match outcome {
-        Next::Stop { .. } => outcome,
-        Next::Continue => next,
-    })
+    Ok(
+        match settle_and_record(c, kit, &mut settled, control, notes).await? {
+            Settles::Done(Next::Continue) => Settles::Done(next),
+            Settles::Approved { call, notes, .. } => Settles::Approved { call, notes, next },
+            done => done,
+        },
+    )
 }
 
 /// Commits what hooks said besides their decisions (see [`run_call`]).
@@ -149,14 +194,14 @@ fn say_asides(
     Ok(())
 }
 
-/// The rest of [`run_call`]: preview, record, ask, run, finish.
-async fn settle_and_run(
+/// The rest of [`settle_call`]: preview, record, ask.
+async fn settle_and_record(
     c: &mut Committer,
     kit: &mut SessionKit,
     settled: &mut Settled,
     control: &TurnControl,
     notes: Vec<HookNote>,
-) -> Result<Next, TurnError> {
+) -> Result<Settles, TurnError> {
     let id = settled.id().to_owned();
     let id = id.as_str();
     let cancelled = |c: &mut Committer, notes: Vec<HookNote>| {
@@ -167,7 +212,12 @@ async fn settle_and_run(
             "cancelled by the user before it ran",
             notes,
         )
-        .map(|()| Next::Continue)
+        .map(|()| Settles::Done(Next::Continue))
+    };
+    let approved = |call: ApprovedCall, notes: Vec<HookNote>| Settles::Approved {
+        call: Box::new(call),
+        notes,
+        next: Next::Continue,
     };
     // A file tool shows the change it would make before anyone is asked;
     // a change that cannot be made is refused here, without a prompt. A
@@ -191,7 +241,8 @@ async fn settle_and_run(
     }
     let record = tool_call_record(settled, preview.clone());
     let failed = |c: &mut Committer, text: &str, notes| {
-        finish_with(c, id, ResultStatus::Failed, text, notes).map(|()| Next::Continue)
+        finish_with(c, id, ResultStatus::Failed, text, notes)
+            .map(|()| Settles::Done(Next::Continue))
     };
     match settled.disposition().clone() {
         Disposition::Deny { by, reason } => {
@@ -202,14 +253,14 @@ async fn settle_and_run(
         Disposition::Run { .. } => {
             c.commit_durable(record).await?;
             match settled.approve() {
-                Some(call) => execute(c, &call, kit, control, notes).await,
+                Some(call) => Ok(approved(call, notes)),
                 None => failed(c, "candor could not approve this call", notes),
             }
         }
         Disposition::Ask { .. } => {
             c.commit_durable(record).await?;
             match ask(c, kit, settled, control, preview).await? {
-                Answer::Allowed(call) => execute(c, &call, kit, control, notes).await,
+                Answer::Allowed(call) => Ok(approved(*call, notes)),
                 Answer::Refused(text) => failed(c, &text, notes),
                 Answer::Cancelled => cancelled(c, notes),
             }
@@ -223,8 +274,9 @@ fn kept_from_reading(input: &ToolInput, kit: &SessionKit, control: &TurnControl)
     let Some(path) = input.target() else {
         return false;
     };
-    !path.starts_with(&control.cwd)
-        || crate::interception::policy::ReadDenies::of(&kit.policy.rules).denies(path)
+    let inside = path.starts_with(&control.cwd)
+        || kit.policy.rules.roots.iter().any(|r| path.starts_with(r));
+    !inside || crate::interception::policy::ReadDenies::of(&kit.policy.rules).denies(path)
 }
 
 /// How many times candor asks about one call whose file keeps changing
@@ -417,6 +469,15 @@ async fn ask_once(
             None,
         ));
     };
+    // A subagent of a client that does not take subagent sessions asks on
+    // its parent's card, naming itself, with its own call inside.
+    let (card, session) = match kit.family.place.as_ref().and_then(|p| p.asked_on.as_ref()) {
+        Some(on) => (
+            super::kit::on_parent_card(card, on, c.session_id()),
+            on.session_id.clone(),
+        ),
+        None => (card, kit.session_id.clone()),
+    };
     let failed = |why: String| {
         (
             PermissionOutcome::Failed,
@@ -426,7 +487,10 @@ async fn ask_once(
     // The user may take a while: what arrives meanwhile is recorded.
     let asked = control
         .queue
-        .recording(c, ask_client(kit, card, &choices, &control.cancel))
+        .recording(
+            c,
+            ask_client(kit, &session, card, &choices, &control.cancel),
+        )
         .await?;
     let (outcome, reason) = match asked {
         Asked::Cancelled => (PermissionOutcome::Cancelled, None),
@@ -481,6 +545,7 @@ pub(crate) enum Asked {
 /// answer is one of them, or why not.
 pub(crate) async fn ask_client(
     kit: &SessionKit,
+    session: &str,
     card: agent_client_protocol_schema::v1::ToolCallUpdate,
     choices: &[PermissionChoice],
     cancel: &tokio_util::sync::CancellationToken,
@@ -497,8 +562,7 @@ pub(crate) async fn ask_client(
             PermissionOption::new(o.option_id.clone(), o.name.clone(), kind)
         })
         .collect();
-    let request =
-        RequestPermissionRequest::new(SessionId::new(kit.session_id.clone()), card, options);
+    let request = RequestPermissionRequest::new(SessionId::new(session.to_owned()), card, options);
     match kit.client.request_permission(request, cancel).await {
         Err(Failed::Cancelled) => Asked::Cancelled,
         Err(error) => Asked::Failed(format!("the client could not ask the user ({error})")),
@@ -532,6 +596,19 @@ fn record_event(c: &mut Committer, id: &str, e: ToolEvent) -> Result<(), LogErro
             tool_call_id: id.to_owned(),
             terminal_id,
         },
+        // An MCP server's question: in the log before it goes on.
+        ToolEvent::Elicitation(what, recorded) => {
+            c.commit(match what {
+                Elicited::Asked(asked) => Event::ElicitationRequested(asked),
+                Elicited::Answered(answered) => Event::ElicitationResolved(answered),
+                Elicited::Notice(text) => Event::Notice {
+                    level: NoticeLevel::Warning,
+                    text,
+                },
+            })?;
+            let _ = recorded.send(());
+            return Ok(());
+        }
         ToolEvent::Content {
             content,
             structured,
@@ -570,13 +647,57 @@ fn record_event(c: &mut Committer, id: &str, e: ToolEvent) -> Result<(), LogErro
     c.commit(event)
 }
 
+/// What a WebFetch may reach (the user's `[web]` config) and the judge of
+/// a redirect to another host: the session's rules, mode and grants, as
+/// they would decide a WebFetch of that URL now (hooks are not asked again:
+/// they saw the call). Only a fetch they would run without asking follows
+/// the redirect; otherwise the model is given the new URL to fetch in a
+/// call of its own, which is judged (and asked about) like any.
+fn web_access(kit: &SessionKit, control: &TurnControl) -> crate::tools::web_fetch::WebAccess {
+    use crate::interception::policy::{HookVerdict, Subject, decide};
+    let access = kit.config.web_access().unwrap_or_default();
+    let rules = kit.policy.rules.clone();
+    let grants = kit.grants.clone();
+    let mode = kit.policy.mode;
+    let root = control.cwd.clone();
+    let judge = move |url: &reqwest::Url| {
+        let input = ToolInput::WebFetch(crate::tools::web_fetch::WebFetchInput {
+            url: url.clone(),
+            prompt: String::new(),
+            offset: None,
+        });
+        let subject = Subject {
+            name: "WebFetch",
+            input: &input,
+            spelled: None,
+            mcp: None,
+        };
+        let hooks = HookVerdict {
+            verdict: crate::event_log::Verdict::Pass,
+            by: None,
+            reason: None,
+        };
+        match decide(subject, &hooks, mode, &rules, &grants, &root) {
+            Disposition::Run { .. } => Ok(()),
+            Disposition::Deny { reason, .. } => Err(format!("refused ({reason})")),
+            Disposition::Ask { .. } => Err(format!(
+                "no permission rule lets WebFetch reach that host without asking the user, so candor did not follow; call WebFetch with {url} to fetch it (the user is asked)"
+            )),
+        }
+    };
+    crate::tools::web_fetch::WebAccess {
+        access,
+        judge: std::sync::Arc::new(judge),
+    }
+}
+
 /// Runs an approved call: `tool/started`, its output, `tool/result`.
 async fn execute(
     c: &mut Committer,
     call: &ApprovedCall,
     kit: &SessionKit,
     control: &TurnControl,
-    mut hook_notes: Vec<HookNote>,
+    hook_notes: Vec<HookNote>,
 ) -> Result<Next, TurnError> {
     let id = call.id().to_owned();
     c.commit(Event::ToolStarted {
@@ -604,6 +725,7 @@ async fn execute(
         client: Some(kit.client.clone()),
         boundary: call.boundary().cloned(),
         confiner: Some(kit.confiner.clone()),
+        web: call.input().web_fetch().map(|_| web_access(kit, control)),
     };
     let running = call.input().run(cx);
     tokio::pin!(running);
@@ -619,6 +741,19 @@ async fn execute(
     while let Ok(e) = rx.try_recv() {
         record_event(c, &id, e)?;
     }
+    conclude(c, call, kit, control, hook_notes, output).await
+}
+
+/// The end of a run: the post-execute hooks' say, then `tool/result`.
+pub(crate) async fn conclude(
+    c: &mut Committer,
+    call: &ApprovedCall,
+    kit: &SessionKit,
+    control: &TurnControl,
+    mut hook_notes: Vec<HookNote>,
+    output: crate::tools::ToolOutput,
+) -> Result<Next, TurnError> {
+    let id = call.id().to_owned();
     let policy = &kit.policy;
     let asides = Asides::default();
     let finished = FinishedCall {
@@ -631,6 +766,7 @@ async fn execute(
         cwd: &control.cwd,
         mode: policy.mode,
         asides: &asides,
+        agent: policy.agent.as_deref(),
     };
     // A cancel does not wait for post-execute hooks.
     tokio::select! {

@@ -45,12 +45,19 @@ async fn ready(
     Ok(true)
 }
 
-/// Tells the user of MCP servers that failed or stopped since last told.
+/// Tells the user of MCP servers that failed or stopped since last told,
+/// and of questions a server asked outside its calls.
 pub(crate) fn report(c: &mut Committer, kit: &SessionKit) -> Result<(), TurnError> {
     for (name, why) in kit.mcp.take_failures() {
         c.commit(Event::Notice {
             level: NoticeLevel::Warning,
             text: format!("The MCP server {name} {why} (/mcp shows its state)"),
+        })?;
+    }
+    for text in kit.mcp.take_notices() {
+        c.commit(Event::Notice {
+            level: NoticeLevel::Warning,
+            text,
         })?;
     }
     Ok(())

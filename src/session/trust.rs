@@ -390,6 +390,8 @@ async fn apply(
     // The project's MCP servers start now (those of the editor, of the
     // same names, stay).
     kit.mcp.start(built.mcp, &w.context.project_dir);
+    // The project's subagent definitions that waited are offered now.
+    kit.agents = std::sync::Arc::new(built.agents);
     let mut policy = built.policy;
     if policy.mode != kit.policy.mode {
         c.commit(Event::Notice {
@@ -401,6 +403,8 @@ async fn apply(
         })?;
         policy.mode = kit.policy.mode;
     }
+    // The session's additional directories stay what the client gave.
+    policy.rules.roots = std::mem::take(&mut kit.policy.rules.roots);
     let before: HashSet<String> = kit
         .policy
         .event_hooks

@@ -19,11 +19,13 @@ pub enum Tool {
     Grep,
     TodoWrite,
     AskUserQuestion,
+    Agent,
+    WebFetch,
 }
 
 impl Tool {
     /// Every tool, in the order offered to the model.
-    pub const ALL: [Tool; 10] = [
+    pub const ALL: [Tool; 12] = [
         Tool::Bash,
         Tool::BashOutput,
         Tool::KillShell,
@@ -34,10 +36,16 @@ impl Tool {
         Tool::Grep,
         Tool::TodoWrite,
         Tool::AskUserQuestion,
+        Tool::Agent,
+        Tool::WebFetch,
     ];
 
-    /// Looks a tool up by its wire name (exact, case-sensitive).
+    /// Looks a tool up by its wire name (exact, case-sensitive; `Task` is
+    /// `Agent`'s older name).
     pub fn from_name(name: &str) -> Option<Tool> {
+        if name == "Task" {
+            return Some(Tool::Agent);
+        }
         Tool::ALL.into_iter().find(|t| t.name() == name)
     }
 
@@ -53,6 +61,8 @@ impl Tool {
             Tool::Grep => "Grep",
             Tool::TodoWrite => "TodoWrite",
             Tool::AskUserQuestion => "AskUserQuestion",
+            Tool::Agent => "Agent",
+            Tool::WebFetch => "WebFetch",
         }
     }
 
@@ -67,8 +77,19 @@ impl Tool {
             | Tool::Glob
             | Tool::Grep
             | Tool::TodoWrite
-            | Tool::AskUserQuestion => true,
+            | Tool::AskUserQuestion
+            // Starting a subagent changes nothing: each of its calls is
+            // decided on its own.
+            | Tool::Agent => true,
+            | Tool::WebFetch => true,
         }
+    }
+
+    /// Whether the tool reaches the web: its rules name domains
+    /// (`WebFetch(domain:example.com)`), and a domain no rule allows asks,
+    /// though the tool changes nothing here.
+    pub fn reaches_web(self) -> bool {
+        matches!(self, Tool::WebFetch)
     }
 
     /// Whether the tool changes files (covered by `Edit(...)` rules and
@@ -93,7 +114,9 @@ impl Tool {
             | Tool::BashOutput
             | Tool::KillShell
             | Tool::TodoWrite
-            | Tool::AskUserQuestion => None,
+            | Tool::AskUserQuestion
+            | Tool::Agent => None,
+            Tool::WebFetch => None,
         }
     }
 

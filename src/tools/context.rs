@@ -1,33 +1,21 @@
-//! What a tool gets besides its call ([`ToolContext`]), what it tells the
-//! session while it runs ([`ToolEvent`]), and the session's read rules as
-//! the search tools ask them ([`ReadFilter`]).
+//! What a tool gets besides its call ([`ToolContext`]), and the session's
+//! rules as the tools ask them: which files the search tools leave out
+//! ([`ReadFilter`]), what a WebFetch may reach and who judges its
+//! redirects ([`WebAccess`]). What a tool tells the session while it runs
+//! is `tool_event`'s.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
+use reqwest::Url;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::confined;
 use super::files::{ClientLink, FileAccess};
-use super::output;
 use super::shells::Shells;
-
-/// Something a running tool tells the session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolEvent {
-    /// Output to show on the card (already throttled, see `output`).
-    Output(output::Chunk),
-    /// The command runs in this editor terminal: the card shows it.
-    Terminal(String),
-    /// What an MCP tool answered beside its text.
-    Content {
-        content: Vec<crate::event_log::ResultContent>,
-        structured: Option<Value>,
-    },
-}
+use super::tool_event::ToolEvent;
 
 /// What a tool gets besides its call.
 #[derive(Debug)]
@@ -70,6 +58,28 @@ pub struct ToolContext {
     pub boundary: Option<crate::sandbox::Boundary>,
     /// The session's sandbox runtime (launcher, `TMPDIR`, lifeline).
     pub confiner: Option<confined::Confiner>,
+    /// What a WebFetch may reach and who judges its redirects.
+    pub web: Option<WebAccess>,
+}
+
+/// What a WebFetch may reach, and who judges a redirect to another host
+/// (the session's rules, as `session::call` builds it: tools do not know
+/// rules).
+#[derive(Clone)]
+pub struct WebAccess {
+    pub access: crate::web::Access,
+    pub judge: Arc<JudgeFn>,
+}
+
+/// Whether the rules let a fetch go on to this URL (`Err`: why not).
+pub type JudgeFn = dyn Fn(&Url) -> Result<(), String> + Send + Sync;
+
+impl std::fmt::Debug for WebAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebAccess")
+            .field("access", &self.access)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ToolContext {

@@ -20,8 +20,9 @@
 //! [`Tool`] to its file's spec and card, [`ToolInput`] (one variant a
 //! tool) and its run. What the tools share lives in leaf files they
 //! import: `catalog` (the set and what each tool says about itself),
-//! `card`, `context`, `output`, `paths`, `files`.
+//! `card`, `context`, `tool_event`, `output`, `paths`, `files`.
 
+pub mod agent;
 pub mod ask_user;
 pub mod bash;
 mod card;
@@ -38,6 +39,8 @@ pub mod read;
 pub mod search;
 pub mod shells;
 pub mod todo;
+mod tool_event;
+pub mod web_fetch;
 pub mod write;
 
 use std::path::{Path, PathBuf};
@@ -49,11 +52,12 @@ use crate::conversation::ToolSpec;
 use crate::event_log::FileDiff;
 pub use card::{Presentation, present_mcp, present_unknown};
 pub use catalog::Tool;
-pub use context::{ReadFilter, ToolContext, ToolEvent};
+pub use context::{ReadFilter, ToolContext, WebAccess};
 pub use files::{ClientLink, FileAccess};
 pub use output::{MODEL_OUTPUT_MAX, ToolOutput, cap_for_model};
 pub use paths::{resolve, resolve_links};
 pub use shells::Shells;
+pub use tool_event::{Elicited, ToolEvent};
 
 impl Tool {
     pub fn spec(self) -> ToolSpec {
@@ -68,6 +72,8 @@ impl Tool {
             Tool::Grep => search::grep_spec(),
             Tool::TodoWrite => todo::spec(),
             Tool::AskUserQuestion => ask_user::spec(),
+            Tool::Agent => agent::spec(),
+            Tool::WebFetch => web_fetch::spec(),
         }
     }
 
@@ -87,6 +93,13 @@ impl Tool {
         {
             obj.insert(key.to_owned(), Value::String(path.to_owned()));
         }
+        // A URL as parsed (scheme and host lower-cased, dots resolved): the
+        // one the rules judge and the fetch requests.
+        if let ToolInput::WebFetch(i) = &input
+            && let Some(obj) = arguments.as_object_mut()
+        {
+            obj.insert("url".to_owned(), Value::String(i.url.to_string()));
+        }
         Ok(Accepted {
             arguments,
             input,
@@ -104,6 +117,8 @@ impl Tool {
             Tool::Glob | Tool::Grep => search::present(self, input, cwd),
             Tool::TodoWrite => todo::present(input),
             Tool::AskUserQuestion => ask_user::present(input),
+            Tool::Agent => agent::present(input),
+            Tool::WebFetch => web_fetch::present(input),
         }
     }
 
@@ -113,6 +128,8 @@ impl Tool {
         match self {
             Tool::Bash => bash::detail(input),
             Tool::AskUserQuestion => ask_user::detail(input),
+            Tool::Agent => agent::detail(input),
+            Tool::WebFetch => web_fetch::detail(input),
             _ => None,
         }
     }
@@ -147,6 +164,8 @@ pub enum ToolInput {
     Grep(search::GrepInput),
     TodoWrite(todo::TodoInput),
     AskUserQuestion(ask_user::AskInput),
+    Agent(agent::AgentInput),
+    WebFetch(web_fetch::WebFetchInput),
     /// A tool of one of the session's MCP servers.
     Mcp(mcp::McpInput),
 }
@@ -165,6 +184,8 @@ impl ToolInput {
             Tool::Grep => ToolInput::Grep(search::parse_grep(input)?),
             Tool::TodoWrite => ToolInput::TodoWrite(todo::parse(input)?),
             Tool::AskUserQuestion => ToolInput::AskUserQuestion(ask_user::parse(input)?),
+            Tool::Agent => ToolInput::Agent(agent::parse(input)?),
+            Tool::WebFetch => ToolInput::WebFetch(web_fetch::parse(input)?),
         })
     }
 
@@ -182,6 +203,8 @@ impl ToolInput {
             | ToolInput::KillShell(_)
             | ToolInput::TodoWrite(_)
             | ToolInput::AskUserQuestion(_)
+            | ToolInput::Agent(_)
+            | ToolInput::WebFetch(_)
             | ToolInput::Mcp(_) => None,
         }
     }
@@ -200,6 +223,8 @@ impl ToolInput {
             | ToolInput::KillShell(_)
             | ToolInput::TodoWrite(_)
             | ToolInput::AskUserQuestion(_)
+            | ToolInput::Agent(_)
+            | ToolInput::WebFetch(_)
             | ToolInput::Mcp(_) => None,
         }
     }
@@ -210,6 +235,22 @@ impl ToolInput {
     /// working directory).
     pub fn target(&self) -> Option<&Path> {
         self.path().map(Path::new)
+    }
+
+    /// The task, for an `Agent` call.
+    pub fn delegation(&self) -> Option<&agent::AgentInput> {
+        match self {
+            ToolInput::Agent(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// A WebFetch call's input.
+    pub fn web_fetch(&self) -> Option<&web_fetch::WebFetchInput> {
+        match self {
+            ToolInput::WebFetch(w) => Some(w),
+            _ => None,
+        }
     }
 
     /// The Bash line and what it will run, for a Bash call.
@@ -257,6 +298,8 @@ impl ToolInput {
             | ToolInput::Grep(_)
             | ToolInput::TodoWrite(_)
             | ToolInput::AskUserQuestion(_)
+            | ToolInput::Agent(_)
+            | ToolInput::WebFetch(_)
             | ToolInput::Mcp(_) => None,
         }
     }
@@ -275,6 +318,8 @@ impl ToolInput {
             ToolInput::Grep(_) => Tool::Grep,
             ToolInput::TodoWrite(_) => Tool::TodoWrite,
             ToolInput::AskUserQuestion(_) => Tool::AskUserQuestion,
+            ToolInput::Agent(_) => Tool::Agent,
+            ToolInput::WebFetch(_) => Tool::WebFetch,
         })
     }
 
@@ -291,6 +336,8 @@ impl ToolInput {
             ToolInput::Grep(i) => search::grep(i, cx).await,
             ToolInput::TodoWrite(i) => todo::run(i, cx).await,
             ToolInput::AskUserQuestion(i) => ask_user::run(i, cx).await,
+            ToolInput::Agent(i) => agent::run(i, cx).await,
+            ToolInput::WebFetch(i) => web_fetch::run(i, cx).await,
             ToolInput::Mcp(i) => mcp::run(i, cx).await,
         }
     }
@@ -299,14 +346,40 @@ impl ToolInput {
 /// The specs of every tool, for a model request: candor's own, then the
 /// MCP servers' (`mcp__<server>__<tool>`).
 pub fn specs(mcp: &[crate::tools::mcp::McpTool]) -> Vec<ToolSpec> {
+    let built_in: Vec<(String, String)> = crate::subagents::built_ins()
+        .into_iter()
+        .map(|d| (d.name, d.description))
+        .collect();
+    specs_for(mcp, &built_in, |_| true)
+}
+
+/// The specs of the tools `offered` lets the model see, with `Agent`
+/// offering `agents` (name, description; no `Agent` when there are none).
+pub fn specs_for(
+    mcp: &[crate::tools::mcp::McpTool],
+    agents: &[(String, String)],
+    offered: impl Fn(&str) -> bool,
+) -> Vec<ToolSpec> {
+    let types: Vec<(&str, &str)> = agents
+        .iter()
+        .map(|(n, d)| (n.as_str(), d.as_str()))
+        .collect();
     Tool::ALL
         .into_iter()
-        .map(Tool::spec)
-        .chain(mcp.iter().map(|t| ToolSpec {
-            name: t.exposed.clone().into(),
-            description: t.description.clone().into(),
-            input_schema: t.input_schema.clone(),
-        }))
+        .filter(|t| offered(t.name()) && (*t != Tool::Agent || !types.is_empty()))
+        .map(|t| match t {
+            Tool::Agent => agent::spec_with(&types),
+            other => other.spec(),
+        })
+        .chain(
+            mcp.iter()
+                .filter(|t| offered(&t.exposed))
+                .map(|t| ToolSpec {
+                    name: t.exposed.clone().into(),
+                    description: t.description.clone().into(),
+                    input_schema: t.input_schema.clone(),
+                }),
+        )
         .collect()
 }
 

@@ -146,7 +146,7 @@ pub(crate) async fn run(input: &ReadInput, cx: ToolContext) -> ToolOutput {
 /// An image read: the image goes to the session (the card, the model),
 /// the text says what it is.
 fn image_output(path: &Path, mime_type: &str, bytes: &[u8], cx: &ToolContext) -> ToolOutput {
-    let _ = cx.events.send(super::context::ToolEvent::Content {
+    let _ = cx.events.send(super::tool_event::ToolEvent::Content {
         content: vec![crate::event_log::ResultContent::Image {
             mime_type: mime_type.to_owned(),
             data: crate::media::encode(bytes),

@@ -63,6 +63,9 @@ pub struct Conn {
     pub permission_requests: Vec<Value>,
     permission_answers: std::collections::VecDeque<String>,
     hold_permissions: bool,
+    /// How long the client takes to answer a permission request (none: at
+    /// once, as an editor that answers by itself).
+    pub permission_delay: Option<Duration>,
     /// Results for the next `elicitation/create` requests, in order
     /// (`{"action": "decline"}` when none is left; `null`: left unanswered).
     pub elicitation_answers: std::collections::VecDeque<Value>,
@@ -371,6 +374,7 @@ impl Conn {
             permission_requests: Vec::new(),
             permission_answers: Default::default(),
             hold_permissions: false,
+            permission_delay: None,
             elicitation_answers: Default::default(),
             elicitations: Vec::new(),
             env,
@@ -496,6 +500,10 @@ impl Conn {
         self.permission_requests.push(frame["params"].clone());
         if self.hold_permissions {
             return;
+        }
+        if let Some(delay) = self.permission_delay {
+            // A person reading the prompt before answering.
+            tokio::time::sleep(delay).await;
         }
         let answer = self
             .permission_answers
@@ -687,6 +695,11 @@ impl Conn {
 
     pub fn thread(&self, session: &str) -> &Thread {
         self.model.thread(session)
+    }
+
+    /// The subagent sessions announced under `session` (`subagent_update`).
+    pub fn subagents(&self, session: &str) -> Vec<String> {
+        self.model.children(session)
     }
 
     /// Closes candor's input (end of file).
@@ -890,4 +903,15 @@ pub fn config_option<'a>(response: &'a Value, id: &str) -> &'a Value {
         .as_array()
         .and_then(|options| options.iter().find(|o| o["id"] == id))
         .unwrap_or(&Value::Null)
+}
+
+/// The updates for `session` from frame `from` on, less the commands
+/// offered (a loaded session offers them afresh).
+pub fn shown_updates(conn: &Conn, session: &str, from: usize) -> Vec<Value> {
+    conn.frames[from..]
+        .iter()
+        .filter(|f| f["method"] == "session/update" && f["params"]["sessionId"] == session)
+        .map(|f| f["params"]["update"].clone())
+        .filter(|u| u["sessionUpdate"] != "available_commands_update")
+        .collect()
 }

@@ -152,6 +152,8 @@ fn acp_method_names_appear_only_at_the_edges() {
         "\"session/environment\"",
         "\"session/notice\"",
         "\"session/titled\"",
+        "\"elicitation/requested\"",
+        "\"elicitation/resolved\"",
     ];
     let mut found = Vec::new();
     for path in rust_files(&root().join("src")) {

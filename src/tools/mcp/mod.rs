@@ -13,6 +13,7 @@
 pub mod annotations;
 pub mod elicit;
 mod http;
+mod names;
 pub mod refusal;
 pub mod servers;
 pub mod spec;

@@ -426,7 +426,7 @@ fn prepare(
     let model = choose_model(&mut provider, def, spec.model, &mut notices);
     provider.for_subagent(&def.name, spec.prompt);
     let (settings_tx, inbox) = settings::Inbox::new();
-    let child_gate = child_gate(kit, &child_id, policy, spec.call, def, depth, inbox);
+    let child_kit = child_kit(kit, &child_id, policy, spec.call, def, depth, inbox);
     let presenter = Presenter::new(cwd.clone(), Shown::Live)
         .with_notices(kit.family.notices)
         .with_subagents(kit.family.native)
@@ -448,7 +448,7 @@ fn prepare(
         system_prompt: def.system_prompt.clone(),
         tools: scope.listed().map(<[String]>::to_vec),
         disallowed_tools: def.disallowed_tools.clone(),
-        mode: child_gate.policy.mode,
+        mode: child_kit.policy.mode,
         model,
         max_turns: def.max_turns,
         may_start: scope
@@ -480,7 +480,7 @@ fn prepare(
     let job = Job {
         committer,
         provider,
-        kit: child_gate,
+        kit: child_kit,
         control: TurnControl {
             cwd,
             cancel: control.cancel.child_token(),
@@ -555,7 +555,7 @@ fn child_policy(
 
 /// The child's kit: the parent's editor, files, servers, grants and
 /// limits; its own shells, settings and place.
-fn child_gate(
+fn child_kit(
     kit: &SessionKit,
     child_id: &str,
     policy: crate::interception::Policy,

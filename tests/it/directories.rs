@@ -170,6 +170,68 @@ async fn what_no_project_should_hold_is_refused_with_the_reason() {
     assert!(answer.get("error").is_none(), "{answer}");
 }
 
+/// The attack: an editor whose workspace holds `~/.ssh` (a user editing
+/// their SSH config) gives it as an additional directory; every file in
+/// it would count as the project's, read without asking, the keys sent
+/// to the model. Likewise a repository's own `.git` (its hooks, writable
+/// by every sandboxed command) and the kernel's pseudo file systems.
+#[tokio::test]
+async fn a_key_store_a_repositorys_own_files_or_a_pseudo_file_system_is_no_project() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool(
+            "key",
+            "Read",
+            json!({"file_path": "../user/.ssh/id_ed25519"})
+        )])),
+        respond(json!([text("done")])),
+    ]));
+    let user_home = env.dir.path().join("user");
+    let ssh = user_home.join(".ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("id_ed25519"), "PRIVATE-KEY").unwrap();
+    let gnupg = user_home.join(".gnupg");
+    let aws = user_home.join(".aws");
+    let other_git = env.dir.path().join("other/.git");
+    for d in [&gnupg, &aws, &other_git.join("hooks")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let ssh_link = env.dir.path().join("keys");
+    std::os::unix::fs::symlink(&ssh, &ssh_link).unwrap();
+    let mut config = env.config();
+    config.user_home = Some(user_home.clone());
+    let mut conn = Conn::in_process_with(env, config);
+    conn.initialize().await;
+    for (given, says) in [
+        (json!([ssh]), "SSH keys"),
+        (json!([ssh_link]), "SSH keys"),
+        (json!([gnupg]), "credentials"),
+        (json!([aws]), "credentials"),
+        (json!([other_git.join("hooks")]), "repository's own files"),
+        (json!(["/proc"]), "pseudo file system"),
+        (json!(["/proc/self"]), "pseudo file system"),
+        (json!(["/sys"]), "pseudo file system"),
+        (json!(["/dev"]), "pseudo file system"),
+    ] {
+        let answer = open(&mut conn, json!({"additionalDirectories": given})).await;
+        assert_eq!(answer["error"]["code"], -32602, "{given}: {answer}");
+        assert!(
+            answer["error"]["data"].as_str().unwrap().contains(says),
+            "{given}: {answer}"
+        );
+    }
+    // Control: the directory beside them is taken, and a read in it runs.
+    let work = user_home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let answer = open(&mut conn, json!({"additionalDirectories": [work]})).await;
+    let session = session_of(&answer);
+    conn.answer_permissions(&["reject_once"]);
+    conn.prompt(&session, "read the key").await;
+    // The key, outside every root, asks (and is refused here).
+    assert_eq!(conn.permission_requests.len(), 1);
+    let model = conn.env.model_requests();
+    assert!(!model.iter().any(|r| r.to_string().contains("PRIVATE-KEY")));
+}
+
 #[tokio::test]
 async fn a_loaded_session_has_the_directories_it_is_given_and_says_which_it_lost() {
     let env = TestEnv::scripted(script(vec![

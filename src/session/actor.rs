@@ -94,6 +94,8 @@ pub(crate) fn start(
     let mut policy = built.policy;
     // The additional directories are the project too, for every rule.
     policy.rules.roots = crate::roots::real(&place.roots);
+    // The sandbox's roots where their links lead now (`sandbox::ruleset`).
+    policy.sandbox.pin_roots();
     let mut start_notices = built.notices;
     let (mut log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
     let mcp = start_mcp(
@@ -143,7 +145,7 @@ pub(crate) fn start(
         mcp,
         user_commands: Vec::new(),
         trust,
-        confiner: crate::tools::confined::Confiner::new(config.launcher.clone()),
+        confiner: crate::tools::confined::Confiner::new(config.launcher.clone(), &cwd),
     };
     gate.confiner.probe_soon(&gate.policy.sandbox);
     let handle = SessionHandle::new(

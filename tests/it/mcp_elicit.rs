@@ -408,3 +408,156 @@ async fn cancelling_the_turn_withdraws_the_servers_open_question() {
         "cancelled"
     );
 }
+
+/// A form asking for a branch, with `message`.
+fn form(message: &str) -> Value {
+    json!({"mode": "form", "message": message, "requestedSchema": {"type": "object",
+        "properties": {"branch": {"type": "string", "title": "Branch"}}, "required": ["branch"]}})
+}
+
+/// A session that calls the test server's `tool` once with `arguments`,
+/// then says "done".
+fn calling_with(tool_name: &str, arguments: Value) -> TestEnv {
+    TestEnv::scripted(script(vec![
+        respond(json!([tool(
+            "m1",
+            &format!("mcp__test__{tool_name}"),
+            arguments
+        )])),
+        respond(json!([text("done")])),
+    ]))
+}
+
+fn notices(conn: &Conn, session: &str, containing: &str) -> usize {
+    records(conn, session, "session/notice")
+        .iter()
+        .filter(|r| r["text"].as_str().unwrap_or_default().contains(containing))
+        .count()
+}
+
+/// The attack: a server that asks again and again during its call (one
+/// after another, or all at once), which with an editor without forms
+/// costs it nothing: every question would be a record, a notice and, with
+/// forms, a dialog.
+#[tokio::test]
+async fn a_server_asking_in_a_loop_is_stopped_after_a_few_questions_of_a_call() {
+    for together in [false, true] {
+        let env = calling_with(
+            "ask_as",
+            json!({"request": form("Again?"), "times": 30, "together": together}),
+        );
+        let log = env.dir.path().join("server.jsonl");
+        let mut conn = Conn::in_process(env);
+        let session = open(&mut conn, "{}", &log).await;
+        let answer = conn.prompt(&session, "deploy").await;
+        assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+        let got = elicited(&log);
+        assert_eq!(got.len(), 30, "{got:?}");
+        let declined = got.iter().filter(|g| g["action"] == "decline").count();
+        let refused = got
+            .iter()
+            .filter(|g| {
+                g["error"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("at most 8 questions")
+            })
+            .count();
+        assert_eq!((declined, refused), (8, 22), "together {together}: {got:?}");
+        assert_eq!(records(&conn, &session, "elicitation/requested").len(), 8);
+        assert_eq!(records(&conn, &session, "elicitation/resolved").len(), 8);
+        assert_eq!(
+            notices(&conn, &session, "asked more than 8 questions"),
+            1,
+            "{:?}",
+            records(&conn, &session, "session/notice")
+        );
+    }
+    // Control: a server asking twice in a call is asked twice.
+    let env = calling_with("ask_as", json!({"request": form("Which?"), "times": 2}));
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, FORMS, &log).await;
+    for branch in ["a", "b"] {
+        conn.elicitation_answers
+            .push_back(json!({"action": "accept", "content": {"branch": branch}}));
+    }
+    conn.prompt(&session, "deploy").await;
+    assert_eq!(conn.elicitations.len(), 2);
+    let got = elicited(&log);
+    assert!(got.iter().all(|g| g["action"] == "accept"), "{got:?}");
+}
+
+/// Questions a server sends all at once reach the editor one at a time;
+/// those still waiting when the call ends are withdrawn unseen.
+#[tokio::test]
+async fn a_servers_questions_asked_at_once_are_shown_one_at_a_time() {
+    let env = calling_with(
+        "ask_as",
+        json!({"request": form("Which?"), "times": 3, "together": true}),
+    );
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, FORMS, &log).await;
+    // The user does not answer the first.
+    conn.elicitation_answers.push_back(Value::Null);
+    let id = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "deploy"}]}),
+        )
+        .await;
+    while conn.elicitations.is_empty() {
+        conn.recv().await;
+    }
+    for _ in 0..10 {
+        conn.try_recv(Duration::from_millis(100)).await;
+    }
+    assert_eq!(conn.elicitations.len(), 1, "more than one dialog at once");
+    conn.notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let response = conn.response(&id).await;
+    assert_eq!(response["result"]["stopReason"], "cancelled");
+    assert_eq!(conn.elicitations.len(), 1);
+    let resolved = records(&conn, &session, "elicitation/resolved");
+    assert_eq!(resolved.len(), 3, "{resolved:?}");
+    assert!(
+        resolved
+            .iter()
+            .all(|r| r["action"] == "cancel" && r["by"] == "candor")
+    );
+    let got = elicited(&log);
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert!(got.iter().all(|g| g["action"] == "cancel"), "{got:?}");
+}
+
+/// The attack: a server asking again and again while none of its calls
+/// runs (each refused) would fill the log and the editor with notices.
+#[tokio::test]
+async fn a_server_asking_outside_its_calls_again_and_again_is_told_of_a_few_times() {
+    let env = calling_with("ask_later", json!({"times": 20}));
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, FORMS, &log).await;
+    conn.prompt(&session, "deploy").await;
+    assert!(
+        eventually(Duration::from_secs(20), || elicited(&log).len() == 20).await,
+        "the server did not ask 20 times: {:?}",
+        elicited(&log)
+    );
+    let told = "asked you something while no call of it was running";
+    assert!(
+        eventually(Duration::from_secs(5), || notices(&conn, &session, told)
+            >= 1)
+        .await,
+        "no notice"
+    );
+    // What is still on its way is recorded by now.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(notices(&conn, &session, told), 3);
+    assert_eq!(
+        notices(&conn, &session, "refused without telling you again"),
+        1
+    );
+    assert!(conn.elicitations.is_empty());
+}

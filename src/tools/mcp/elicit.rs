@@ -8,7 +8,8 @@
 //!   question goes on that call's card ([`Asker`], registered by
 //!   `Servers::call_with`); asked at any other time, it is refused with
 //!   an error (SEP-2260's answer to an unassociated request) and the user
-//!   is told (`Servers::take_notices`);
+//!   is told (`Servers::take_notices`), of the first [`TOLD_OUTSIDE`] of a
+//!   server's;
 //! * the editor's form says which server asks (`The MCP server "x"
 //!   asks: …`), and so does the card (`elicitation/requested`), before the
 //!   editor is asked;
@@ -21,6 +22,10 @@
 //!   loopback); the message names its host;
 //! * an editor without forms, a form candor cannot show, or a page it
 //!   will not pass: the server is told `decline` and the user a notice;
+//! * a call's questions reach the editor one at a time, and at most
+//!   [`MAX_PER_CALL`] of them: the rest are refused with an error, unseen
+//!   and unrecorded, and the user told once (a server asking in a loop
+//!   would otherwise fill the log, and the editor with dialogs);
 //! * every wait is bounded ([`ANSWER_WAIT`]) and withdrawn
 //!   (`$/cancel_request`) when the call is cancelled or ends, or the
 //!   server gives the question up;
@@ -55,6 +60,8 @@ const RECORD_WAIT: Duration = Duration::from_secs(5);
 const MESSAGE_MAX: usize = 4_000;
 /// The largest form passed on (bytes of JSON).
 const SCHEMA_MAX: usize = 64 * 1024;
+/// The most questions of one call passed on (and recorded).
+pub const MAX_PER_CALL: usize = 8;
 /// What the log keeps of an answer to a field that looks like a secret.
 pub const WITHHELD: &str = "[withheld]";
 
@@ -81,6 +88,10 @@ pub struct Asker {
     over: CancellationToken,
     /// Questions not yet recorded as ended.
     open: watch::Sender<usize>,
+    /// Questions asked so far (refused ones too).
+    asked: std::sync::atomic::AtomicUsize,
+    /// The one question shown at a time.
+    showing: tokio::sync::Semaphore,
 }
 
 impl Asker {
@@ -98,6 +109,8 @@ impl Asker {
             events,
             over: cancel.child_token(),
             open: watch::channel(0).0,
+            asked: std::sync::atomic::AtomicUsize::new(0),
+            showing: tokio::sync::Semaphore::new(1),
         }
     }
 
@@ -139,9 +152,18 @@ impl Drop for Open<'_> {
     }
 }
 
-/// The error a server gets for a question asked outside its calls, and
-/// the notice the user gets.
-pub(super) fn outside_call(server: &str, request: &ElicitRequestParams) -> (ErrorData, String) {
+/// How many of a server's questions asked outside its calls the user is
+/// told of; the rest are refused without a word (a server asking in a loop
+/// would otherwise fill the log with notices).
+pub const TOLD_OUTSIDE: usize = 3;
+
+/// The error a server gets for its `n`th question asked outside its
+/// calls, and the notice the user gets (for the first [`TOLD_OUTSIDE`]).
+pub(super) fn outside_call(
+    server: &str,
+    request: &ElicitRequestParams,
+    n: usize,
+) -> (ErrorData, Option<String>) {
     let message = match request {
         ElicitRequestParams::FormElicitationParams { message, .. }
         | ElicitRequestParams::UrlElicitationParams { message, .. } => message.as_str(),
@@ -152,10 +174,16 @@ pub(super) fn outside_call(server: &str, request: &ElicitRequestParams) -> (Erro
             "candor passes a server's questions to the user only while it waits on one of this server's tool calls",
             None,
         ),
-        format!(
-            "The MCP server {server:?} asked you something while no call of it was running ({:?}); candor refused to pass it on.",
-            crate::text::shorten(message, 200)
-        ),
+        (n <= TOLD_OUTSIDE).then(|| {
+            let mut notice = format!(
+                "The MCP server {server:?} asked you something while no call of it was running ({:?}); candor refused to pass it on.",
+                crate::text::shorten(message, 200)
+            );
+            if n == TOLD_OUTSIDE {
+                notice.push_str(" Its further questions outside its calls are refused without telling you again.");
+            }
+            notice
+        }),
     )
 }
 
@@ -173,6 +201,23 @@ pub(super) async fn answer(
     gave_up: &CancellationToken,
 ) -> Result<ElicitResult, ErrorData> {
     let _open = Open::new(&asker.open);
+    let n = asker
+        .asked
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        + 1;
+    if n > MAX_PER_CALL {
+        if n == MAX_PER_CALL + 1 {
+            asker
+                .record(Elicited::Notice(format!(
+                    "The MCP server {server:?} asked more than {MAX_PER_CALL} questions during one call; candor refused the rest of that call's questions without showing them."
+                )))
+                .await;
+        }
+        return Err(ErrorData::invalid_request(
+            format!("candor passes at most {MAX_PER_CALL} questions of one tool call to the user"),
+            None,
+        ));
+    }
     let (asked, plan) = plan(server, elicitation_id, &asker, &request);
     let secret = asked.secret.clone();
     let elicitation_id = asked.elicitation_id.clone();
@@ -193,7 +238,21 @@ pub(super) async fn answer(
         }
         Ok(request) => {
             let fields = keys(&request_schema(&request));
-            ask(&asker, request, &fields, gave_up).await
+            // One question at a time: the next waits for this one's end.
+            let turn = tokio::select! {
+                turn = asker.showing.acquire() => turn.map_err(|_| "the call ended"),
+                () = asker.over.cancelled() => Err("withdrawn before it was shown: the call was cancelled or ended first"),
+                () = gave_up.cancelled() => Err("the server withdrew it before it was shown"),
+            };
+            match turn {
+                Ok(_shown) => ask(&asker, request, &fields, gave_up).await,
+                Err(why) => (
+                    McpAction::Cancel,
+                    None,
+                    ElicitationBy::Candor,
+                    Some(why.to_owned()),
+                ),
+            }
         }
     };
     let kept = content.as_ref().map(|c| withheld(c, &secret));

@@ -652,6 +652,23 @@ mod tests {
             ("code", json!({"title": "One-time code"})),
             ("key", json!({"title": "SSH key"})),
             ("db", json!({"title": "Database passphrase"})),
+            // Named the way login forms and wallets name them.
+            ("pass", json!({})),
+            ("pwd", json!({})),
+            ("passcode", json!({})),
+            ("value", json!({"title": "GitHub PAT"})),
+            ("words", json!({"title": "Recovery phrase"})),
+            ("words", json!({"description": "Your wallet's seed phrase"})),
+            ("mnemonic", json!({})),
+            ("cvv", json!({})),
+            ("card", json!({"title": "Card number"})),
+            ("cookie", json!({"title": "Session cookie"})),
+            ("code", json!({"title": "Verification code"})),
+            ("mfa", json!({})),
+            // A word spelled with letters of another script that look
+            // Latin hides what it asks for (Cyrillic а, Greek Ρ).
+            ("p", json!({"title": "P\u{0430}ssword"})),
+            ("t", json!({"description": "Your \u{03a1}AT"})),
         ] {
             assert!(looks_secret(key, &property), "{key} {property}");
         }
@@ -661,6 +678,10 @@ mod tests {
             ("footprint", json!({})),
             ("keyboard", json!({"title": "Keyboard layout"})),
             ("options", json!({})),
+            ("passenger", json!({"title": "Passenger name"})),
+            ("route", json!({"title": "Bypass the cache?"})),
+            ("name", json!({"title": "Café name"})),
+            ("city", json!({"title": "Город"})),
         ] {
             assert!(!looks_secret(key, &property), "{key} {property}");
         }

@@ -511,14 +511,25 @@ fn secret_fields(schema: &Value) -> Vec<String> {
 }
 
 /// Whether a field, by its name, title or description, asks for a
-/// secret: a password or passphrase, a token, an API, access, private or
-/// SSH key, a credential, a one-time code.
+/// secret: a password, passphrase or passcode, a token, an API, access,
+/// private or SSH key, a credential, a one-time or verification code, a
+/// PIN, a wallet's seed or recovery phrase, a card's number or CVV, a
+/// session cookie; or a word spelled with letters of another script
+/// among Latin ones (`Pаssword` with a Cyrillic `а`), which hides what
+/// it asks for from this very check.
 pub fn looks_secret(key: &str, property: &Value) -> bool {
     let said = |k: &str| property.get(k).and_then(Value::as_str).unwrap_or_default();
+    let whole = [key, said("title"), said("description")].join(" ");
+    if whole
+        .split(|c: char| !c.is_alphanumeric())
+        .any(mixes_scripts)
+    {
+        return true;
+    }
     // `apiKey` and `api_key` read as "api key".
     let mut text = String::new();
     let mut after_lower = false;
-    for c in [key, said("title"), said("description")].join(" ").chars() {
+    for c in whole.chars() {
         if c.is_uppercase() && after_lower {
             text.push(' ');
         }
@@ -533,14 +544,23 @@ pub fn looks_secret(key: &str, property: &Value) -> bool {
         "password",
         "passwd",
         "passphrase",
+        "passcode",
+        "passkey",
         "secret",
         "credential",
         "apikey",
         "token",
+        "mnemonic",
     ];
+    let exact = |w: &str| {
+        matches!(
+            w,
+            "otp" | "pin" | "2fa" | "mfa" | "totp" | "pass" | "pwd" | "pat" | "cvv" | "cvc" | "jwt"
+        )
+    };
     if words
         .iter()
-        .any(|w| starts.iter().any(|s| w.starts_with(s)) || matches!(*w, "otp" | "pin" | "2fa"))
+        .any(|w| starts.iter().any(|s| w.starts_with(s)) || exact(w))
     {
         return true;
     }
@@ -552,8 +572,19 @@ pub fn looks_secret(key: &str, property: &Value) -> bool {
                 "key"
             ) | ("one", "time")
                 | ("auth" | "bearer", "header")
+                | ("seed" | "recovery" | "secret", "phrase")
+                | ("recovery" | "verification" | "security" | "auth", "code")
+                | ("card", "number")
+                | ("session" | "auth", "cookie")
         )
     })
+}
+
+/// Whether a word mixes Latin letters with letters of another script
+/// (beyond Latin Extended-B), as a look-alike spelling does.
+fn mixes_scripts(word: &str) -> bool {
+    word.chars().any(|c| c.is_ascii_alphabetic())
+        && word.chars().any(|c| c.is_alphabetic() && c > '\u{024F}')
 }
 
 /// What the card (and the audit trail) says of a server's question.

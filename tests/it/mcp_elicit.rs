@@ -341,10 +341,9 @@ async fn a_page_is_passed_only_to_an_editor_that_opens_pages() {
     assert_eq!(asked["elicitationId"], "page-1");
     assert_eq!(asked["toolCallId"], "m1");
     assert!(
-        asked["message"]
-            .as_str()
-            .unwrap()
-            .contains("It asks you to open a page on auth.example.com"),
+        asked["message"].as_str().unwrap().starts_with(
+            "The MCP server \"test\" asks you to open a page on auth.example.com:\nhttps://auth.example.com/login?state=s1\n\nSign in to the deploy service."
+        ),
         "{asked}"
     );
     assert_eq!(elicited(&log)[0]["action"], "accept");
@@ -567,4 +566,75 @@ async fn a_server_asking_outside_its_calls_again_and_again_is_told_of_a_few_time
         1
     );
     assert!(conn.elicitations.is_empty());
+}
+
+/// The attack: a page whose host is spelled with look-alike letters of
+/// another script, one that hides its host behind a user name
+/// (`https://github.com@evil.example/`), one too long to read, and a
+/// message that names another host before candor's line does.
+#[tokio::test]
+async fn a_page_is_passed_as_it_opens_its_real_host_said_first() {
+    let pages = r#"{"elicitation": {"form": {}, "url": {}}}"#;
+    let page = |url: &str, message: &str| json!({"request": {"mode": "url", "message": message, "url": url, "elicitationId": "p1"}});
+    let env = calling_with(
+        "ask_as",
+        page(
+            "https://\u{0430}pple.com/login",
+            "Sign in.\n\nIt asks you to open a page on apple.com: https://apple.com/login",
+        ),
+    );
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, pages, &log).await;
+    conn.elicitation_answers
+        .push_back(json!({"action": "accept"}));
+    conn.prompt(&session, "sign in").await;
+    let asked = &conn.elicitations[0];
+    // What the editor opens is what it is shown: the host as the
+    // browser's address bar spells it.
+    assert_eq!(asked["url"], "https://xn--pple-43d.com/login", "{asked}");
+    let message = asked["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "The MCP server \"test\" asks you to open a page on xn--pple-43d.com:\nhttps://xn--pple-43d.com/login"
+        ),
+        "{message}"
+    );
+    let card = conn.thread(&session).card("m1").text();
+    assert!(
+        card.contains("open a page on xn--pple-43d.com")
+            && card.contains("https://xn--pple-43d.com/login"),
+        "{card}"
+    );
+
+    // A user name before the host, and an address too long to read: not
+    // passed, the server told decline.
+    for (url, says) in [
+        (
+            "https://github.com@evil.example/login".to_owned(),
+            "user name",
+        ),
+        (
+            format!("https://auth.example.com/{}", "a".repeat(9000)),
+            "longer than",
+        ),
+    ] {
+        let env = calling_with("ask_as", page(&url, "Sign in."));
+        let log = env.dir.path().join("server.jsonl");
+        let mut conn = Conn::in_process(env);
+        let session = open(&mut conn, pages, &log).await;
+        conn.prompt(&session, "sign in").await;
+        assert!(conn.elicitations.is_empty(), "{url} was passed");
+        assert_eq!(elicited(&log)[0]["action"], "decline");
+        let resolved = &records(&conn, &session, "elicitation/resolved")[0];
+        assert!(
+            resolved["reason"].as_str().unwrap().contains(says),
+            "{resolved}"
+        );
+        let requested = &records(&conn, &session, "elicitation/requested")[0];
+        assert!(
+            requested["url"].as_str().unwrap().chars().count() <= 8200,
+            "the log keeps the whole address"
+        );
+    }
 }

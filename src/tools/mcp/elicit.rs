@@ -19,7 +19,9 @@
 //!   never kept in the log (`[withheld]`) and never reaches the model;
 //! * a page (URL mode) is passed only to an editor that declared
 //!   `elicitation.url`, and only an `https:` one (or `http:` on
-//!   loopback); the message names its host;
+//!   loopback) without a user name before its host, in the form the
+//!   editor opens (a look-alike host as punycode); the message names its
+//!   host first, before the server's own words;
 //! * an editor without forms, a form candor cannot show, or a page it
 //!   will not pass: the server is told `decline` and the user a notice;
 //! * a call's questions reach the editor one at a time, and at most
@@ -296,9 +298,13 @@ fn plan(
             serde_json::to_value(requested_schema).ok(),
             None,
         ),
-        ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
-            (ElicitationKind::Url, message, None, Some(url.clone()))
-        }
+        ElicitRequestParams::UrlElicitationParams { message, url, .. } => (
+            ElicitationKind::Url,
+            message,
+            None,
+            // The log keeps what was asked, not any length of it.
+            Some(crate::text::shorten(url, URL_MAX + 1)),
+        ),
         // A mode rmcp learned after this candor: nothing to show.
         _ => (ElicitationKind::Form, &String::new(), None, None),
     };
@@ -353,8 +359,12 @@ fn plan(
                     .into(),
             ),
             (ElicitationKind::Url, _, Some(url)) => {
-                let host = page_host(&url)?;
-                text.push_str(&format!("\n\nIt asks you to open a page on {host}: {url}"));
+                let (url, host) = page(&url)?;
+                // Candor's line first: the server's message cannot come
+                // before it with another host.
+                text = format!(
+                    "The MCP server \"{server}\" asks you to open a page on {host}:\n{url}\n\n{message}"
+                );
                 let id = match request {
                     ElicitRequestParams::UrlElicitationParams { elicitation_id, .. }
                         if !elicitation_id.is_empty() =>
@@ -379,18 +389,34 @@ fn asked_id(asker: &Asker) -> String {
     format!("{}-page", asker.tool_call_id)
 }
 
-/// The host of a page a server asks the user to open, if candor passes
-/// it: `https:`, or `http:` on loopback.
-fn page_host(page: &str) -> Result<String, String> {
+/// The longest page address passed on (bytes).
+const URL_MAX: usize = 8 * 1024;
+
+/// A page a server asks the user to open, if candor passes it (`https:`,
+/// or `http:` on loopback; no user name or password before the host, a
+/// way to make one host read as another; at most [`URL_MAX`]): the
+/// address as the editor will open it and the user is shown it (in its
+/// ASCII form: a host spelled with letters of other scripts as punycode,
+/// as a browser's address bar shows a look-alike), and its host.
+fn page(page: &str) -> Result<(String, String), String> {
+    if page.len() > URL_MAX {
+        return Err(format!("its page's address is longer than {URL_MAX} bytes"));
+    }
     let parsed = url::Url::parse(page).map_err(|e| format!("its page is not a URL ({e})"))?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(
+            "its page's address puts a user name or password before the host (a way to make one host read as another)"
+                .into(),
+        );
+    }
     let host = parsed
         .host_str()
         .ok_or_else(|| "its page has no host".to_owned())?
         .to_owned();
     let loopback = matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]");
     match parsed.scheme() {
-        "https" => Ok(host),
-        "http" if loopback => Ok(host),
+        "https" => Ok((parsed.to_string(), host)),
+        "http" if loopback => Ok((parsed.to_string(), host)),
         other => Err(format!(
             "its page is an {other}: address (candor passes only https: pages)"
         )),
@@ -591,13 +617,16 @@ fn mixes_scripts(word: &str) -> bool {
 pub fn asked_text(asked: &ElicitationAsked) -> String {
     let server = &asked.server;
     let mut out = match (&asked.mode, &asked.url) {
-        (ElicitationKind::Url, Some(url)) => {
-            let host = page_host(url).unwrap_or_else(|_| "an address candor does not pass".into());
-            format!(
+        (ElicitationKind::Url, Some(url)) => match page(url) {
+            Ok((url, host)) => format!(
                 "The MCP server \"{server}\" asks you to open a page on {host}: {}\n{url}",
                 asked.message
-            )
-        }
+            ),
+            Err(_) => format!(
+                "The MCP server \"{server}\" asks you to open a page at an address candor does not pass: {}\n{url}",
+                asked.message
+            ),
+        },
         _ => format!("The MCP server \"{server}\" asks: {}", asked.message),
     };
     let fields: Vec<String> = asked
@@ -728,16 +757,28 @@ mod tests {
         );
     }
 
+    fn page_host_of(url: &str) -> Result<String, String> {
+        page(url).map(|(_, host)| host)
+    }
+
     #[test]
     fn only_https_pages_or_loopback_are_passed() {
         assert_eq!(
-            page_host("https://auth.example.com/x?y=1").unwrap(),
+            page_host_of("https://auth.example.com/x?y=1").unwrap(),
             "auth.example.com"
         );
-        assert!(page_host("http://127.0.0.1:8080/cb").is_ok());
-        assert!(page_host("http://example.com/").is_err());
-        assert!(page_host("javascript:alert(1)").is_err());
-        assert!(page_host("file:///etc/passwd").is_err());
-        assert!(page_host("not a url").is_err());
+        assert!(page_host_of("http://127.0.0.1:8080/cb").is_ok());
+        assert!(page_host_of("http://example.com/").is_err());
+        assert!(page_host_of("javascript:alert(1)").is_err());
+        assert!(page_host_of("file:///etc/passwd").is_err());
+        assert!(page_host_of("not a url").is_err());
+        assert!(page_host_of("https://github.com@evil.example/").is_err());
+        assert_eq!(
+            page("https://\u{0430}pple.com/x").unwrap(),
+            (
+                "https://xn--pple-43d.com/x".to_owned(),
+                "xn--pple-43d.com".to_owned()
+            )
+        );
     }
 }

@@ -60,6 +60,8 @@ pub(crate) struct Place<'a> {
     pub(crate) roots: Vec<crate::event_log::AddedDirectory>,
     /// The client's system prompt, when it gave one.
     pub(crate) prompt: Option<crate::event_log::ClientPrompt>,
+    /// How many invisible characters were taken out of it.
+    pub(crate) prompt_hidden: usize,
 }
 
 /// Opens a session (a new log with its `session/started`, or a stored one
@@ -97,6 +99,15 @@ pub(crate) fn start(
     // The sandbox's roots where their links lead now (`sandbox::ruleset`).
     policy.sandbox.pin_roots();
     let mut start_notices = built.notices;
+    if place.prompt_hidden > 0 {
+        start_notices.push((
+            NoticeLevel::Warning,
+            format!(
+                "The editor's system prompt for this session held {} invisible characters (Unicode tag or bidirectional control characters, which the model would read and you would not see); they were removed.",
+                place.prompt_hidden
+            ),
+        ));
+    }
     let (mut log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
     let mcp = start_mcp(
         mcp_servers,

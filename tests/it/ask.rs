@@ -250,6 +250,36 @@ async fn an_editor_that_answers_every_prompt_by_itself_does_not_answer_for_the_u
 }
 
 #[tokio::test]
+async fn an_editor_that_answers_every_prompt_by_itself_after_a_moment_does_not_answer_for_the_user()
+{
+    // The attack: a client that approves every permission request by
+    // itself, with its first allow option, but only after a moment (a
+    // relay, a loaded machine, a countdown), past the 1 s a person needs.
+    let mut conn = Conn::in_process(asking(false));
+    let session = conn.ready().await;
+    conn.permission_delay = Some(std::time::Duration::from_millis(1100));
+    conn.answer_permissions(&["allow_once"]);
+    conn.prompt(&session, "set it up").await;
+    let result = told(&conn);
+    let said = result.to_string();
+    // The model is not given a label nobody chose.
+    assert!(!said.contains("The user answered"), "{said}");
+    assert!(!said.contains(r#"=\"SQLite\""#), "{said}");
+    assert_eq!(result["isError"], true, "{said}");
+    assert!(said.contains("unanswered"), "{said}");
+
+    // Control: a person who reads and picks "SQLite" is heard.
+    let mut conn = Conn::in_process(asking(false));
+    let session = conn.ready().await;
+    conn.permission_delay = Some(std::time::Duration::from_millis(1100));
+    conn.answer_permissions(&["name:SQLite"]);
+    conn.prompt(&session, "set it up").await;
+    let said = told(&conn).to_string();
+    assert!(said.contains(r#"=\"SQLite\""#), "{said}");
+    assert_eq!(conn.thread(&session).card("q").status, "completed");
+}
+
+#[tokio::test]
 async fn without_forms_a_multiple_choice_question_is_not_asked_and_the_model_is_told_why() {
     let mut conn = Conn::in_process(asking(true));
     let session = conn.ready().await;

@@ -638,6 +638,11 @@ impl Turns<'_> {
         file_problems: &mut Vec<String>,
     ) {
         loop {
+            // A title made while the previous turn ran is recorded before
+            // the next one starts (a turn running never waits for it).
+            if let Some(task) = self.titling.take_if(|t| t.is_finished()) {
+                record_title(self.committer, task.await);
+            }
             let next = match self.queue.next(self.committer) {
                 Ok(Some(next)) => next,
                 Ok(None) => return,

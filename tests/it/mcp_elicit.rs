@@ -638,3 +638,59 @@ async fn a_page_is_passed_as_it_opens_its_real_host_said_first() {
         );
     }
 }
+
+/// The attack: a server that asks while another server's call runs, to
+/// have its question shown on that call's card (under the other server's
+/// name, or as if the user's approved call asked it). Refused: a server
+/// asks only during its own calls.
+#[tokio::test]
+async fn a_server_cannot_ask_on_another_servers_card() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool("o1", "mcp__other__ask_later", json!({}))])),
+        respond(json!([tool(
+            "t1",
+            "mcp__test__slow",
+            json!({"seconds": 2})
+        )])),
+        respond(json!([text("done")])),
+    ]));
+    let log = env.dir.path().join("server.jsonl");
+    let other_log = env.dir.path().join("other.jsonl");
+    let mut conn = Conn::in_process(env);
+    conn.initialize_with(serde_json::from_str(FORMS).unwrap())
+        .await;
+    let cwd = conn.env.project.clone();
+    let servers = json!([
+        {"name": "test", "command": mcp_test_server(), "args": [MCP_TEST_SERVER, "--log", log], "env": []},
+        {"name": "other", "command": mcp_test_server(), "args": [MCP_TEST_SERVER, "--log", other_log], "env": []}
+    ]);
+    let opened = conn
+        .call("session/new", json!({"cwd": cwd, "mcpServers": servers}))
+        .await;
+    let session = opened["sessionId"].as_str().unwrap().to_owned();
+    conn.elicitation_answers
+        .push_back(json!({"action": "accept", "content": {"branch": "main"}}));
+    conn.prompt(&session, "go").await;
+    // "other" asked 300 ms after its own call, while "test"'s slow call ran.
+    let got = elicited(&other_log);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("only while it waits on one of this server's tool calls"),
+        "{got:?}"
+    );
+    assert!(conn.elicitations.is_empty(), "the editor was asked");
+    assert!(records(&conn, &session, "elicitation/requested").is_empty());
+    let card = conn.thread(&session).card("t1").text();
+    assert!(!card.contains("asks"), "{card}");
+    assert!(
+        eventually(Duration::from_secs(5), || notices(
+            &conn,
+            &session,
+            "The MCP server \"other\" asked you something while no call of it was running"
+        ) == 1)
+        .await
+    );
+}

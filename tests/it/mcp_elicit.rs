@@ -694,3 +694,37 @@ async fn a_server_cannot_ask_on_another_servers_card() {
         .await
     );
 }
+
+/// The attack: a question whose message and form carry terminal escapes
+/// and a right-to-left override, at any length: the editor is shown them
+/// as visible escapes, the message cut.
+#[tokio::test]
+async fn a_questions_hidden_characters_are_shown_and_its_length_cut() {
+    let hostile = "Approve \u{1b}[8mhidden\u{1b}[0m \u{202E}txt.exe";
+    let request = json!({"mode": "form", "message": format!("{hostile} {}", "x".repeat(10_000)),
+        "requestedSchema": {"type": "object", "title": hostile, "properties": {
+            "choice": {"type": "string", "title": hostile, "description": hostile,
+                "oneOf": [{"const": "a", "title": hostile}]}}}});
+    let env = calling_with("ask_as", json!({ "request": request }));
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, FORMS, &log).await;
+    conn.elicitation_answers
+        .push_back(json!({"action": "accept", "content": {"choice": "a"}}));
+    conn.prompt(&session, "go").await;
+    let asked = &conn.elicitations[0];
+    let shown = "Approve \\u{1b}[8mhidden\\u{1b}[0m \\u{202e}txt.exe";
+    let message = asked["message"].as_str().unwrap();
+    assert!(message.contains(shown), "{message}");
+    assert!(message.chars().count() < 4_200, "{}", message.len());
+    let field = &asked["requestedSchema"]["properties"]["choice"];
+    assert_eq!(field["title"], shown);
+    assert_eq!(field["description"], shown);
+    assert_eq!(field["oneOf"][0]["title"], shown);
+    assert_eq!(asked["requestedSchema"]["title"], shown);
+    // The value the answer carries stays exact.
+    assert_eq!(field["oneOf"][0]["const"], "a");
+    let card = conn.thread(&session).card("m1").text();
+    assert!(card.contains(shown), "{card}");
+    assert!(!card.contains('\u{1b}'));
+}

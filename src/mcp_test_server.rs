@@ -148,6 +148,24 @@ impl TestServer {
         answer
     }
 
+    /// `ask_as {request, times, together}`: asks `request` `times` times,
+    /// one after another or all at once.
+    async fn ask_as(&self, args: &Value, peer: &rmcp::Peer<RoleServer>) -> Value {
+        let request = args.get("request").cloned().unwrap_or(json!({}));
+        let times = args.get("times").and_then(Value::as_u64).unwrap_or(1);
+        let asks = (0..times).map(|_| self.elicit_with("ask_as", request.clone(), peer));
+        let answers: Vec<Value> = if args.get("together").and_then(Value::as_bool) == Some(true) {
+            futures_util::future::join_all(asks).await
+        } else {
+            let mut answers = Vec::new();
+            for ask in asks {
+                answers.push(ask.await);
+            }
+            answers
+        };
+        json!({"content": [{"type": "text", "text": format!("asked {} times", answers.len())}]})
+    }
+
     fn tools(&self) -> Value {
         let text = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
         let empty = json!({"type": "object", "properties": {}});
@@ -282,23 +300,7 @@ impl ServerHandler for TestServer {
                 });
                 json!({"content": [{"type": "text", "text": "will ask later"}]})
             }
-            "ask_as" => {
-                let request = args.get("request").cloned().unwrap_or(json!({}));
-                let times = args.get("times").and_then(Value::as_u64).unwrap_or(1);
-                let asks =
-                    (0..times).map(|_| self.elicit_with("ask_as", request.clone(), &context.peer));
-                let answers: Vec<Value> =
-                    if args.get("together").and_then(Value::as_bool) == Some(true) {
-                        futures_util::future::join_all(asks).await
-                    } else {
-                        let mut answers = Vec::new();
-                        for ask in asks {
-                            answers.push(ask.await);
-                        }
-                        answers
-                    };
-                json!({"content": [{"type": "text", "text": format!("asked {} times", answers.len())}]})
-            }
+            "ask_as" => self.ask_as(&args, &context.peer).await,
             "huge" => {
                 let mib = args.get("mib").and_then(Value::as_f64).unwrap_or(17.0);
                 let text = "x".repeat((mib * 1024.0 * 1024.0) as usize);

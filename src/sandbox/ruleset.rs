@@ -144,8 +144,8 @@ pub fn write_paths(boundary: &Boundary) -> Vec<PathBuf> {
 /// A writable root opened for its rule, where the boundary names it: a
 /// path that now passes through a symbolic link is refused, not followed.
 /// The roots were taken where their links led when the session took them
-/// (`tools::confined::Confiner::workdir`, `Sandbox::pin_roots`, the
-/// additional directories), so a link on the way now is one put there
+/// (`tools::confined::Confiner::workdir`, `Sandbox::pin_roots` when the
+/// policy is built, the additional directories), so a link on the way now is one put there
 /// since: a command that renamed a root inside another root and left a
 /// link to anywhere in its place would otherwise have the next boundary
 /// set up where the link leads, writable while the card names the root.

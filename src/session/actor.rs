@@ -96,18 +96,7 @@ pub(crate) fn start(
     let mut policy = built.policy;
     // The additional directories are the project too, for every rule.
     policy.rules.roots = crate::roots::real(&place.roots);
-    // The sandbox's roots where their links lead now (`sandbox::ruleset`).
-    policy.sandbox.pin_roots();
     let mut start_notices = built.notices;
-    if place.prompt_hidden > 0 {
-        start_notices.push((
-            NoticeLevel::Warning,
-            format!(
-                "The editor's system prompt for this session held {} invisible characters (Unicode tag or bidirectional control characters, which the model would read and you would not see); they were removed.",
-                place.prompt_hidden
-            ),
-        ));
-    }
     let (mut log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
     let mcp = start_mcp(
         mcp_servers,
@@ -132,7 +121,7 @@ pub(crate) fn start(
         Some(replay) => beginning.restore(replay)?,
     };
     let records = committer.records();
-    let asked = (place.roots, place.prompt);
+    let asked = (place.roots, place.prompt, place.prompt_hidden);
     let gathering = (damaged.is_none())
         .then(|| environment(config, &cwd, &policy, records, asked, &mut start_notices))
         .flatten();
@@ -738,12 +727,21 @@ fn environment(
     cwd: &std::path::Path,
     policy: &crate::interception::Policy,
     records: &[crate::event_log::Record],
-    (roots, prompt): (
+    (roots, prompt, hidden): (
         Vec<crate::event_log::AddedDirectory>,
         Option<crate::event_log::ClientPrompt>,
+        usize,
     ),
     notices: &mut Vec<(NoticeLevel, String)>,
 ) -> Option<tokio::task::JoinHandle<crate::event_log::Environment>> {
+    if hidden > 0 {
+        notices.push((
+            NoticeLevel::Warning,
+            format!(
+                "The editor's system prompt for this session held {hidden} invisible characters (Unicode tag or bidirectional control characters, which the model would read and you would not see); they were removed."
+            ),
+        ));
+    }
     let Some(latest) = super::system::latest(records) else {
         let denies = crate::interception::policy::ReadDenies::of(&policy.rules);
         let mut sources = super::environment::Sources::new(config, cwd, denies);

@@ -403,7 +403,6 @@ async fn apply(
     }
     // The session's additional directories stay what the client gave.
     policy.rules.roots = std::mem::take(&mut gate.policy.rules.roots);
-    policy.sandbox.pin_roots();
     let before: HashSet<String> = gate
         .policy
         .event_hooks

@@ -706,6 +706,11 @@ impl Conn {
         self.model.thread(session)
     }
 
+    /// The subagent sessions announced under `session` (`subagent_update`).
+    pub fn subagents(&self, session: &str) -> Vec<String> {
+        self.model.children(session)
+    }
+
     /// Closes candor's input (end of file).
     pub fn close_input(&mut self) {
         self.tx = None;
@@ -907,4 +912,15 @@ pub fn config_option<'a>(response: &'a Value, id: &str) -> &'a Value {
         .as_array()
         .and_then(|options| options.iter().find(|o| o["id"] == id))
         .unwrap_or(&Value::Null)
+}
+
+/// The updates for `session` from frame `from` on, less the commands
+/// offered (a loaded session offers them afresh).
+pub fn shown_updates(conn: &Conn, session: &str, from: usize) -> Vec<Value> {
+    conn.frames[from..]
+        .iter()
+        .filter(|f| f["method"] == "session/update" && f["params"]["sessionId"] == session)
+        .map(|f| f["params"]["update"].clone())
+        .filter(|u| u["sessionUpdate"] != "available_commands_update")
+        .collect()
 }

@@ -132,7 +132,7 @@ pub(crate) async fn settle_call(
             gate.confiner.probe().await
         };
         let place = interception::sandbox::Place {
-            cwd: &control.cwd,
+            cwd: gate.confiner.workdir(),
             tmpdir: gate.confiner.tmpdir(),
             home: gate.config.user_home.as_deref(),
             probe,

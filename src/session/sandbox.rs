@@ -56,7 +56,6 @@ fn word(p: Preset) -> &'static str {
 pub(crate) async fn command(
     c: &mut Committer,
     gate: &Gate,
-    cwd: &std::path::Path,
     text: &str,
 ) -> Result<String, TurnError> {
     let words: Vec<&str> = text.split_whitespace().skip(1).collect();
@@ -77,10 +76,14 @@ pub(crate) async fn command(
             value: value.to_owned(),
         })?;
     }
-    let sandbox = effective(&gate.policy.sandbox, c.records());
+    let mut sandbox = effective(&gate.policy.sandbox, c.records());
+    // As a call's: the additional directories are writable roots too.
+    sandbox
+        .writable_roots
+        .extend(gate.policy.rules.roots.iter().cloned());
     let probe = gate.confiner.probe().await;
     let boundary = sandbox.boundary(
-        cwd,
+        gate.confiner.workdir(),
         gate.confiner.tmpdir(),
         gate.config.user_home.as_deref(),
         probe,

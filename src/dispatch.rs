@@ -303,11 +303,15 @@ impl Agent {
         };
         let roots = crate::roots::check(asked.roots, &cwd, guard)
             .map_err(|why| AcpError::invalid_params().data(why))?;
-        let prompt = asked
+        let (prompt, prompt_hidden) = match asked
             .prompt
             .map(crate::session::system::client_prompt)
             .transpose()
-            .map_err(|why| AcpError::invalid_params().data(why))?;
+            .map_err(|why| AcpError::invalid_params().data(why))?
+        {
+            Some((prompt, hidden)) => (Some(prompt), hidden),
+            None => (None, 0),
+        };
         let started = actor::start(
             &self.config,
             actor::Place {
@@ -315,6 +319,7 @@ impl Agent {
                 mcp_servers: asked.mcp_servers,
                 roots,
                 prompt,
+                prompt_hidden,
             },
             origin,
             self.outbox.clone(),

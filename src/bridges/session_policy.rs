@@ -90,6 +90,8 @@ pub fn build(
     let (_, widening) = crate::sandbox::Sandbox::resolve(&layers, false);
     wants.extend(widening);
     policy.sandbox = crate::sandbox::Sandbox::resolve(&layers, trusted).0;
+    // Its roots where their links lead now (`sandbox::ruleset`).
+    policy.sandbox.pin_roots();
     let mcp = crate::bridges::mcp_config::configured(
         config.claude.as_ref(),
         config.codex.as_ref(),

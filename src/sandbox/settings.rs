@@ -384,6 +384,18 @@ impl Sandbox {
         self.reads_not_held.extend(not_held);
     }
 
+    /// Takes each writable root where its links lead now (one that does not
+    /// exist yet stays as written): a boundary names roots without links,
+    /// and the launcher refuses one that passes through a link later
+    /// (`ruleset`), which only a command can have put there.
+    pub fn pin_roots(&mut self) {
+        for root in &mut self.writable_roots {
+            if let Ok(real) = std::fs::canonicalize(&*root) {
+                *root = real;
+            }
+        }
+    }
+
     /// The boundary a command of this session runs in, as this kernel can
     /// hold it: writable roots the session's directory and the configured
     /// roots, `tmpdir` its `TMPDIR`.

@@ -60,6 +60,8 @@ pub(crate) struct Place<'a> {
     pub(crate) roots: Vec<crate::event_log::AddedDirectory>,
     /// The client's system prompt, when it gave one.
     pub(crate) prompt: Option<crate::event_log::ClientPrompt>,
+    /// How many invisible characters were taken out of it.
+    pub(crate) prompt_hidden: usize,
 }
 
 /// Opens a session (a new log with its `session/started`, or a stored one
@@ -122,7 +124,7 @@ pub(crate) fn start(
         Some(replay) => beginning.restore(replay)?,
     };
     let records = committer.records();
-    let asked = (place.roots, place.prompt);
+    let asked = (place.roots, place.prompt, place.prompt_hidden);
     let gathering = (damaged.is_none())
         .then(|| environment(config, &cwd, &policy, records, asked, &mut start_notices))
         .flatten();
@@ -146,7 +148,7 @@ pub(crate) fn start(
         mcp,
         user_commands: Vec::new(),
         trust,
-        confiner: crate::tools::confined::Confiner::new(config.launcher.clone()),
+        confiner: crate::tools::confined::Confiner::new(config.launcher.clone(), &cwd),
         agents: Arc::new(built_agents),
         family,
     };
@@ -677,6 +679,11 @@ impl Turns<'_> {
         file_problems: &mut Vec<String>,
     ) {
         loop {
+            // A title made while the previous turn ran is recorded before
+            // the next one starts (a turn running never waits for it).
+            if let Some(task) = self.titling.take_if(|t| t.is_finished()) {
+                record_title(self.committer, task.await);
+            }
             let next = match self.queue.next(self.committer) {
                 Ok(Some(next)) => next,
                 Ok(None) => return,
@@ -772,12 +779,21 @@ fn environment(
     cwd: &std::path::Path,
     policy: &crate::interception::Policy,
     records: &[crate::event_log::Record],
-    (roots, prompt): (
+    (roots, prompt, hidden): (
         Vec<crate::event_log::AddedDirectory>,
         Option<crate::event_log::ClientPrompt>,
+        usize,
     ),
     notices: &mut Vec<(NoticeLevel, String)>,
 ) -> Option<tokio::task::JoinHandle<crate::event_log::Environment>> {
+    if hidden > 0 {
+        notices.push((
+            NoticeLevel::Warning,
+            format!(
+                "The editor's system prompt for this session held {hidden} invisible characters (Unicode tag or bidirectional control characters, which the model would read and you would not see); they were removed."
+            ),
+        ));
+    }
     let Some(latest) = super::system::latest(records) else {
         let denies = crate::interception::policy::ReadDenies::of(&policy.rules);
         let mut sources = super::environment::Sources::new(config, cwd, denies);

@@ -132,7 +132,7 @@ pub(crate) async fn settle_call(
             kit.confiner.probe().await
         };
         let place = interception::sandbox::Place {
-            cwd: &control.cwd,
+            cwd: kit.confiner.workdir(),
             tmpdir: kit.confiner.tmpdir(),
             home: kit.config.user_home.as_deref(),
             probe,

@@ -56,7 +56,6 @@ fn word(p: Preset) -> &'static str {
 pub(crate) async fn command(
     c: &mut Committer,
     kit: &SessionKit,
-    cwd: &std::path::Path,
     text: &str,
 ) -> Result<String, TurnError> {
     let words: Vec<&str> = text.split_whitespace().skip(1).collect();
@@ -77,10 +76,14 @@ pub(crate) async fn command(
             value: value.to_owned(),
         })?;
     }
-    let sandbox = effective(&kit.policy.sandbox, c.records());
+    let mut sandbox = effective(&kit.policy.sandbox, c.records());
+    // As a call's: the additional directories are writable roots too.
+    sandbox
+        .writable_roots
+        .extend(kit.policy.rules.roots.iter().cloned());
     let probe = kit.confiner.probe().await;
     let boundary = sandbox.boundary(
-        cwd,
+        kit.confiner.workdir(),
         kit.confiner.tmpdir(),
         kit.config.user_home.as_deref(),
         probe,

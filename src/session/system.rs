@@ -145,9 +145,12 @@ pub(crate) fn parts(env: Option<&Environment>, cwd: &Path) -> Vec<Part> {
 /// The client's `systemPrompt`, as candor keeps it: `append` or
 /// `override`, text blocks only, not empty, at most [`CLIENT_PROMPT_MAX`]
 /// bytes; anything else is refused with why (the session is not opened).
+/// Its invisible characters (`text::is_invisible`: what the model would
+/// read and a person would not see) are taken out, as an instruction
+/// file's are; how many, for the user's notice.
 pub(crate) fn client_prompt(
     given: &agent_client_protocol_schema::v1::SystemPrompt,
-) -> Result<ClientPrompt, String> {
+) -> Result<(ClientPrompt, usize), String> {
     use agent_client_protocol_schema::v1::{ContentBlock, SystemPromptMode};
     let mode = match &given.mode {
         SystemPromptMode::Append => ClientPromptMode::Append,
@@ -173,7 +176,7 @@ pub(crate) fn client_prompt(
             }
         }
     }
-    let text = texts.join("\n\n");
+    let (text, hidden) = crate::text::strip_invisible(&texts.join("\n\n"));
     if text.trim().is_empty() {
         return Err("systemPrompt: its text is empty".into());
     }
@@ -183,7 +186,7 @@ pub(crate) fn client_prompt(
             text.len()
         ));
     }
-    Ok(ClientPrompt { mode, text })
+    Ok((ClientPrompt { mode, text }, hidden))
 }
 
 /// The longest client system prompt taken (bytes).

@@ -405,7 +405,7 @@ async fn command_turn(
             _ => "`/trust` trusts this project's own settings for this session; `/trust always` remembers it until they change. It takes nothing else.".into(),
         }
     } else if command == "sandbox" {
-        super::sandbox::command(c, kit, &control.cwd, prompt_text).await?
+        super::sandbox::command(c, kit, prompt_text).await?
     } else {
         super::builtin_commands::run(command, kit, provider, c, &control.cwd)
     };

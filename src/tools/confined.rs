@@ -24,6 +24,9 @@ pub struct Confiner {
 #[derive(Debug)]
 struct Inner {
     launcher: Option<PathBuf>,
+    /// The session's working directory where its links led when the
+    /// session started.
+    workdir: PathBuf,
     tmpdir: PathBuf,
     /// Why the session's directory or lifeline could not be made.
     broken: Option<String>,
@@ -37,14 +40,19 @@ impl Confiner {
     /// directory, mode 0700) with `tmp/` (the commands' `TMPDIR`) and the
     /// lifeline's socket. Must be called inside the runtime. A directory
     /// or socket that cannot be made leaves commands unconfined, their
-    /// cards saying why.
-    pub fn new(launcher: Option<PathBuf>) -> Confiner {
+    /// cards saying why. `cwd` is the session's working directory, taken
+    /// where its links lead now ([`Confiner::workdir`]).
+    pub fn new(launcher: Option<PathBuf>, cwd: &Path) -> Confiner {
+        let workdir = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_owned());
         let made = tempfile::Builder::new()
             .prefix("candor-")
             .tempdir()
             .map_err(|e| format!("the session's sandbox directory cannot be made: {e}"))
             .and_then(|dir| {
-                let tmp = dir.path().join("tmp");
+                // Named without links, as every writable root is.
+                let real = std::fs::canonicalize(dir.path())
+                    .map_err(|e| format!("the session's sandbox directory cannot be read: {e}"))?;
+                let tmp = real.join("tmp");
                 std::fs::create_dir(&tmp).map_err(|e| {
                     format!("the session's TMPDIR {} cannot be made: {e}", tmp.display())
                 })?;
@@ -55,6 +63,7 @@ impl Confiner {
         let inner = match made {
             Ok((dir, tmpdir, lifeline)) => Inner {
                 launcher,
+                workdir,
                 tmpdir,
                 broken: None,
                 lifeline: Some(lifeline),
@@ -64,6 +73,7 @@ impl Confiner {
                 tracing::warn!("{why}; commands run unconfined");
                 Inner {
                     launcher,
+                    workdir,
                     tmpdir: std::env::temp_dir(),
                     broken: Some(why),
                     lifeline: None,
@@ -74,6 +84,13 @@ impl Confiner {
         Confiner {
             inner: Arc::new(inner),
         }
+    }
+
+    /// The session's working directory as its commands' writable root:
+    /// where its links led when the session started. A link a command
+    /// puts in its place later is not followed (`sandbox::ruleset`).
+    pub fn workdir(&self) -> &Path {
+        &self.inner.workdir
     }
 
     /// The commands' `TMPDIR`.

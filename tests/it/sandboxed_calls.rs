@@ -658,3 +658,71 @@ async fn what_the_read_deny_rules_deny_no_command_reads_and_a_glob_they_cannot_h
         assert!(card.text().contains(text), "{name}: {}", card.text());
     }
 }
+
+/// The attack: two writable roots, one inside the other (an editor's
+/// workspace and a folder of it, both given as additional directories; or
+/// a root holding the working directory). A command may rename the inner
+/// one and put a link to anywhere in its place; the next command's
+/// boundary, which the card says writes to the inner root, would then be
+/// set up where the link leads.
+#[tokio::test]
+async fn a_writable_root_a_command_swapped_for_a_link_is_not_followed_out_of_the_boundary() {
+    require_sandbox();
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([
+            tool("ok", "Bash", json!({"command": "echo ok > ../ws/lib/ok"})),
+            tool(
+                "swap",
+                "Bash",
+                json!({"command": "cd ../ws && mv lib lib.old && ln -s ../outside lib"})
+            ),
+            tool(
+                "escape",
+                "Bash",
+                json!({"command": "python3 -c \"open('../ws/lib/pwned', 'w').write('x')\""})
+            ),
+        ])),
+        respond(json!([text("done")])),
+    ]))
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let ws = env.dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("lib")).unwrap();
+    let out = outside(&env);
+    let mut conn = Conn::in_process(env);
+    conn.initialize().await;
+    let cwd = conn.env.project.clone();
+    let opened = conn
+        .call(
+            "session/new",
+            json!({"cwd": cwd, "mcpServers": [], "additionalDirectories": [ws, ws.join("lib")]}),
+        )
+        .await;
+    let session = opened["sessionId"].as_str().unwrap().to_owned();
+    conn.prompt(&session, "go").await;
+    let log = conn.env.log(&session);
+    // Control: the inner root is writable as the card says.
+    assert!(ws.join("lib.old/ok").exists(), "the control failed");
+    assert_eq!(
+        record(&conn, &session, "tool/result", "swap").unwrap()["status"],
+        "completed"
+    );
+    // The escape: nothing written where the link leads, and the command
+    // did not run.
+    assert!(
+        !out.join("pwned").exists(),
+        "the boundary followed the link"
+    );
+    let escape = call_record(&log, "escape");
+    assert!(
+        escape["sandbox"]["writableRoots"]
+            .to_string()
+            .contains("ws/lib"),
+        "{escape}"
+    );
+    let result = record(&conn, &session, "tool/result", "escape").unwrap();
+    assert_eq!(result["status"], "failed", "{result}");
+    assert!(
+        result["output"].as_str().unwrap().contains("symbolic link"),
+        "{result}"
+    );
+}

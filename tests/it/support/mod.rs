@@ -512,9 +512,16 @@ impl Conn {
         let outcome = if answer == "cancelled" {
             json!({"outcome": "cancelled"})
         } else {
+            // `name:<name>`: the option a person picks by what it says;
+            // else the first of a kind, as an editor answering by itself.
             let option = frame["params"]["options"]
                 .as_array()
-                .and_then(|o| o.iter().find(|o| o["kind"] == answer.as_str()))
+                .and_then(|o| {
+                    o.iter().find(|o| match answer.strip_prefix("name:") {
+                        Some(name) => o["name"] == name,
+                        None => o["kind"] == answer.as_str(),
+                    })
+                })
                 .unwrap_or_else(|| panic!("no {answer} option in {frame}"));
             json!({"outcome": "selected", "optionId": option["optionId"]})
         };
@@ -535,7 +542,9 @@ impl Conn {
     }
 
     /// Answers for the next permission requests, in order (`allow_once`,
-    /// `allow_always`, `reject_once`, `cancelled`); then `allow_once`.
+    /// `allow_always`, `reject_once`: the first option of that kind;
+    /// `name:<name>`: the option named so; `cancelled`); then
+    /// `allow_once`.
     pub fn answer_permissions(&mut self, answers: &[&str]) {
         self.permission_answers = answers.iter().map(|a| a.to_string()).collect();
     }

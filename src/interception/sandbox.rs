@@ -12,8 +12,9 @@
 use std::path::Path;
 
 use super::Settled;
-use super::policy::Disposition;
+use super::policy::{Disposition, risky_variable};
 use crate::sandbox::{Boundary, Enforced, Preset, Probe, Sandbox};
+use crate::shell::{Runs, Script, WrapperKind};
 use crate::tools::{Tool, ToolInput};
 
 /// Who the sandbox's decisions are by (`decision.by`).
@@ -41,18 +42,18 @@ pub fn confine(settled: &mut Settled, sandbox: &Sandbox, place: Place<'_>) {
     let Some(ToolInput::Bash(input)) = &settled.input else {
         return;
     };
-    let command = input.command.clone();
     let lift = input.dangerously_disable_sandbox == Some(true);
     if lift && sandbox.preset != Preset::FullAccess {
         let reason = escalation(sandbox, place);
         settled.refuse(SANDBOX, reason);
         return;
     }
-    let boundary = if let Some(entry) = sandbox.excluded(&command) {
+    let excluded = excluded(sandbox, input.script());
+    let boundary = if let Some(entries) = &excluded {
         unconfined(
             sandbox,
             place,
-            format!("an excluded command (`{entry}`, sandbox.excludedCommands)"),
+            format!("an excluded command ({entries}, sandbox.excludedCommands)"),
         )
     } else if !place.launcher && sandbox.preset != Preset::FullAccess {
         unconfined(
@@ -66,7 +67,7 @@ pub fn confine(settled: &mut Settled, sandbox: &Sandbox, place: Place<'_>) {
     let confined = boundary.confinement().is_some();
     if !confined
         && sandbox.preset != Preset::FullAccess
-        && sandbox.excluded(&command).is_none()
+        && excluded.is_none()
         && sandbox.fail_if_unavailable
     {
         let why = match &boundary.enforced {
@@ -89,6 +90,81 @@ pub fn confine(settled: &mut Settled, sandbox: &Sandbox, place: Place<'_>) {
         settled.grant = None;
     }
     settled.boundary = Some(plain(boundary));
+}
+
+/// The excluded-commands entries a line runs under, when it runs outside
+/// the sandbox (`` `docker` ``, for the card): only when *every* command
+/// the line can run is one the user excluded, as the shell reads the line
+/// (`shell::Script`), never on its spelling. So `docker ps; rm -rf ~/x`
+/// stays confined (`rm` is not excluded), while `FOO=1 docker ps`, `env
+/// docker ps`, `d''ocker ps` and `bash -c 'docker ps'` run docker alone
+/// and are excluded. Nothing is excluded when the line has what candor
+/// cannot read (an unreadable part, a dynamic command name, `eval "$X"`,
+/// text evaluated as code), assigns a variable that changes what runs
+/// (`PATH=./evil:$PATH docker`), or redirects output to a file (the
+/// shell's write, not the excluded command's). A command behind `sudo` is
+/// not excluded; behind a driver (`xargs`, `find -exec`) both must be.
+fn excluded(sandbox: &Sandbox, script: &Script) -> Option<String> {
+    if sandbox.excluded_commands.is_empty()
+        || script.commands.is_empty()
+        || !script.all_opaque().is_empty()
+        || !script.all_unreadable().is_empty()
+        || script.scripts().iter().any(|s| s.evaluates_text)
+        || script.all_assigned().into_iter().any(risky_variable)
+        || script.all_redirects().iter().any(|r| r.writes)
+    {
+        return None;
+    }
+    let mut entries = Vec::new();
+    if !script
+        .commands
+        .iter()
+        .all(|c| excluded_command(sandbox, c, &mut entries))
+    {
+        return None;
+    }
+    let mut named: Vec<String> = Vec::new();
+    for entry in entries {
+        let entry = format!("`{entry}`");
+        if !named.contains(&entry) {
+            named.push(entry);
+        }
+    }
+    Some(named.join(", "))
+}
+
+/// Whether what `command` runs is excluded (see [`excluded`]), the
+/// entries that say so added to `entries`.
+fn excluded_command<'s>(
+    sandbox: &'s Sandbox,
+    command: &crate::shell::Command,
+    entries: &mut Vec<&'s str>,
+) -> bool {
+    if command.loose {
+        return false;
+    }
+    let itself = || -> Option<&'s str> {
+        let words: Option<Vec<String>> = command.words.iter().map(|w| w.text()).collect();
+        sandbox.excluded(&words?)
+    };
+    match (&command.runs, command.wrapper) {
+        (Runs::Itself, _) => itself().map(|e| entries.push(e)).is_some(),
+        (Runs::Command(inner), Some(WrapperKind::Transparent)) => {
+            excluded_command(sandbox, inner, entries)
+        }
+        (Runs::Command(inner), Some(WrapperKind::Driver)) => {
+            itself().map(|e| entries.push(e)).is_some()
+                && excluded_command(sandbox, inner, entries)
+        }
+        (Runs::Script(inner), Some(WrapperKind::Interpreter)) => {
+            !inner.commands.is_empty()
+                && inner
+                    .commands
+                    .iter()
+                    .all(|c| excluded_command(sandbox, c, entries))
+        }
+        _ => false,
+    }
 }
 
 /// A boundary that confines nothing, for `reason`.
@@ -129,4 +205,64 @@ fn escalation(sandbox: &Sandbox, place: Place<'_>) -> String {
         lifted.join(", "),
         sandbox.describe()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn excluding(entries: &[&str]) -> Sandbox {
+        Sandbox {
+            excluded_commands: entries.iter().map(|e| (*e).to_owned()).collect(),
+            ..Sandbox::default()
+        }
+    }
+
+    fn judged(sandbox: &Sandbox, line: &str) -> Option<String> {
+        excluded(sandbox, &crate::shell::parse(line))
+    }
+
+    #[test]
+    fn a_line_runs_outside_only_when_every_command_it_runs_is_excluded() {
+        let s = excluding(&["docker", "git push"]);
+        // What an attacker would try: an excluded first word, and more.
+        for line in [
+            "docker ps; rm -rf ~/x",
+            "docker ps && python3 -c 'import os'",
+            "docker ps | sh",
+            "docker $(rm -rf ~/x)",
+            "echo `touch ~/x` && docker ps",
+            "PATH=./evil:$PATH docker ps",
+            "LD_PRELOAD=./x.so docker ps",
+            "docker ps > ~/.bashrc",
+            "eval \"$X\"; docker ps",
+            "$CMD ps",
+            "sudo docker ps",
+            "docker() { rm -rf ~/x; }; docker",
+            "./docker ps",
+            "/tmp/docker ps",
+            "dockerd",
+            "git status",
+            "docker ps (",
+            "bash -c 'docker ps; rm -rf ~/x'",
+            "xargs docker rm",
+        ] {
+            assert_eq!(judged(&s, line), None, "`{line}` would run unconfined");
+        }
+        // The controls: lines that run only excluded commands.
+        for (line, entries) in [
+            ("docker ps", "`docker`"),
+            ("FOO=1 docker ps", "`docker`"),
+            ("env FOO=1 docker ps", "`docker`"),
+            ("timeout 5 docker ps -a", "`docker`"),
+            ("d''ocker ps", "`docker`"),
+            ("\"docker\" ps", "`docker`"),
+            ("bash -c 'docker ps'", "`docker`"),
+            ("docker ps && docker images 2>/dev/null", "`docker`"),
+            ("docker ps; git push origin main", "`docker`, `git push`"),
+        ] {
+            assert_eq!(judged(&s, line).as_deref(), Some(entries), "`{line}`");
+        }
+        assert_eq!(judged(&excluding(&[]), "docker ps"), None);
+    }
 }

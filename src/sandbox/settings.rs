@@ -439,19 +439,23 @@ impl Sandbox {
         b
     }
 
-    /// The excluded command `command` starts with, if any (an entry's
-    /// words are the command's first words: `docker` covers `docker ps`,
-    /// `git push` covers `git push origin`; `docker:*` is read as
-    /// `docker`).
-    pub fn excluded(&self, command: &str) -> Option<&str> {
-        let words: Vec<&str> = command.split_whitespace().collect();
+    /// The excluded-commands entry that names the command whose words
+    /// (after quote removal, the name first) are `words`, if any: an
+    /// entry's words are the command's first words (`docker` covers
+    /// `docker ps`, `git push` covers `git push origin`; `docker:*` is
+    /// read as `docker`). The name is matched as written (`/usr/bin/docker`
+    /// is not `docker`, nor is `./docker`). Which commands of a line count
+    /// is `interception::sandbox`'s to say (every one it can run).
+    pub fn excluded<S: AsRef<str>>(&self, words: &[S]) -> Option<&str> {
         self.excluded_commands
             .iter()
             .map(String::as_str)
             .find(|entry| {
                 let entry = entry.trim_end_matches(":*").trim_end_matches(" *");
                 let want: Vec<&str> = entry.split_whitespace().collect();
-                !want.is_empty() && words.len() >= want.len() && words[..want.len()] == want[..]
+                !want.is_empty()
+                    && words.len() >= want.len()
+                    && words.iter().zip(&want).all(|(w, e)| w.as_ref() == *e)
             })
     }
 
@@ -524,8 +528,9 @@ mod tests {
         assert_eq!(s.deny_write, vec![PathBuf::from("/p/locked")]);
         assert_eq!(s.deny_read, vec![PathBuf::from("/etc/secret")]);
         assert!(s.allow_local_binding);
-        assert_eq!(s.excluded("docker ps -a"), Some("docker"));
-        assert_eq!(s.excluded("dockerd"), None);
+        assert_eq!(s.excluded(&["docker", "ps", "-a"]), Some("docker"));
+        assert_eq!(s.excluded(&["dockerd"]), None);
+        assert_eq!(s.excluded(&["/usr/bin/docker", "ps"]), None);
         let off = claude(false, json!({"enabled": false}));
         let (s, _) = Sandbox::resolve(&[off], false);
         assert_eq!(s.preset, Preset::FullAccess);

@@ -423,6 +423,43 @@ async fn a_repository_cannot_widen_its_own_sandbox_before_it_is_trusted() {
 }
 
 #[tokio::test]
+async fn an_excluded_command_runs_outside_only_when_it_is_all_the_line_runs() {
+    require_sandbox();
+    let env = TestEnv::new();
+    let out = outside(&env);
+    let o = out.display();
+    let commands = [
+        // The control: the excluded command alone runs outside.
+        format!("touch {o}/alone"),
+        // Its first word is excluded, but the line runs more.
+        format!("touch {o}/first; python3 -c \"open('{o}/then', 'w')\""),
+        // An assignment in front, as Claude Code reads it: still touch.
+        format!("FOO=1 touch {o}/assigned"),
+        // A variable that changes what runs: not the excluded command.
+        format!("PATH=/usr/bin:$PATH touch {o}/path"),
+        // Spelled oddly, it is still touch (what runs, not the spelling).
+        format!("t''ouch {o}/quoted"),
+    ];
+    let config = "[sandbox]\nexcluded_commands = [\"touch\"]\n";
+    let (conn, session) = run_commands(env, Some(config), &commands).await;
+    for name in ["alone", "assigned", "quoted"] {
+        assert!(out.join(name).exists(), "{name}: the excluded command was confined");
+    }
+    for name in ["first", "then", "path"] {
+        assert!(!out.join(name).exists(), "{name} ran outside the sandbox");
+    }
+    let card = conn.thread(&session).card("c0").clone();
+    assert!(
+        card.text()
+            .contains("not sandboxed: an excluded command (`touch`, sandbox.excludedCommands)"),
+        "{}",
+        card.text()
+    );
+    let card = conn.thread(&session).card("c1").clone();
+    assert!(card.text().contains("sandbox: writes to"), "{}", card.text());
+}
+
+#[tokio::test]
 async fn a_background_command_runs_in_the_boundary_too() {
     require_sandbox();
     let env = TestEnv::new();

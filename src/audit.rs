@@ -299,7 +299,9 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 level: *level,
                 text: text.clone(),
             }),
-            Event::ConfigChanged { config_id, value } => entries.push(Entry::Setting {
+            Event::ConfigChanged {
+                config_id, value, ..
+            } => entries.push(Entry::Setting {
                 at,
                 setting: config_id.id().to_owned(),
                 value: value.clone(),

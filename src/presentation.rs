@@ -387,6 +387,7 @@ impl Presenter {
             Event::ConfigChanged {
                 config_id: ConfigId::Mode,
                 value,
+                ..
             } => {
                 vec![SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
                     value.clone(),

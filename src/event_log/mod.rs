@@ -31,8 +31,8 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 pub use record::{
-    CommandSource, CompactTrigger, ConfigId, Cost, Decision, DeltaChannel, Dropped, Environment,
-    Event, FORMAT_VERSION, FileDiff, GitFacts, HookNote, HookRecord, InstructionScope,
+    CommandSource, CompactTrigger, ConfigId, ConfigVia, Cost, Decision, DeltaChannel, Dropped,
+    Environment, Event, FORMAT_VERSION, FileDiff, GitFacts, HookNote, HookRecord, InstructionScope,
     Instructions, McpHints, McpTarget, NoteKind, NoticeLevel, OfferedCommand, Outcome, OutputFile,
     PermissionChoice, PermissionOutcome, PromptImage, Record, ResultContent, ResultStatus, SeqSpan,
     SessionEvent, StoredImage, TitleSource, TrustOutcome, TurnStop, Unqueued, Verdict, Via,

@@ -83,9 +83,17 @@ pub enum Event {
     /// (a retried model request, a configuration problem).
     #[serde(rename = "session/notice")]
     Notice { level: NoticeLevel, text: String },
-    /// A session setting changed (`session/set_config_option`).
+    /// A session setting changed (`session/set_config_option`,
+    /// `session/set_mode`, or a command the user typed: `via`).
     #[serde(rename = "config/changed")]
-    ConfigChanged { config_id: ConfigId, value: String },
+    ConfigChanged {
+        config_id: ConfigId,
+        value: String,
+        /// How the user changed it, when not through the client's config
+        /// options (`session/set_config_option`, `session/set_mode`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        via: Option<ConfigVia>,
+    },
     /// A prompt from the user, as the client sent it (ACP content blocks),
     /// but for its images' data: each image block's `data` is emptied and
     /// the image kept in the content store beside the log, named in
@@ -669,12 +677,22 @@ pub enum ConfigId {
     Model,
     /// The model's effort level (`providers::effort`).
     Effort,
-    /// The sandbox's preset the user chose for the session (`/sandbox`):
-    /// `read-only`, `workspace-write` or `full-access`.
+    /// The sandbox's preset the user chose for the session (`/sandbox`,
+    /// or the `sandbox` option): `read-only`, `workspace-write` or
+    /// `full-access`.
     Sandbox,
     /// The sandbox's network the user chose for the session
-    /// (`/sandbox network on|off`): `on` or `off`.
+    /// (`/sandbox network on|off`, or the `network` option): `off`,
+    /// `allowlist` or `on`.
     Network,
+}
+
+/// How a setting was changed when not through the client's config options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfigVia {
+    /// A command the user typed in a prompt (`/sandbox off`).
+    Command,
 }
 
 impl ConfigId {

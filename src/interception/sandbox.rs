@@ -153,8 +153,7 @@ fn excluded_command<'s>(
             excluded_command(sandbox, inner, entries)
         }
         (Runs::Command(inner), Some(WrapperKind::Driver)) => {
-            itself().map(|e| entries.push(e)).is_some()
-                && excluded_command(sandbox, inner, entries)
+            itself().map(|e| entries.push(e)).is_some() && excluded_command(sandbox, inner, entries)
         }
         (Runs::Script(inner), Some(WrapperKind::Interpreter)) => {
             !inner.commands.is_empty()

@@ -21,6 +21,23 @@ pub enum NetworkMode {
     On,
 }
 
+impl NetworkMode {
+    pub const ALL: [NetworkMode; 3] = [NetworkMode::Off, NetworkMode::Allowlist, NetworkMode::On];
+
+    /// Its name in settings and records (`off`, `allowlist`, `on`).
+    pub fn id(self) -> &'static str {
+        match self {
+            NetworkMode::Off => "off",
+            NetworkMode::Allowlist => "allowlist",
+            NetworkMode::On => "on",
+        }
+    }
+
+    pub fn from_id(id: &str) -> Option<NetworkMode> {
+        NetworkMode::ALL.into_iter().find(|n| n.id() == id)
+    }
+}
+
 /// What one settings file says about the sandbox (every field optional:
 /// only what it sets counts).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -111,13 +111,23 @@ pub(crate) fn start(
     let (inbox, commands) = mpsc::channel(8);
     let link = client_link(outgoing, &id, client, config);
     let shells = Shells::default();
+    let sandbox = super::sandbox::effective(&policy.sandbox, committer.records());
     let view = settings::View {
         model: provider.model().map(str::to_owned),
         model_choices: provider.model_choices(),
         mode: policy.mode,
         effort: provider.effort(),
         effort_source: provider.effort_source(),
+        sandbox: Some((sandbox.preset, sandbox.network)),
     };
+    let shared_view = Arc::new(std::sync::Mutex::new(view.clone()));
+    committer.follow_options(super::commit::Options {
+        current: Box::new({
+            let view = shared_view.clone();
+            move || crate::sync::lock(&view).config_options()
+        }),
+        sent: view.config_options(),
+    });
     let (changes, settings) = settings::Inbox::new();
     let gate = Gate {
         session_id: id.clone(),
@@ -134,6 +144,7 @@ pub(crate) fn start(
         user_commands: Vec::new(),
         trust,
         confiner: crate::tools::confined::Confiner::new(config.launcher.clone()),
+        view: shared_view.clone(),
     };
     gate.confiner.probe_soon(&gate.policy.sandbox);
     let handle = SessionHandle::new(
@@ -142,7 +153,7 @@ pub(crate) fn start(
         inbox,
         hard_stop.clone(),
         shells,
-        view.clone(),
+        shared_view,
         changes,
     );
     tracing::info!(session = %id, provider = provider.name(), log = %handle.log_path().display(), "session started");

@@ -11,7 +11,7 @@
 //! holds a session's images all at once. Before a model request is derived,
 //! [`Committer::ensure_images`] loads the images it carries.
 
-use agent_client_protocol_schema::v1::{SessionId, SessionUpdate};
+use agent_client_protocol_schema::v1::{SessionConfigOption, SessionId, SessionUpdate};
 
 use crate::event_log::{Event, EventLog, LogError, Record};
 use crate::presentation::Presenter;
@@ -27,6 +27,21 @@ pub(crate) struct Committer {
     log: EventLog,
     presenter: Presenter,
     outbox: Outbox,
+    options: Option<Options>,
+}
+
+/// The session's config options as the client was last told them, and
+/// where they now are (`session::settings::View`, which the dispatcher
+/// and the actor update before the record of a change is committed).
+pub(crate) struct Options {
+    pub(crate) current: Box<dyn Fn() -> Vec<SessionConfigOption> + Send + Sync>,
+    pub(crate) sent: Vec<SessionConfigOption>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options").field("sent", &self.sent).finish()
+    }
 }
 
 impl Committer {
@@ -41,7 +56,16 @@ impl Committer {
             log,
             presenter,
             outbox,
+            options: None,
         }
+    }
+
+    /// From now on, a record that can change the session's sandbox options
+    /// (`config/changed` for `sandbox` or `network`, a command's answer,
+    /// `trust/granted`) is followed by a `config_option_update` when the
+    /// options are no longer those the client was last given.
+    pub(crate) fn follow_options(&mut self, options: Options) {
+        self.options = Some(options);
     }
 
     /// Appends `event` and sends what it means to the client.
@@ -56,6 +80,25 @@ impl Committer {
         if let Some(record) = self.log.records().last() {
             let shown = self.log.hydrate(record);
             publish(&mut self.presenter, &self.outbox, &self.session_id, &shown);
+            let changes_options = matches!(
+                &record.event,
+                Event::ConfigChanged {
+                    config_id: crate::event_log::ConfigId::Sandbox
+                        | crate::event_log::ConfigId::Network,
+                    ..
+                } | Event::CommandRan { .. }
+                    | Event::TrustGranted { .. }
+            );
+            if changes_options && let Some(options) = self.options.as_mut() {
+                let now = (options.current)();
+                if now != options.sent {
+                    options.sent.clone_from(&now);
+                    let update = SessionUpdate::ConfigOptionUpdate(
+                        agent_client_protocol_schema::v1::ConfigOptionUpdate::new(now),
+                    );
+                    send(&self.outbox, &self.session_id, update);
+                }
+            }
         }
     }
 

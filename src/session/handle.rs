@@ -44,8 +44,9 @@ pub(crate) struct SessionHandle {
 struct Shared {
     /// Tripped at shutdown: tools stop without a grace period.
     hard_stop: CancellationToken,
-    /// The settings as the client last set them.
-    view: Mutex<settings::View>,
+    /// The settings as the client last set them (and the user's
+    /// `/sandbox`; shared with the actor).
+    view: Arc<Mutex<settings::View>>,
 }
 
 impl SessionHandle {
@@ -55,7 +56,7 @@ impl SessionHandle {
         inbox: mpsc::Sender<Command>,
         hard_stop: CancellationToken,
         shells: Shells,
-        view: settings::View,
+        view: Arc<Mutex<settings::View>>,
         changes: mpsc::UnboundedSender<settings::Sent>,
     ) -> Self {
         Self {
@@ -65,10 +66,7 @@ impl SessionHandle {
             queue: Queue::default(),
             shells,
             changes,
-            shared: Arc::new(Shared {
-                hard_stop,
-                view: Mutex::new(view),
-            }),
+            shared: Arc::new(Shared { hard_stop, view }),
         }
     }
 

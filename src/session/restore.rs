@@ -321,18 +321,21 @@ pub(crate) fn settings(records: &[Record]) -> Restored {
             Event::ConfigChanged {
                 config_id: ConfigId::Mode,
                 value,
+                ..
             } => {
                 restored.mode = Mode::from_id(value).or(restored.mode);
             }
             Event::ConfigChanged {
                 config_id: ConfigId::Model,
                 value,
+                ..
             } => {
                 restored.model = Some(value.clone());
             }
             Event::ConfigChanged {
                 config_id: ConfigId::Effort,
                 value,
+                ..
             } => {
                 restored.effort = Some(value.clone());
             }
@@ -627,10 +630,12 @@ mod tests {
             Event::ConfigChanged {
                 config_id: ConfigId::Mode,
                 value: "acceptEdits".into(),
+                via: None,
             },
             Event::ConfigChanged {
                 config_id: ConfigId::Model,
                 value: "claude-b".into(),
+                via: None,
             },
             Event::PermissionResolved {
                 tool_call_id: "t".into(),

@@ -303,6 +303,9 @@ async fn command_turn(
     } else {
         super::commands::run(command, gate, provider, c, &control.cwd)
     };
+    // `/trust` may have applied the project's sandbox settings: the
+    // options the client is shown follow (with the answer's record).
+    super::sandbox::refresh_view(gate, c.records());
     c.commit(Event::CommandRan {
         command: command.to_owned(),
         output,

@@ -443,7 +443,10 @@ async fn an_excluded_command_runs_outside_only_when_it_is_all_the_line_runs() {
     let config = "[sandbox]\nexcluded_commands = [\"touch\"]\n";
     let (conn, session) = run_commands(env, Some(config), &commands).await;
     for name in ["alone", "assigned", "quoted"] {
-        assert!(out.join(name).exists(), "{name}: the excluded command was confined");
+        assert!(
+            out.join(name).exists(),
+            "{name}: the excluded command was confined"
+        );
     }
     for name in ["first", "then", "path"] {
         assert!(!out.join(name).exists(), "{name} ran outside the sandbox");
@@ -456,7 +459,11 @@ async fn an_excluded_command_runs_outside_only_when_it_is_all_the_line_runs() {
         card.text()
     );
     let card = conn.thread(&session).card("c1").clone();
-    assert!(card.text().contains("sandbox: writes to"), "{}", card.text());
+    assert!(
+        card.text().contains("sandbox: writes to"),
+        "{}",
+        card.text()
+    );
 }
 
 #[tokio::test]
@@ -694,4 +701,116 @@ async fn what_the_read_deny_rules_deny_no_command_reads_and_a_glob_they_cannot_h
         assert_eq!(card.status, "completed", "{name}: {}", card.text());
         assert!(card.text().contains(text), "{name}: {}", card.text());
     }
+}
+
+/// The `config_option_update`s received so far: each one's options.
+fn option_updates(conn: &Conn) -> Vec<Value> {
+    conn.notifications
+        .iter()
+        .filter(|n| n["params"]["update"]["sessionUpdate"] == "config_option_update")
+        .map(|n| n["params"]["update"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_sandbox_is_an_editor_option_recorded_like_a_mode_and_a_load_keeps_it() {
+    require_sandbox();
+    let env = TestEnv::new();
+    let out = outside(&env);
+    let command = format!("echo x > {}/opt", out.display());
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![
+        respond(json!([tool("o", "Bash", json!({ "command": command }))])),
+        respond(json!([text("done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let mut conn = Conn::spawn(env);
+    conn.initialize().await;
+    let cwd = conn.env.project.clone();
+    let created = conn
+        .call("session/new", json!({"cwd": cwd, "mcpServers": []}))
+        .await;
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    let sandbox = config_option(&created, "sandbox");
+    assert_eq!(sandbox["currentValue"], "workspace-write", "{created}");
+    assert_eq!(sandbox["category"], "_sandbox");
+    let ids: Vec<&str> = sandbox["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["read-only", "workspace-write", "full-access"]);
+    assert_eq!(config_option(&created, "network")["currentValue"], "off");
+
+    // A value that is not a preset is refused, and nothing is recorded.
+    let bad = conn
+        .request(
+            "session/set_config_option",
+            json!({"sessionId": session, "configId": "sandbox", "value": "none"}),
+        )
+        .await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    // The person picks full access in the editor: recorded, and the next
+    // command runs outside, its card saying who lifted it.
+    let changed = conn
+        .call(
+            "session/set_config_option",
+            json!({"sessionId": session, "configId": "sandbox", "value": "full-access"}),
+        )
+        .await;
+    assert_eq!(
+        config_option(&changed, "sandbox")["currentValue"],
+        "full-access"
+    );
+    conn.prompt(&session, "write it").await;
+    assert!(
+        out.join("opt").exists(),
+        "the option did not lift the sandbox"
+    );
+    let card = conn.thread(&session).card("o").clone();
+    assert!(
+        card.text().contains(
+            "not sandboxed: turned off by you (the session's Sandbox option: full-access)"
+        ),
+        "{}",
+        card.text()
+    );
+    let log = conn.env.log(&session);
+    let recorded = log
+        .iter()
+        .find(|r| r["type"] == "config/changed" && r["configId"] == "sandbox")
+        .unwrap();
+    assert_eq!(recorded["value"], "full-access");
+    assert!(recorded.get("via").is_none(), "{recorded}");
+    // `/sandbox` typed changes the same setting, and the editor's options
+    // follow (a `config_option_update`).
+    conn.prompt(&session, "/sandbox read-only").await;
+    conn.prompt(&session, "/sandbox network allowlist").await;
+    let updates = option_updates(&conn);
+    let last = updates.last().expect("no config_option_update");
+    assert_eq!(config_option(last, "sandbox")["currentValue"], "read-only");
+    assert_eq!(config_option(last, "network")["currentValue"], "allowlist");
+    let log = conn.env.log(&session);
+    assert!(log.iter().any(|r| r["type"] == "config/changed"
+        && r["configId"] == "network"
+        && r["value"] == "allowlist"
+        && r["via"] == "command"));
+    // Loaded again, the session offers what the user last chose.
+    let env = conn.end().await;
+    let mut again = Conn::spawn(env);
+    again.initialize().await;
+    let loaded = again.load(&session).await;
+    assert_eq!(
+        config_option(&loaded, "sandbox")["currentValue"],
+        "read-only"
+    );
+    assert_eq!(
+        config_option(&loaded, "network")["currentValue"],
+        "allowlist"
+    );
 }

@@ -166,6 +166,17 @@ fn excluded_command<'s>(
     }
 }
 
+/// `sandbox` with what the user's Read deny rules name as read-denied
+/// paths (and what they reach that a boundary cannot hold, said on the
+/// card), so no command reads what `Read` may not.
+pub fn with_read_denies(mut sandbox: Sandbox, rules: &super::policy::Rules) -> Sandbox {
+    for rule in &rules.deny {
+        let (paths, not_held) = rule.read_denied_paths();
+        sandbox.deny_reads(paths, not_held);
+    }
+    sandbox
+}
+
 /// A boundary that confines nothing, for `reason`.
 fn unconfined(sandbox: &Sandbox, place: Place<'_>, reason: String) -> Boundary {
     let mut b = sandbox.boundary(place.cwd, place.tmpdir, place.home, place.probe);

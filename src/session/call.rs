@@ -76,11 +76,7 @@ pub(crate) async fn run_call(
     };
     // A command's boundary is settled with its arguments.
     if settled.tool() == Some(crate::tools::Tool::Bash) {
-        let mut sandbox = super::sandbox::effective(&gate.policy.sandbox, c.records());
-        for rule in &gate.policy.rules.deny {
-            let (paths, not_held) = rule.read_denied_paths();
-            sandbox.deny_reads(paths, not_held);
-        }
+        let sandbox = super::sandbox::for_calls(gate, c.records());
         // The kernel is asked once per process, and not at all with the
         // sandbox off.
         let probe = if sandbox.preset == crate::sandbox::Preset::FullAccess {

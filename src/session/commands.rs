@@ -109,16 +109,6 @@ pub(crate) fn run(
             }
             out
         }
-        "doctor" => {
-            let session = match &gate.trust {
-                super::context::Trust::Trusted { by, offer, .. } => {
-                    Some((offer.digest.as_str(), by.as_str()))
-                }
-                _ => None,
-            };
-            let report = crate::doctor::report_in(&gate.config, cwd, session);
-            format!("```text\n{}```\n", crate::doctor::render(&report))
-        }
         _ => {
             let text = crate::audit::render(&crate::audit::timeline(records));
             if text.trim().is_empty() {
@@ -128,6 +118,26 @@ pub(crate) fn run(
             }
         }
     }
+}
+
+/// `/doctor`: the report for the session's directory, with what its
+/// commands run in (its sandbox, the user's `/sandbox` choices included)
+/// on this kernel (`kernel`).
+pub(crate) fn doctor(
+    gate: &Gate,
+    records: &[crate::event_log::Record],
+    cwd: &Path,
+    kernel: &crate::sandbox::Probe,
+) -> String {
+    let session = match &gate.trust {
+        super::context::Trust::Trusted { by, offer, .. } => {
+            Some((offer.digest.as_str(), by.as_str()))
+        }
+        _ => None,
+    };
+    let sandbox = super::sandbox::for_calls(gate, records);
+    let report = crate::doctor::report_in(&gate.config, cwd, session, kernel, Some(&sandbox));
+    format!("```text\n{}```\n", crate::doctor::render(&report))
 }
 
 /// `/mcp`: each server, where its entry came from, its state, its tools

@@ -50,6 +50,15 @@ pub(crate) fn effective(settings: &Sandbox, records: &[Record]) -> Sandbox {
     s
 }
 
+/// What the session's next Bash call is confined by: [`effective`], with
+/// the user's Read deny rules as read-denied paths.
+pub(crate) fn for_calls(gate: &Gate, records: &[Record]) -> Sandbox {
+    crate::interception::sandbox::with_read_denies(
+        effective(&gate.policy.sandbox, records),
+        &gate.policy.rules,
+    )
+}
+
 /// The shared view of the session's options follows its sandbox as it now
 /// is (after `/sandbox`, or `/trust` applying a project's sandbox
 /// settings), so the next `config_option_update` and option answers say it.
@@ -101,7 +110,7 @@ pub(crate) async fn command(
             via: Some(ConfigVia::Command),
         })?;
     }
-    let sandbox = effective(&gate.policy.sandbox, c.records());
+    let sandbox = for_calls(gate, c.records());
     let probe = gate.confiner.probe().await;
     let boundary = sandbox.boundary(
         cwd,

@@ -300,6 +300,9 @@ async fn command_turn(
         }
     } else if command == "sandbox" {
         super::sandbox::command(c, gate, &control.cwd, prompt_text).await?
+    } else if command == "doctor" {
+        let kernel = gate.confiner.probe().await;
+        super::commands::doctor(gate, c.records(), &control.cwd, kernel)
     } else {
         super::commands::run(command, gate, provider, c, &control.cwd)
     };

@@ -164,6 +164,10 @@ pub struct Call {
     /// For a Bash call: the boundary it ran in (its card line).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::Boundary>,
+    /// For a confined Bash call with a network allowlist: each host it
+    /// reached for and how that was decided (`network/decided`), as a line.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<String>,
 }
 
 /// `candor audit <sessionId|path> [--json]`: finds the log (a path, or a
@@ -287,6 +291,14 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
             Event::ToolStarted { tool_call_id } => {
                 started.insert(tool_call_id, &record.at);
             }
+            Event::NetworkDecided { tool_call_id, .. } => {
+                if let Some(i) = call(&mut entries, tool_call_id)
+                    && let Entry::Call(c) = &mut entries[i]
+                {
+                    c.network
+                        .extend(crate::event_log::network_line(&record.event));
+                }
+            }
             Event::ToolResult { tool_call_id, .. } => {
                 if let Some(i) = call(&mut entries, tool_call_id)
                     && let Entry::Call(c) = &mut entries[i]
@@ -337,6 +349,7 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
             | Event::AssistantDelta { .. }
             | Event::AssistantMessage { .. }
             | Event::PermissionRequested { .. }
+            | Event::NetworkRequested { .. }
             | Event::ToolTerminal { .. }
             | Event::ToolOutput { .. }
             | Event::ToolContent { .. } => {}
@@ -594,6 +607,7 @@ fn call_entry(at: String, event: &Event) -> Option<Entry> {
         duration_ms: None,
         hook_notes: Vec::new(),
         sandbox: sandbox.clone(),
+        network: Vec::new(),
     })))
 }
 
@@ -966,6 +980,9 @@ fn render_call(out: &mut String, c: &Call) {
     }
     if let Some(boundary) = &c.sandbox {
         let _ = writeln!(out, "            {}", boundary.summary());
+    }
+    for line in &c.network {
+        let _ = writeln!(out, "            {line}");
     }
     for hook in &c.hooks {
         let verdict = serde_json::to_value(hook.decision)

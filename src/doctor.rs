@@ -797,7 +797,10 @@ mod tests {
         let mut sandbox = crate::sandbox::Sandbox::default();
         let info = sandbox_info(Path::new("/p"), &config, &sandbox, &no_landlock);
         assert!(!info.commands_fail);
-        assert!(info.runs_with.starts_with("not sandboxed: this kernel has no Landlock"));
+        assert!(
+            info.runs_with
+                .starts_with("not sandboxed: this kernel has no Landlock")
+        );
         sandbox.fail_if_unavailable = true;
         let info = sandbox_info(Path::new("/p"), &config, &sandbox, &no_landlock);
         assert!(info.commands_fail);

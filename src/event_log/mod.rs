@@ -33,9 +33,10 @@ use std::time::SystemTime;
 pub use record::{
     CommandSource, CompactTrigger, ConfigId, ConfigVia, Cost, Decision, DeltaChannel, Dropped,
     Environment, Event, FORMAT_VERSION, FileDiff, GitFacts, HookNote, HookRecord, InstructionScope,
-    Instructions, McpHints, McpTarget, NoteKind, NoticeLevel, OfferedCommand, Outcome, OutputFile,
-    PermissionChoice, PermissionOutcome, PromptImage, Record, ResultContent, ResultStatus, SeqSpan,
-    SessionEvent, StoredImage, TitleSource, TrustOutcome, TurnStop, Unqueued, Verdict, Via,
+    Instructions, McpHints, McpTarget, NetworkDecider, NoteKind, NoticeLevel, OfferedCommand,
+    Outcome, OutputFile, PermissionChoice, PermissionOutcome, PromptImage, Record, ResultContent,
+    ResultStatus, SeqSpan, SessionEvent, StoredImage, TitleSource, TrustOutcome, TurnStop,
+    Unqueued, Verdict, Via, network_line,
 };
 
 /// Why the log could not be written or read.

@@ -307,6 +307,40 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// A confined command tried to reach a host its network allowlist does
+    /// not name: candor asks the user on the call's card
+    /// (`session/request_permission`, "Allow network access to HOST?").
+    #[serde(rename = "network/requested")]
+    NetworkRequested {
+        tool_call_id: String,
+        host: String,
+        port: u16,
+        options: Vec<PermissionChoice>,
+    },
+    /// How a confined command's connection to a host was decided: by its
+    /// allowlist, the session's grant, the user's answer, no answer in
+    /// time, or the limit on how many hosts a command may ask about. One
+    /// record per host a command reaches (the first connection's).
+    #[serde(rename = "network/decided")]
+    NetworkDecided {
+        tool_call_id: String,
+        host: String,
+        port: u16,
+        allowed: bool,
+        by: NetworkDecider,
+        /// The allowlist rule that named the host (`by: allowlist`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<String>,
+        /// The user's answer (`by: user`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<PermissionOutcome>,
+        /// With `allowed_always`: the host allowed for the rest of the
+        /// session (a later command's allowlist names it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// An older candor's question (read in old logs, never written now):
     /// the project's own settings want what only a trusted project may have
     /// (hooks, allow rules, a mode that asks less: `bridges::trust`), asked
@@ -666,6 +700,71 @@ impl SessionEvent {
             SessionEvent::SessionEnd => "SessionEnd",
         }
     }
+}
+
+/// Who decided a connection of a confined command (`network/decided`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkDecider {
+    /// A domain of the command's allowlist (its boundary's).
+    Allowlist,
+    /// The user allowed the host for the session, earlier.
+    Grant,
+    /// The user, asked on the call's card.
+    User,
+    /// The user was asked and the question ended without an answer in
+    /// time (or the command ended first).
+    NoAnswer,
+    /// The command asked about too many hosts; refused unasked.
+    Limit,
+}
+
+/// A `network/decided` record as one line for people (the call's card and
+/// `candor audit`): `network: you allowed example.com:443 for this
+/// command`.
+pub fn network_line(event: &Event) -> Option<String> {
+    let Event::NetworkDecided {
+        host,
+        port,
+        allowed,
+        by,
+        rule,
+        outcome,
+        reason,
+        ..
+    } = event
+    else {
+        return None;
+    };
+    let place = format!("{host}:{port}");
+    let why = reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    Some(match (by, outcome, allowed) {
+        (NetworkDecider::Allowlist, ..) => format!(
+            "network: {place} allowed by the allowlist (`{}`)",
+            rule.as_deref().unwrap_or(host)
+        ),
+        (NetworkDecider::Grant, ..) => {
+            format!("network: {place} allowed (you allowed {host} for this session)")
+        }
+        (NetworkDecider::User, Some(PermissionOutcome::AllowedAlways), _) => {
+            format!("network: you allowed {host} for the rest of this session ({place})")
+        }
+        (NetworkDecider::User, _, true) => {
+            format!("network: you allowed {place} for this command")
+        }
+        (NetworkDecider::User, Some(PermissionOutcome::Rejected), false) => {
+            format!("network: you refused {place}")
+        }
+        (NetworkDecider::User, _, false) | (NetworkDecider::NoAnswer, ..) => {
+            format!("network: {place} refused, not answered{why}")
+        }
+        (NetworkDecider::Limit, ..) => {
+            format!("network: {place} refused unasked (this command asked about too many hosts)")
+        }
+    })
 }
 
 /// The session settings a client changes (`config/changed.configId`, the

@@ -135,13 +135,19 @@ fn file_refusal(boundary: &Boundary, path: &Path) -> Option<String> {
 fn network_refusal(boundary: &Boundary, output: &str) -> Option<String> {
     static PROXY: OnceLock<Option<Regex>> = OnceLock::new();
     static HOST: OnceLock<Option<Regex>> = OnceLock::new();
-    let proxy = PROXY
-        .get_or_init(|| Regex::new(r"candor sandbox: network access to (\S+) is not allowed").ok());
+    let proxy = PROXY.get_or_init(|| {
+        Regex::new(r"candor sandbox: network access to (\S+) is not allowed(?: \(([^)\n]*)\))?")
+            .ok()
+    });
     if let Some(caps) = proxy.as_ref().and_then(|r| r.captures(output))
         && let Some(host) = caps.get(1)
     {
+        let why = caps
+            .get(2)
+            .map(|w| format!(" ({})", w.as_str()))
+            .unwrap_or_default();
         return Some(format!(
-            "the sandbox's network allowlist refused {}; ask the user to allow the domain, or {ASK}",
+            "the sandbox's network allowlist refused {}{why}; ask the user to allow the domain, or {ASK}",
             host.as_str()
         ));
     }

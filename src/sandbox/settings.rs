@@ -414,10 +414,13 @@ impl Sandbox {
         let mut roots = vec![cwd.to_owned()];
         roots.extend(self.writable_roots.iter().cloned());
         roots.dedup();
-        // The allowlist's proxy is not yet started for a session: an
-        // allowlist holds as no network, and says so.
+        // An allowlist is held by the session's proxy (a door a command),
+        // which asks the user about any other host.
         let network = match self.network {
-            NetworkMode::Off | NetworkMode::Allowlist => Network::Off,
+            NetworkMode::Off => Network::Off,
+            NetworkMode::Allowlist => Network::Allowlist {
+                domains: self.allowed_domains.clone(),
+            },
             NetworkMode::On => Network::On,
         };
         let mut b = Boundary::new(
@@ -436,14 +439,6 @@ impl Sandbox {
             c.downgrades
                 .extend(self.reads_not_held.iter().map(|(_, long)| long.clone()));
             b.reads_not_held = self.reads_not_held.iter().map(|(s, _)| s.clone()).collect();
-        }
-        if self.network == NetworkMode::Allowlist
-            && let Enforced::Confined(c) = &mut b.enforced
-        {
-            c.downgrades.push(format!(
-                "the network allowlist ({}) is not yet held by a proxy in a session: the network is off",
-                self.allowed_domains.join(", ")
-            ));
         }
         if self.preset == Preset::FullAccess {
             b.enforced = Enforced::Unconfined {
@@ -474,6 +469,14 @@ impl Sandbox {
                     && words.len() >= want.len()
                     && words.iter().zip(&want).all(|(w, e)| w.as_ref() == *e)
             })
+    }
+
+    /// Allows `host` for the rest of the session (the user's "always" to a
+    /// command's question): later commands' allowlists name it.
+    pub fn grant_host(&mut self, host: &str) {
+        if !self.allowed_domains.iter().any(|d| d == host) {
+            self.allowed_domains.push(host.to_owned());
+        }
     }
 
     /// The preset and network as the user reads them ("workspace-write,

@@ -196,6 +196,17 @@ impl Committer {
         self.presenter.permission_card(id)
     }
 
+    /// What a question about a confined command's connection to `host`
+    /// shows (see [`Presenter::network_card`]).
+    pub(crate) fn network_card(
+        &self,
+        id: &str,
+        host: &str,
+        port: u16,
+    ) -> Option<agent_client_protocol_schema::v1::ToolCallUpdate> {
+        self.presenter.network_card(id, host, port)
+    }
+
     /// After a log failure: fail every open card so none spins forever.
     /// Runs the presenter over the records already in the log (a loaded
     /// session); with `send`, the client gets the updates (`session/load`),

@@ -18,7 +18,8 @@ use crate::sandbox::{Preset, Sandbox};
 
 /// The session's sandbox: the settings', with the user's choices recorded
 /// in `records` (`/sandbox`, the `sandbox` and `network` config options)
-/// applied in order.
+/// applied in order, and the hosts the user allowed for the rest of the
+/// session (`network/decided` with a `grant`) added to its allowlist.
 pub(crate) fn effective(settings: &Sandbox, records: &[Record]) -> Sandbox {
     let mut s = settings.clone();
     for record in records {
@@ -45,6 +46,13 @@ pub(crate) fn effective(settings: &Sandbox, records: &[Record]) -> Sandbox {
                 }
                 _ => {}
             }
+        }
+        // A host the user allowed for the rest of the session.
+        if let Event::NetworkDecided {
+            grant: Some(host), ..
+        } = &record.event
+        {
+            s.grant_host(host);
         }
     }
     s

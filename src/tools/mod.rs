@@ -449,7 +449,7 @@ pub fn present_mcp(target: &crate::event_log::McpTarget) -> Presentation {
 }
 
 /// Something a running tool tells the session.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum ToolEvent {
     /// Output to show on the card (already throttled, see `output`).
     Output(output::Chunk),
@@ -460,6 +460,16 @@ pub enum ToolEvent {
         content: Vec<crate::event_log::ResultContent>,
         structured: Option<Value>,
     },
+    /// A confined command is connecting to a host its network allowlist
+    /// does not name: the session asks the user on the call's card and
+    /// answers through `reply` (`session::network`).
+    NetworkAsk {
+        host: String,
+        port: u16,
+        reply: tokio::sync::oneshot::Sender<crate::sandbox::Answer>,
+    },
+    /// How the sandbox's proxy decided one of the command's connections.
+    Network(crate::sandbox::Decision),
 }
 
 /// What a tool gets besides its call.

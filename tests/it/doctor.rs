@@ -315,7 +315,9 @@ fn doctor_says_what_the_kernel_gives_and_what_a_command_runs_in() {
         sandbox["kernelSummary"]
             .as_str()
             .unwrap()
-            .starts_with(&format!("Landlock ABI {abi}, user, mount, PID, network namespaces")),
+            .starts_with(&format!(
+                "Landlock ABI {abi}, user, mount, PID, network namespaces"
+            )),
         "{sandbox}"
     );
     assert_eq!(sandbox["preset"], "workspace-write");
@@ -325,7 +327,10 @@ fn doctor_says_what_the_kernel_gives_and_what_a_command_runs_in() {
     let line =
         "sandbox: writes to ~/project and $TMPDIR only, network off, processes end with the call";
     assert_eq!(sandbox["runsWith"], line, "{sandbox}");
-    assert!(text.contains("\nSandbox\n  kernel    Landlock ABI"), "{text}");
+    assert!(
+        text.contains("\nSandbox\n  kernel    Landlock ABI"),
+        "{text}"
+    );
     assert!(text.contains(&format!("  commands  {line}")), "{text}");
     assert!(text.contains("  - not held: reads:"), "{text}");
 
@@ -345,7 +350,10 @@ fn doctor_says_what_the_kernel_gives_and_what_a_command_runs_in() {
             .starts_with("sandbox: writes to $TMPDIR only, network only to github.com"),
         "{sandbox}"
     );
-    assert!(text.contains("settings  read-only, network only to github.com"), "{text}");
+    assert!(
+        text.contains("settings  read-only, network only to github.com"),
+        "{text}"
+    );
     write(
         &env.dir.path().join(".config/candor/config.toml"),
         "[sandbox]\nmode = \"full-access\"\n",

@@ -814,3 +814,264 @@ async fn the_sandbox_is_an_editor_option_recorded_like_a_mode_and_a_load_keeps_i
         "allowlist"
     );
 }
+
+/// A Bash command fetching `http://{host}:{port}/` through the sandbox's
+/// proxy (`NO_PROXY` cleared: 127.0.0.1 stands for the outside here).
+fn fetch(host: &str, port: u16) -> String {
+    format!(
+        "NO_PROXY= no_proxy= python3 -c \"import urllib.request as u; print(u.urlopen('http://{host}:{port}/', timeout=10).read().decode())\""
+    )
+}
+
+/// A session in `bypassPermissions` (no call asks) whose candor config
+/// turns the allowlist on with `domains`; its model runs `commands`.
+async fn allowlisted(domains: &str, commands: &[String], answers: &[&str]) -> (Conn, String) {
+    let env = TestEnv::new().with_policy(json!({"mode": "bypassPermissions"}));
+    let inputs: Vec<Value> = commands.iter().map(|c| json!({ "command": c })).collect();
+    let calls: Vec<Value> = inputs
+        .into_iter()
+        .enumerate()
+        .map(|(i, input)| respond(json!([tool(&format!("c{i}"), "Bash", input)])))
+        .collect();
+    let path = env.dir.path().join("script.json");
+    let mut responses = calls;
+    responses.push(respond(json!([text("done")])));
+    std::fs::write(&path, script(responses).to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let toml = format!("[sandbox]\nnetwork = \"allowlist\"\nallowed_domains = [{domains}]\n");
+    let (env, config) = with_candor_sandbox(env, &toml);
+    let mut conn = Conn::in_process_with(env, config);
+    let session = conn.ready().await;
+    conn.answer_permissions(answers);
+    conn.prompt(&session, "go").await;
+    (conn, session)
+}
+
+/// The `network/decided` records of call `id`.
+fn decided(log: &[Value], id: &str) -> Vec<Value> {
+    log.iter()
+        .filter(|r| r["type"] == "network/decided" && r["toolCallId"] == id)
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn an_allowlisted_command_reaches_its_domains_and_asks_on_its_card_for_another() {
+    require_sandbox();
+    let port = http_server();
+    let commands = [
+        fetch("127.0.0.1", port),
+        fetch("localhost", port),
+        fetch("localhost", port),
+        fetch("localhost", port),
+        fetch("localhost", port),
+    ];
+    let answers = ["allow_once", "reject_once", "allow_always"];
+    let (conn, session) = allowlisted("\"127.0.0.1\"", &commands, &answers).await;
+    let card = |id: &str| conn.thread(&session).card(id).clone();
+    // A listed domain: through, unasked; the card says where it may go.
+    let c0 = card("c0");
+    assert_eq!(c0.status, "completed", "{}", c0.text());
+    assert!(c0.text().contains("hello"), "{}", c0.text());
+    assert!(
+        c0.text()
+            .contains("network only to 127.0.0.1, processes end with the call"),
+        "{}",
+        c0.text()
+    );
+    // Another host: asked on the call's own card, three times (once per
+    // command), and never for the grant's later command.
+    assert_eq!(
+        conn.permission_requests.len(),
+        3,
+        "{:?}",
+        conn.permission_requests
+    );
+    let asked = &conn.permission_requests[0];
+    assert_eq!(asked["toolCall"]["toolCallId"], "c1");
+    let question = asked["toolCall"].to_string();
+    assert!(
+        question.contains("Allow network access to localhost?"),
+        "{question}"
+    );
+    assert_eq!(
+        asked["toolCall"]["_meta"]["candor"]["network"]["host"],
+        "localhost"
+    );
+    let names: Vec<&str> = asked["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "Allow localhost for this command",
+            "Allow localhost for the rest of this session",
+            "Refuse"
+        ]
+    );
+    // Allowed once: through, and the card says who let it.
+    let c1 = card("c1");
+    assert!(c1.text().contains("hello"), "{}", c1.text());
+    assert!(
+        c1.text().contains(&format!(
+            "network: you allowed localhost:{port} for this command"
+        )),
+        "{}",
+        c1.text()
+    );
+    // Refused: the command is told, and so is the model.
+    let c2 = card("c2");
+    assert_eq!(c2.status, "failed", "{}", c2.text());
+    assert!(!c2.text().contains("hello"), "{}", c2.text());
+    assert!(
+        c2.text()
+            .contains(&format!("network: you refused localhost:{port}"))
+    );
+    let result = result_text(&conn, 3, "c2");
+    assert!(
+        result.contains(&format!(
+            "[the sandbox's network allowlist refused localhost (port {port}): the user refused it when asked;"
+        )),
+        "{result}"
+    );
+    // Allowed for the session: the next command reaches it unasked, and
+    // its card names it among the domains.
+    assert!(card("c3").text().contains("hello"));
+    let c4 = card("c4");
+    assert!(c4.text().contains("hello"), "{}", c4.text());
+    assert!(
+        c4.text().contains("network only to 127.0.0.1, localhost,"),
+        "{}",
+        c4.text()
+    );
+    // The log: every host each command reached for, once; the questions
+    // and the answers; the grant.
+    let log = conn.env.log(&session);
+    let d0 = decided(&log, "c0");
+    assert_eq!(d0.len(), 1, "{d0:?}");
+    assert_eq!(d0[0]["by"], "allowlist");
+    assert_eq!(d0[0]["rule"], "127.0.0.1");
+    assert!(log.iter().any(|r| r["type"] == "network/requested"
+        && r["toolCallId"] == "c1"
+        && r["host"] == "localhost"));
+    assert_eq!(decided(&log, "c1")[0]["outcome"], "allowed_once");
+    assert_eq!(decided(&log, "c2")[0]["allowed"], false);
+    assert_eq!(decided(&log, "c3")[0]["grant"], "localhost");
+    assert_eq!(decided(&log, "c4")[0]["by"], "allowlist");
+    assert_eq!(
+        call_record(&log, "c4")["sandbox"]["network"]["domains"],
+        json!(["127.0.0.1", "localhost"])
+    );
+    // `candor audit` lists them under each call.
+    let audit = audit(&conn.env.home, &session, false);
+    assert!(
+        audit.contains(&format!(
+            "network: you allowed localhost:{port} for this command"
+        )),
+        "{audit}"
+    );
+    assert!(
+        audit.contains(&format!(
+            "network: 127.0.0.1:{port} allowed by the allowlist (`127.0.0.1`)"
+        )),
+        "{audit}"
+    );
+    // A load replays the same cards, and keeps the grant.
+    let env = conn.end().await;
+    let mut again = Conn::spawn(env);
+    again.initialize().await;
+    again.load(&session).await;
+    for id in ["c1", "c2"] {
+        let live_text = conn_card_text(&again, &session, id);
+        assert!(
+            live_text.contains("network: you"),
+            "{id} replayed without its answer: {live_text}"
+        );
+    }
+}
+
+fn conn_card_text(conn: &Conn, session: &str, id: &str) -> String {
+    conn.thread(session).card(id).text()
+}
+
+#[tokio::test]
+async fn a_command_asks_about_a_few_hosts_at_most_and_a_cancel_withdraws_the_question() {
+    require_sandbox();
+    let port = http_server();
+    // Ten hosts no rule names: eight questions, then refused unasked.
+    let hosts: Vec<String> = (1..=10).map(|i| format!("h{i}.invalid")).collect();
+    let loop_over = hosts
+        .iter()
+        .map(|h| fetch(h, port) + " || true")
+        .collect::<Vec<_>>()
+        .join("; ");
+    let answers: Vec<&str> = std::iter::repeat_n("reject_once", 10).collect();
+    let (conn, session) = allowlisted("", &[loop_over], &answers).await;
+    assert_eq!(conn.permission_requests.len(), 8);
+    let log = conn.env.log(&session);
+    let limited: Vec<&Value> = log
+        .iter()
+        .filter(|r| r["type"] == "network/decided" && r["by"] == "limit")
+        .collect();
+    assert_eq!(limited.len(), 2, "{limited:?}");
+    let card = conn.thread(&session).card("c0").clone();
+    assert!(
+        card.text()
+            .contains("refused unasked (this command asked about too many hosts)"),
+        "{}",
+        card.text()
+    );
+    assert!(
+        card.text().contains("network only to domains you allow"),
+        "{}",
+        card.text()
+    );
+
+    // A question left open is withdrawn by a cancel: the connection is
+    // refused, and the log says it was never answered.
+    let env = TestEnv::new().with_policy(json!({"mode": "bypassPermissions"}));
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![
+        respond(json!([tool(
+            "w",
+            "Bash",
+            json!({ "command": fetch("localhost", port) })
+        )])),
+        respond(json!([text("done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let (env, config) = with_candor_sandbox(env, "[sandbox]\nnetwork = \"allowlist\"\n");
+    let mut conn = Conn::in_process_with(env, config);
+    let session = conn.ready().await;
+    conn.hold_permissions();
+    let id = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+        )
+        .await;
+    while conn.permission_requests.is_empty() {
+        conn.recv().await;
+    }
+    conn.notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let answered = conn.response(&id).await;
+    assert_eq!(answered["result"]["stopReason"], "cancelled", "{answered}");
+    let log = conn.env.log(&session);
+    let d = decided(&log, "w");
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0]["allowed"], false);
+    assert_eq!(d[0]["by"], "no-answer");
+    let card = conn.thread(&session).card("w").clone();
+    assert!(!card.text().contains("hello"), "{}", card.text());
+}

@@ -891,3 +891,23 @@ pub fn config_option<'a>(response: &'a Value, id: &str) -> &'a Value {
         .and_then(|options| options.iter().find(|o| o["id"] == id))
         .unwrap_or(&Value::Null)
 }
+
+/// A local HTTP server (the "outside") answering `hello` to every request,
+/// on its own thread; its port.
+pub fn http_server() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nhello\n",
+            );
+        }
+    });
+    port
+}

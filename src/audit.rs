@@ -275,29 +275,16 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 }
             }
             Event::ToolCall { .. } => entries.extend(call_entry(at, &record.event)),
-            Event::PermissionResolved {
-                tool_call_id,
-                outcome,
-                grant,
-                ..
-            } => {
+            Event::PermissionResolved { tool_call_id, .. }
+            | Event::NetworkDecided { tool_call_id, .. } => {
                 if let Some(i) = call(&mut entries, tool_call_id)
                     && let Entry::Call(c) = &mut entries[i]
                 {
-                    c.permission = Some(*outcome);
-                    c.grant.clone_from(grant);
+                    answered(c, &record.event);
                 }
             }
             Event::ToolStarted { tool_call_id } => {
                 started.insert(tool_call_id, &record.at);
-            }
-            Event::NetworkDecided { tool_call_id, .. } => {
-                if let Some(i) = call(&mut entries, tool_call_id)
-                    && let Entry::Call(c) = &mut entries[i]
-                {
-                    c.network
-                        .extend(crate::event_log::network_line(&record.event));
-                }
             }
             Event::ToolResult { tool_call_id, .. } => {
                 if let Some(i) = call(&mut entries, tool_call_id)
@@ -357,6 +344,19 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
     }
     entries.extend(cost_entry(records));
     entries
+}
+
+/// What the user answered about a call (`permission/resolved`), and how
+/// a confined command's connections were decided (`network/decided`).
+fn answered(c: &mut Call, event: &Event) {
+    match event {
+        Event::PermissionResolved { outcome, grant, .. } => {
+            c.permission = Some(*outcome);
+            c.grant.clone_from(grant);
+        }
+        Event::NetworkDecided { .. } => c.network.extend(crate::event_log::network_line(event)),
+        _ => {}
+    }
 }
 
 /// Where the call `id` is in `entries`.

@@ -111,23 +111,7 @@ pub(crate) fn start(
     let (inbox, commands) = mpsc::channel(8);
     let link = client_link(outgoing, &id, client, config);
     let shells = Shells::default();
-    let sandbox = super::sandbox::effective(&policy.sandbox, committer.records());
-    let view = settings::View {
-        model: provider.model().map(str::to_owned),
-        model_choices: provider.model_choices(),
-        mode: policy.mode,
-        effort: provider.effort(),
-        effort_source: provider.effort_source(),
-        sandbox: Some((sandbox.preset, sandbox.network)),
-    };
-    let shared_view = Arc::new(std::sync::Mutex::new(view.clone()));
-    committer.follow_options(super::commit::Options {
-        current: Box::new({
-            let view = shared_view.clone();
-            move || crate::sync::lock(&view).config_options()
-        }),
-        sent: view.config_options(),
-    });
+    let (view, shared_view) = options(&mut committer, &provider, &policy);
     let (changes, settings) = settings::Inbox::new();
     let gate = Gate {
         session_id: id.clone(),
@@ -184,6 +168,35 @@ pub(crate) fn start(
         settings: view,
         opened,
     })
+}
+
+/// The session's config options as they start (its mode, model, effort,
+/// and sandbox, the user's choices in a stored log included), shared by
+/// the dispatcher's handle and the actor; the committer tells the client
+/// when a record changes them (`Committer::follow_options`).
+fn options(
+    committer: &mut Committer,
+    provider: &Provider,
+    policy: &crate::interception::Policy,
+) -> (settings::View, Arc<std::sync::Mutex<settings::View>>) {
+    let sandbox = super::sandbox::effective(&policy.sandbox, committer.records());
+    let view = settings::View {
+        model: provider.model().map(str::to_owned),
+        model_choices: provider.model_choices(),
+        mode: policy.mode,
+        effort: provider.effort(),
+        effort_source: provider.effort_source(),
+        sandbox: Some((sandbox.preset, sandbox.network)),
+    };
+    let shared = Arc::new(std::sync::Mutex::new(view.clone()));
+    committer.follow_options(super::commit::Options {
+        current: Box::new({
+            let view = shared.clone();
+            move || crate::sync::lock(&view).config_options()
+        }),
+        sent: view.config_options(),
+    });
+    (view, shared)
 }
 
 /// The session's presenter, for what the client declared it takes

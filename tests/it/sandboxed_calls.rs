@@ -174,6 +174,13 @@ async fn writes_outside_the_roots_and_into_git_fail_through_candor_and_work_unsa
                 out.display()
             ),
             format!(
+                "perl -e 'open(my $f, \">\", \"{}/pl\") or die \"$!\"; print $f \"x\"'",
+                out.display()
+            ),
+            format!("echo x > /proc/self/root{}/proc", out.display()),
+            // A rename over a protected file.
+            "echo '[y]' > new && mv -f new .git/config".to_owned(),
+            format!(
                 "echo x > \"$TMPDIR/src\" && cp \"$TMPDIR/src\" {}/cp",
                 out.display()
             ),
@@ -191,7 +198,7 @@ async fn writes_outside_the_roots_and_into_git_fail_through_candor_and_work_unsa
     let env = TestEnv::new();
     let out = setup(&env);
     let (conn, _) = run_commands(env, None, &escapes(&out)).await;
-    for name in ["py", "cp", "ln", "cd"] {
+    for name in ["py", "pl", "proc", "cp", "ln", "cd"] {
         assert!(!out.join(name).exists(), "{name} escaped the sandbox");
     }
     let git = std::fs::read_to_string(conn.env.project.join(".git/config")).unwrap();
@@ -205,11 +212,11 @@ async fn writes_outside_the_roots_and_into_git_fail_through_candor_and_work_unsa
     let out = setup(&env);
     let config = "[sandbox]\nmode = \"full-access\"\n";
     let (conn, session) = run_commands(env, Some(config), &escapes(&out)).await;
-    for name in ["py", "cp", "ln", "cd"] {
+    for name in ["py", "pl", "proc", "cp", "ln", "cd"] {
         assert!(out.join(name).exists(), "{name} did not run unsandboxed");
     }
     let git = std::fs::read_to_string(conn.env.project.join(".git/config")).unwrap();
-    assert!(git.contains("[x]"));
+    assert!(git.contains("[y]") && git.contains("[x]"), "{git}");
     let log = conn.env.log(&session);
     let call = call_record(&log, "c0");
     assert_eq!(call["sandbox"]["enforced"]["kind"], "unconfined");
@@ -1074,4 +1081,192 @@ async fn a_command_asks_about_a_few_hosts_at_most_and_a_cancel_withdraws_the_que
     assert_eq!(d[0]["by"], "no-answer");
     let card = conn.thread(&session).card("w").clone();
     assert!(!card.text().contains("hello"), "{}", card.text());
+}
+
+/// A UDP socket on the host's loopback, waiting briefly for a datagram.
+fn udp_listener() -> (std::net::UdpSocket, u16) {
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let port = udp.local_addr().unwrap().port();
+    (udp, port)
+}
+
+/// A Bash command sending a datagram `leak` to the host's `port`.
+fn send_udp(port: u16) -> String {
+    format!(
+        "python3 -c \"import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'leak', ('127.0.0.1', {port})); print('sent')\""
+    )
+}
+
+#[tokio::test]
+async fn no_datagram_name_lookup_or_raw_socket_gets_out_with_the_network_off() {
+    require_sandbox();
+    let (udp, port) = udp_listener();
+    let raw = "python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP); print('raw')\"";
+    let commands = [
+        send_udp(port),
+        // A datagram to an address off this machine (TEST-NET-1).
+        "python3 -c \"import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'x', ('192.0.2.1', 53))\"".to_owned(),
+        "getent hosts example.com".to_owned(),
+        raw.to_owned(),
+    ];
+    let (conn, session) = run_commands(TestEnv::new(), None, &commands).await;
+    let mut buf = [0u8; 16];
+    assert!(udp.recv_from(&mut buf).is_err(), "a datagram got out");
+    let card = |id: &str| conn.thread(&session).card(id).clone();
+    let off = card("c1");
+    assert_eq!(off.status, "failed", "{}", off.text());
+    assert!(
+        off.text().contains("Network is unreachable"),
+        "{}",
+        off.text()
+    );
+    assert_eq!(
+        card("c2").status,
+        "failed",
+        "a name resolved: {}",
+        card("c2").text()
+    );
+    let raw_card = card("c3");
+    assert_eq!(raw_card.status, "failed", "{}", raw_card.text());
+    assert!(!raw_card.text().contains("\nraw"), "{}", raw_card.text());
+    // The controls: with the network on, the same datagram arrives; as
+    // root, unsandboxed, the raw socket opens.
+    let config = "[sandbox]\nnetwork = \"on\"\n";
+    let (conn, session) = run_commands(TestEnv::new(), Some(config), &[send_udp(port)]).await;
+    let (n, _) = udp
+        .recv_from(&mut buf)
+        .unwrap_or_else(|e| panic!("{e}: {}", conn.thread(&session).card("c0").text()));
+    assert_eq!(&buf[..n], b"leak");
+    if nix::unistd::geteuid().is_root() {
+        let config = "[sandbox]\nmode = \"full-access\"\n";
+        let (conn, session) = run_commands(TestEnv::new(), Some(config), &[raw.to_owned()]).await;
+        let card = conn.thread(&session).card("c0").clone();
+        assert_eq!(card.status, "completed", "{}", card.text());
+    }
+}
+
+/// A Bash command sending SIGCONT (harmless) to candor (its pid read from
+/// `pid_file`, written once candor runs) and to the editor (`editor`: this
+/// test process), printing each `kill`'s status.
+fn signal_both(pid_file: &Path, editor: u32) -> String {
+    format!(
+        "kill -CONT $(cat {}); a=$?; kill -CONT {editor}; b=$?; echo \"candor=$a editor=$b\"",
+        pid_file.display()
+    )
+}
+
+/// candor (the binary: its pid is its own, the editor's is this test's)
+/// running `signal_both` in a session with `toml` as the user's candor
+/// config, in candor's own process or (`terminal`) the editor's terminal;
+/// what the command printed.
+async fn signalling(toml: Option<&str>, terminal: bool) -> String {
+    let env = TestEnv::new().with_policy(json!({"mode": "bypassPermissions"}));
+    let pid_file = env.dir.path().join("candor.pid");
+    let command = signal_both(&pid_file, std::process::id());
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![
+        respond(json!([tool("k", "Bash", json!({ "command": command }))])),
+        respond(json!([text("done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let env = match toml {
+        Some(toml) => env.with_user_config(toml),
+        None => env,
+    };
+    let mut conn = Conn::spawn(env);
+    let pid = conn.child().id().unwrap();
+    std::fs::write(&pid_file, pid.to_string()).unwrap();
+    conn.initialize_with(json!({ "terminal": terminal })).await;
+    let session = conn.new_session().await;
+    conn.prompt(&session, "go").await;
+    let mut text = conn.thread(&session).card("k").text();
+    assert_eq!(
+        conn.terminals.len(),
+        usize::from(terminal),
+        "the command did not run where the test meant"
+    );
+    for t in conn.terminals.values() {
+        if toml.is_none() {
+            // The editor ran candor's launcher, not bash itself.
+            assert_eq!(t.argv[1], "__sandbox", "{:?}", t.argv);
+        }
+        text.push_str(&t.output);
+    }
+    text
+}
+
+#[tokio::test]
+async fn a_command_cannot_signal_candor_or_the_editor_from_its_own_run_or_the_editors_terminal() {
+    require_sandbox();
+    for terminal in [false, true] {
+        let said = signalling(None, terminal).await;
+        assert!(
+            said.contains("candor=1 editor=1"),
+            "a signal got out (terminal: {terminal}): {said}"
+        );
+        // The control: unsandboxed, the same signals reach both.
+        let said = signalling(Some("[sandbox]\nmode = \"full-access\"\n"), terminal).await;
+        assert!(
+            said.contains("candor=0 editor=0"),
+            "the control (terminal: {terminal}): {said}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_editor_terminal_command_is_held_by_the_same_boundary() {
+    require_sandbox();
+    let (udp, port) = udp_listener();
+    let run = |toml: Option<&'static str>| async move {
+        let env = TestEnv::new().with_policy(json!({"mode": "bypassPermissions"}));
+        let out = outside(&env);
+        let command = format!(
+            "echo x > {}/term; echo evil >> .git/config; {}",
+            out.display(),
+            send_udp(port)
+        );
+        env.file(".git/config", "[core]\n");
+        let path = env.dir.path().join("script.json");
+        let s = script(vec![
+            respond(json!([tool("t", "Bash", json!({ "command": command }))])),
+            respond(json!([text("done")])),
+        ]);
+        std::fs::write(&path, s.to_string()).unwrap();
+        let env = TestEnv {
+            script: Some(path),
+            ..env
+        };
+        let env = match toml {
+            Some(toml) => env.with_user_config(toml),
+            None => env,
+        };
+        let mut conn = Conn::spawn(env);
+        conn.initialize_with(json!({"terminal": true})).await;
+        let session = conn.new_session().await;
+        conn.prompt(&session, "go").await;
+        assert_eq!(conn.terminals.len(), 1, "no editor terminal ran it");
+        let card = conn.thread(&session).card("t").clone();
+        let git = std::fs::read_to_string(conn.env.project.join(".git/config")).unwrap();
+        (out.join("term").exists(), git, card.text())
+    };
+    let (wrote, git, card) = run(None).await;
+    assert!(!wrote, "the terminal command wrote outside the roots");
+    assert_eq!(git, "[core]\n", "the terminal command wrote into .git");
+    let mut buf = [0u8; 16];
+    assert!(
+        udp.recv_from(&mut buf).is_err(),
+        "a datagram got out of the terminal"
+    );
+    assert!(card.contains("sandbox: writes to"), "{card}");
+    // The control: unsandboxed, the same terminal command does all three.
+    let (wrote, git, _) = run(Some("[sandbox]\nmode = \"full-access\"\n")).await;
+    assert!(wrote && git.contains("evil"));
+    let (n, _) = udp.recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"leak");
 }

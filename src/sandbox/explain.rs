@@ -73,13 +73,27 @@ fn refused_paths(output: &str) -> Vec<String> {
     found
 }
 
+/// `path` made absolute, `.` and `..` taken away (so `../x` is not inside
+/// the root it was written from).
 fn absolute(cwd: &Path, path: &str) -> PathBuf {
+    use std::path::Component;
     let p = Path::new(path);
-    if p.is_absolute() {
+    let joined = if p.is_absolute() {
         p.to_owned()
     } else {
         cwd.join(p)
+    };
+    let mut plain = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            Component::ParentDir => {
+                plain.pop();
+            }
+            Component::CurDir => {}
+            other => plain.push(other),
+        }
     }
+    plain
 }
 
 /// Whether the user, outside the sandbox, could write `path` (or create
@@ -262,6 +276,15 @@ mod tests {
         );
         assert!(
             line.contains("is read-only in the sandbox (a protected path)"),
+            "{line}"
+        );
+        // `..` leads out of the root it was written from.
+        let line = explain(&b, &root, "bash: line 1: ../outside/y: Permission denied").unwrap();
+        assert!(
+            line.starts_with(&format!(
+                "the sandbox refused a write to {}: outside the writable roots",
+                dir.path().join("outside/y").display()
+            )),
             "{line}"
         );
     }

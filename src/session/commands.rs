@@ -49,8 +49,8 @@ pub(crate) fn offered() -> Vec<OfferedCommand> {
         },
         OfferedCommand {
             name: "sandbox".into(),
-            description: "Show what commands run in (writable roots, network, what this kernel holds); `/sandbox off`, `on`, `read-only` or `network on|off` changes it for this session".into(),
-            hint: Some("[off|on|read-only|network on|network off]".into()),
+            description: "Show what commands run in (writable roots, network, what this kernel holds); `/sandbox off`, `on`, `read-only` or `network on|off|allowlist` changes it for this session".into(),
+            hint: Some("[off|on|read-only|network on|network off|network allowlist]".into()),
         },
         OfferedCommand {
             name: "audit".into(),

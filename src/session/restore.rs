@@ -413,6 +413,45 @@ fn left_in_line(records: &[Record]) -> Vec<Event> {
     prompts.chain(steers).collect()
 }
 
+/// A question about a confined command's connection left open
+/// (`network/requested` with no `network/decided` for its call and host):
+/// closed as not answered, as the command's end would have.
+fn open_network_questions(records: &[Record]) -> Vec<Event> {
+    let decided: HashSet<(&str, &str)> = records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::NetworkDecided {
+                tool_call_id, host, ..
+            } => Some((tool_call_id.as_str(), host.as_str())),
+            _ => None,
+        })
+        .collect();
+    records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::NetworkRequested {
+                tool_call_id,
+                host,
+                port,
+                ..
+            } if !decided.contains(&(tool_call_id.as_str(), host.as_str())) => {
+                Some(Event::NetworkDecided {
+                    tool_call_id: tool_call_id.clone(),
+                    host: host.clone(),
+                    port: *port,
+                    allowed: false,
+                    by: crate::event_log::NetworkDecider::NoAnswer,
+                    rule: None,
+                    outcome: Some(crate::event_log::PermissionOutcome::Cancelled),
+                    grant: None,
+                    reason: Some("candor stopped before the answer".into()),
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// The records [`recover`] appends (see the module docs).
 fn plan(records: &[Record]) -> Vec<Event> {
     let mut events = Vec::new();
@@ -465,6 +504,7 @@ fn plan(records: &[Record]) -> Vec<Event> {
             });
         }
     }
+    events.extend(open_network_questions(records));
     for record in records {
         if let Event::AssistantMessage {
             content, call_ids, ..
@@ -622,6 +662,35 @@ mod tests {
             if content == &vec![AssistantBlock::Text { text: "Let me look".into() }])
         );
         assert!(matches!(&plan[1], Event::TurnEnded { .. }));
+    }
+
+    #[test]
+    fn a_network_question_left_open_is_closed_unanswered_before_the_call() {
+        let records = recs(vec![
+            Event::AssistantMessage {
+                content: vec![tool_use("n")],
+                stop: ModelStop::ToolUse,
+                interrupted: false,
+                call_ids: Vec::new(),
+                cost: None,
+            },
+            Event::NetworkRequested {
+                tool_call_id: "n".into(),
+                host: "example.com".into(),
+                port: 443,
+                options: Vec::new(),
+            },
+        ]);
+        let plan = plan(&records);
+        assert!(
+            matches!(&plan[0], Event::NetworkDecided { host, allowed: false, by: crate::event_log::NetworkDecider::NoAnswer, .. } if host == "example.com"),
+            "{plan:?}"
+        );
+        assert!(matches!(&plan[1], Event::ToolResult { tool_call_id, .. } if tool_call_id == "n"));
+        // Closed once: a second load finds nothing more.
+        let mut all = records.clone();
+        all.extend(recs(plan));
+        assert!(open_network_questions(&all).is_empty());
     }
 
     #[test]

@@ -86,6 +86,22 @@ pub enum Entry {
         reason: Dropped,
     },
     Call(Box<Call>),
+    /// An MCP server's question during a call (`elicitation/requested`)
+    /// and how it ended (`elicitation/resolved`).
+    Elicitation {
+        at: String,
+        tool_call_id: String,
+        elicitation_id: String,
+        server: String,
+        /// What the card said of it.
+        text: String,
+        /// What the server was told, and who answered: none when it never
+        /// ended (candor stopped).
+        action: Option<crate::event_log::ElicitationAction>,
+        by: Option<crate::event_log::ElicitationBy>,
+        /// What the card said of its end.
+        answer: Option<String>,
+    },
     Notice {
         at: String,
         level: NoticeLevel,
@@ -228,6 +244,68 @@ fn time(at: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339(at).ok()
 }
 
+/// The session's start, and where it worked.
+fn opening_entry(at: String, event: &Event) -> Option<Entry> {
+    Some(match event {
+        Event::SessionStarted {
+            session_id,
+            cwd,
+            provider,
+            model,
+            ..
+        } => Entry::Session {
+            at,
+            session_id: session_id.clone(),
+            cwd: cwd.display().to_string(),
+            provider: provider.clone(),
+            model: model.clone(),
+        },
+        Event::SessionEnvironment(env) => Entry::Environment {
+            at,
+            platform: env.platform.clone(),
+            branch: env.git.as_ref().and_then(|g| g.branch.clone()),
+            instructions: env
+                .instructions
+                .iter()
+                .map(|f| (f.path.display().to_string(), f.bytes, f.cut))
+                .collect(),
+        },
+        _ => return None,
+    })
+}
+
+/// An MCP server's question (a new entry) or its end (filling the
+/// question's entry).
+fn elicitation_entry(entries: &mut Vec<Entry>, at: String, event: &Event) {
+    use crate::tools::mcp::elicit::{answered_text, asked_text};
+    match event {
+        Event::ElicitationRequested(asked) => entries.push(Entry::Elicitation {
+            at,
+            tool_call_id: asked.tool_call_id.clone(),
+            elicitation_id: asked.elicitation_id.clone(),
+            server: asked.server.clone(),
+            text: asked_text(asked),
+            action: None,
+            by: None,
+            answer: None,
+        }),
+        Event::ElicitationResolved(answered) => {
+            let asked = entries.iter_mut().rev().find(|e| {
+                matches!(e, Entry::Elicitation { elicitation_id, .. } if *elicitation_id == answered.elicitation_id)
+            });
+            if let Some(Entry::Elicitation {
+                action, by, answer, ..
+            }) = asked
+            {
+                *action = Some(answered.action);
+                *by = Some(answered.by);
+                *answer = Some(answered_text(answered));
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The timeline of a session's records.
 pub fn timeline(records: &[Record]) -> Vec<Entry> {
     let mut entries: Vec<Entry> = Vec::new();
@@ -236,29 +314,9 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
     for record in records {
         let at = record.at.clone();
         match &record.event {
-            Event::SessionStarted {
-                session_id,
-                cwd,
-                provider,
-                model,
-                ..
-            } => entries.push(Entry::Session {
-                at,
-                session_id: session_id.clone(),
-                cwd: cwd.display().to_string(),
-                provider: provider.clone(),
-                model: model.clone(),
-            }),
-            Event::SessionEnvironment(env) => entries.push(Entry::Environment {
-                at,
-                platform: env.platform.clone(),
-                branch: env.git.as_ref().and_then(|g| g.branch.clone()),
-                instructions: env
-                    .instructions
-                    .iter()
-                    .map(|f| (f.path.display().to_string(), f.bytes, f.cut))
-                    .collect(),
-            }),
+            Event::SessionStarted { .. } | Event::SessionEnvironment(_) => {
+                entries.extend(opening_entry(at, &record.event));
+            }
             Event::UserMessage { .. }
             | Event::PromptQueued { .. }
             | Event::PromptUnqueued { .. }
@@ -330,6 +388,9 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 quiet: *quiet,
             }),
             Event::HistoryCompacted { .. } => entries.extend(compacted_entry(at, &record.event)),
+            Event::ElicitationRequested(_) | Event::ElicitationResolved(_) => {
+                elicitation_entry(&mut entries, at, &record.event);
+            }
             Event::SessionTitled { .. }
             | Event::CommandsOffered { .. }
             | Event::CommandRan { .. }
@@ -804,6 +865,30 @@ fn render_environment(
     }
 }
 
+fn render_elicitation(out: &mut String, entry: &Entry) {
+    let Entry::Elicitation {
+        at,
+        tool_call_id,
+        text,
+        answer,
+        ..
+    } = entry
+    else {
+        return;
+    };
+    let _ = writeln!(out, "{}  question during call {tool_call_id}:", clock(at));
+    for line in text.lines() {
+        let _ = writeln!(out, "              {line}");
+    }
+    let _ = writeln!(
+        out,
+        "              {}",
+        answer
+            .as_deref()
+            .unwrap_or("(never answered: candor stopped first)")
+    );
+}
+
 pub fn render(entries: &[Entry]) -> String {
     let mut out = String::new();
     for entry in entries {
@@ -856,6 +941,7 @@ pub fn render(entries: &[Entry]) -> String {
             | Entry::SteeringDelivered { .. }
             | Entry::SteeringDropped { .. } => render_line(&mut out, entry),
             Entry::Call(c) => render_call(&mut out, c),
+            Entry::Elicitation { .. } => render_elicitation(&mut out, entry),
             Entry::Notice { at, level, text } => {
                 let level = match level {
                     NoticeLevel::Info => "note",

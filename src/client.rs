@@ -41,6 +41,8 @@ pub struct ClientLink {
     pub terminal: bool,
     /// `elicitation.form` was advertised (`elicitation/create` forms).
     pub elicit_form: bool,
+    /// `elicitation.url` was advertised (`elicitation/create` pages).
+    pub elicit_url: bool,
     /// How long a file request waits for the editor's answer.
     pub fs_timeout: Duration,
 }
@@ -137,6 +139,8 @@ impl ClientLink {
         cancel: &CancellationToken,
         within: Duration,
     ) -> Result<CreateElicitationResponse, Failed> {
+        // What the user answers, made visible (`shown`).
+        let request = crate::shown::elicitation(request);
         match self
             .call(
                 AgentRequest::CreateElicitationRequest(request),

@@ -187,6 +187,8 @@ pub fn record_tokens(event: &Event) -> u64 {
         }
         Event::SessionStarted { .. }
         | Event::SessionEnvironment(_)
+        | Event::ElicitationRequested(_)
+        | Event::ElicitationResolved(_)
         | Event::Notice { .. }
         | Event::ConfigChanged { .. }
         | Event::PromptBlocked { .. }

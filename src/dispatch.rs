@@ -40,8 +40,10 @@ use agent_client_protocol_schema::v1::{
     InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
     LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
     PromptCapabilities, PromptRequest, PromptResponse, RequestId, ResumeSessionRequest,
-    ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
-    SessionDeleteCapabilities, SessionInfo, SessionListCapabilities, SessionResumeCapabilities,
+    ResumeSessionResponse, SessionAdditionalDirectoriesCapabilities, SessionCapabilities,
+    SessionCloseCapabilities, SessionDeleteCapabilities, SessionInfo, SessionListCapabilities,
+    SessionResumeCapabilities, SessionSystemPromptCapabilities,
+    SessionSystemPromptModeCapabilities, SessionSystemPromptOverrideCapabilities,
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     SetSessionModeResponse,
 };
@@ -130,7 +132,14 @@ impl Agent {
                             .list(SessionListCapabilities::new())
                             .resume(SessionResumeCapabilities::new())
                             .close(SessionCloseCapabilities::new())
-                            .delete(SessionDeleteCapabilities::new()),
+                            .delete(SessionDeleteCapabilities::new())
+                            .additional_directories(SessionAdditionalDirectoriesCapabilities::new())
+                            .system_prompt(
+                                SessionSystemPromptCapabilities::new().mode(
+                                    SessionSystemPromptModeCapabilities::new()
+                                        .override_(SessionSystemPromptOverrideCapabilities::new()),
+                                ),
+                            ),
                     ))
                     .prompt_capabilities(
                         PromptCapabilities::new().embedded_context(true).image(true),
@@ -149,7 +158,12 @@ impl Agent {
     }
 
     fn new_session(&self, request: NewSessionRequest) -> Result<Reply, AcpError> {
-        let opened = self.open_session(request.cwd, &request.mcp_servers, Origin::New)?;
+        let asked = Asked {
+            mcp_servers: &request.mcp_servers,
+            roots: &request.additional_directories,
+            prompt: request.system_prompt.as_ref(),
+        };
+        let opened = self.open_session(request.cwd, asked, Origin::New)?;
         let response = NewSessionResponse::new(opened.id.clone())
             .config_options(opened.settings.config_options())
             .modes(opened.settings.modes());
@@ -163,7 +177,7 @@ impl Agent {
         &self,
         id: &str,
         cwd: PathBuf,
-        mcp_servers: &[agent_client_protocol_schema::v1::McpServer],
+        asked: Asked<'_>,
         replay: bool,
     ) -> Result<Opened, AcpError> {
         if lock(&self.sessions).contains_key(id) {
@@ -177,16 +191,16 @@ impl Agent {
             read,
             replay,
         };
-        self.open_session(cwd, mcp_servers, origin)
+        self.open_session(cwd, asked, origin)
     }
 
     fn load_session(&self, request: LoadSessionRequest) -> Result<Reply, AcpError> {
-        let opened = self.reopen_session(
-            &request.session_id.0,
-            request.cwd,
-            &request.mcp_servers,
-            true,
-        )?;
+        let asked = Asked {
+            mcp_servers: &request.mcp_servers,
+            roots: &request.additional_directories,
+            prompt: request.system_prompt.as_ref(),
+        };
+        let opened = self.reopen_session(&request.session_id.0, request.cwd, asked, true)?;
         let response = LoadSessionResponse::new()
             .config_options(opened.settings.config_options())
             .modes(opened.settings.modes());
@@ -194,12 +208,12 @@ impl Agent {
     }
 
     fn resume_session(&self, request: ResumeSessionRequest) -> Result<Reply, AcpError> {
-        let opened = self.reopen_session(
-            &request.session_id.0,
-            request.cwd,
-            &request.mcp_servers,
-            false,
-        )?;
+        let asked = Asked {
+            mcp_servers: &request.mcp_servers,
+            roots: &request.additional_directories,
+            prompt: request.system_prompt.as_ref(),
+        };
+        let opened = self.reopen_session(&request.session_id.0, request.cwd, asked, false)?;
         let response = ResumeSessionResponse::new()
             .config_options(opened.settings.config_options())
             .modes(opened.settings.modes());
@@ -268,7 +282,7 @@ impl Agent {
     fn open_session(
         &self,
         cwd: PathBuf,
-        mcp_servers: &[agent_client_protocol_schema::v1::McpServer],
+        asked: Asked<'_>,
         origin: Origin,
     ) -> Result<Opened, AcpError> {
         if !cwd.is_absolute() {
@@ -283,9 +297,25 @@ impl Agent {
                 cwd.display()
             )));
         }
+        let guard = crate::roots::Guard {
+            home: self.config.user_home.as_deref(),
+            state: Some(&self.config.home),
+        };
+        let roots = crate::roots::check(asked.roots, &cwd, guard)
+            .map_err(|why| AcpError::invalid_params().data(why))?;
+        let prompt = asked
+            .prompt
+            .map(crate::session::system::client_prompt)
+            .transpose()
+            .map_err(|why| AcpError::invalid_params().data(why))?;
         let started = actor::start(
             &self.config,
-            actor::Place { cwd, mcp_servers },
+            actor::Place {
+                cwd,
+                mcp_servers: asked.mcp_servers,
+                roots,
+                prompt,
+            },
             origin,
             self.outbox.clone(),
             self.outgoing.clone(),
@@ -484,13 +514,27 @@ impl Agent {
             read,
             replay: false,
         };
-        let opened = self.open_session(request.cwd, &request.mcp_servers, origin)?;
+        let asked = Asked {
+            mcp_servers: &request.mcp_servers,
+            roots: &request.additional_directories,
+            prompt: request.system_prompt.as_ref(),
+        };
+        let opened = self.open_session(request.cwd, asked, origin)?;
         let response =
             agent_client_protocol_schema::v1::ForkSessionResponse::new(opened.id.clone())
                 .config_options(opened.settings.config_options())
                 .modes(opened.settings.modes());
         Ok(opened.reply(AgentResponse::ForkSessionResponse(response)))
     }
+}
+
+/// What a client asks of a session it opens besides its directory: its
+/// MCP servers, additional directories and system prompt.
+#[derive(Debug, Clone, Copy)]
+struct Asked<'a> {
+    mcp_servers: &'a [agent_client_protocol_schema::v1::McpServer],
+    roots: &'a [PathBuf],
+    prompt: Option<&'a agent_client_protocol_schema::v1::SystemPrompt>,
 }
 
 /// A session just opened: its id, its settings (for the response), and

@@ -30,6 +30,9 @@ pub const FORMAT: u32 = 1;
 pub struct Report {
     pub format: u32,
     pub directory: PathBuf,
+    /// The session's additional directories (`candor doctor --add-dir`,
+    /// or a session's own for `/doctor`), as `crate::roots` took them.
+    pub additional_directories: Vec<crate::event_log::AddedDirectory>,
     pub candor: Candor,
     pub provider: ProviderInfo,
     /// Every settings file candor would look at, in the order it reads them.
@@ -266,17 +269,46 @@ fn standing(
 /// Builds the report for a session in `cwd`, on a kernel that gives
 /// `kernel` (`tools::exec::sandbox_probe`).
 pub fn report(config: &Config, cwd: &Path, kernel: &crate::sandbox::Probe) -> Report {
-    report_in(config, cwd, None, kernel, None)
+    report_in(config, cwd, None, &[], kernel, None)
 }
 
-/// The report for a session in `cwd` that trusted (`session`) the offer of
-/// this digest, by this (`/trust`, for the session), whose commands run in
-/// `sandbox` (the session's, with the user's `/sandbox` choices; `None`:
-/// what the settings give).
+/// The report for a session in `cwd` with the additional directories
+/// `dirs` (`candor doctor --add-dir`), checked as a session checks an
+/// editor's (`crate::roots`): one refused is an error, and none is used.
+pub fn report_adding(
+    config: &Config,
+    cwd: &Path,
+    dirs: &[PathBuf],
+    kernel: &crate::sandbox::Probe,
+) -> Report {
+    let guard = crate::roots::Guard {
+        home: config.user_home.as_deref(),
+        state: Some(&config.home),
+    };
+    match crate::roots::check(dirs, cwd, guard) {
+        Ok(roots) => report_in(config, cwd, None, &roots, kernel, None),
+        Err(why) => {
+            let mut report = report_in(config, cwd, None, &[], kernel, None);
+            report.notices.push(NoticeInfo {
+                level: NoticeLevel::Error,
+                text: format!("A session here would not open with these directories: {why}"),
+            });
+            report.broken = true;
+            report
+        }
+    }
+}
+
+/// The report for a session in `cwd` with the additional directories
+/// `roots` that trusted (`session`) the offer of this digest, by this
+/// (`/trust`, for the session), whose commands run in `sandbox` (the
+/// session's, with the user's `/sandbox` choices; `None`: what the
+/// settings give) on a kernel that gives `kernel`.
 pub fn report_in(
     config: &Config,
     cwd: &Path,
     session: Option<(&str, &str)>,
+    roots: &[crate::event_log::AddedDirectory],
     kernel: &crate::sandbox::Probe,
     sandbox: Option<&crate::sandbox::Sandbox>,
 ) -> Report {
@@ -314,13 +346,14 @@ pub fn report_in(
         Ok(untrusted) => standing(config, &context, untrusted, session, &mut trust_info),
     };
     let (mcp_servers, instructions, instruction_notes) =
-        loaded_beside(config, &cwd, built.as_ref());
+        loaded_beside(config, (&cwd, roots), built.as_ref());
     let sandbox = match (sandbox, &built) {
         (Some(s), _) => s.clone(),
-        (None, Some(b)) => crate::interception::sandbox::with_read_denies(
-            b.policy.sandbox.clone(),
-            &b.policy.rules,
-        ),
+        (None, Some(b)) => {
+            let mut rules = b.policy.rules.clone();
+            rules.roots = crate::roots::real(roots);
+            crate::interception::sandbox::for_rules(b.policy.sandbox.clone(), &rules)
+        }
         (None, None) => crate::sandbox::Sandbox::default(),
     };
     let sandbox = sandbox_info(&cwd, config, &sandbox, kernel);
@@ -363,6 +396,7 @@ pub fn report_in(
     Report {
         format: FORMAT,
         directory: cwd,
+        additional_directories: roots.to_vec(),
         candor: Candor {
             version: env!("CARGO_PKG_VERSION").into(),
             home: config.home.clone(),
@@ -389,7 +423,7 @@ pub fn report_in(
 /// beside its policy (the instruction files under its Read deny rules).
 fn loaded_beside(
     config: &Config,
-    cwd: &Path,
+    (cwd, roots): (&Path, &[crate::event_log::AddedDirectory]),
     built: Option<&bridges::policy::Built>,
 ) -> (Vec<McpServerInfo>, Vec<InstructionInfo>, Vec<String>) {
     let specs = built.map(|b| b.mcp.clone()).unwrap_or_default();
@@ -411,6 +445,7 @@ fn loaded_beside(
         config.codex.as_ref().and_then(|c| c.home.as_deref()),
         config.claude.as_ref().and_then(|c| c.user_dir.as_deref()),
         &denies,
+        &crate::roots::real(roots),
     );
     let files = files
         .into_iter()
@@ -614,6 +649,9 @@ pub fn render(r: &Report) -> String {
         r.candor.version,
         r.directory.display()
     );
+    for root in &r.additional_directories {
+        let _ = writeln!(out, "  also      {}", crate::roots::describe(root));
+    }
     let _ = writeln!(out, "  home      {}", r.candor.home.display());
     let _ = writeln!(out, "  sessions  {}", r.candor.sessions.display());
     let _ = writeln!(out, "  logs      {}", r.candor.logs);

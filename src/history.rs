@@ -427,6 +427,10 @@ impl History<'_> {
             | Event::ToolTerminal { .. }
             | Event::ToolStarted { .. }
             | Event::ToolOutput { .. }
+            // Between the server and the user: the model has the call's
+            // result, never an answer (a secret among them).
+            | Event::ElicitationRequested(_)
+            | Event::ElicitationResolved(_)
             // Applied before the fold (`derive_through`).
             | Event::HistoryCompacted { .. }
             // Waiting is not the model's business; what reaches it is

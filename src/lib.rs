@@ -41,6 +41,7 @@ pub mod media;
 pub mod mode;
 pub mod presentation;
 pub mod providers;
+pub mod roots;
 pub(crate) mod rpc;
 pub mod sandbox;
 pub(crate) mod session;

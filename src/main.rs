@@ -40,6 +40,10 @@ enum Command {
         /// The directory a session would work in (default: the current one).
         #[arg(long, value_name = "DIR")]
         cwd: Option<std::path::PathBuf>,
+        /// A directory the session would also count as its project, as an editor's
+        /// `additionalDirectories` (repeatable).
+        #[arg(long = "add-dir", value_name = "DIR")]
+        add_dir: Vec<std::path::PathBuf>,
         /// Print the report as JSON (protocol/doctor.md).
         #[arg(long)]
         json: bool,
@@ -133,7 +137,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Doctor { cwd, json }) => {
+        Some(Command::Doctor { cwd, add_dir, json }) => {
             let mut config = candor::Config::from_env();
             config.launcher = std::env::current_exe().ok();
             let cwd = match cwd {
@@ -147,7 +151,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .clone(),
                 None => candor::sandbox::Probe::nothing("candor's own binary is not known"),
             };
-            let report = candor::doctor::report(&config, &cwd, &kernel);
+            let report = candor::doctor::report_adding(&config, &cwd, &add_dir, &kernel);
             let text = if json {
                 serde_json::to_string_pretty(&report)? + "\n"
             } else {

@@ -31,6 +31,14 @@
 //! call (and a `slow` call still running logs `{"cancelled": "slow"}`).
 //! A prompt `greet {name}` and a resource `test://readme`.
 //!
+//! Tools that ask the user (MCP `elicitation/create`) during their call,
+//! each logging `{"elicited": <tool>, "action", "content"}` (or `"error"`)
+//! and answering with the same: `ask {}` (a form: `branch`), `ask_secret
+//! {}` (a form: `user` and an `api_key`), `ask_page {}` (URL mode: a page
+//! on `auth.example.com`); and `ask_later {}`, which answers at once and
+//! asks 300 ms later, outside any call (logged as `"elicited":
+//! "ask_later"`).
+//!
 //! It is a fixture, not part of the agent: its stdout is its own protocol
 //! (MCP over stdio, or the `listening` line), never candor's ACP stream.
 
@@ -81,6 +89,46 @@ impl TestServer {
         }
     }
 
+    /// Asks the user what `tool` asks, logs the answer and gives it.
+    async fn elicit(&self, tool: &str, peer: &rmcp::Peer<RoleServer>) -> Value {
+        let request = match tool {
+            "ask_secret" => json!({
+                "mode": "form",
+                "message": "The deploy needs your credentials.",
+                "requestedSchema": {"type": "object", "properties": {
+                    "user": {"type": "string", "title": "User"},
+                    "api_key": {"type": "string", "title": "API key", "description": "Your deploy token"}
+                }, "required": ["user", "api_key"]}
+            }),
+            "ask_page" => json!({
+                "mode": "url",
+                "message": "Sign in to the deploy service.",
+                "url": "https://auth.example.com/login?state=s1",
+                "elicitationId": "page-1"
+            }),
+            _ => json!({
+                "mode": "form",
+                "message": "Which branch should I deploy?",
+                "requestedSchema": {"type": "object", "properties": {
+                    "branch": {"type": "string", "title": "Branch"}
+                }, "required": ["branch"]}
+            }),
+        };
+        let answer = match from::<rmcp::model::ElicitRequestParams>(request) {
+            Ok(params) => match peer.create_elicitation(params).await {
+                Ok(result) => json!({"action": result.action, "content": result.content}),
+                Err(e) => json!({"error": e.to_string()}),
+            },
+            Err(e) => json!({"error": e.message}),
+        };
+        let mut line = json!({"elicited": tool});
+        if let (Some(line), Some(answer)) = (line.as_object_mut(), answer.as_object()) {
+            line.extend(answer.clone());
+        }
+        self.note(line);
+        answer
+    }
+
     fn tools(&self) -> Value {
         let text = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
         let empty = json!({"type": "object", "properties": {}});
@@ -98,6 +146,10 @@ impl TestServer {
             json!({"name": "grow", "description": "Adds a tool", "inputSchema": empty}),
             json!({"name": "crash", "description": "Exits mid-call", "inputSchema": empty}),
             json!({"name": "rich", "description": "Answers in every shape", "inputSchema": empty}),
+            json!({"name": "ask", "description": "Asks the user which branch", "inputSchema": empty}),
+            json!({"name": "ask_secret", "description": "Asks the user for an API key", "inputSchema": empty}),
+            json!({"name": "ask_page", "description": "Asks the user to sign in on a page", "inputSchema": empty}),
+            json!({"name": "ask_later", "description": "Asks the user after its call", "inputSchema": empty}),
         ];
         if self.grown.load(Ordering::SeqCst) {
             tools.push(
@@ -190,6 +242,23 @@ impl ServerHandler for TestServer {
                 ],
                 "structuredContent": {"answer": 42}
             }),
+            "ask" | "ask_secret" | "ask_page" => {
+                let mut asked = self.elicit(&name, &context.peer).await;
+                if name == "ask_secret" {
+                    // What a careful server says back: not the secret.
+                    asked = json!({"action": asked["action"]});
+                }
+                json!({"content": [{"type": "text", "text": format!("asked: {asked}")}]})
+            }
+            "ask_later" => {
+                let server = self.clone();
+                let peer = context.peer.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    server.elicit("ask_later", &peer).await;
+                });
+                json!({"content": [{"type": "text", "text": "will ask later"}]})
+            }
             "huge" => {
                 let mib = args.get("mib").and_then(Value::as_f64).unwrap_or(17.0);
                 let text = "x".repeat((mib * 1024.0 * 1024.0) as usize);

@@ -217,14 +217,22 @@ struct Card {
     terminal: Option<String>,
     /// What an MCP tool answered beside its text (`tool/content`).
     extra: Vec<ToolCallContent>,
+    /// An MCP server's questions and their ends, after the lead
+    /// (`elicitation/requested`, `elicitation/resolved`).
+    asked: Vec<ToolCallContent>,
     /// An MCP tool's structured content (the card's `rawOutput`).
     structured: Option<Value>,
 }
 
 impl Card {
-    /// The card's content: its lead, then `rest`.
+    /// The card's content: its lead, the server's questions, then `rest`.
     fn content(&self, rest: Vec<ToolCallContent>) -> Vec<ToolCallContent> {
-        self.lead.iter().cloned().chain(rest).collect()
+        self.lead
+            .iter()
+            .chain(&self.asked)
+            .cloned()
+            .chain(rest)
+            .collect()
     }
 }
 
@@ -411,6 +419,9 @@ impl Presenter {
                 self.prompt_notice(&record.event)
             }
             Event::ToolContent { .. } => self.tool_content(&record.event),
+            Event::ElicitationRequested(_) | Event::ElicitationResolved(_) => {
+                self.elicitation(&record.event)
+            }
             Event::Notice { level, text } => self.notice(*level, text.clone()),
             Event::HookContext { quiet: true, .. } => Vec::new(),
             Event::HookContext {
@@ -802,6 +813,34 @@ impl Presenter {
         Vec::new()
     }
 
+    /// A line about an MCP server's question, added to its call's card.
+    fn elicitation(&mut self, event: &Event) -> Vec<SessionUpdate> {
+        let (id, line) = match event {
+            Event::ElicitationRequested(asked) => {
+                (&asked.tool_call_id, tools::mcp::elicit::asked_text(asked))
+            }
+            Event::ElicitationResolved(answered) => (
+                &answered.tool_call_id,
+                tools::mcp::elicit::answered_text(answered),
+            ),
+            _ => return Vec::new(),
+        };
+        let mode = self.mode;
+        let Some(card) = self.open_card(id) else {
+            return Vec::new();
+        };
+        card.asked.push(text_content(line));
+        let now = match &card.terminal {
+            Some(terminal) if mode == Mode::Live => vec![terminal_content(terminal)],
+            _ if !card.output.is_empty() => {
+                vec![text_content(fenced(&card.output.render(), "console"))]
+            }
+            _ => Vec::new(),
+        };
+        let content = card.content(now);
+        vec![update(id, ToolCallUpdateFields::new().content(content))]
+    }
+
     fn tool_call(&mut self, record: &Record) -> Vec<SessionUpdate> {
         let Event::ToolCall {
             tool_call_id,
@@ -910,6 +949,7 @@ impl Presenter {
                 ask_reason,
                 terminal: None,
                 extra: Vec::new(),
+                asked: Vec::new(),
                 structured: None,
             },
         );
@@ -946,6 +986,7 @@ impl Presenter {
                 ask_reason: None,
                 terminal: None,
                 extra: Vec::new(),
+                asked: Vec::new(),
                 structured: None,
             },
         );

@@ -1,7 +1,8 @@
 //! What a person is shown, made safe to read: every text of a
 //! `session/update` and of a `session/request_permission` passes
 //! [`text::visible`](crate::text::visible) here, at the edge where they
-//! leave (`client::session_update`, `ClientLink::request_permission`), so no
+//! leave (`client::session_update`, `ClientLink::request_permission`,
+//! `ClientLink::create_elicitation`), so no
 //! presentation path can bypass it: a card's title and content (a diff's
 //! texts too), a permission prompt's card and its options' names, notices,
 //! the plan, the commands offered, the session's config options, and what
@@ -17,9 +18,11 @@
 //! variant candor builds is one named here.
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, EmbeddedResourceResource, RequestPermissionRequest, SessionUpdate,
-    ToolCallContent, ToolCallUpdateFields,
+    ContentBlock, CreateElicitationRequest, EmbeddedResourceResource, RequestPermissionRequest,
+    SessionUpdate, ToolCallContent, ToolCallUpdateFields,
 };
+
+use serde_json::Value;
 
 use crate::text::visible;
 
@@ -115,6 +118,44 @@ pub fn permission_request(mut request: RequestPermissionRequest) -> RequestPermi
         text(&mut option.name);
     }
     request
+}
+
+/// `request` with its message and its form's titles and descriptions
+/// (the form's, each field's, each choice's) made visible; the values a
+/// field may take stay exact (they are what the answer carries).
+pub fn elicitation(request: CreateElicitationRequest) -> CreateElicitationRequest {
+    let Ok(mut value) = serde_json::to_value(&request) else {
+        return request;
+    };
+    if let Some(Value::String(m)) = value.get_mut("message") {
+        text(m);
+    }
+    if let Some(schema) = value.get_mut("requestedSchema") {
+        titles(schema);
+        if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+            for property in properties.values_mut() {
+                titles(property);
+                if let Some(Value::Array(choices)) = property.get_mut("oneOf") {
+                    choices.iter_mut().for_each(titles);
+                }
+                if let Some(Value::Array(choices)) =
+                    property.get_mut("items").and_then(|i| i.get_mut("anyOf"))
+                {
+                    choices.iter_mut().for_each(titles);
+                }
+            }
+        }
+    }
+    serde_json::from_value(value).unwrap_or(request)
+}
+
+/// An object's `title` and `description`, made visible.
+fn titles(object: &mut Value) {
+    for key in ["title", "description"] {
+        if let Some(Value::String(t)) = object.get_mut(key) {
+            text(t);
+        }
+    }
 }
 
 fn fields(fields: &mut ToolCallUpdateFields) {

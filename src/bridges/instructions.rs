@@ -23,7 +23,9 @@
 //! What a repository cannot do with them: a project's file, or anything it
 //! imports, is read only where its links lead inside the project root (a
 //! `CLAUDE.md` that links to `~/.ssh/id_rsa`, or imports it, is skipped and
-//! noted); the user's Read deny rules apply to every file; only regular
+//! noted), or inside one of the session's additional directories (whose
+//! own files are not loaded, only noted); the user's Read deny rules
+//! apply to every file; only regular
 //! files are read (a FIFO or device never blocks the session), at most
 //! [`MAX_READ`] bytes. The text given to the model is capped per file
 //! ([`MAX_FILE`]) and in all ([`MAX_TOTAL`]); a cut is marked in the text
@@ -76,6 +78,9 @@ pub struct Sources<'a> {
     pub claude_dir: Option<&'a Path>,
     /// The user's Read deny rules.
     pub denies: &'a ReadDenies,
+    /// The session's additional directories, resolved (`crate::roots`):
+    /// inside the project for an import; their own files are not loaded.
+    pub roots: &'a [PathBuf],
 }
 
 /// The files loaded, in order, and what could not be loaded or was cut.
@@ -98,6 +103,20 @@ pub fn load(sources: &Sources<'_>) -> (Vec<Instructions>, Vec<String>) {
     for dir in dirs_down(sources.root, sources.cwd) {
         for name in PROJECT_NAMES {
             loader.visit(&dir.join(name), InstructionScope::Project, None, 0);
+        }
+    }
+    // An additional directory is the editor's choice, not a project the
+    // user chose to follow: its own instruction files are not loaded (as
+    // Claude Code does not, by default), only noted.
+    for root in sources.roots {
+        for name in PROJECT_NAMES {
+            let file = root.join(name);
+            if file.is_file() {
+                loader.note(format!(
+                    "{} is not loaded: the instruction files of additional directories are not read",
+                    file.display()
+                ));
+            }
         }
     }
     if loader.notes_left_out > 0 {
@@ -138,6 +157,7 @@ pub fn load_in(
     codex_home: Option<&Path>,
     claude_dir: Option<&Path>,
     denies: &ReadDenies,
+    roots: &[PathBuf],
 ) -> (Vec<Instructions>, Vec<String>) {
     let repo = repository_root(cwd);
     let root = project_root(repo.as_deref(), home).unwrap_or_else(|| cwd.to_owned());
@@ -148,6 +168,7 @@ pub fn load_in(
         codex_home,
         claude_dir,
         denies,
+        roots,
     })
 }
 
@@ -212,7 +233,8 @@ impl Loader<'_> {
         if !self.seen.insert(real.clone()) {
             return;
         }
-        if scope == InstructionScope::Project && !real.starts_with(&self.root) {
+        let in_a_root = || self.sources.roots.iter().any(|r| real.starts_with(r));
+        if scope == InstructionScope::Project && !real.starts_with(&self.root) && !in_a_root() {
             self.note(format!(
                 "{shown} leads outside the project ({}); a project's instructions are read only inside it",
                 real.display()
@@ -391,6 +413,44 @@ mod tests {
     }
 
     #[test]
+    fn an_import_may_lead_into_an_additional_directory_whose_own_files_are_not_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("p");
+        let lib = dir.path().join("lib");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::write(root.join("CLAUDE.md"), "See @../lib/guide.md").unwrap();
+        std::fs::write(lib.join("guide.md"), "LIB-GUIDE").unwrap();
+        std::fs::write(lib.join("AGENTS.md"), "LIB-AGENTS").unwrap();
+        let denies = ReadDenies::default();
+        let with = |roots: &[PathBuf]| {
+            load(&Sources {
+                cwd: &root,
+                root: &root,
+                home: None,
+                codex_home: None,
+                claude_dir: None,
+                denies: &denies,
+                roots,
+            })
+        };
+        // Control: without the root, the import leads outside.
+        let (files, _) = with(&[]);
+        assert!(files.iter().all(|f| !f.text.contains("LIB-GUIDE")));
+        let real = crate::tools::resolve_links(&lib);
+        let (files, notes) = with(std::slice::from_ref(&real));
+        assert!(
+            files.iter().any(|f| f.text.contains("LIB-GUIDE")),
+            "{files:?}"
+        );
+        assert!(files.iter().all(|f| !f.text.contains("LIB-AGENTS")));
+        assert!(
+            notes.iter().any(|n| n.contains("AGENTS.md is not loaded")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
     fn the_directories_go_from_the_root_down() {
         let dirs = dirs_down(Path::new("/r"), Path::new("/r/a/b"));
         assert_eq!(
@@ -416,6 +476,7 @@ mod tests {
             codex_home: None,
             claude_dir: None,
             denies: &denies,
+            roots: &[],
         })
     }
 

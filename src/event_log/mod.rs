@@ -31,12 +31,13 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 pub use record::{
-    CommandSource, CompactTrigger, ConfigId, ConfigVia, Cost, Decision, DeltaChannel, Dropped,
-    Environment, Event, FORMAT_VERSION, FileDiff, GitFacts, HookNote, HookRecord, InstructionScope,
-    Instructions, McpHints, McpTarget, NetworkDecider, NoteKind, NoticeLevel, OfferedCommand,
-    Outcome, OutputFile, PermissionChoice, PermissionOutcome, PromptImage, Record, ResultContent,
-    ResultStatus, SeqSpan, SessionEvent, StoredImage, TitleSource, TrustOutcome, TurnStop,
-    Unqueued, Verdict, Via, network_line,
+    AddedDirectory, ClientPrompt, ClientPromptMode, CommandSource, CompactTrigger, ConfigId,
+    ConfigVia, Cost, Decision, DeltaChannel, Dropped, ElicitationAction, ElicitationAnswered,
+    ElicitationAsked, ElicitationBy, ElicitationKind, Environment, Event, FORMAT_VERSION, FileDiff,
+    GitFacts, HookNote, HookRecord, InstructionScope, Instructions, McpHints, McpTarget,
+    NetworkDecider, NoteKind, NoticeLevel, OfferedCommand, Outcome, OutputFile, PermissionChoice,
+    PermissionOutcome, PromptImage, Record, ResultContent, ResultStatus, SeqSpan, SessionEvent,
+    StoredImage, TitleSource, TrustOutcome, TurnStop, Unqueued, Verdict, Via, network_line,
 };
 
 /// Why the log could not be written or read.

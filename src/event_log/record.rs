@@ -434,6 +434,15 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         structured: Option<Value>,
     },
+    /// An MCP server asked the user something (`elicitation/create`)
+    /// while serving one of the session's calls: what it asked, as the
+    /// editor is asked it (or would have been), before it is asked.
+    #[serde(rename = "elicitation/requested")]
+    ElicitationRequested(ElicitationAsked),
+    /// How an MCP server's question ended: the user's answer (its values
+    /// but those that look like secrets), or why candor answered for them.
+    #[serde(rename = "elicitation/resolved")]
+    ElicitationResolved(ElicitationAnswered),
     /// The model's history was compacted: from now on the model is sent
     /// `summary` in place of the records `from..=to`, then the records
     /// after `to` as before. The log, the cards and a replay keep
@@ -485,6 +494,77 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+/// An MCP server's question (`elicitation/requested`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElicitationAsked {
+    /// The call the server was serving (the card it is shown on).
+    pub tool_call_id: String,
+    /// candor's id of this question within the session.
+    pub elicitation_id: String,
+    /// The server that asks.
+    pub server: String,
+    pub mode: ElicitationKind,
+    /// The server's message, as it sent it.
+    pub message: String,
+    /// Form mode: the fields asked for (the server's `requestedSchema`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Value>,
+    /// URL mode: the page the user is asked to open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The fields that look like secrets (a password, a token, a key):
+    /// the card says so, and their answers are not kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret: Vec<String>,
+}
+
+/// The end of an MCP server's question (`elicitation/resolved`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElicitationAnswered {
+    pub tool_call_id: String,
+    pub elicitation_id: String,
+    /// What the server is told.
+    pub action: ElicitationAction,
+    /// Who answered: the user (through the editor) or candor, for them.
+    pub by: ElicitationBy,
+    /// With `accept`: the values given, those of [`ElicitationAsked::secret`]
+    /// fields replaced by `"[withheld]"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<serde_json::Map<String, Value>>,
+    /// Why candor answered (no forms, withdrawn, timed out, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// How an MCP server asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElicitationKind {
+    /// A form of fields the editor shows.
+    Form,
+    /// A page the user is asked to open.
+    Url,
+}
+
+/// What a server is told of its question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElicitationAction {
+    Accept,
+    Decline,
+    Cancel,
+}
+
+/// Who answered an MCP server's question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElicitationBy {
+    User,
+    Candor,
 }
 
 /// Where a session's title came from.
@@ -540,6 +620,54 @@ pub struct Environment {
     /// to the model).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The directories besides `cwd` the session counts as its project
+    /// (ACP `additionalDirectories`, checked by `crate::roots`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_directories: Vec<AddedDirectory>,
+    /// What the client added to (or put in place of) candor's guidance
+    /// (ACP `systemPrompt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_prompt: Option<ClientPrompt>,
+}
+
+/// A directory the session counts as its project besides its working
+/// directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddedDirectory {
+    /// As the client gave it.
+    pub path: PathBuf,
+    /// Where it leads, when that is elsewhere (a symbolic link): the
+    /// directory the rules and the sandbox use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<PathBuf>,
+}
+
+impl AddedDirectory {
+    /// The directory itself, its links resolved.
+    pub fn real(&self) -> &std::path::Path {
+        self.resolved.as_deref().unwrap_or(&self.path)
+    }
+}
+
+/// The client's system prompt (ACP `systemPrompt`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientPrompt {
+    pub mode: ClientPromptMode,
+    /// Its text blocks, joined by blank lines.
+    pub text: String,
+}
+
+/// How the client's system prompt meets candor's guidance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientPromptMode {
+    /// After candor's whole system prompt.
+    Append,
+    /// In place of candor's guidance (the environment and the instruction
+    /// files stay).
+    Override,
 }
 
 /// What git said about the repository, each part bounded.

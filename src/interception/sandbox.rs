@@ -166,10 +166,13 @@ fn excluded_command<'s>(
     }
 }
 
-/// `sandbox` with what the user's Read deny rules name as read-denied
-/// paths (and what they reach that a boundary cannot hold, said on the
-/// card), so no command reads what `Read` may not.
-pub fn with_read_denies(mut sandbox: Sandbox, rules: &super::policy::Rules) -> Sandbox {
+/// `sandbox` as the session's rules shape it: the session's additional
+/// directories are writable as its directory is (in the presets that
+/// write), and what the user's Read deny rules name is read-denied (what
+/// they reach that a boundary cannot hold is said on the card), so no
+/// command reads what `Read` may not.
+pub fn for_rules(mut sandbox: Sandbox, rules: &super::policy::Rules) -> Sandbox {
+    sandbox.writable_roots.extend(rules.roots.iter().cloned());
     for rule in &rules.deny {
         let (paths, not_held) = rule.read_denied_paths();
         sandbox.deny_reads(paths, not_held);

@@ -103,6 +103,7 @@ impl PolicyFile {
                 ask: rules(&self.permissions.ask)?,
                 deny: rules(&self.permissions.deny)?,
                 home: home.map(Path::to_owned),
+                roots: Vec::new(),
                 ..Rules::default()
             },
             mode: self.mode.unwrap_or_default(),

@@ -56,6 +56,10 @@ pub(crate) enum Origin {
 pub(crate) struct Place<'a> {
     pub(crate) cwd: PathBuf,
     pub(crate) mcp_servers: &'a [agent_client_protocol_schema::v1::McpServer],
+    /// The additional directories the client gave, checked (`crate::roots`).
+    pub(crate) roots: Vec<crate::event_log::AddedDirectory>,
+    /// The client's system prompt, when it gave one.
+    pub(crate) prompt: Option<crate::event_log::ClientPrompt>,
 }
 
 /// Opens a session (a new log with its `session/started`, or a stored one
@@ -69,7 +73,9 @@ pub(crate) fn start(
     client: &ClientCapabilities,
     hard_stop: CancellationToken,
 ) -> Result<Started, StartError> {
-    let Place { cwd, mcp_servers } = place;
+    let Place {
+        cwd, mcp_servers, ..
+    } = place;
     let id = match &origin {
         Origin::New => uuid::Uuid::new_v4().to_string(),
         Origin::Stored { id, .. } => id.clone(),
@@ -86,10 +92,17 @@ pub(crate) fn start(
     ));
     let (built, trust, source) = policy(config, &context, &origin)?;
     let mut policy = built.policy;
+    // The additional directories are the project too, for every rule.
+    policy.rules.roots = crate::roots::real(&place.roots);
     let mut start_notices = built.notices;
-    let (log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
-    let mcp = start_mcp(mcp_servers, built.mcp, &cwd, config, &mut start_notices);
-    let mut log = log;
+    let (mut log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
+    let mcp = start_mcp(
+        mcp_servers,
+        built.mcp,
+        (&cwd, client),
+        config,
+        &mut start_notices,
+    );
     log.fail_at(config.log_fails_at);
     let mut provider = Provider::for_session(config, &cwd);
     let presenter = presenter(client, &cwd, stored.is_some());
@@ -105,8 +118,11 @@ pub(crate) fn start(
         None => beginning.start(&id)?,
         Some(replay) => beginning.restore(replay)?,
     };
-    let gathering = (damaged.is_none() && super::system::latest(committer.records()).is_none())
-        .then(|| gather(config, &cwd, &policy));
+    let records = committer.records();
+    let asked = (place.roots, place.prompt);
+    let gathering = (damaged.is_none())
+        .then(|| environment(config, &cwd, &policy, records, asked, &mut start_notices))
+        .flatten();
     // Wake-ups only: a full inbox already holds one.
     let (inbox, commands) = mpsc::channel(8);
     let link = client_link(outgoing, &id, client, config);
@@ -226,6 +242,10 @@ fn client_link(
             .elicitation
             .as_ref()
             .is_some_and(ElicitationCapabilities::supports_form),
+        elicit_url: client
+            .elicitation
+            .as_ref()
+            .is_some_and(ElicitationCapabilities::supports_url),
         fs_timeout: config.client_fs_timeout,
     }
 }
@@ -283,7 +303,7 @@ fn offer_commands(
 fn start_mcp(
     editor: &[agent_client_protocol_schema::v1::McpServer],
     configured: Vec<crate::tools::mcp::ServerSpec>,
-    cwd: &std::path::Path,
+    (cwd, client): (&std::path::Path, &ClientCapabilities),
     config: &Config,
     notices: &mut Vec<(NoticeLevel, String)>,
 ) -> crate::tools::mcp::Servers {
@@ -291,7 +311,13 @@ fn start_mcp(
     notices.extend(problems.into_iter().map(|p| (NoticeLevel::Warning, p)));
     specs.extend(configured);
     // Annotations decide only where the user lets them.
-    let servers = crate::tools::mcp::Servers::new(config.mcp_trust_annotations());
+    // A server asks through candor for pages only where the editor opens them.
+    let pages = client
+        .elicitation
+        .as_ref()
+        .is_some_and(ElicitationCapabilities::supports_url);
+    let servers =
+        crate::tools::mcp::Servers::new(config.mcp_trust_annotations()).passing_pages(pages);
     let chosen = crate::tools::mcp::choose(specs);
     servers.shadowed(chosen.shadowed);
     servers.start(chosen.servers, cwd);
@@ -520,6 +546,12 @@ async fn run(actor: Actor, mut commands: mpsc::Receiver<Command>, mut opening: O
             },
             Ok(()) = mcp_changes.changed() => {
                 offer_commands(&mut committer, &gate, &mut offered);
+                // A question a server asked while no call ran.
+                for text in gate.mcp.take_notices() {
+                    if let Err(e) = committer.commit(Event::Notice { level: NoticeLevel::Warning, text }) {
+                        tracing::warn!(error = %e, "could not record a notice");
+                    }
+                }
                 continue;
             }
         };
@@ -695,17 +727,52 @@ async fn begin(
     }
 }
 
-/// Starts gathering where the session works, while the response goes
-/// out: for a new session, or a stored one that has no record of it (an
-/// older candor's).
-fn gather(
+/// The `session/environment` to record before the first prompt, made
+/// while the response goes out: gathered for a new session, or a stored
+/// one that has no record of it (an older candor's); for a stored one,
+/// the latest record with what the client asked now, when that differs
+/// (its additional directories are the ones it gives now, as ACP says,
+/// and a notice says which it no longer gives; its system prompt, when it
+/// gives one). None: nothing to record.
+fn environment(
     config: &Config,
     cwd: &std::path::Path,
     policy: &crate::interception::Policy,
-) -> tokio::task::JoinHandle<crate::event_log::Environment> {
-    let denies = crate::interception::policy::ReadDenies::of(&policy.rules);
-    let sources = super::environment::Sources::new(config, cwd, denies);
-    tokio::spawn(super::environment::gather(sources))
+    records: &[crate::event_log::Record],
+    (roots, prompt): (
+        Vec<crate::event_log::AddedDirectory>,
+        Option<crate::event_log::ClientPrompt>,
+    ),
+    notices: &mut Vec<(NoticeLevel, String)>,
+) -> Option<tokio::task::JoinHandle<crate::event_log::Environment>> {
+    let Some(latest) = super::system::latest(records) else {
+        let denies = crate::interception::policy::ReadDenies::of(&policy.rules);
+        let mut sources = super::environment::Sources::new(config, cwd, denies);
+        sources.roots = roots;
+        sources.client_prompt = prompt;
+        return Some(tokio::spawn(super::environment::gather(sources)));
+    };
+    let mut now = latest.clone();
+    let gone: Vec<String> = latest
+        .additional_directories
+        .iter()
+        .filter(|was| !roots.iter().any(|r| r.real() == was.real()))
+        .map(crate::roots::describe)
+        .collect();
+    if !gone.is_empty() {
+        notices.push((
+            NoticeLevel::Warning,
+            format!(
+                "This session had the additional directories {}; the editor did not give them again, so they are no longer part of its project (the model is told).",
+                gone.join(", ")
+            ),
+        ));
+    }
+    now.additional_directories = roots;
+    if prompt.is_some() {
+        now.client_prompt = prompt;
+    }
+    (now != *latest).then(|| tokio::spawn(std::future::ready(now)))
 }
 
 /// Records what was gathered about where the session works, before any

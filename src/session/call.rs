@@ -30,6 +30,7 @@ use crate::event_log::{
 use crate::interception::policy::{Disposition, Rule};
 use crate::interception::{self, ApprovedCall, Aside, Asides, FinishedCall, HookNote, Settled};
 use crate::presentation::describe_decider;
+use crate::tools::mcp::Elicited;
 use crate::tools::{ToolContext, ToolEvent, ToolInput};
 
 /// The probe's place when the kernel was not asked (the sandbox is off).
@@ -215,8 +216,9 @@ fn kept_from_reading(input: &ToolInput, gate: &Gate, control: &TurnControl) -> b
     let Some(path) = input.target() else {
         return false;
     };
-    !path.starts_with(&control.cwd)
-        || crate::interception::policy::ReadDenies::of(&gate.policy.rules).denies(path)
+    let inside = path.starts_with(&control.cwd)
+        || gate.policy.rules.roots.iter().any(|r| path.starts_with(r));
+    !inside || crate::interception::policy::ReadDenies::of(&gate.policy.rules).denies(path)
 }
 
 /// How many times candor asks about one call whose file keeps changing
@@ -488,6 +490,19 @@ fn record_event(c: &mut Committer, id: &str, e: ToolEvent) -> Result<(), LogErro
             tool_call_id: id.to_owned(),
             terminal_id,
         },
+        // An MCP server's question: in the log before it goes on.
+        ToolEvent::Elicitation(what, recorded) => {
+            c.commit(match what {
+                Elicited::Asked(asked) => Event::ElicitationRequested(asked),
+                Elicited::Answered(answered) => Event::ElicitationResolved(answered),
+                Elicited::Notice(text) => Event::Notice {
+                    level: NoticeLevel::Warning,
+                    text,
+                },
+            })?;
+            let _ = recorded.send(());
+            return Ok(());
+        }
         ToolEvent::Content {
             content,
             structured,

@@ -135,8 +135,19 @@ pub(crate) fn doctor(
         }
         _ => None,
     };
+    // The session's own additional directories, as recorded.
+    let roots = super::system::latest(records)
+        .map(|e| e.additional_directories.clone())
+        .unwrap_or_default();
     let sandbox = super::sandbox::for_calls(gate, records);
-    let report = crate::doctor::report_in(&gate.config, cwd, session, kernel, Some(&sandbox));
+    let report = crate::doctor::report_in(
+        &gate.config,
+        cwd,
+        session,
+        &roots,
+        kernel,
+        Some(&sandbox),
+    );
     format!("```text\n{}```\n", crate::doctor::render(&report))
 }
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::bridges::instructions;
 use crate::config::Config;
-use crate::event_log::{Environment, GitFacts, Instructions};
+use crate::event_log::{AddedDirectory, ClientPrompt, Environment, GitFacts, Instructions};
 use crate::interception::policy::ReadDenies;
 use crate::tools::exec;
 
@@ -42,6 +42,10 @@ pub(crate) struct Sources {
     pub(crate) claude_dir: Option<PathBuf>,
     pub(crate) login_shell: Option<String>,
     pub(crate) denies: ReadDenies,
+    /// The session's additional directories (`crate::roots`).
+    pub(crate) roots: Vec<AddedDirectory>,
+    /// The client's system prompt.
+    pub(crate) client_prompt: Option<ClientPrompt>,
 }
 
 impl Sources {
@@ -53,6 +57,8 @@ impl Sources {
             claude_dir: config.claude.as_ref().and_then(|c| c.user_dir.clone()),
             login_shell: config.login_shell.clone(),
             denies,
+            roots: Vec::new(),
+            client_prompt: None,
         }
     }
 }
@@ -103,6 +109,8 @@ pub(crate) async fn gather(sources: Sources) -> Environment {
         git,
         instructions,
         notes,
+        additional_directories: sources.roots,
+        client_prompt: sources.client_prompt,
     }
 }
 
@@ -115,6 +123,7 @@ fn load_instructions(sources: &Sources) -> (Vec<Instructions>, Vec<String>) {
         sources.codex_home.as_deref(),
         sources.claude_dir.as_deref(),
         &sources.denies,
+        &crate::roots::real(&sources.roots),
     )
 }
 

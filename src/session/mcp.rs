@@ -41,12 +41,19 @@ async fn ready(c: &mut Committer, gate: &Gate, control: &TurnControl) -> Result<
     Ok(true)
 }
 
-/// Tells the user of MCP servers that failed or stopped since last told.
+/// Tells the user of MCP servers that failed or stopped since last told,
+/// and of questions a server asked outside its calls.
 pub(crate) fn report(c: &mut Committer, gate: &Gate) -> Result<(), TurnError> {
     for (name, why) in gate.mcp.take_failures() {
         c.commit(Event::Notice {
             level: NoticeLevel::Warning,
             text: format!("The MCP server {name} {why} (/mcp shows its state)"),
+        })?;
+    }
+    for text in gate.mcp.take_notices() {
+        c.commit(Event::Notice {
+            level: NoticeLevel::Warning,
+            text,
         })?;
     }
     Ok(())

@@ -3,7 +3,8 @@
 //!
 //! Recovery only appends. A crash can leave, at the end of a log: text the
 //! model streamed without its `assistant/message`; tool calls without a
-//! `tool/result`; a prompt without its `turn/ended`. Each gets the record
+//! `tool/result` (and an MCP server's question without its end); a prompt
+//! without its `turn/ended`. Each gets the record
 //! a clean stop would have written (an interrupted `assistant/message`, a
 //! failed `tool/result` saying `interrupted: candor stopped before this
 //! finished`, a `turn/ended` with the error), so every card is terminal,
@@ -452,6 +453,35 @@ fn open_network_questions(records: &[Record]) -> Vec<Event> {
         .collect()
 }
 
+/// An MCP server's question open when candor stopped: ended, before its
+/// call's result, as `cancel` (nobody answered; the server is gone).
+fn open_questions(records: &[Record]) -> Vec<Event> {
+    let mut open: Vec<(&str, &str)> = Vec::new();
+    for record in records {
+        match &record.event {
+            Event::ElicitationRequested(asked) => {
+                open.push((&asked.tool_call_id, &asked.elicitation_id));
+            }
+            Event::ElicitationResolved(answered) => {
+                open.retain(|(_, id)| *id != answered.elicitation_id);
+            }
+            _ => {}
+        }
+    }
+    open.into_iter()
+        .map(|(call, id)| {
+            Event::ElicitationResolved(crate::event_log::ElicitationAnswered {
+                tool_call_id: call.to_owned(),
+                elicitation_id: id.to_owned(),
+                action: crate::event_log::ElicitationAction::Cancel,
+                by: crate::event_log::ElicitationBy::Candor,
+                content: None,
+                reason: Some("candor stopped before it was answered".into()),
+            })
+        })
+        .collect()
+}
+
 /// The records [`recover`] appends (see the module docs).
 fn plan(records: &[Record]) -> Vec<Event> {
     let mut events = Vec::new();
@@ -505,6 +535,7 @@ fn plan(records: &[Record]) -> Vec<Event> {
         }
     }
     events.extend(open_network_questions(records));
+    events.extend(open_questions(records));
     for record in records {
         if let Event::AssistantMessage {
             content, call_ids, ..
@@ -637,6 +668,58 @@ mod tests {
             reason: None,
         };
         assert!(plan(&recs(vec![asked, answered])).is_empty());
+    }
+
+    #[test]
+    fn an_mcp_servers_open_question_is_closed_before_its_calls_result() {
+        use crate::event_log::{
+            ElicitationAction, ElicitationAnswered, ElicitationAsked, ElicitationBy,
+            ElicitationKind,
+        };
+        let asked = Event::ElicitationRequested(ElicitationAsked {
+            tool_call_id: "a".into(),
+            elicitation_id: "test-1".into(),
+            server: "test".into(),
+            mode: ElicitationKind::Form,
+            message: "Which branch?".into(),
+            schema: None,
+            url: None,
+            secret: Vec::new(),
+        });
+        let records = recs(vec![
+            Event::UserMessage {
+                content: vec![],
+                images: vec![],
+                via: None,
+            },
+            Event::AssistantMessage {
+                content: vec![tool_use("a")],
+                stop: ModelStop::ToolUse,
+                interrupted: false,
+                call_ids: Vec::new(),
+                cost: None,
+            },
+            Event::ToolStarted {
+                tool_call_id: "a".into(),
+            },
+            asked.clone(),
+        ]);
+        let closed = plan(&records);
+        assert!(
+            matches!(&closed[..], [
+                Event::ElicitationResolved(ElicitationAnswered { elicitation_id, action: ElicitationAction::Cancel, by: ElicitationBy::Candor, .. }),
+                Event::ToolResult { tool_call_id, .. },
+                Event::TurnEnded { .. },
+            ] if elicitation_id == "test-1" && tool_call_id == "a"),
+            "{closed:?}"
+        );
+        // A second load finds it closed.
+        let mut again = records.clone();
+        again.extend(recs(closed).into_iter().map(|mut r| {
+            r.seq += records.len() as u64;
+            r
+        }));
+        assert!(plan(&again).is_empty());
     }
 
     #[test]

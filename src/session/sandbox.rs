@@ -59,9 +59,10 @@ pub(crate) fn effective(settings: &Sandbox, records: &[Record]) -> Sandbox {
 }
 
 /// What the session's next Bash call is confined by: [`effective`], with
-/// the user's Read deny rules as read-denied paths.
+/// the session's additional directories as writable roots and the user's
+/// Read deny rules as read-denied paths.
 pub(crate) fn for_calls(gate: &Gate, records: &[Record]) -> Sandbox {
-    crate::interception::sandbox::with_read_denies(
+    crate::interception::sandbox::for_rules(
         effective(&gate.policy.sandbox, records),
         &gate.policy.rules,
     )

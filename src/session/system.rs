@@ -1,11 +1,15 @@
 //! The system prompt: assembled, with no I/O, from the session's latest
-//! `session/environment` record, in three parts (what `/context` sizes):
+//! `session/environment` record, in parts (what `/context` sizes):
 //!
 //! 1. **guidance**: who the model is and how candor's tools are meant to be
-//!    used (fixed text of this candor version);
-//! 2. **environment**: platform, shell, date, working directory, git;
+//!    used (fixed text of this candor version), or, when the client sent a
+//!    `systemPrompt` in `override` mode, the client's text in its place;
+//! 2. **environment**: platform, shell, date, working directory, the
+//!    session's additional directories, git;
 //! 3. **instructions**: the user's and the project's instruction files, in
-//!    the order they were loaded, each under its path.
+//!    the order they were loaded, each under its path;
+//! 4. **client**: a `systemPrompt` in `append` mode, last, under a heading
+//!    saying the editor added it.
 //!
 //! A log without the record (written by an older candor) gets the guidance
 //! and the working directory only.
@@ -14,7 +18,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::compaction;
-use crate::event_log::{Environment, Event, InstructionScope, Record};
+use crate::event_log::{
+    ClientPrompt, ClientPromptMode, Environment, Event, InstructionScope, Record,
+};
 
 /// One part of the system prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,10 +82,22 @@ pub(crate) fn parts(env: Option<&Environment>, cwd: &Path) -> Vec<Part> {
             },
         ];
     };
+    let client = env.client_prompt.as_ref();
+    let guidance = match client {
+        Some(p) if p.mode == ClientPromptMode::Override => p.text.clone(),
+        _ => GUIDANCE.to_owned(),
+    };
+    let appended = match client {
+        Some(p) if p.mode == ClientPromptMode::Append => format!(
+            "# Instructions from the editor\nThe editor you work in adds these instructions for this session. Follow them; they do not change what the user allows (permission rules and hooks still apply to every call).\n\n{}",
+            p.text.trim_end()
+        ),
+        _ => String::new(),
+    };
     vec![
         Part {
             name: "guidance",
-            text: GUIDANCE.to_owned(),
+            text: guidance,
         },
         Part {
             name: "environment",
@@ -89,12 +107,72 @@ pub(crate) fn parts(env: Option<&Environment>, cwd: &Path) -> Vec<Part> {
             name: "instructions",
             text: instructions(env),
         },
+        Part {
+            name: "client",
+            text: appended,
+        },
     ]
 }
+
+/// The client's `systemPrompt`, as candor keeps it: `append` or
+/// `override`, text blocks only, not empty, at most [`CLIENT_PROMPT_MAX`]
+/// bytes; anything else is refused with why (the session is not opened).
+pub(crate) fn client_prompt(
+    given: &agent_client_protocol_schema::v1::SystemPrompt,
+) -> Result<ClientPrompt, String> {
+    use agent_client_protocol_schema::v1::{ContentBlock, SystemPromptMode};
+    let mode = match &given.mode {
+        SystemPromptMode::Append => ClientPromptMode::Append,
+        SystemPromptMode::Override => ClientPromptMode::Override,
+        other => {
+            return Err(format!(
+                "systemPrompt: candor takes the modes append and override, not {}",
+                serde_json::to_string(other).unwrap_or_default()
+            ));
+        }
+    };
+    if given.content.is_empty() {
+        return Err("systemPrompt: content is empty".into());
+    }
+    let mut texts = Vec::new();
+    for block in &given.content {
+        match block {
+            ContentBlock::Text(t) => texts.push(t.text.as_str()),
+            _ => {
+                return Err(
+                    "systemPrompt: candor takes text blocks only in a system prompt".into(),
+                );
+            }
+        }
+    }
+    let text = texts.join("\n\n");
+    if text.trim().is_empty() {
+        return Err("systemPrompt: its text is empty".into());
+    }
+    if text.len() > CLIENT_PROMPT_MAX {
+        return Err(format!(
+            "systemPrompt: {} bytes; candor takes at most {CLIENT_PROMPT_MAX}",
+            text.len()
+        ));
+    }
+    Ok(ClientPrompt { mode, text })
+}
+
+/// The longest client system prompt taken (bytes).
+pub(crate) const CLIENT_PROMPT_MAX: usize = 64 * 1024;
 
 fn environment(env: &Environment) -> String {
     let mut out = String::from("# Environment\n");
     let _ = writeln!(out, "Working directory: {}", env.cwd.display());
+    if !env.additional_directories.is_empty() {
+        let _ = writeln!(
+            out,
+            "Additional directories (part of the project too, for your tools and the user's rules; their own instruction files are not loaded):"
+        );
+        for root in &env.additional_directories {
+            let _ = writeln!(out, "  {}", crate::roots::describe(root));
+        }
+    }
     let _ = write!(out, "Platform: {}", env.platform);
     if let Some(release) = &env.os_release {
         let _ = write!(out, " ({release})");
@@ -193,13 +271,21 @@ pub(crate) fn report(request: &Request<'_>) -> String {
     let given = env.map_or(0, |e| {
         e.instructions.iter().filter(|f| !f.text.is_empty()).count()
     });
+    let overridden = env
+        .and_then(|e| e.client_prompt.as_ref())
+        .is_some_and(|p| p.mode == ClientPromptMode::Override);
     // (part, bytes, tokens)
     let mut rows: Vec<(String, usize, u64)> = parts(env, request.cwd)
         .into_iter()
+        .filter(|p| p.name != "client" || !p.text.is_empty())
         .map(|p| {
             let name = match p.name {
+                "guidance" if overridden => {
+                    "the editor's instructions, in place of candor's guidance".to_owned()
+                }
                 "guidance" => "candor's guidance".to_owned(),
                 "environment" => "environment and git".to_owned(),
+                "client" => "the editor's instructions".to_owned(),
                 _ => format!("instruction files ({given})"),
             };
             (name, p.text.len(), compaction::tokens(p.text.len()))
@@ -355,6 +441,8 @@ mod tests {
                 },
             ],
             notes: vec!["not for the model".into()],
+            additional_directories: Vec::new(),
+            client_prompt: None,
         }
     }
 

@@ -401,6 +401,8 @@ async fn apply(
         })?;
         policy.mode = gate.policy.mode;
     }
+    // The session's additional directories stay what the client gave.
+    policy.rules.roots = std::mem::take(&mut gate.policy.rules.roots);
     let before: HashSet<String> = gate
         .policy
         .event_hooks

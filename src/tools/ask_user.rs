@@ -11,6 +11,18 @@
 //!   permission options, plus "Don't answer";
 //! * otherwise the model is told the user cannot be asked that here.
 //!
+//! A permission prompt is not sure to reach the person: some editors
+//! answer every one by themselves, unseen, with its first "allow" option
+//! (Zed's "always allow tool actions", `acpx --approve-all`, scripted
+//! clients), which here would be the first label. So an answer through
+//! the fallback is never given to the model as surely the user's: one
+//! that comes back within [`HUMAN_MIN`] of the question being sent is
+//! taken for the editor's own, and the model is told the question went
+//! unanswered (and why); a slower one is given as the user's likely
+//! choice, with the caveat that an editor answering by itself could have
+//! chosen it. Only a form (`elicitation/create`) is a channel that
+//! carries what the person answered.
+//!
 //! Every wait is bounded ([`ANSWER_WAIT`]) and ends on the turn's cancel.
 //! The question is the call's `tool/call` record, the answer its
 //! `tool/result`; a question open when candor stopped is closed on reload
@@ -39,6 +51,10 @@ pub const ANSWER_WAIT: Duration = Duration::from_secs(15 * 60);
 
 /// Longest answer typed by the user that the model is given (characters).
 const ANSWER_MAX: usize = 2_000;
+
+/// The least time a person takes to read a question and choose: a
+/// permission prompt answered faster was answered by the editor itself.
+pub const HUMAN_MIN: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct AskInput {
@@ -318,6 +334,7 @@ async fn by_permission(input: &AskInput, client: &ClientLink, cx: &ToolContext) 
         );
         let request =
             RequestPermissionRequest::new(SessionId::new(client.session_id.clone()), card, options);
+        let sent = std::time::Instant::now();
         let asked = client.request_permission(request, &cx.cancel);
         let response = tokio::select! {
             r = asked => r,
@@ -348,9 +365,35 @@ async fn by_permission(input: &AskInput, client: &ClientLink, cx: &ToolContext) 
                 clean(&chosen)
             ));
         };
+        let took = sent.elapsed();
+        if took < HUMAN_MIN {
+            return answered_unseen(&label, took);
+        }
         answers.push((q.question.as_str(), label));
     }
-    answered(&answers)
+    answered_by_prompt(&answers)
+}
+
+/// An answer the editor gave faster than a person could: not the user's.
+fn answered_unseen(label: &str, took: Duration) -> ToolOutput {
+    ToolOutput::failed(format!(
+        "The question was not answered by the user. It could only be asked through a permission prompt (this editor shows no forms), and the editor chose {} within {} ms of showing it, faster than a person reads a question: it most likely answers permission prompts by itself, unseen. Treat the question as unanswered: continue with your best judgement and say what you assumed, or ask in your reply and end your turn.",
+        json!(clean(label)),
+        took.as_millis()
+    ))
+}
+
+/// Answers through permission prompts: the user's likely choice, said to
+/// be no more than that.
+fn answered_by_prompt(answers: &[(&str, String)]) -> ToolOutput {
+    let list: Vec<String> = answers
+        .iter()
+        .map(|(q, a)| format!("{}={}", json!(q), json!(a)))
+        .collect();
+    ToolOutput::completed(format!(
+        "The user answered your questions through permission prompts (this editor shows no forms): {}. An editor that answers permission prompts by itself could have chosen these instead of the user; if a wrong answer would be costly or hard to undo, confirm it with the user in your reply before acting on it.",
+        list.join(", ")
+    ))
 }
 
 fn unanswered(failed: Failed) -> ToolOutput {

@@ -460,6 +460,10 @@ pub enum ToolEvent {
         content: Vec<crate::event_log::ResultContent>,
         structured: Option<Value>,
     },
+    /// An MCP server's question to the user, or how it ended
+    /// (`mcp::elicit`): `recorded` is answered once it is in the log, and
+    /// nothing goes on before.
+    Elicitation(mcp::Elicited, tokio::sync::oneshot::Sender<()>),
     /// A confined command is connecting to a host its network allowlist
     /// does not name: the session asks the user on the call's card and
     /// answers through `reply` (`session::network`).

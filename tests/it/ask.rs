@@ -166,6 +166,8 @@ async fn cancelling_the_turn_withdraws_an_open_question() {
 async fn without_forms_a_single_choice_question_is_asked_as_a_permission_prompt() {
     let mut conn = Conn::in_process(asking(false));
     let session = conn.ready().await;
+    // A person, who reads before choosing.
+    conn.permission_delay = Some(std::time::Duration::from_millis(1500));
     conn.answer_permissions(&["allow_once"]);
     conn.prompt(&session, "set it up").await;
     assert!(conn.elicitations.is_empty());
@@ -182,7 +184,14 @@ async fn without_forms_a_single_choice_question_is_asked_as_a_permission_prompt(
         .map(|o| o["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["SQLite", "Postgres", "Don't answer"]);
-    assert!(told(&conn).to_string().contains(r#"=\"SQLite\""#));
+    let result = told(&conn).to_string();
+    assert!(result.contains(r#"=\"SQLite\""#), "{result}");
+    // Given as the user's likely choice, no more: the channel cannot say.
+    assert!(
+        result.contains("through permission prompts")
+            && result.contains("could have chosen these instead of the user"),
+        "{result}"
+    );
 
     // "Don't answer" is a refusal the model hears.
     let mut conn = Conn::in_process(asking(false));
@@ -194,6 +203,50 @@ async fn without_forms_a_single_choice_question_is_asked_as_a_permission_prompt(
             .to_string()
             .contains("The user chose not to answer")
     );
+}
+
+#[tokio::test]
+async fn an_editor_that_answers_every_prompt_by_itself_does_not_answer_for_the_user() {
+    // The attack: a client that approves every permission request at once,
+    // unseen, with its first allow option (here, the first label).
+    let mut conn = Conn::in_process(asking(false));
+    let session = conn.ready().await;
+    conn.answer_permissions(&["allow_once"]);
+    let response = conn.prompt(&session, "set it up").await;
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    assert_eq!(conn.permission_requests.len(), 1, "it was asked");
+    let result = told(&conn);
+    let said = result.to_string();
+    // The model is not told the user chose "SQLite".
+    assert!(!said.contains("The user answered"), "{said}");
+    assert_eq!(result["isError"], true, "{said}");
+    assert!(
+        said.contains("The question was not answered by the user")
+            && said.contains(r#"the editor chose \"SQLite\" within"#)
+            && said.contains("Treat the question as unanswered"),
+        "{said}"
+    );
+    let card = conn.thread(&session).card("q");
+    assert_eq!(card.status, "failed");
+    assert!(
+        card.text().contains("not answered by the user"),
+        "{}",
+        card.text()
+    );
+    let logged = record(&conn, &session, "tool/result", "q").unwrap();
+    assert_eq!(logged["status"], "failed");
+
+    // Control: the same answer from a person who took a moment is given
+    // (as the user's likely choice).
+    let mut conn = Conn::in_process(asking(false));
+    let session = conn.ready().await;
+    conn.permission_delay = Some(std::time::Duration::from_millis(1500));
+    conn.answer_permissions(&["allow_once"]);
+    conn.prompt(&session, "set it up").await;
+    let said = told(&conn).to_string();
+    assert!(said.contains("The user answered"), "{said}");
+    assert!(said.contains(r#"=\"SQLite\""#), "{said}");
+    assert_eq!(conn.thread(&session).card("q").status, "completed");
 }
 
 #[tokio::test]

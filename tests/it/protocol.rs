@@ -32,7 +32,8 @@ async fn initialize_answers_version_1_and_only_true_capabilities() {
     assert_eq!(caps["loadSession"], true);
     assert_eq!(
         caps["sessionCapabilities"],
-        json!({"list": {}, "delete": {}, "resume": {}, "close": {}, "fork": {}})
+        json!({"list": {}, "delete": {}, "resume": {}, "close": {}, "fork": {},
+            "additionalDirectories": {}, "systemPrompt": {"mode": {"override": {}}}})
     );
     assert_eq!(
         caps["promptCapabilities"],

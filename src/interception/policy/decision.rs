@@ -86,7 +86,7 @@ pub fn decide(
         reading: call.mcp.map(|m| m.reading.why.as_str()),
         also: call.mcp_name().filter(|n| n != call.name),
         view: view(&call, root),
-        scope: Scope::new(root, rules.home.as_deref()),
+        scope: Scope::new(root, rules.home.as_deref()).with_roots(&rules.roots),
         hooks,
         mode,
         rules,

@@ -16,6 +16,9 @@ pub(super) struct Scope<'a> {
     pub(super) root: &'a Path,
     real_root: PathBuf,
     pub(super) home: Option<&'a Path>,
+    /// The session's additional directories, resolved: inside the project
+    /// too.
+    roots: &'a [PathBuf],
     /// Directories already resolved in this decision (most words of a
     /// line share a few), and directories already listed.
     resolved: std::cell::RefCell<std::collections::HashMap<PathBuf, PathBuf>>,
@@ -30,6 +33,7 @@ impl<'a> Scope<'a> {
             root,
             real_root: crate::tools::resolve_links(root),
             home,
+            roots: &[],
             resolved: Default::default(),
             listed: Default::default(),
             link_sets: Default::default(),
@@ -105,8 +109,18 @@ impl<'a> Scope<'a> {
         })
     }
 
+    /// With the session's additional directories (each resolved).
+    pub(super) fn with_roots(mut self, roots: &'a [PathBuf]) -> Scope<'a> {
+        self.roots = roots;
+        self
+    }
+
+    /// Whether `p` is in the project: its working directory or one of
+    /// its additional directories.
     pub(super) fn inside(&self, p: &Path) -> bool {
-        p.starts_with(self.root) || p.starts_with(&self.real_root)
+        p.starts_with(self.root)
+            || p.starts_with(&self.real_root)
+            || self.roots.iter().any(|r| p.starts_with(r))
     }
 
     /// A path a command names, as written and as it resolves.

@@ -574,6 +574,10 @@ pub struct Rules {
     pub broken_deny: Vec<(String, String)>,
     /// The user's home directory (protected start-up files, `~` in paths).
     pub home: Option<PathBuf>,
+    /// The session's additional directories (`crate::roots`), each as it
+    /// resolves: paths in them are inside the project, as in its
+    /// working directory.
+    pub roots: Vec<PathBuf>,
 }
 
 impl Rules {

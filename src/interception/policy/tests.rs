@@ -50,6 +50,7 @@ fn rules(allow: &[&str], ask: &[&str], deny: &[&str]) -> Rules {
         ask: ask.iter().map(|r| rule(r)).collect(),
         deny: deny.iter().map(|r| rule(r)).collect(),
         home: Some("/home/u".into()),
+        roots: Vec::new(),
         ..Rules::default()
     }
 }

@@ -11,6 +11,7 @@
 //! `tool/content` record. `isError` fails the card.
 
 pub mod annotations;
+pub mod elicit;
 mod http;
 pub mod refusal;
 pub mod servers;
@@ -20,6 +21,7 @@ mod stdio;
 
 use serde_json::{Map, Value};
 
+pub use elicit::{Asker, Elicited};
 pub use servers::{CallOutcome, McpPrompt, McpTool, Servers, State, Status};
 pub use spec::{Chosen, ServerSpec, Source, Transport, choose, from_editor};
 
@@ -95,12 +97,20 @@ pub(crate) async fn run(input: &McpInput, cx: ToolContext) -> ToolOutput {
     let Some(servers) = &cx.mcp else {
         return ToolOutput::failed("this session has no MCP servers");
     };
+    // A question the server asks while it works goes on this call's card.
+    let asker = std::sync::Arc::new(Asker::new(
+        cx.tool_call_id.clone(),
+        cx.client.clone(),
+        cx.events.clone(),
+        &cx.cancel,
+    ));
     let outcome = servers
-        .call(
+        .call_with(
             &input.server,
             &input.tool,
             input.arguments.clone(),
             &cx.cancel,
+            Some(asker),
         )
         .await;
     match outcome {

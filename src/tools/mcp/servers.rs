@@ -119,6 +119,10 @@ struct Entry {
     spec: ServerSpec,
     live: Mutex<Live>,
     stderr: Arc<Mutex<Vec<u8>>>,
+    /// What the user is to be told (a question refused), until taken.
+    notices: Mutex<Vec<String>>,
+    /// Questions asked so far (their ids).
+    asked: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug)]
@@ -133,6 +137,9 @@ struct Live {
     /// Its tools are read again before the next model request: it was
     /// called, and says its list can change.
     relist: bool,
+    /// The calls candor waits on: a question the server asks goes to
+    /// the latest one's card (`elicit`).
+    asking: Vec<Arc<super::elicit::Asker>>,
 }
 
 /// A session's MCP servers (cheap to clone; every clone is the same set).
@@ -151,6 +158,9 @@ struct Inner {
     shadowed: Mutex<Vec<(String, String, String)>>,
     /// Whether the user lets annotations decide (`mcp_trust_annotations`).
     trust_annotations: bool,
+    /// Whether servers are told candor passes pages (URL elicitation):
+    /// the editor declared `elicitation.url`.
+    pages: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Inner {
@@ -167,6 +177,7 @@ impl Inner {
             stop: CancellationToken::new(),
             shadowed: Mutex::new(Vec::new()),
             trust_annotations,
+            pages: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -185,6 +196,15 @@ impl Servers {
         Self {
             inner: Arc::new(Inner::new(trust_annotations)),
         }
+    }
+
+    /// Tells the servers started from now on that candor passes their
+    /// pages to the editor (URL elicitation), as well as forms.
+    pub fn passing_pages(self, pages: bool) -> Self {
+        self.inner
+            .pages
+            .store(pages, std::sync::atomic::Ordering::Relaxed);
+        self
     }
 
     /// Starts `specs` (each on its own task; returns at once). Servers
@@ -210,8 +230,11 @@ impl Servers {
                         ready_after: None,
                         reported: false,
                         relist: false,
+                        asking: Vec::new(),
                     }),
                     stderr: Arc::new(Mutex::new(Vec::new())),
+                    notices: Mutex::new(Vec::new()),
+                    asked: std::sync::atomic::AtomicU64::new(0),
                 });
                 entries.push(entry.clone());
                 entry
@@ -220,8 +243,12 @@ impl Servers {
                 continue;
             }
             let stop = self.inner.stop.child_token();
-            let changed = self.inner.changed.clone();
-            tokio::spawn(run_server(entry, cwd.to_owned(), stop, changed));
+            let handler = Handler {
+                entry: entry.clone(),
+                changed: self.inner.changed.clone(),
+                pages: self.inner.pages.load(std::sync::atomic::Ordering::Relaxed),
+            };
+            tokio::spawn(run_server(entry, cwd.to_owned(), stop, handler));
         }
         self.bump();
     }
@@ -310,6 +337,15 @@ impl Servers {
             live.reported = true;
         }
         out
+    }
+
+    /// What the user is to be told of the servers since last asked (a
+    /// question refused), each once.
+    pub fn take_notices(&self) -> Vec<String> {
+        self.entries()
+            .iter()
+            .flat_map(|e| std::mem::take(&mut *lock(&e.notices)))
+            .collect()
     }
 
     /// Reads again the tools of servers called since (those that say
@@ -471,9 +507,43 @@ impl Servers {
         }
     }
 
-    /// Calls `tool` of `server` with `arguments`. A cancel sends the server
+    /// Calls `tool` of `server` with `arguments`; a question the server
+    /// asks meanwhile is refused. A cancel sends the server
     /// `notifications/cancelled` (rmcp does, for a request given up).
     pub async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> CallOutcome {
+        self.call_with(server, tool, arguments, cancel, None).await
+    }
+
+    /// [`call`](Self::call), with the way to the user a question the
+    /// server asks while it runs goes to (`elicit`); the call ends only
+    /// once its questions' ends are recorded.
+    pub async fn call_with(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Map<String, Value>,
+        cancel: &CancellationToken,
+        asker: Option<Arc<super::elicit::Asker>>,
+    ) -> CallOutcome {
+        let entry = self.entries().into_iter().find(|e| e.spec.name == server);
+        if let (Some(entry), Some(asker)) = (&entry, &asker) {
+            lock(&entry.live).asking.push(asker.clone());
+        }
+        let outcome = self.call_inner(server, tool, arguments, cancel).await;
+        if let (Some(entry), Some(asker)) = (&entry, &asker) {
+            lock(&entry.live).asking.retain(|a| !Arc::ptr_eq(a, asker));
+            asker.close().await;
+        }
+        outcome
+    }
+
+    async fn call_inner(
         &self,
         server: &str,
         tool: &str,
@@ -689,18 +759,51 @@ fn suffixed(clean: &str, original: &str) -> String {
     format!("{head}_{hex}")
 }
 
-/// Candor as an MCP client: re-reads the tools when told they changed.
+/// Candor as an MCP client: re-reads the tools when told they changed,
+/// passes a question asked during a call to the user (`elicit`).
 #[derive(Clone)]
 struct Handler {
     entry: Arc<Entry>,
     changed: watch::Sender<u64>,
+    /// Servers are told candor passes pages (URL elicitation) too.
+    pages: bool,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        use rmcp::model::{
+            ElicitationCapability, FormElicitationCapability, UrlElicitationCapability,
+        };
         let mut info = ClientConfig::default();
         info.client_info = Implementation::new("candor", env!("CARGO_PKG_VERSION"));
+        let mut elicitation =
+            ElicitationCapability::new().with_form(FormElicitationCapability::new());
+        if self.pages {
+            elicitation = elicitation.with_url(UrlElicitationCapability::new());
+        }
+        info.capabilities.elicitation = Some(elicitation);
         info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let server = &self.entry.spec.name;
+        let asker = lock(&self.entry.live).asking.last().cloned();
+        let Some(asker) = asker else {
+            let (error, notice) = super::elicit::outside_call(server, &request);
+            lock(&self.entry.notices).push(notice);
+            self.changed.send_modify(|n| *n += 1);
+            return Err(error);
+        };
+        let n = self
+            .entry
+            .asked
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        super::elicit::answer(server, format!("{server}-{n}"), asker, request, &context.ct).await
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
@@ -722,13 +825,10 @@ async fn run_server(
     entry: Arc<Entry>,
     cwd: std::path::PathBuf,
     stop: CancellationToken,
-    changed: watch::Sender<u64>,
+    handler: Handler,
 ) {
     let began = Instant::now();
-    let handler = Handler {
-        entry: entry.clone(),
-        changed: changed.clone(),
-    };
+    let changed = handler.changed.clone();
     let limit = entry.spec.startup_timeout.unwrap_or(START_TIMEOUT);
     let set = |state: State| {
         let mut live = lock(&entry.live);

@@ -63,6 +63,9 @@ pub struct Conn {
     pub permission_requests: Vec<Value>,
     permission_answers: std::collections::VecDeque<String>,
     hold_permissions: bool,
+    /// How long the client takes to answer a permission request (none: at
+    /// once, as an editor that answers by itself).
+    pub permission_delay: Option<Duration>,
     /// Results for the next `elicitation/create` requests, in order
     /// (`{"action": "decline"}` when none is left; `null`: left unanswered).
     pub elicitation_answers: std::collections::VecDeque<Value>,
@@ -383,6 +386,7 @@ impl Conn {
             permission_requests: Vec::new(),
             permission_answers: Default::default(),
             hold_permissions: false,
+            permission_delay: None,
             elicitation_answers: Default::default(),
             elicitations: Vec::new(),
             terminals: HashMap::new(),
@@ -580,6 +584,10 @@ impl Conn {
         self.permission_requests.push(frame["params"].clone());
         if self.hold_permissions {
             return;
+        }
+        if let Some(delay) = self.permission_delay {
+            // A person reading the prompt before answering.
+            tokio::time::sleep(delay).await;
         }
         let answer = self
             .permission_answers

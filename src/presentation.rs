@@ -396,11 +396,9 @@ impl Presenter {
                 config_id: ConfigId::Mode,
                 value,
                 ..
-            } => {
-                vec![SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
-                    value.clone(),
-                ))]
-            }
+            } => vec![SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                value.clone(),
+            ))],
             Event::TurnEnded { .. } => {
                 self.in_turn = false;
                 Vec::new()
@@ -476,7 +474,6 @@ impl Presenter {
                 preview: Some(_), ..
             } => self.asked_again(record),
             Event::PermissionRequested { .. } | Event::PermissionResolved { .. } => Vec::new(),
-            // The question is the permission request (`network_card`).
             Event::NetworkRequested { .. } => Vec::new(),
             Event::NetworkDecided { .. } => self.network_decided(record),
             Event::TrustRequested { .. } => self.trust_requested(record),
@@ -649,7 +646,8 @@ impl Presenter {
         )]
     }
 
-    /// A confined command's connection decided: what the user answered,
+    /// A confined command's connection: asked (nothing: the question is the
+    /// permission request, `network_card`), or decided: what the user answered,
     /// and what was refused, is one more lead line of its card (a
     /// connection its allowlist or a grant let through is in the log and
     /// the audit, not on the card, whose line already says where the

@@ -73,9 +73,7 @@ pub(crate) fn start(
     client: &ClientCapabilities,
     hard_stop: CancellationToken,
 ) -> Result<Started, StartError> {
-    let Place {
-        cwd, mcp_servers, ..
-    } = place;
+    let (cwd, mcp_servers) = (place.cwd, place.mcp_servers);
     let id = match &origin {
         Origin::New => uuid::Uuid::new_v4().to_string(),
         Origin::Stored { id, .. } => id.clone(),

@@ -140,14 +140,8 @@ pub(crate) fn doctor(
         .map(|e| e.additional_directories.clone())
         .unwrap_or_default();
     let sandbox = super::sandbox::for_calls(gate, records);
-    let report = crate::doctor::report_in(
-        &gate.config,
-        cwd,
-        session,
-        &roots,
-        kernel,
-        Some(&sandbox),
-    );
+    let report =
+        crate::doctor::report_in(&gate.config, cwd, session, &roots, kernel, Some(&sandbox));
     format!("```text\n{}```\n", crate::doctor::render(&report))
 }
 

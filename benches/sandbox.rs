@@ -10,7 +10,9 @@
 //! (namespaces, binds, the init, Landlock and seccomp in place; the
 //! command not started yet).
 //!
-//! Run: `cargo bench --bench sandbox`. Target (issue 26): the median
+//! Run: `cargo bench --bench sandbox` (`CANDOR_BIN=<path>` measures that
+//! build of candor instead, e.g. a stripped release binary). Target
+//! (issue 26): the median
 //! setup cost (launcher exec → ready) at most 2 ms. Prints the median and
 //! p99 of each, and the difference of the medians.
 
@@ -66,7 +68,11 @@ fn report(name: &str, mut samples: Vec<Duration>) -> (f64, f64) {
 }
 
 fn main() {
-    let candor = OsString::from(env!("CARGO_BIN_EXE_candor"));
+    // `CANDOR_BIN`: another build of candor to measure (the bench
+    // profile keeps line tables; a shipped release binary is stripped,
+    // and a launcher's start touches its pages twice).
+    let candor = std::env::var_os("CANDOR_BIN")
+        .unwrap_or_else(|| OsString::from(env!("CARGO_BIN_EXE_candor")));
     let out = Command::new(&candor)
         .args(["__sandbox", "--probe"])
         .output()

@@ -1182,6 +1182,7 @@ async fn signalling(toml: Option<&str>, terminal: bool) -> String {
     let mut conn = Conn::spawn(env);
     let pid = conn.child().id().unwrap();
     std::fs::write(&pid_file, pid.to_string()).unwrap();
+    conn.run_terminals();
     conn.initialize_with(json!({ "terminal": terminal })).await;
     let session = conn.new_session().await;
     conn.prompt(&session, "go").await;
@@ -1247,6 +1248,7 @@ async fn an_editor_terminal_command_is_held_by_the_same_boundary() {
             None => env,
         };
         let mut conn = Conn::spawn(env);
+        conn.run_terminals();
         conn.initialize_with(json!({"terminal": true})).await;
         let session = conn.new_session().await;
         conn.prompt(&session, "go").await;

@@ -71,9 +71,12 @@ pub struct Conn {
     pub elicitation_answers: std::collections::VecDeque<Value>,
     /// The `elicitation/create` requests received (their params).
     pub elicitations: Vec<Value>,
-    /// The editor terminals candor created (`terminal/*`, when the test
-    /// advertised `terminal`): each command as it ran, by id.
+    /// The editor terminals candor created (`terminal/*`, once the test
+    /// called [`Conn::run_terminals`]): each command as it ran, by id.
     pub terminals: HashMap<String, Terminal>,
+    /// Whether `terminal/*` requests are answered (else left unanswered,
+    /// as by an editor that never creates the terminal).
+    run_terminals: bool,
     /// The environment used (home dir etc.), kept alive with the connection.
     pub env: TestEnv,
 }
@@ -390,8 +393,15 @@ impl Conn {
             elicitation_answers: Default::default(),
             elicitations: Vec::new(),
             terminals: HashMap::new(),
+            run_terminals: false,
             env,
         }
+    }
+
+    /// From now on, answers `terminal/*` requests as an editor would (see
+    /// `answer_terminal`); advertise `terminal` too.
+    pub fn run_terminals(&mut self) {
+        self.run_terminals = true;
     }
 
     /// Answers a `terminal/*` request as a (simple) editor: `create` runs
@@ -556,9 +566,10 @@ impl Conn {
         if frame["method"] == "session/request_permission" && frame.get("id").is_some() {
             self.answer_permission(&frame).await;
         }
-        if frame["method"]
-            .as_str()
-            .is_some_and(|m| m.starts_with("terminal/"))
+        if self.run_terminals
+            && frame["method"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("terminal/"))
             && frame.get("id").is_some()
         {
             self.answer_terminal(&frame).await;

@@ -4,7 +4,9 @@
 //! arguments (recorded in `tool/call`, shown on its card and any prompt);
 //! a command that asks to leave the sandbox is refused with how the user
 //! can lift it (lifting the sandbox comes from the person, never from a
-//! permission answer, which some clients give blindly); and a command the
+//! permission answer, which some clients give blindly), or, where the
+//! editor shows forms, asks the person in one (`session::call`); and a
+//! command the
 //! rules would only ask about by default runs confined, unasked, when the
 //! user chose that (`autoAllowBashIfSandboxed`). `protocol/sandbox.md`,
 //! "Permissions".
@@ -31,6 +33,11 @@ pub struct Place<'a> {
     pub probe: &'a Probe,
     /// Whether candor's own binary (the launcher) is known.
     pub launcher: bool,
+    /// Whether the editor shows forms (`elicitation.form`): then a
+    /// command asking to leave the sandbox may be lifted by the person's
+    /// answer in one (a form is filled in by the person; a permission
+    /// request may be answered by the editor itself).
+    pub forms: bool,
 }
 
 /// Gives a Bash call its boundary, and the sandbox's decision (see the
@@ -44,6 +51,25 @@ pub fn confine(settled: &mut Settled, sandbox: &Sandbox, place: Place<'_>) {
     };
     let lift = input.dangerously_disable_sandbox == Some(true);
     if lift && sandbox.preset != Preset::FullAccess {
+        if place.forms && sandbox.allow_unsandboxed {
+            // Only the person's answer in a form lifts it, for this
+            // command (`session::call`); never a permission answer.
+            let reason = format!(
+                "the command asks to run outside the sandbox: that would lift {}; it runs only if you say so in the form, for this command only",
+                lifted(sandbox, place)
+            );
+            settled.disposition = Disposition::Ask {
+                by: SANDBOX.into(),
+                reason: Some(reason),
+            };
+            settled.grant = None;
+            settled.boundary = Some(plain(unconfined(
+                sandbox,
+                place,
+                "it asked to run outside the sandbox (dangerouslyDisableSandbox), and runs only if you lift it in the form, for this command".into(),
+            )));
+            return;
+        }
         let reason = escalation(sandbox, place);
         settled.refuse(SANDBOX, reason);
         return;
@@ -202,6 +228,15 @@ fn escalation(sandbox: &Sandbox, place: Place<'_>) -> String {
     if !sandbox.allow_unsandboxed {
         return "this session's settings let no command run outside the sandbox (allowUnsandboxedCommands is false). Run the command without dangerouslyDisableSandbox, or tell the user what it needs and why.".into();
     }
+    format!(
+        "running outside the sandbox would lift {} ({}), and only the user can lift it, not a permission answer. Ask the user: they can type `/sandbox off` (this session only; `/sandbox on` restores it), or `/sandbox network on` if it only needs the network, and then you run the command again without dangerouslyDisableSandbox; or set sandbox.enabled to false in their settings.",
+        lifted(sandbox, place),
+        sandbox.describe()
+    )
+}
+
+/// What running outside the sandbox would lift, in words.
+fn lifted(sandbox: &Sandbox, place: Place<'_>) -> String {
     let b = sandbox.boundary(place.cwd, place.tmpdir, place.home, place.probe);
     let mut lifted = vec![match b.preset {
         Preset::ReadOnly => "every write outside $TMPDIR".to_owned(),
@@ -213,11 +248,7 @@ fn escalation(sandbox: &Sandbox, place: Place<'_>) -> String {
         lifted.push("the network".into());
     }
     lifted.push("the ending of the processes it starts".into());
-    format!(
-        "running outside the sandbox would lift {} ({}), and only the user can lift it, not a permission answer. Ask the user: they can type `/sandbox off` (this session only; `/sandbox on` restores it), or `/sandbox network on` if it only needs the network, and then you run the command again without dangerouslyDisableSandbox; or set sandbox.enabled to false in their settings.",
-        lifted.join(", "),
-        sandbox.describe()
-    )
+    lifted.join(", ")
 }
 
 #[cfg(test)]

@@ -87,6 +87,7 @@ pub(crate) async fn run_call(
             home: gate.config.user_home.as_deref(),
             probe,
             launcher: gate.confiner.launcher().is_some(),
+            forms: gate.client.elicit_form,
         };
         interception::sandbox::confine(&mut settled, &sandbox, place);
     }
@@ -197,6 +198,16 @@ async fn settle_and_run(
             match settled.approve() {
                 Some(call) => execute(c, &call, gate, control, notes).await,
                 None => failed(c, "candor could not approve this call", notes),
+            }
+        }
+        Disposition::Ask { .. } if settled.lifts_sandbox() => {
+            c.commit_durable(record).await?;
+            match super::permission::lift_by_form(c, gate, settled, &control.cancel).await? {
+                super::permission::Lifted::Yes(call) => {
+                    execute(c, &call, gate, control, notes).await
+                }
+                super::permission::Lifted::No(text) => failed(c, &text, notes),
+                super::permission::Lifted::Cancelled => cancelled(c, notes),
             }
         }
         Disposition::Ask { .. } => {

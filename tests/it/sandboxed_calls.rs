@@ -1272,3 +1272,93 @@ async fn an_editor_terminal_command_is_held_by_the_same_boundary() {
     let (n, _) = udp.recv_from(&mut buf).unwrap();
     assert_eq!(&buf[..n], b"leak");
 }
+
+/// A command asking to leave the sandbox (`dangerouslyDisableSandbox`) in
+/// a session whose editor shows forms, the form answered with `answer`
+/// (`null`: no form expected); whether it wrote outside, the connection
+/// and the session.
+async fn lift_with_form(answer: Option<Value>) -> (bool, Conn, String) {
+    let env = TestEnv::new();
+    let out = outside(&env);
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![
+        respond(json!([tool(
+            "l",
+            "Bash",
+            json!({"command": format!("echo x > {}/lifted", out.display()), "dangerouslyDisableSandbox": true})
+        )])),
+        respond(json!([text("done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let mut conn = Conn::in_process(env);
+    let forms = answer.is_some();
+    if let Some(answer) = answer {
+        conn.elicitation_answers.push_back(answer);
+    }
+    conn.initialize_with(if forms {
+        json!({"elicitation": {"form": {}}})
+    } else {
+        json!({})
+    })
+    .await;
+    let session = conn.new_session().await;
+    conn.prompt(&session, "go").await;
+    (out.join("lifted").exists(), conn, session)
+}
+
+#[tokio::test]
+async fn where_the_editor_shows_forms_the_person_lifts_the_sandbox_for_one_command_in_one() {
+    require_sandbox();
+    let outside = json!({"action": "accept", "content": {"sandbox": "outside"}});
+    let (wrote, conn, session) = lift_with_form(Some(outside)).await;
+    assert!(wrote, "the person's answer did not lift the sandbox");
+    // Asked in a form scoped to the card, never by a permission request.
+    assert!(conn.permission_requests.is_empty());
+    assert_eq!(conn.elicitations.len(), 1);
+    let form = &conn.elicitations[0];
+    assert_eq!(form["toolCallId"], "l", "{form}");
+    assert!(
+        form["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Run `echo x > "),
+        "{form}"
+    );
+    let card = conn.thread(&session).card("l").clone();
+    assert_eq!(card.status, "completed", "{}", card.text());
+    assert!(
+        card.text().contains("not sandboxed: it asked to run outside the sandbox (dangerouslyDisableSandbox), and runs only if you lift it in the form"),
+        "{}",
+        card.text()
+    );
+    let log = conn.env.log(&session);
+    assert_eq!(
+        call_record(&log, "l")["sandbox"]["enforced"]["kind"],
+        "unconfined"
+    );
+    assert!(log.iter().any(|r| r["type"] == "permission/resolved"
+        && r["toolCallId"] == "l"
+        && r["outcome"] == "allowed_once"));
+    // Kept, declined, or a form an editor filled in by itself with
+    // nothing chosen: the command does not run, and the model is told.
+    for answer in [
+        json!({"action": "accept", "content": {"sandbox": "inside"}}),
+        json!({"action": "accept", "content": {}}),
+        json!({"action": "decline"}),
+    ] {
+        let (wrote, conn, session) = lift_with_form(Some(answer.clone())).await;
+        assert!(!wrote, "{answer}: lifted");
+        let card = conn.thread(&session).card("l").clone();
+        assert_eq!(card.status, "failed", "{answer}: {}", card.text());
+        let result = result_text(&conn, 1, "l");
+        assert!(result.contains("did not run"), "{result}");
+    }
+    // The control: without forms, refused unasked, as before.
+    let (wrote, conn, _) = lift_with_form(None).await;
+    assert!(!wrote);
+    assert!(conn.permission_requests.is_empty() && conn.elicitations.is_empty());
+}

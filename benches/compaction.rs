@@ -40,6 +40,7 @@ fn session(usage: bool) -> Vec<Record> {
         provider: "anthropic".into(),
         model: None,
         context_window: Some(200_000),
+        parent: None,
     }];
     let output = "line of output from the command\n".repeat(64);
     let mut turn = 0;
@@ -186,6 +187,7 @@ fn main() {
             system: "You are candor, a coding agent.".repeat(20),
             messages: derive_messages(&records, RewriteStrategy::Note, &Default::default()),
             tools: tools.clone(),
+            web_search: false,
         };
         println!(
             "{} records, a compaction at record {}, {} messages derived, usage {}",
@@ -219,6 +221,7 @@ fn main() {
                 system: request.system.clone(),
                 messages,
                 tools: tools.clone(),
+                web_search: false,
             };
             std::hint::black_box(compaction::estimate(&records, &next));
         });

@@ -158,6 +158,7 @@ async fn measure(name: &str, frames: (Vec<String>, usize), make: impl Fn(&str) -
             description: "Runs a command.".into(),
             input_schema: json!({"type": "object"}),
         }],
+        web_search: false,
     };
     let mut chunk_latency = Vec::new();
     let mut turn_latency = Vec::new();

@@ -212,6 +212,11 @@ pub fn record_tokens(event: &Event) -> u64 {
         | Event::PromptUnqueued { .. }
         | Event::SteeringReceived { .. }
         | Event::SteeringDropped { .. }
+        // A subagent's work reaches the model as its call's result.
+        | Event::SubagentStarted { .. }
+        | Event::SubagentActivity { .. }
+        | Event::SubagentEnded { .. }
+        | Event::SubagentAssigned(_)
         | Event::TurnEnded { .. } => 0,
     }
 }
@@ -243,6 +248,13 @@ fn assistant_tokens(content: &[AssistantBlock], interrupted: bool) -> u64 {
             AssistantBlock::ToolUse { id, name, input } if !interrupted => {
                 tokens(id.len() + name.len() + json_bytes(input) + 20)
             }
+            AssistantBlock::WebSearch { query, results, .. } => tokens(
+                query.len()
+                    + results
+                        .iter()
+                        .map(|r| r.title.len() + r.url.len() + 400)
+                        .sum::<usize>(),
+            ),
             AssistantBlock::Thinking { .. }
             | AssistantBlock::ToolUse { .. }
             | AssistantBlock::Raw { .. } => 0,
@@ -455,6 +467,8 @@ pub fn summary_request(
         system: base.system.clone(),
         messages,
         tools: base.tools.clone(),
+        // As offered before: the history may hold the provider's searches.
+        web_search: base.web_search,
     };
     if request_tokens(&request) <= budget.limit() {
         return (request, false);
@@ -615,6 +629,7 @@ mod tests {
             system: String::new(),
             messages: Vec::new(),
             tools: Vec::new(),
+            web_search: false,
         }
     }
 
@@ -646,6 +661,7 @@ mod tests {
             system: "s".repeat(40),
             messages: vec![Message::user("u".repeat(400))],
             tools: Vec::new(),
+            web_search: false,
         };
         let no_usage = numbered(vec![user("go")]);
         assert_eq!(estimate(&no_usage, &request), 10 + 1 + 100 + MESSAGE_TOKENS);

@@ -35,6 +35,21 @@ pub enum AssistantBlock {
         name: String,
         input: Value,
     },
+    /// A web search the provider ran itself, inside the turn (Anthropic's
+    /// `web_search` server tool, the Responses API's `web_search_call`):
+    /// candor neither ran it nor could stop it before it ran; what it was
+    /// and what it found, read from the provider's blocks (which the raw
+    /// turn keeps, encrypted content and all, for replay).
+    WebSearch {
+        /// The provider's id of the search.
+        id: String,
+        query: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        results: Vec<SearchHit>,
+        /// Why the search failed, as the provider said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// Not content: the whole turn as the provider's API returned it, kept
     /// for verbatim replay, always the last block of a turn from a real
     /// provider. `api` says which wire format `turn` is in; a provider only
@@ -50,6 +65,14 @@ pub enum AssistantBlock {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
     },
+}
+
+/// One result of a provider's web search.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchHit {
+    #[serde(default)]
+    pub title: String,
+    pub url: String,
 }
 
 /// The wire format a raw turn is in.
@@ -106,6 +129,10 @@ pub enum ModelStop {
     MaxTokens,
     /// Declined to answer.
     Refusal,
+    /// The provider paused a long turn of its own tools (Anthropic's
+    /// `pause_turn`, web searches): the turn is sent back as it is and the
+    /// model goes on.
+    Paused,
 }
 
 /// A complete assistant turn as the model emitted it.
@@ -137,6 +164,7 @@ impl AssistantTurn {
             }
             AssistantBlock::Text { .. }
             | AssistantBlock::Thinking { .. }
+            | AssistantBlock::WebSearch { .. }
             | AssistantBlock::Raw { .. } => None,
         })
     }
@@ -240,6 +268,10 @@ pub struct ModelRequest {
     pub system: String,
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
+    /// Offer the provider's own web search (where it has one; the
+    /// session's `WebSearch` rules decide, `interception::policy::search`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub web_search: bool,
 }
 
 #[cfg(test)]

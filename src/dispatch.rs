@@ -452,8 +452,12 @@ impl Agent {
 
     /// Cancels a session's running (or just-read) turn; unknown ids are ignored.
     fn cancel_session(&self, id: &str) {
-        match lock(&self.sessions).get(id) {
+        let sessions = lock(&self.sessions);
+        match sessions.get(id) {
             Some(session) => session.cancel(),
+            // A subagent's session (announced to a client that takes
+            // them): only that subagent ends.
+            None if sessions.values().any(|s| s.cancel_subagent(id)) => {}
             None => tracing::debug!(session = id, "cancel for an unknown session ignored"),
         }
     }

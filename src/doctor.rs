@@ -35,6 +35,9 @@ pub struct Report {
     pub additional_directories: Vec<crate::event_log::AddedDirectory>,
     pub candor: Candor,
     pub provider: ProviderInfo,
+    /// What the model may reach of the web: WebFetch and the provider's
+    /// search.
+    pub web: WebInfo,
     /// Every settings file candor would look at, in the order it reads them.
     pub settings: Vec<FileStatus>,
     pub hooks: Vec<HookSummary>,
@@ -56,6 +59,8 @@ pub struct Report {
     pub notices: Vec<NoticeInfo>,
     /// What this kernel gives the sandbox, and what a command runs in.
     pub sandbox: SandboxInfo,
+    /// The subagent types a session here may start, built-ins first.
+    pub subagents: Vec<SubagentInfo>,
     /// Something is broken (`candor doctor` exits 1).
     pub broken: bool,
 }
@@ -86,6 +91,17 @@ pub struct ProviderInfo {
     pub key_needed: bool,
     /// Why a session could not use it.
     pub problem: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebInfo {
+    /// Whether the provider's own web search is offered to the model.
+    pub search_offered: bool,
+    /// How (the provider's tool and the rule) or why not.
+    pub search: String,
+    /// What WebFetch reaches (the user's `[web]` config).
+    pub fetch: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -198,6 +214,24 @@ pub struct SandboxInfo {
     pub commands_fail: bool,
 }
 
+/// The sandbox a command here runs in: the session's own, or what the
+/// settings give, with the additional directories and Read deny rules.
+fn sandbox_of(
+    session: Option<&crate::sandbox::Sandbox>,
+    built: Option<&bridges::policy::Built>,
+    roots: &[crate::event_log::AddedDirectory],
+) -> crate::sandbox::Sandbox {
+    match (session, built) {
+        (Some(s), _) => s.clone(),
+        (None, Some(b)) => {
+            let mut rules = b.policy.rules.clone();
+            rules.roots = crate::roots::real(roots);
+            crate::interception::sandbox::for_rules(b.policy.sandbox.clone(), &rules)
+        }
+        (None, None) => crate::sandbox::Sandbox::default(),
+    }
+}
+
 /// The sandbox part of a report: `sandbox` (a session's own, with its
 /// user's choices, or the one the settings give) as `kernel` holds it.
 fn sandbox_info(
@@ -222,6 +256,37 @@ fn sandbox_info(
             && sandbox.fail_if_unavailable
             && sandbox.preset != crate::sandbox::Preset::FullAccess,
         boundary,
+    }
+}
+
+/// A subagent type as `candor doctor` lists it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentInfo {
+    pub name: String,
+    /// `built-in`, or its file.
+    pub source: String,
+    pub tools: Option<Vec<String>>,
+    pub disallowed_tools: Vec<String>,
+    pub model: Option<String>,
+    pub permission_mode: Option<String>,
+    pub max_turns: Option<u32>,
+    pub hooks: bool,
+    /// What its definition asks for that candor does not do.
+    pub not_honoured: Vec<String>,
+}
+
+fn subagent_info(d: &crate::subagents::Definition) -> SubagentInfo {
+    SubagentInfo {
+        name: d.name.clone(),
+        source: d.source.describe(),
+        tools: d.tools.clone(),
+        disallowed_tools: d.disallowed_tools.clone(),
+        model: d.model.clone(),
+        permission_mode: d.permission_mode.map(|m| m.id().to_owned()),
+        max_turns: d.max_turns,
+        hooks: d.hooks.is_some(),
+        not_honoured: d.not_honoured.clone(),
     }
 }
 
@@ -347,17 +412,14 @@ pub fn report_in(
     };
     let (mcp_servers, instructions, instruction_notes) =
         loaded_beside(config, (&cwd, roots), built.as_ref());
-    let sandbox = match (sandbox, &built) {
-        (Some(s), _) => s.clone(),
-        (None, Some(b)) => {
-            let mut rules = b.policy.rules.clone();
-            rules.roots = crate::roots::real(roots);
-            crate::interception::sandbox::for_rules(b.policy.sandbox.clone(), &rules)
-        }
-        (None, None) => crate::sandbox::Sandbox::default(),
-    };
+    let sandbox = sandbox_of(sandbox, built.as_ref(), roots);
     let sandbox = sandbox_info(&cwd, config, &sandbox, kernel);
     broken |= sandbox.commands_fail;
+    let web = web(config, &cwd, built.as_ref());
+    let subagents: Vec<SubagentInfo> = built
+        .as_ref()
+        .map(|b| b.agents.definitions.iter().map(subagent_info).collect())
+        .unwrap_or_default();
     let (hooks, rules, mode, notices) = match built {
         Some(b) => {
             let mut rules = Vec::new();
@@ -404,6 +466,7 @@ pub fn report_in(
             logs: "stderr (the editor's log of its agent); RUST_LOG sets the level".into(),
         },
         provider,
+        web,
         settings,
         hooks,
         rules,
@@ -411,11 +474,47 @@ pub fn report_in(
         trust: trust_info,
         mcp_servers,
         instructions,
+        subagents,
         instruction_notes,
         editors: editors(config),
         notices,
         sandbox,
         broken,
+    }
+}
+
+/// What a session here may reach of the web: whether the provider's
+/// search is offered (and why not), and what WebFetch reaches.
+fn web(config: &Config, cwd: &Path, built: Option<&bridges::policy::Built>) -> WebInfo {
+    let p = Provider::for_session(config, cwd);
+    let offered = match (p.web_search(), built) {
+        (None, _) => Err(
+            "this provider has none (Anthropic's API and the OpenAI Responses API have one)"
+                .to_owned(),
+        ),
+        (Some(_), None) => Err("the policy could not be built".to_owned()),
+        (Some(tool), Some(b)) => crate::interception::policy::search_offered(&b.policy.rules)
+            .map(|by| format!("{tool}; {by}; it runs at the provider, before candor could ask")),
+    };
+    let fetch = match config.web_access() {
+        Err(e) => e,
+        Ok(a) => {
+            let mut said =
+                "public addresses over https (http upgraded), each domain by the WebFetch rules"
+                    .to_owned();
+            if a.addresses != crate::web::address::Addresses::default() {
+                said.push_str("; your config allows some addresses that are not public");
+            }
+            if !a.http_hosts.is_empty() {
+                said.push_str(&format!("; plain http for {}", a.http_hosts.join(", ")));
+            }
+            format!("{said}; {} s a fetch", a.timeout.as_secs())
+        }
+    };
+    WebInfo {
+        search_offered: offered.is_ok(),
+        search: offered.unwrap_or_else(|why| why),
+        fetch,
     }
 }
 
@@ -677,6 +776,13 @@ pub fn render(r: &Report) -> String {
     if let Some(problem) = &p.problem {
         let _ = writeln!(out, "  problem   {problem}");
     }
+    let _ = writeln!(out, "\nWeb");
+    if r.web.search_offered {
+        let _ = writeln!(out, "  Web search: offered ({})", r.web.search);
+    } else {
+        let _ = writeln!(out, "  Web search: not offered: {}", r.web.search);
+    }
+    let _ = writeln!(out, "  WebFetch: {}", r.web.fetch);
     let _ = writeln!(out, "\nSettings files");
     for f in &r.settings {
         let _ = writeln!(
@@ -717,6 +823,7 @@ pub fn render(r: &Report) -> String {
     }
     render_hooks_and_rules(&mut out, r);
     render_sandbox(&mut out, &r.sandbox);
+    render_subagents(&mut out, r);
     let problems: Vec<&NoticeInfo> = r
         .notices
         .iter()
@@ -754,6 +861,42 @@ fn render_sandbox(out: &mut String, s: &SandboxInfo) {
             out,
             "  problem   every command fails: the settings say to fail where the sandbox cannot be set up (failIfUnavailable), and here it cannot"
         );
+    }
+}
+
+/// The subagent types, each with what it narrows and what of its
+/// definition candor does not do.
+fn render_subagents(out: &mut String, r: &Report) {
+    let _ = writeln!(out, "\nSubagents");
+    for a in &r.subagents {
+        let mut said = Vec::new();
+        if let Some(tools) = &a.tools {
+            said.push(format!("tools {}", tools.join(", ")));
+        }
+        if !a.disallowed_tools.is_empty() {
+            said.push(format!("not {}", a.disallowed_tools.join(", ")));
+        }
+        if let Some(m) = &a.permission_mode {
+            said.push(format!("mode {m} at most"));
+        }
+        if let Some(m) = &a.model {
+            said.push(format!("model {m}"));
+        }
+        if let Some(n) = a.max_turns {
+            said.push(format!("maxTurns {n}"));
+        }
+        if a.hooks {
+            said.push("hooks".to_owned());
+        }
+        let said = if said.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", said.join("; "))
+        };
+        let _ = writeln!(out, "  {} [{}]{said}", a.name, a.source);
+        for n in &a.not_honoured {
+            let _ = writeln!(out, "    not honoured: {n}");
+        }
     }
 }
 

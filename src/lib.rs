@@ -47,10 +47,12 @@ pub mod sandbox;
 pub(crate) mod session;
 pub mod shell;
 pub mod shown;
+pub mod subagents;
 pub(crate) mod sync;
 pub mod text;
 pub mod tools;
 pub(crate) mod transport;
+pub mod web;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -16,6 +16,8 @@
 //! * nothing is sent for an id after it is terminal, or for an id that
 //!   never got a card.
 
+mod subagent;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -127,6 +129,14 @@ pub struct Presenter {
     plans: HashMap<String, Vec<PlanEntry>>,
     /// The client advertised `session.notices`.
     notices: bool,
+    /// The client takes subagent sessions (`clientCapabilities.subagents`).
+    subagents: bool,
+    /// The subagents of open `Agent` cards: their calls, as the cards
+    /// show them.
+    children: HashMap<String, subagent::Lines>,
+    /// Prompts are shown live too (a subagent's task: the client did not
+    /// send it).
+    echo_prompts: bool,
     /// The client advertised `session.compaction`: a compaction is a
     /// `compaction_update`, not a notice.
     compaction: bool,
@@ -331,6 +341,9 @@ impl Presenter {
             ended: std::collections::HashSet::new(),
             plans: HashMap::new(),
             notices: false,
+            subagents: false,
+            children: HashMap::new(),
+            echo_prompts: false,
             compaction: false,
             context_window: None,
             cost: crate::providers::prices::Total::default(),
@@ -363,6 +376,20 @@ impl Presenter {
         self
     }
 
+    /// Whether the client takes subagent sessions: a child is announced
+    /// and referenced on its card; else its calls are lines on the card.
+    pub fn with_subagents(mut self, subagents: bool) -> Self {
+        self.subagents = subagents;
+        self
+    }
+
+    /// A subagent's session: its task (a `user/message` the client did not
+    /// send) is shown live as in a replay.
+    pub fn echoing_prompts(mut self) -> Self {
+        self.echo_prompts = true;
+        self
+    }
+
     /// Whether the client takes `compaction_update`s (`session.compaction`);
     /// if not, a compaction is told in a notice.
     pub fn with_compaction(mut self, compaction: bool) -> Self {
@@ -385,12 +412,13 @@ impl Presenter {
                     AssistantBlock::Raw { usage, .. } => *usage,
                     _ => None,
                 });
-                match (usage, self.context_window) {
-                    (Some(u), Some(size)) => vec![SessionUpdate::UsageUpdate(
+                let mut updates = self.searches(record.seq, content);
+                if let (Some(u), Some(size)) = (usage, self.context_window) {
+                    updates.push(SessionUpdate::UsageUpdate(
                         UsageUpdate::new(u.context_tokens(), size).cost(self.cost_so_far()),
-                    )],
-                    _ => Vec::new(),
+                    ));
                 }
+                updates
             }
             Event::ConfigChanged {
                 config_id: ConfigId::Mode,
@@ -399,10 +427,7 @@ impl Presenter {
             } => vec![SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
                 value.clone(),
             ))],
-            Event::TurnEnded { .. } => {
-                self.in_turn = false;
-                Vec::new()
-            }
+            Event::TurnEnded { .. } => self.turn_ended(),
             Event::ConfigChanged { .. } => Vec::new(),
             Event::SessionTitled { title, .. } => vec![SessionUpdate::SessionInfoUpdate(
                 agent_client_protocol_schema::v1::SessionInfoUpdate::new()
@@ -424,18 +449,7 @@ impl Presenter {
             Event::HookContext { quiet: true, .. } => Vec::new(),
             Event::HookContext {
                 event, hook, text, ..
-            } => {
-                let text = if *event == SessionEvent::Stop {
-                    format!("The Stop hook {hook} did not let the turn end: {text}")
-                } else {
-                    format!(
-                        "The {} hook {hook} added context for the model: {}",
-                        event.name(),
-                        crate::text::shorten(text, 301)
-                    )
-                };
-                self.notice(NoticeLevel::Info, text)
-            }
+            } => self.hook_context(*event, hook, text),
             Event::CommandsOffered { commands } => match self.mode {
                 // A loaded session offers them afresh after its response.
                 Mode::Replay => Vec::new(),
@@ -488,7 +502,34 @@ impl Presenter {
             }
             Event::ToolOutput { .. } => self.tool_output(record),
             Event::ToolResult { .. } => self.tool_result(record),
+            Event::SubagentStarted { .. }
+            | Event::SubagentActivity { .. }
+            | Event::SubagentEnded { .. }
+            | Event::SubagentAssigned(_) => self.subagent(&record.event),
         }
+    }
+
+    /// What a hook told the model, as a notice.
+    fn hook_context(&mut self, event: SessionEvent, hook: &str, text: &str) -> Vec<SessionUpdate> {
+        let text = if matches!(event, SessionEvent::Stop | SessionEvent::SubagentStop) {
+            format!(
+                "The {} hook {hook} did not let the turn end: {text}",
+                event.name()
+            )
+        } else {
+            format!(
+                "The {} hook {hook} added context for the model: {}",
+                event.name(),
+                crate::text::shorten(text, 301)
+            )
+        };
+        self.notice(NoticeLevel::Info, text)
+    }
+
+    /// The turn is over: a notice now waits for the next one.
+    fn turn_ended(&mut self) -> Vec<SessionUpdate> {
+        self.in_turn = false;
+        Vec::new()
     }
 
     /// A prompt opens a turn: nothing live (the client sent it) but for
@@ -502,6 +543,7 @@ impl Presenter {
         self.in_turn = true;
         self.message_tail = Tail::Paragraph;
         let echo = self.mode == Mode::Replay
+            || self.echo_prompts
             || matches!(via, Some(crate::event_log::Via::Steering { .. }));
         let mut updates: Vec<SessionUpdate> = if echo {
             content.iter().map(replayed_block).collect()
@@ -794,6 +836,73 @@ impl Presenter {
             _ => return Vec::new(),
         };
         self.notice(NoticeLevel::Info, text)
+    }
+
+    /// The web searches the provider ran in a turn, each a card that is
+    /// done when shown (`candor-search-<seq>-<n>`): the query, the titles
+    /// and URLs it found, and that it ran at the provider.
+    fn searches(&mut self, seq: u64, content: &[AssistantBlock]) -> Vec<SessionUpdate> {
+        let at = match content.iter().find_map(|b| match b {
+            AssistantBlock::Raw { api, .. } => Some(*api),
+            _ => None,
+        }) {
+            Some(crate::conversation::WireApi::Anthropic) => "Anthropic",
+            Some(crate::conversation::WireApi::OpenaiResponses) => "OpenAI",
+            _ => "the model's provider",
+        };
+        let mut updates = Vec::new();
+        for (n, block) in content.iter().enumerate() {
+            let AssistantBlock::WebSearch {
+                id,
+                query,
+                results,
+                error,
+            } = block
+            else {
+                continue;
+            };
+            let card = format!("candor-search-{seq}-{n}");
+            if !self.ended.insert(card.clone()) {
+                continue;
+            }
+            let mut lines = vec![format!(
+                "Ran at {at}, inside the model's response: candor did not run this search and could not stop it before it ran. Your WebSearch permission rules decide whether the search is offered at all."
+            )];
+            match error {
+                Some(e) => lines.push(format!("The search failed: {e}")),
+                None if results.is_empty() => lines.push("No results.".into()),
+                None => lines.extend(results.iter().enumerate().map(|(i, r)| {
+                    let title = r.title.trim();
+                    if title.is_empty() {
+                        format!("{}. {}", i + 1, r.url)
+                    } else {
+                        format!("{}. {title} — {}", i + 1, r.url)
+                    }
+                })),
+            }
+            let status = if error.is_some() {
+                ToolCallStatus::Failed
+            } else {
+                ToolCallStatus::Completed
+            };
+            let mut meta = serde_json::Map::new();
+            meta.insert(
+                "candor".into(),
+                json!({"ranAt": "provider", "providerId": id}),
+            );
+            let title = crate::text::shorten(&query.replace(char::is_control, " "), 100);
+            updates.push(SessionUpdate::ToolCall(
+                ToolCall::new(card, format!("Web search: \"{title}\""))
+                    .name("WebSearch".to_owned())
+                    .kind(ToolKind::Fetch)
+                    .status(status)
+                    .raw_input(json!({ "query": query }))
+                    .raw_output(json!({ "results": results, "error": error }))
+                    .content(vec![text_content(lines.join("\n"))])
+                    .meta(meta),
+            ));
+        }
+        updates
     }
 
     /// An MCP tool's answer beside its text: kept for the card's end.
@@ -1205,6 +1314,7 @@ impl Presenter {
             // A card that ended changes no more: only its id is kept (a long
             // session's memory grows with its open cards, not its history).
             self.cards.remove(id);
+            self.children.remove(id);
             self.ended.insert(id.to_owned());
         }
         vec![update(id, fields)]
@@ -1242,6 +1352,7 @@ pub fn describe_decider(by: &str) -> String {
         Some(("rule", r)) => format!("rule {r}"),
         Some(("grant", r)) => format!("session grant {r}"),
         Some(("mode", m)) => format!("{m} mode"),
+        Some(("subagent", t)) => format!("the {t} subagent's definition"),
         _ => by.to_owned(),
     }
 }

@@ -75,6 +75,13 @@ pub fn update(mut update: SessionUpdate) -> SessionUpdate {
         SessionUpdate::ConfigOptionUpdate(options) => {
             options.config_options.iter_mut().for_each(config_option);
         }
+        SessionUpdate::SubagentUpdate(subagent) => {
+            for field in [&mut subagent.title, &mut subagent.description] {
+                if let agent_client_protocol_schema::MaybeUndefined::Value(t) = field {
+                    text(t);
+                }
+            }
+        }
         // Ids and numbers only.
         SessionUpdate::CurrentModeUpdate(_) | SessionUpdate::UsageUpdate(_) => {}
         // Not built by candor (the tidy test keeps it so).

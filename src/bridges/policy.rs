@@ -29,6 +29,10 @@ pub struct Built {
     /// The MCP servers the user's and (when trusted) the project's
     /// configuration give.
     pub mcp: Vec<crate::tools::mcp::ServerSpec>,
+    /// The subagent types the session may start: the built-ins, the
+    /// user's definitions and (when trusted, for those that want it) the
+    /// project's.
+    pub agents: crate::subagents::Catalog,
 }
 
 /// Builds a session's policy (see [`Built`]). A broken policy file is an
@@ -55,6 +59,9 @@ pub fn build(
         .iter()
         .map(|text| (NoticeLevel::Warning, text.clone()))
         .collect();
+    if let Err(e) = config.web_access() {
+        notices.push((NoticeLevel::Warning, e));
+    }
     let mut wants = Vec::new();
     let mut hooks = Vec::new();
     let mut scripts = Vec::new();
@@ -95,6 +102,16 @@ pub fn build(
             .into_iter()
             .map(|p| (NoticeLevel::Warning, format!("MCP settings {p}"))),
     );
+    let agents = super::agent_definitions::load(config, cwd, trusted);
+    notices.extend(
+        agents
+            .catalog
+            .problems
+            .iter()
+            .map(|p| (NoticeLevel::Warning, p.clone())),
+    );
+    wants.extend(agents.wants);
+    scripts.extend(agents.scripts);
     Ok(Built {
         policy,
         notices,
@@ -102,6 +119,7 @@ pub fn build(
         scripts,
         hooks,
         mcp: mcp.servers,
+        agents: agents.catalog,
     })
 }
 

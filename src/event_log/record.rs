@@ -71,6 +71,10 @@ pub enum Event {
         /// The model's context window in tokens, when known (for usage).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         context_window: Option<u64>,
+        /// A subagent's log: the session and the `Agent` call that started
+        /// it (the parent's `subagent/started` names this log back).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent: Option<ParentRef>,
     },
     /// Where the session works, as the model is told it: the facts gathered
     /// when the session started (platform, shell, date, directory, git) and
@@ -487,6 +491,44 @@ pub enum Event {
     /// `session_info_update`, listed by `session/list`, kept on load).
     #[serde(rename = "session/titled")]
     SessionTitled { title: String, source: TitleSource },
+    /// The `Agent` call `tool_call_id` started a subagent: a child session
+    /// with its own log, `session_id`, whose `session/started` names this
+    /// session and call as its parent.
+    #[serde(rename = "subagent/started")]
+    SubagentStarted {
+        tool_call_id: String,
+        session_id: String,
+        agent_type: String,
+        description: String,
+    },
+    /// One of the subagent's calls changed state, as the child's log
+    /// records it (settled, asking, running, finished): what the parent's
+    /// card shows of the child's work, one line per child call.
+    #[serde(rename = "subagent/activity")]
+    SubagentActivity {
+        tool_call_id: String,
+        session_id: String,
+        child_call_id: String,
+        /// The child call's card title (its effective command or path).
+        title: String,
+        status: ChildCallStatus,
+    },
+    /// The subagent is over; the parent's `tool/result` for the `Agent`
+    /// call follows with its answer.
+    #[serde(rename = "subagent/ended")]
+    SubagentEnded {
+        tool_call_id: String,
+        session_id: String,
+        outcome: SubagentOutcome,
+        /// How many model requests it made.
+        requests: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// In a subagent's log, right after `session/started`: what it was
+    /// given, already narrowed to what its parent has (`protocol/subagents.md`).
+    #[serde(rename = "subagent/assigned")]
+    SubagentAssigned(Assignment),
     /// The turn is over; `session/prompt` answers from this record.
     #[serde(rename = "turn/ended")]
     TurnEnded {
@@ -494,6 +536,99 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+/// The session and call that started a subagent (`session/started`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentRef {
+    pub session_id: String,
+    pub tool_call_id: String,
+    /// 1 for a child of a session the user opened, 2 for its child.
+    pub depth: u32,
+}
+
+/// A subagent's call as its parent's card shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChildCallStatus {
+    /// Settled, not started.
+    Pending,
+    /// Waiting for the user's answer.
+    Asking,
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl ChildCallStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            ChildCallStatus::Pending => "pending",
+            ChildCallStatus::Asking => "waiting for your answer",
+            ChildCallStatus::Running => "running",
+            ChildCallStatus::Completed => "done",
+            ChildCallStatus::Failed => "failed",
+            ChildCallStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether the call is over.
+    pub fn ended(self) -> bool {
+        matches!(
+            self,
+            ChildCallStatus::Completed | ChildCallStatus::Failed | ChildCallStatus::Cancelled
+        )
+    }
+}
+
+/// How a subagent ended (`subagent/ended`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubagentOutcome {
+    /// Its model answered.
+    Answered,
+    /// It reached its `maxTurns` before answering.
+    MaxTurns,
+    Cancelled,
+    /// It could not run or finish (the reason is in `error`).
+    Failed,
+}
+
+/// What a subagent was given (`subagent/assigned`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Assignment {
+    /// The definition's name (`general-purpose`, `Explore`, a user's).
+    pub agent_type: String,
+    /// The `Agent` call's short description.
+    pub description: String,
+    /// Where the definition came from: `built-in`, or its file.
+    pub source: String,
+    /// The child's system prompt (the definition's body, or the
+    /// built-in's), before the environment and instruction files.
+    pub system_prompt: String,
+    /// The tools it may call, when narrowed (none: the parent's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// The tools it may never call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disallowed_tools: Vec<String>,
+    /// The permission mode it runs in (never more than its parent's).
+    pub mode: crate::mode::Mode,
+    /// The model it asks, when the provider has models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The most model requests it may make.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// The subagent types it may start in turn (its own `Agent` calls).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub may_start: Vec<String>,
+    /// What its definition asked for that candor does not do.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_honoured: Vec<String>,
 }
 
 /// An MCP server's question (`elicitation/requested`).
@@ -817,6 +952,11 @@ pub enum SessionEvent {
     SessionStart,
     /// The session is closing (`reason`). Answers are not used.
     SessionEnd,
+    /// A subagent starts (`agent_id`, `agent_type`; the matcher is tried on
+    /// the type). Its context is given to the subagent.
+    SubagentStart,
+    /// A subagent's model ended its turn. A block makes it go on.
+    SubagentStop,
 }
 
 impl SessionEvent {
@@ -826,6 +966,8 @@ impl SessionEvent {
             SessionEvent::Stop => "Stop",
             SessionEvent::SessionStart => "SessionStart",
             SessionEvent::SessionEnd => "SessionEnd",
+            SessionEvent::SubagentStart => "SubagentStart",
+            SessionEvent::SubagentStop => "SubagentStop",
         }
     }
 }

@@ -30,6 +30,10 @@ use crate::conversation::{
 pub const DEFAULT_MAX_TOKENS: u32 = 16_384;
 /// The API version candor speaks.
 pub const API_VERSION: &str = "2023-06-01";
+/// The server-side web search tool's version.
+pub const WEB_SEARCH_TOOL: &str = "web_search_20250305";
+/// The most searches one response may run.
+pub const WEB_SEARCH_MAX_USES: u32 = 5;
 
 /// A session's Anthropic model.
 #[derive(Debug)]
@@ -65,14 +69,17 @@ impl AnthropicProvider {
             body.insert("system".into(), json!(request.system));
         }
         body.insert("messages".into(), Value::Array(messages(request)));
-        if !request.tools.is_empty() {
-            let tools = request
-                .tools
-                .iter()
-                .map(|t| {
-                    json!({"name": t.name, "description": t.description, "input_schema": t.input_schema})
-                })
-                .collect();
+        let mut tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"name": t.name, "description": t.description, "input_schema": t.input_schema})
+            })
+            .collect();
+        if request.web_search {
+            tools.push(json!({"type": WEB_SEARCH_TOOL, "name": "web_search", "max_uses": WEB_SEARCH_MAX_USES}));
+        }
+        if !tools.is_empty() {
             body.insert("tools".into(), Value::Array(tools));
         }
         if let Some(budget) = s.thinking_budget {
@@ -207,8 +214,10 @@ fn rebuild(turn: &AssistantTurn) -> Vec<Value> {
                 };
                 Some(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
             }
+            // A search's results come back encrypted only in the raw turn.
             AssistantBlock::Text { .. }
             | AssistantBlock::Thinking { .. }
+            | AssistantBlock::WebSearch { .. }
             | AssistantBlock::Raw { .. } => None,
         })
         .collect()
@@ -431,6 +440,7 @@ impl Assembler {
             Some("tool_use") => ModelStop::ToolUse,
             Some("max_tokens" | "model_context_window_exceeded") => ModelStop::MaxTokens,
             Some("refusal") => ModelStop::Refusal,
+            Some("pause_turn") => ModelStop::Paused,
             _ => ModelStop::EndTurn,
         };
         self.blocks.sort_by_key(|(i, _)| *i);
@@ -483,6 +493,24 @@ impl Assembler {
                     let input = block.value.get("input").cloned().unwrap_or(json!({}));
                     content.push(AssistantBlock::ToolUse { id, name, input });
                 }
+                Some("server_tool_use") if str_of("name") == "web_search" => {
+                    let query = block
+                        .value
+                        .get("input")
+                        .and_then(|i| i.get("query"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
+                    content.push(AssistantBlock::WebSearch {
+                        id: str_of("id"),
+                        query,
+                        results: Vec::new(),
+                        error: None,
+                    });
+                }
+                Some("web_search_tool_result") => {
+                    search_result(&mut content, &block.value);
+                }
                 _ => {}
             }
             raw.push(Value::Object(block.value));
@@ -500,6 +528,45 @@ impl Assembler {
             usage: self.saw_usage.then_some(self.usage),
         });
         Ok(AssistantTurn { content, stop })
+    }
+}
+
+/// Puts a `web_search_tool_result`'s titles and URLs (or its error) in
+/// the search it answers (its encrypted content stays in the raw turn).
+fn search_result(content: &mut [AssistantBlock], block: &Map<String, Value>) {
+    let answers = block
+        .get("tool_use_id")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let Some(AssistantBlock::WebSearch { results, error, .. }) = content
+        .iter_mut()
+        .find(|b| matches!(b, AssistantBlock::WebSearch { id, .. } if id == answers))
+    else {
+        return;
+    };
+    match block.get("content") {
+        Some(Value::Array(hits)) => {
+            results.extend(hits.iter().filter_map(|h| {
+                Some(crate::conversation::SearchHit {
+                    title: h
+                        .get("title")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                    url: h.get("url").and_then(Value::as_str)?.to_owned(),
+                })
+            }));
+        }
+        Some(other) => {
+            *error = Some(
+                other
+                    .get("error_code")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown error")
+                    .to_owned(),
+            );
+        }
+        None => *error = Some("no result".to_owned()),
     }
 }
 
@@ -692,6 +759,7 @@ mod tests {
                 description: "run".into(),
                 input_schema: json!({"type":"object"}),
             }],
+            web_search: false,
         };
         let m = messages(&request);
         assert_eq!(m.len(), 3);

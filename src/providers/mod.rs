@@ -397,6 +397,24 @@ impl Provider {
         }
     }
 
+    /// Makes this provider a subagent's (the scripted model plays the
+    /// script of its type and prompt; a real model needs nothing).
+    pub fn for_subagent(&mut self, agent_type: &str, prompt: &str) {
+        if let Provider::Scripted(p) = self {
+            p.for_subagent(agent_type, prompt);
+        }
+    }
+
+    /// The provider's own web search, where it has one (named for people):
+    /// Anthropic's server tool, the Responses API's `web_search`.
+    pub fn web_search(&self) -> Option<&'static str> {
+        match self {
+            Provider::Anthropic(_) => Some("Anthropic's web search tool (web_search_20250305)"),
+            Provider::OpenaiResponses(_) => Some("the OpenAI Responses API's web_search tool"),
+            Provider::OpenaiChat(_) | Provider::Scripted(_) | Provider::Unconfigured { .. } => None,
+        }
+    }
+
     /// A short name for logs and the `session/started` record.
     pub fn name(&self) -> &'static str {
         match self {

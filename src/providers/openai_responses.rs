@@ -50,15 +50,18 @@ impl ResponsesProvider {
             body.insert("instructions".into(), json!(request.system));
         }
         body.insert("input".into(), Value::Array(input(request)));
-        if !request.tools.is_empty() {
-            let tools = request
-                .tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "name": t.name, "description": t.description,
-                           "parameters": t.input_schema, "strict": false})
-                })
-                .collect();
+        let mut tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "name": t.name, "description": t.description,
+                       "parameters": t.input_schema, "strict": false})
+            })
+            .collect();
+        if request.web_search {
+            tools.push(json!({"type": "web_search"}));
+        }
+        if !tools.is_empty() {
             body.insert("tools".into(), Value::Array(tools));
         }
         if let Some(max) = s.max_tokens {
@@ -71,7 +74,12 @@ impl ResponsesProvider {
             );
         }
         body.insert("store".into(), json!(false));
-        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+        let mut include = vec!["reasoning.encrypted_content"];
+        if request.web_search {
+            // The URLs a search found, for its card.
+            include.push("web_search_call.action.sources");
+        }
+        body.insert("include".into(), json!(include));
         body.insert("stream".into(), json!(true));
         Value::Object(body)
     }
@@ -308,9 +316,11 @@ impl Assembler {
                         input: parse_arguments(field("arguments")),
                     });
                 }
+                Some("web_search_call") => content.push(web_search(item)),
                 _ => {}
             }
         }
+        titled(&mut content, &items);
         let calls = content
             .iter()
             .any(|b| matches!(b, AssistantBlock::ToolUse { .. }));
@@ -339,6 +349,82 @@ impl Assembler {
             usage,
         });
         Ok(AssistantTurn { content, stop })
+    }
+}
+
+/// A `web_search_call` item as a search: its query (or the page it opened
+/// or searched in) and the sources it found.
+fn web_search(item: &Value) -> AssistantBlock {
+    let s = |p: &str| item.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let query = match s("/action/type") {
+        "open_page" => format!("open {}", s("/action/url")),
+        "find" | "find_in_page" => {
+            format!("find {:?} in {}", s("/action/pattern"), s("/action/url"))
+        }
+        _ => s("/action/query").to_owned(),
+    };
+    let results = item
+        .pointer("/action/sources")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|src| {
+            Some(crate::conversation::SearchHit {
+                title: src
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                url: src.get("url").and_then(Value::as_str)?.to_owned(),
+            })
+        })
+        .collect();
+    AssistantBlock::WebSearch {
+        id: s("/id").to_owned(),
+        query,
+        results,
+        error: (s("/status") == "failed").then(|| "the search failed".to_owned()),
+    }
+}
+
+/// The titles of the sources the answer cites (`url_citation`
+/// annotations), put on the searches' results that lack one.
+fn titled(content: &mut [AssistantBlock], items: &[Value]) {
+    let mut titles = std::collections::HashMap::new();
+    for part in items
+        .iter()
+        .filter(|i| i.get("type").and_then(Value::as_str) == Some("message"))
+        .flat_map(|i| {
+            i.get("content")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        })
+    {
+        for a in part
+            .get("annotations")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let (Some(url), Some(title)) = (
+                a.get("url").and_then(Value::as_str),
+                a.get("title").and_then(Value::as_str),
+            ) {
+                titles
+                    .entry(url.to_owned())
+                    .or_insert_with(|| title.to_owned());
+            }
+        }
+    }
+    for block in content {
+        if let AssistantBlock::WebSearch { results, .. } = block {
+            for hit in results.iter_mut().filter(|h| h.title.is_empty()) {
+                if let Some(title) = titles.get(&hit.url) {
+                    hit.title = title.clone();
+                }
+            }
+        }
     }
 }
 

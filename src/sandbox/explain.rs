@@ -16,6 +16,9 @@ use super::boundary::{Boundary, Network};
 const ASK: &str =
     "ask the user to run it outside the sandbox with dangerouslyDisableSandbox if it is needed";
 
+/// For a network refusal: the sanctioned way to the web.
+const WEB: &str = "to read a web page, use the WebFetch tool instead (candor fetches it, each domain judged by the user's rules)";
+
 /// At most this many lines.
 const MAX_LINES: usize = 3;
 
@@ -161,13 +164,13 @@ fn network_refusal(boundary: &Boundary, output: &str) -> Option<String> {
             .map(|w| format!(" ({})", w.as_str()))
             .unwrap_or_default();
         return Some(format!(
-            "the sandbox's network allowlist refused {}{why}; ask the user to allow the domain, or {ASK}",
+            "the sandbox's network allowlist refused {}{why}; {WEB}; or ask the user to allow the domain, or {ASK}",
             host.as_str()
         ));
     }
     if output.contains("CONNECT tunnel failed, response 403") {
         return Some(format!(
-            "the sandbox's network allowlist refused the connection; ask the user to allow the domain, or {ASK}"
+            "the sandbox's network allowlist refused the connection; {WEB}; or ask the user to allow the domain, or {ASK}"
         ));
     }
     const SIGNS: [&str; 8] = [
@@ -192,10 +195,10 @@ fn network_refusal(boundary: &Boundary, output: &str) -> Option<String> {
         .unwrap_or_default();
     match &boundary.network {
         Network::Off => Some(format!(
-            "the sandbox has no network: the connection{host} was refused; {ASK}"
+            "the sandbox has no network: the connection{host} was refused; {WEB}; or {ASK}"
         )),
         Network::Allowlist { domains } => Some(format!(
-            "the sandbox reaches the network only through its proxy, to [{}]: the connection{host} was refused; ask the user to allow the domain, or {ASK}",
+            "the sandbox reaches the network only through its proxy, to [{}]: the connection{host} was refused; {WEB}; or ask the user to allow the domain, or {ASK}",
             domains.join(", ")
         )),
         Network::On => None,
@@ -309,7 +312,9 @@ mod tests {
         .unwrap();
         assert_eq!(
             line,
-            format!("the sandbox has no network: the connection to example.com was refused; {ASK}")
+            format!(
+                "the sandbox has no network: the connection to example.com was refused; to read a web page, use the WebFetch tool instead (candor fetches it, each domain judged by the user's rules); or {ASK}"
+            )
         );
         let mut allow = b.clone();
         allow.network = Network::Allowlist {
@@ -318,7 +323,8 @@ mod tests {
         let said = "candor sandbox: network access to evil.test is not allowed";
         let line = explain(&allow, dir.path(), said).unwrap();
         assert!(
-            line.starts_with("the sandbox's network allowlist refused evil.test;"),
+            line.starts_with("the sandbox's network allowlist refused evil.test;")
+                && line.contains("use the WebFetch tool"),
             "{line}"
         );
     }

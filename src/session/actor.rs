@@ -93,6 +93,7 @@ pub(crate) fn start(
     // The additional directories are the project too, for every rule.
     policy.rules.roots = crate::roots::real(&place.roots);
     let mut start_notices = built.notices;
+    let (built_agents, family) = (built.agents, family(config, client));
     let (mut log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
     let mcp = start_mcp(
         mcp_servers,
@@ -111,6 +112,8 @@ pub(crate) fn start(
         policy: &mut policy,
         cwd: &cwd,
         notices: &mut start_notices,
+        subagents: family.native,
+        notices_taken: family.notices,
     };
     let grants = match stored {
         None => beginning.start(&id)?,
@@ -143,6 +146,8 @@ pub(crate) fn start(
         trust,
         confiner: crate::tools::confined::Confiner::new(config.launcher.clone()),
         view: shared_view.clone(),
+        agents: Arc::new(built_agents),
+        family,
     };
     gate.confiner.probe_soon(&gate.policy.sandbox);
     let handle = SessionHandle::new(
@@ -153,17 +158,10 @@ pub(crate) fn start(
         shells,
         shared_view,
         changes,
-    );
+    )
+    .with_subagents(gate.family.running.clone());
     tracing::info!(session = %id, provider = provider.name(), log = %handle.log_path().display(), "session started");
-    let (opened, opened_rx) = oneshot::channel();
-    let opening = Opening {
-        opened: opened_rx,
-        notices: start_notices,
-        context,
-        damaged,
-        gathering,
-        source,
-    };
+    let (opened, opening) = Opening::new(start_notices, context, damaged, gathering, source);
     let task = tokio::spawn(run(
         Actor {
             committer,
@@ -182,6 +180,17 @@ pub(crate) fn start(
         settings: view,
         opened,
     })
+}
+
+/// The session's subagent limits, and what the client takes of them.
+fn family(config: &Config, client: &ClientCapabilities) -> super::context::Family {
+    let notices = client.session.as_ref().is_some_and(|s| s.notices.is_some());
+    super::context::Family::root(
+        config.subagents_parallel(),
+        config.subagents_live(),
+        client.subagents.is_some(),
+        notices,
+    )
 }
 
 /// The session's config options as they start (its mode, model, effort,
@@ -221,6 +230,7 @@ fn presenter(client: &ClientCapabilities, cwd: &std::path::Path, stored: bool) -
     Presenter::new(cwd.to_owned(), mode)
         .with_notices(session.is_some_and(|s| s.notices.is_some()))
         .with_compaction(session.is_some_and(|s| s.compaction.is_some()))
+        .with_subagents(client.subagents.is_some())
 }
 
 /// The way to the editor, as far as the client offered it.
@@ -384,6 +394,10 @@ struct Beginning<'a> {
     policy: &'a mut crate::interception::Policy,
     cwd: &'a std::path::Path,
     notices: &'a mut Vec<(NoticeLevel, String)>,
+    /// The client takes subagent sessions (their logs are replayed too).
+    subagents: bool,
+    /// The client takes `notice` updates.
+    notices_taken: bool,
 }
 
 impl Beginning<'_> {
@@ -397,6 +411,7 @@ impl Beginning<'_> {
             provider: self.provider.name().to_owned(),
             model: self.provider.model().map(str::to_owned),
             context_window: self.provider.context_window(),
+            parent: None,
         })?;
         Ok(Vec::new())
     }
@@ -433,7 +448,23 @@ impl Beginning<'_> {
         );
         let grants = restore::grants(&restored.grants);
         self.provider.resume(self.committer.records());
-        self.committer.replay(replay);
+        // What a crash left open in its subagents' logs is closed first, so
+        // their replay shows it closed.
+        let dir = self
+            .committer
+            .log_path()
+            .parent()
+            .map(std::path::Path::to_owned);
+        if let Some(dir) = &dir {
+            let outbox = self.committer.outbox().clone();
+            restore::recover_subagents(self.committer.records(), dir, &outbox);
+        }
+        let (native, notices) = (self.subagents, self.notices_taken);
+        self.committer.replay_with(replay, |record, outbox| {
+            if native && let Some(dir) = &dir {
+                restore::replay_subagent(record, outbox, dir, notices);
+            }
+        });
         match restore::recover(self.committer) {
             Ok(0) => {}
             Ok(n) => {
@@ -463,6 +494,29 @@ struct Opening {
     gathering: Option<tokio::task::JoinHandle<crate::event_log::Environment>>,
     /// SessionStart's `source`: `startup`, or `resume` for a stored session.
     source: &'static str,
+}
+
+impl Opening {
+    /// What the actor does first, and the word to fire once the session's
+    /// response is queued.
+    fn new(
+        notices: Vec<(NoticeLevel, String)>,
+        context: Arc<SessionContext>,
+        damaged: Option<String>,
+        gathering: Option<tokio::task::JoinHandle<crate::event_log::Environment>>,
+        source: &'static str,
+    ) -> (oneshot::Sender<()>, Opening) {
+        let (opened, opened_rx) = oneshot::channel();
+        let opening = Opening {
+            opened: opened_rx,
+            notices,
+            context,
+            damaged,
+            gathering,
+            source,
+        };
+        (opened, opening)
+    }
 }
 
 /// How long the actor waits for its `session/new` response to be queued

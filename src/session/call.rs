@@ -51,6 +51,20 @@ pub(crate) enum Next {
     },
 }
 
+/// How far [`settle_call`] took a call.
+#[derive(Debug)]
+pub(crate) enum Settles {
+    /// Finished without running (refused, cancelled): what the turn does.
+    Done(Next),
+    /// Approved, its `tool/call` (and answer) recorded: to run. `notes`:
+    /// what hooks said for its result; `next`: what they asked of the turn.
+    Approved {
+        call: Box<ApprovedCall>,
+        notes: Vec<HookNote>,
+        next: Next,
+    },
+}
+
 /// Settles, presents, (asks,) runs and finishes one tool call.
 pub(crate) async fn run_call(
     c: &mut Committer,
@@ -60,6 +74,29 @@ pub(crate) async fn run_call(
     input: &Value,
     control: &TurnControl,
 ) -> Result<Next, TurnError> {
+    match settle_call(c, gate, id, name, input, control).await? {
+        Settles::Done(next) => Ok(next),
+        Settles::Approved { call, notes, next } => {
+            let ran = execute(c, &call, gate, control, notes).await?;
+            Ok(match ran {
+                Next::Stop { .. } => ran,
+                Next::Continue => next,
+            })
+        }
+    }
+}
+
+/// Everything of a call before it runs: settled, recorded, asked about;
+/// an `Agent` call's child runs elsewhere (`super::subagent`), the others
+/// in [`run_call`].
+pub(crate) async fn settle_call(
+    c: &mut Committer,
+    gate: &mut Gate,
+    id: &str,
+    name: &str,
+    input: &Value,
+    control: &TurnControl,
+) -> Result<Settles, TurnError> {
     // A mode the client chose while this turn ran decides this call.
     gate.settings.apply(c, &mut gate.policy.mode, None)?;
     let mut settled = tokio::select! {
@@ -68,7 +105,7 @@ pub(crate) async fn run_call(
         ) => s,
         _ = control.cancel.cancelled() => {
             finish(c, id, ResultStatus::Cancelled, "cancelled by the user before it ran")?;
-            return Ok(Next::Continue);
+            return Ok(Settles::Done(Next::Continue));
         }
     };
     // A command's boundary is settled with its arguments.
@@ -87,7 +124,15 @@ pub(crate) async fn run_call(
             home: gate.config.user_home.as_deref(),
             probe,
             launcher: gate.confiner.launcher().is_some(),
-            forms: gate.client.elicit_form,
+            // A subagent whose questions go to its parent's card does not
+            // ask in a form of its own.
+            forms: gate.client.elicit_form
+                && gate
+                    .family
+                    .place
+                    .as_ref()
+                    .and_then(|p| p.asked_on.as_ref())
+                    .is_none(),
         };
         interception::sandbox::confine(&mut settled, &sandbox, place);
     }
@@ -104,11 +149,13 @@ pub(crate) async fn run_call(
         }
     }
     say_asides(c, settled.asides().to_vec(), &mut notes, &mut next)?;
-    let outcome = settle_and_run(c, gate, &mut settled, control, notes).await?;
-    Ok(match outcome {
-        Next::Stop { .. } => outcome,
-        Next::Continue => next,
-    })
+    Ok(
+        match settle_and_record(c, gate, &mut settled, control, notes).await? {
+            Settles::Done(Next::Continue) => Settles::Done(next),
+            Settles::Approved { call, notes, .. } => Settles::Approved { call, notes, next },
+            done => done,
+        },
+    )
 }
 
 /// Commits what hooks said besides their decisions (see [`run_call`]).
@@ -143,14 +190,14 @@ fn say_asides(
     Ok(())
 }
 
-/// The rest of [`run_call`]: preview, record, ask, run, finish.
-async fn settle_and_run(
+/// The rest of [`settle_call`]: preview, record, ask.
+async fn settle_and_record(
     c: &mut Committer,
     gate: &mut Gate,
     settled: &mut Settled,
     control: &TurnControl,
     notes: Vec<HookNote>,
-) -> Result<Next, TurnError> {
+) -> Result<Settles, TurnError> {
     let id = settled.id().to_owned();
     let id = id.as_str();
     let cancelled = |c: &mut Committer, notes: Vec<HookNote>| {
@@ -161,7 +208,12 @@ async fn settle_and_run(
             "cancelled by the user before it ran",
             notes,
         )
-        .map(|()| Next::Continue)
+        .map(|()| Settles::Done(Next::Continue))
+    };
+    let approved = |call: ApprovedCall, notes: Vec<HookNote>| Settles::Approved {
+        call: Box::new(call),
+        notes,
+        next: Next::Continue,
     };
     // A file tool shows the change it would make before anyone is asked;
     // a change that cannot be made is refused here, without a prompt. A
@@ -185,7 +237,8 @@ async fn settle_and_run(
     }
     let record = tool_call_record(settled, preview.clone());
     let failed = |c: &mut Committer, text: &str, notes| {
-        finish_with(c, id, ResultStatus::Failed, text, notes).map(|()| Next::Continue)
+        finish_with(c, id, ResultStatus::Failed, text, notes)
+            .map(|()| Settles::Done(Next::Continue))
     };
     match settled.disposition().clone() {
         Disposition::Deny { by, reason } => {
@@ -196,16 +249,14 @@ async fn settle_and_run(
         Disposition::Run { .. } => {
             c.commit_durable(record).await?;
             match settled.approve() {
-                Some(call) => execute(c, &call, gate, control, notes).await,
+                Some(call) => Ok(approved(call, notes)),
                 None => failed(c, "candor could not approve this call", notes),
             }
         }
         Disposition::Ask { .. } if settled.lifts_sandbox() => {
             c.commit_durable(record).await?;
             match super::permission::lift_by_form(c, gate, settled, &control.cancel).await? {
-                super::permission::Lifted::Yes(call) => {
-                    execute(c, &call, gate, control, notes).await
-                }
+                super::permission::Lifted::Yes(call) => Ok(approved(*call, notes)),
                 super::permission::Lifted::No(text) => failed(c, &text, notes),
                 super::permission::Lifted::Cancelled => cancelled(c, notes),
             }
@@ -213,7 +264,7 @@ async fn settle_and_run(
         Disposition::Ask { .. } => {
             c.commit_durable(record).await?;
             match ask(c, gate, settled, control, preview).await? {
-                Answer::Allowed(call) => execute(c, &call, gate, control, notes).await,
+                Answer::Allowed(call) => Ok(approved(*call, notes)),
                 Answer::Refused(text) => failed(c, &text, notes),
                 Answer::Cancelled => cancelled(c, notes),
             }
@@ -422,6 +473,15 @@ async fn ask_once(
             None,
         ));
     };
+    // A subagent of a client that does not take subagent sessions asks on
+    // its parent's card, naming itself, with its own call inside.
+    let (card, session) = match gate.family.place.as_ref().and_then(|p| p.asked_on.as_ref()) {
+        Some(on) => (
+            super::context::on_parent_card(card, on, c.session_id()),
+            on.session_id.clone(),
+        ),
+        None => (card, gate.session_id.clone()),
+    };
     let failed = |why: String| {
         (
             PermissionOutcome::Failed,
@@ -431,7 +491,10 @@ async fn ask_once(
     // The user may take a while: what arrives meanwhile is recorded.
     let asked = control
         .queue
-        .recording(c, ask_client(gate, card, &choices, &control.cancel))
+        .recording(
+            c,
+            ask_client(gate, &session, card, &choices, &control.cancel),
+        )
         .await?;
     let (outcome, reason) = match asked {
         Asked::Cancelled => (PermissionOutcome::Cancelled, None),
@@ -552,13 +615,57 @@ fn record_event(c: &mut Committer, id: &str, e: ToolEvent) -> Result<(), LogErro
     c.commit(event)
 }
 
+/// What a WebFetch may reach (the user's `[web]` config) and the judge of
+/// a redirect to another host: the session's rules, mode and grants, as
+/// they would decide a WebFetch of that URL now (hooks are not asked again:
+/// they saw the call). Only a fetch they would run without asking follows
+/// the redirect; otherwise the model is given the new URL to fetch in a
+/// call of its own, which is judged (and asked about) like any.
+fn web_access(gate: &Gate, control: &TurnControl) -> crate::tools::web_fetch::WebAccess {
+    use crate::interception::policy::{HookVerdict, Subject, decide};
+    let access = gate.config.web_access().unwrap_or_default();
+    let rules = gate.policy.rules.clone();
+    let grants = gate.grants.clone();
+    let mode = gate.policy.mode;
+    let root = control.cwd.clone();
+    let judge = move |url: &reqwest::Url| {
+        let input = ToolInput::WebFetch(crate::tools::web_fetch::WebFetchInput {
+            url: url.clone(),
+            prompt: String::new(),
+            offset: None,
+        });
+        let subject = Subject {
+            name: "WebFetch",
+            input: &input,
+            spelled: None,
+            mcp: None,
+        };
+        let hooks = HookVerdict {
+            verdict: crate::event_log::Verdict::Pass,
+            by: None,
+            reason: None,
+        };
+        match decide(subject, &hooks, mode, &rules, &grants, &root) {
+            Disposition::Run { .. } => Ok(()),
+            Disposition::Deny { reason, .. } => Err(format!("refused ({reason})")),
+            Disposition::Ask { .. } => Err(format!(
+                "no permission rule lets WebFetch reach that host without asking the user, so candor did not follow; call WebFetch with {url} to fetch it (the user is asked)"
+            )),
+        }
+    };
+    crate::tools::web_fetch::WebAccess {
+        access,
+        judge: std::sync::Arc::new(judge),
+    }
+}
+
 /// Runs an approved call: `tool/started`, its output, `tool/result`.
 async fn execute(
     c: &mut Committer,
     call: &ApprovedCall,
     gate: &Gate,
     control: &TurnControl,
-    mut hook_notes: Vec<HookNote>,
+    hook_notes: Vec<HookNote>,
 ) -> Result<Next, TurnError> {
     let id = call.id().to_owned();
     c.commit(Event::ToolStarted {
@@ -586,6 +693,7 @@ async fn execute(
         client: Some(gate.client.clone()),
         boundary: call.boundary().cloned(),
         confiner: Some(gate.confiner.clone()),
+        web: call.input().web_fetch().map(|_| web_access(gate, control)),
     };
     let running = call.input().run(cx);
     tokio::pin!(running);
@@ -611,6 +719,19 @@ async fn execute(
         }
         output.text.push_str(&line);
     }
+    conclude(c, call, gate, control, hook_notes, output).await
+}
+
+/// The end of a run: the post-execute hooks' say, then `tool/result`.
+pub(crate) async fn conclude(
+    c: &mut Committer,
+    call: &ApprovedCall,
+    gate: &Gate,
+    control: &TurnControl,
+    mut hook_notes: Vec<HookNote>,
+    output: crate::tools::ToolOutput,
+) -> Result<Next, TurnError> {
+    let id = call.id().to_owned();
     let policy = &gate.policy;
     let asides = Asides::default();
     let finished = FinishedCall {
@@ -623,6 +744,7 @@ async fn execute(
         cwd: &control.cwd,
         mode: policy.mode,
         asides: &asides,
+        agent: policy.agent.as_deref(),
     };
     // A cancel does not wait for post-execute hooks.
     tokio::select! {

@@ -110,7 +110,11 @@ pub(crate) fn run(
             out
         }
         _ => {
-            let text = crate::audit::render(&crate::audit::timeline(records));
+            let mut entries = crate::audit::timeline(records);
+            if let Some(dir) = c.log_path().parent() {
+                crate::audit::with_subagents(&mut entries, dir);
+            }
+            let text = crate::audit::render(&entries);
             if text.trim().is_empty() {
                 "Nothing has happened in this session yet.".into()
             } else {

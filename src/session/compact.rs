@@ -151,6 +151,7 @@ fn after_tokens(c: &Committer, base: &ModelRequest, plan: &compaction::Plan, sum
             plan.kept_prompt.is_some(),
         ))],
         tools: base.tools.clone(),
+        web_search: base.web_search,
     };
     let records = c.records();
     let kept = records

@@ -109,17 +109,19 @@ impl<'g> Asks<'g> {
                 Asked::Failed("the call's card is closed".into()),
             );
         };
+        let (card, session) = super::permission::placed(self.gate, c, card);
         let gate = self.gate;
         let stop = self.stop.clone();
         self.open.push(Box::pin(async move {
-            let asked = tokio::time::timeout(ASK_WAIT, ask_client(gate, card, &choices, &stop))
-                .await
-                .unwrap_or_else(|_| {
-                    Asked::Failed(format!(
-                        "no answer within {} minutes",
-                        ASK_WAIT.as_secs() / 60
-                    ))
-                });
+            let asked =
+                tokio::time::timeout(ASK_WAIT, ask_client(gate, &session, card, &choices, &stop))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Asked::Failed(format!(
+                            "no answer within {} minutes",
+                            ASK_WAIT.as_secs() / 60
+                        ))
+                    });
             (host, port, asked, reply)
         }));
         Ok(())

@@ -25,10 +25,12 @@ pub(crate) enum Asked {
     Failed(String),
 }
 
-/// Sends `session/request_permission` for `card` with `choices`; the
-/// answer is one of them, or why not.
+/// Sends `session/request_permission` for `card` with `choices` on
+/// `session` (a subagent's parent's, when the client does not take
+/// subagent sessions: [`placed`]); the answer is one of them, or why not.
 pub(crate) async fn ask_client(
     gate: &Gate,
+    session: &str,
     card: agent_client_protocol_schema::v1::ToolCallUpdate,
     choices: &[PermissionChoice],
     cancel: &tokio_util::sync::CancellationToken,
@@ -45,8 +47,7 @@ pub(crate) async fn ask_client(
             PermissionOption::new(o.option_id.clone(), o.name.clone(), kind)
         })
         .collect();
-    let request =
-        RequestPermissionRequest::new(SessionId::new(gate.session_id.clone()), card, options);
+    let request = RequestPermissionRequest::new(SessionId::new(session.to_owned()), card, options);
     match gate.client.request_permission(request, cancel).await {
         Err(Failed::Cancelled) => Asked::Cancelled,
         Err(error) => Asked::Failed(format!("the client could not ask the user ({error})")),
@@ -64,6 +65,24 @@ pub(crate) async fn ask_client(
             _ if cancel.is_cancelled() => Asked::Cancelled,
             _ => Asked::Failed("the permission request was dismissed".to_owned()),
         },
+    }
+}
+
+/// Where a question about a call of this session is asked: on its own
+/// card, or, in a subagent of a client that does not take subagent
+/// sessions, on its parent's card, naming the subagent, with its own call
+/// inside. The card as shown, and the session it is asked in.
+pub(crate) fn placed(
+    gate: &Gate,
+    c: &super::commit::Committer,
+    card: agent_client_protocol_schema::v1::ToolCallUpdate,
+) -> (agent_client_protocol_schema::v1::ToolCallUpdate, String) {
+    match gate.family.place.as_ref().and_then(|p| p.asked_on.as_ref()) {
+        Some(on) => (
+            super::context::on_parent_card(card, on, c.session_id()),
+            on.session_id.clone(),
+        ),
+        None => (card, gate.session_id.clone()),
     }
 }
 

@@ -38,14 +38,42 @@ How to use the tools:
 - Read a file before you change it, and change existing files with Edit, which replaces an exact piece of text; keep Write for new files or complete rewrites.
 - Find files by name with Glob and search their contents with Grep. Do not run find, grep, rg, cat, head or ls through Bash to do the same.
 - Use Bash for builds, tests, git and other programs. Start commands that run long or never end (servers, watchers, long builds) with run_in_background, then read their output with BashOutput and stop them with KillShell.
+- Commands run in a sandbox whose network is closed: do not fetch pages with curl, wget or a script through Bash. To read a web page (documentation, an API reference, an issue), use WebFetch: candor fetches it, each domain allowed by the user's rules or asked about, and gives you the page as Markdown.
 - For work of several steps, write a plan with TodoWrite and keep it current: one item in progress at a time, marked done when it is.
 - Several independent calls can be made in one response.
 - Prefer the smallest change that does what was asked, in the style of the code around it, and check it (build, tests) when the project makes that possible.
 - Paths may be absolute or relative to the working directory.";
 
-/// The system prompt for the next request.
+/// The system prompt for the next request (a subagent's starts with its
+/// definition's prompt, `subagent/assigned`, in place of the guidance).
 pub(crate) fn prompt(records: &[Record], cwd: &Path) -> String {
-    assemble(latest(records), cwd)
+    let whole = assemble(latest(records), cwd);
+    match assigned(records) {
+        Some(own) => whole.replacen(GUIDANCE, &subagent_guidance(own), 1),
+        None => whole,
+    }
+}
+
+/// What a subagent is told first: its definition's prompt, then how its
+/// work is seen.
+fn subagent_guidance(own: &str) -> String {
+    let own = own.trim();
+    let own = if own.is_empty() {
+        "You are a subagent of candor, a coding agent working in the user's editor."
+    } else {
+        own
+    };
+    format!(
+        "{own}\n\nYou were started by another agent to do the task in the first message. Your final message is all that agent receives: make it a complete answer. The user sees each of your calls as a card with the arguments that actually ran; hooks and permission rules may rewrite, ask about or refuse a call, and the result says so. Work with what ran, and never try to get a refused action done another way."
+    )
+}
+
+/// A subagent's own system prompt (`subagent/assigned`).
+fn assigned(records: &[Record]) -> Option<&str> {
+    records.iter().take(4).find_map(|r| match &r.event {
+        Event::SubagentAssigned(a) => Some(a.system_prompt.as_str()),
+        _ => None,
+    })
 }
 
 /// The system prompt of these facts (the guidance alone when there are

@@ -84,6 +84,7 @@ pub(crate) async fn make(
             images: Vec::new(),
         }],
         tools: Vec::new(),
+        web_search: false,
     };
     // Nothing of it is shown while it streams.
     let (deltas, _ignored) = mpsc::unbounded_channel();

@@ -16,6 +16,7 @@
 //! status `failed` and a message for the model, never an error that ends
 //! the turn.
 
+pub mod agent;
 pub mod ask_user;
 pub mod bash;
 pub mod confined;
@@ -28,6 +29,7 @@ pub mod read;
 pub mod search;
 pub mod shells;
 pub mod todo;
+pub mod web_fetch;
 pub mod write;
 
 use std::path::{Path, PathBuf};
@@ -57,11 +59,13 @@ pub enum Tool {
     Grep,
     TodoWrite,
     AskUserQuestion,
+    Agent,
+    WebFetch,
 }
 
 impl Tool {
     /// Every tool, in the order offered to the model.
-    pub const ALL: [Tool; 10] = [
+    pub const ALL: [Tool; 12] = [
         Tool::Bash,
         Tool::BashOutput,
         Tool::KillShell,
@@ -72,10 +76,16 @@ impl Tool {
         Tool::Grep,
         Tool::TodoWrite,
         Tool::AskUserQuestion,
+        Tool::Agent,
+        Tool::WebFetch,
     ];
 
-    /// Looks a tool up by its wire name (exact, case-sensitive).
+    /// Looks a tool up by its wire name (exact, case-sensitive; `Task` is
+    /// `Agent`'s older name).
     pub fn from_name(name: &str) -> Option<Tool> {
+        if name == "Task" {
+            return Some(Tool::Agent);
+        }
         Tool::ALL.into_iter().find(|t| t.name() == name)
     }
 
@@ -91,6 +101,8 @@ impl Tool {
             Tool::Grep => "Grep",
             Tool::TodoWrite => "TodoWrite",
             Tool::AskUserQuestion => "AskUserQuestion",
+            Tool::Agent => "Agent",
+            Tool::WebFetch => "WebFetch",
         }
     }
 
@@ -105,8 +117,19 @@ impl Tool {
             | Tool::Glob
             | Tool::Grep
             | Tool::TodoWrite
-            | Tool::AskUserQuestion => true,
+            | Tool::AskUserQuestion
+            // Starting a subagent changes nothing: each of its calls is
+            // decided on its own.
+            | Tool::Agent => true,
+            | Tool::WebFetch => true,
         }
+    }
+
+    /// Whether the tool reaches the web: its rules name domains
+    /// (`WebFetch(domain:example.com)`), and a domain no rule allows asks,
+    /// though the tool changes nothing here.
+    pub fn reaches_web(self) -> bool {
+        matches!(self, Tool::WebFetch)
     }
 
     /// Whether the tool changes files (covered by `Edit(...)` rules and
@@ -133,6 +156,8 @@ impl Tool {
             Tool::Grep => search::grep_spec(),
             Tool::TodoWrite => todo::spec(),
             Tool::AskUserQuestion => ask_user::spec(),
+            Tool::Agent => agent::spec(),
+            Tool::WebFetch => web_fetch::spec(),
         }
     }
 
@@ -152,6 +177,13 @@ impl Tool {
         {
             obj.insert(key.to_owned(), Value::String(path.to_owned()));
         }
+        // A URL as parsed (scheme and host lower-cased, dots resolved): the
+        // one the rules judge and the fetch requests.
+        if let ToolInput::WebFetch(i) = &input
+            && let Some(obj) = arguments.as_object_mut()
+        {
+            obj.insert("url".to_owned(), Value::String(i.url.to_string()));
+        }
         Ok(Accepted {
             arguments,
             input,
@@ -169,7 +201,9 @@ impl Tool {
             | Tool::BashOutput
             | Tool::KillShell
             | Tool::TodoWrite
-            | Tool::AskUserQuestion => None,
+            | Tool::AskUserQuestion
+            | Tool::Agent => None,
+            Tool::WebFetch => None,
         }
     }
 
@@ -207,6 +241,8 @@ impl Tool {
             Tool::Glob | Tool::Grep => search::present(self, input, cwd),
             Tool::TodoWrite => todo::present(input),
             Tool::AskUserQuestion => ask_user::present(input),
+            Tool::Agent => agent::present(input),
+            Tool::WebFetch => web_fetch::present(input),
         }
     }
 
@@ -216,6 +252,8 @@ impl Tool {
         match self {
             Tool::Bash => bash::detail(input),
             Tool::AskUserQuestion => ask_user::detail(input),
+            Tool::Agent => agent::detail(input),
+            Tool::WebFetch => web_fetch::detail(input),
             _ => None,
         }
     }
@@ -250,6 +288,8 @@ pub enum ToolInput {
     Grep(search::GrepInput),
     TodoWrite(todo::TodoInput),
     AskUserQuestion(ask_user::AskInput),
+    Agent(agent::AgentInput),
+    WebFetch(web_fetch::WebFetchInput),
     /// A tool of one of the session's MCP servers.
     Mcp(mcp::McpInput),
 }
@@ -268,6 +308,8 @@ impl ToolInput {
             Tool::Grep => ToolInput::Grep(search::parse_grep(input)?),
             Tool::TodoWrite => ToolInput::TodoWrite(todo::parse(input)?),
             Tool::AskUserQuestion => ToolInput::AskUserQuestion(ask_user::parse(input)?),
+            Tool::Agent => ToolInput::Agent(agent::parse(input)?),
+            Tool::WebFetch => ToolInput::WebFetch(web_fetch::parse(input)?),
         })
     }
 
@@ -285,6 +327,8 @@ impl ToolInput {
             | ToolInput::KillShell(_)
             | ToolInput::TodoWrite(_)
             | ToolInput::AskUserQuestion(_)
+            | ToolInput::Agent(_)
+            | ToolInput::WebFetch(_)
             | ToolInput::Mcp(_) => None,
         }
     }
@@ -303,6 +347,8 @@ impl ToolInput {
             | ToolInput::KillShell(_)
             | ToolInput::TodoWrite(_)
             | ToolInput::AskUserQuestion(_)
+            | ToolInput::Agent(_)
+            | ToolInput::WebFetch(_)
             | ToolInput::Mcp(_) => None,
         }
     }
@@ -313,6 +359,22 @@ impl ToolInput {
     /// working directory).
     pub fn target(&self) -> Option<&Path> {
         self.path().map(Path::new)
+    }
+
+    /// The task, for an `Agent` call.
+    pub fn delegation(&self) -> Option<&agent::AgentInput> {
+        match self {
+            ToolInput::Agent(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// A WebFetch call's input.
+    pub fn web_fetch(&self) -> Option<&web_fetch::WebFetchInput> {
+        match self {
+            ToolInput::WebFetch(w) => Some(w),
+            _ => None,
+        }
     }
 
     /// The Bash line and what it will run, for a Bash call.
@@ -360,6 +422,8 @@ impl ToolInput {
             | ToolInput::Grep(_)
             | ToolInput::TodoWrite(_)
             | ToolInput::AskUserQuestion(_)
+            | ToolInput::Agent(_)
+            | ToolInput::WebFetch(_)
             | ToolInput::Mcp(_) => None,
         }
     }
@@ -378,6 +442,8 @@ impl ToolInput {
             ToolInput::Grep(_) => Tool::Grep,
             ToolInput::TodoWrite(_) => Tool::TodoWrite,
             ToolInput::AskUserQuestion(_) => Tool::AskUserQuestion,
+            ToolInput::Agent(_) => Tool::Agent,
+            ToolInput::WebFetch(_) => Tool::WebFetch,
         })
     }
 
@@ -394,6 +460,8 @@ impl ToolInput {
             ToolInput::Grep(i) => search::grep(i, cx).await,
             ToolInput::TodoWrite(i) => todo::run(i, cx).await,
             ToolInput::AskUserQuestion(i) => ask_user::run(i, cx).await,
+            ToolInput::Agent(i) => agent::run(i, cx).await,
+            ToolInput::WebFetch(i) => web_fetch::run(i, cx).await,
             ToolInput::Mcp(i) => mcp::run(i, cx).await,
         }
     }
@@ -402,14 +470,40 @@ impl ToolInput {
 /// The specs of every tool, for a model request: candor's own, then the
 /// MCP servers' (`mcp__<server>__<tool>`).
 pub fn specs(mcp: &[crate::tools::mcp::McpTool]) -> Vec<ToolSpec> {
+    let built_in: Vec<(String, String)> = crate::subagents::built_ins()
+        .into_iter()
+        .map(|d| (d.name, d.description))
+        .collect();
+    specs_for(mcp, &built_in, |_| true)
+}
+
+/// The specs of the tools `offered` lets the model see, with `Agent`
+/// offering `agents` (name, description; no `Agent` when there are none).
+pub fn specs_for(
+    mcp: &[crate::tools::mcp::McpTool],
+    agents: &[(String, String)],
+    offered: impl Fn(&str) -> bool,
+) -> Vec<ToolSpec> {
+    let types: Vec<(&str, &str)> = agents
+        .iter()
+        .map(|(n, d)| (n.as_str(), d.as_str()))
+        .collect();
     Tool::ALL
         .into_iter()
-        .map(Tool::spec)
-        .chain(mcp.iter().map(|t| ToolSpec {
-            name: t.exposed.clone().into(),
-            description: t.description.clone().into(),
-            input_schema: t.input_schema.clone(),
-        }))
+        .filter(|t| offered(t.name()) && (*t != Tool::Agent || !types.is_empty()))
+        .map(|t| match t {
+            Tool::Agent => agent::spec_with(&types),
+            other => other.spec(),
+        })
+        .chain(
+            mcp.iter()
+                .filter(|t| offered(&t.exposed))
+                .map(|t| ToolSpec {
+                    name: t.exposed.clone().into(),
+                    description: t.description.clone().into(),
+                    input_schema: t.input_schema.clone(),
+                }),
+        )
         .collect()
 }
 
@@ -517,6 +611,8 @@ pub struct ToolContext {
     pub boundary: Option<crate::sandbox::Boundary>,
     /// The session's sandbox runtime (launcher, `TMPDIR`, lifeline).
     pub confiner: Option<confined::Confiner>,
+    /// What a WebFetch may reach and who judges its redirects.
+    pub web: Option<web_fetch::WebAccess>,
 }
 
 impl ToolContext {

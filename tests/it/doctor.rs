@@ -139,7 +139,7 @@ fn a_disabled_bridge_and_a_hook_that_matches_nothing_are_said() {
     write(
         &env.dir.path().join(".claude/settings.json"),
         &json!({"hooks": {"PreToolUse": [
-            {"matcher": "WebFetch", "hooks": [{"type": "command", "command": "./fetch-guard.sh"}]},
+            {"matcher": "NotebookEdit", "hooks": [{"type": "command", "command": "./fetch-guard.sh"}]},
             {"matcher": "mcp__github__.*", "hooks": [{"type": "command", "command": "./gh.sh"}]},
             {"matcher": "Edit|MultiEdit", "hooks": [{"type": "command", "command": "./fmt.sh"}]}
         ]}})

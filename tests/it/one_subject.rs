@@ -80,6 +80,25 @@ fn line(rng: &mut fastrand::Rng) -> String {
     LINES[rng.usize(..LINES.len())].to_owned()
 }
 
+/// A URL as a model might write it: mixed case, dots, a port, http,
+/// an address, a user name, not a URL at all.
+fn url(rng: &mut fastrand::Rng) -> String {
+    const URLS: &[&str] = &[
+        "https://docs.rs/htmd",
+        "HTTPS://Docs.RS/a/../htmd?x=1#f",
+        "http://example.com:80/",
+        "https://api.example.com./v1",
+        "https://evil.example/",
+        "http://127.0.0.1:9/",
+        "https://[::1]/",
+        "https://user:pw@example.com/",
+        "ftp://example.com/",
+        "example.com",
+        "",
+    ];
+    URLS[rng.usize(..URLS.len())].to_owned()
+}
+
 /// Random arguments for `tool`: usually well formed, sometimes with a
 /// field missing, mistyped or unknown.
 fn arguments(rng: &mut fastrand::Rng, tool: Tool) -> Value {
@@ -126,6 +145,18 @@ fn arguments(rng: &mut fastrand::Rng, tool: Tool) -> Value {
             ],
             "multiSelect": rng.bool(),
         }] }),
+        Tool::Agent => json!({
+            "description": "a generated task",
+            "prompt": line(rng),
+            "subagent_type": if rng.bool() { "Explore" } else { "Plan" },
+        }),
+        Tool::WebFetch => {
+            let mut a = json!({ "url": url(rng), "prompt": "what does it say?" });
+            if rng.bool() {
+                a["offset"] = json!(rng.u64(0..50_000));
+            }
+            a
+        }
     };
     match rng.u8(..12) {
         0 => {
@@ -209,9 +240,17 @@ fn rules(root: &Path) -> candor::interception::policy::Rules {
             parse("Bash(ls:*)"),
             parse("Read(./**)"),
             parse("Edit(./src/**)"),
+            parse("WebFetch(domain:docs.rs)"),
         ],
-        ask: vec![parse("Bash(git status:*)")],
-        deny: vec![parse("Bash(rm *)"), parse("Read(./out/**)")],
+        ask: vec![
+            parse("Bash(git status:*)"),
+            parse("WebFetch(domain:*.example.com)"),
+        ],
+        deny: vec![
+            parse("Bash(rm *)"),
+            parse("Read(./out/**)"),
+            parse("WebFetch(domain:evil.example)"),
+        ],
         ..Default::default()
     }
 }
@@ -270,6 +309,15 @@ fn check(
                 "the card shows {:?}, the input is about {}",
                 shown.locations,
                 target.display()
+            ));
+        }
+    }
+    if let Some(fetch) = input.web_fetch() {
+        let shown = tool.present(settled.effective(), root);
+        if !shown.title.contains(fetch.url.as_str()) {
+            return Err(format!(
+                "the card says {:?}, the input fetches {}",
+                shown.title, fetch.url
             ));
         }
     }

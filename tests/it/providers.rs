@@ -72,6 +72,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         system: "You are candor.".into(),
         messages,
         tools: tools(),
+        web_search: false,
     }
 }
 

@@ -13,7 +13,13 @@ pub(super) fn bash_hit(rule: &Rule, lines: &DenyLines) -> bool {
     let alts = match &rule.pattern {
         None => return true,
         Some(Pattern::Command(alts)) => alts,
-        Some(Pattern::ExactCommand(_) | Pattern::Path(_) | Pattern::ExactPath(_)) => return false,
+        Some(
+            Pattern::ExactCommand(_)
+            | Pattern::Path(_)
+            | Pattern::ExactPath(_)
+            | Pattern::Domain(_)
+            | Pattern::Agent(_),
+        ) => return false,
     };
     lines.anything
         || lines

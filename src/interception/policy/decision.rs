@@ -261,7 +261,17 @@ impl Deciding<'_> {
                     None => Err(None),
                 }
             }
-            View::Other => match self
+            View::Web { host } => {
+                let covers = |r: &&Rule| r.names(tool) && r.matches_domain(host);
+                if let Some(rule) = self.rules.allow.iter().find(covers) {
+                    return run(format!("rule:{rule}"));
+                }
+                match self.grants.iter().find(covers) {
+                    Some(rule) => run(format!("grant:{rule}")),
+                    None => Err(None),
+                }
+            }
+            View::Other(_) => match self
                 .rules
                 .allow
                 .iter()
@@ -334,6 +344,16 @@ impl Deciding<'_> {
             _ => (true, false),
         };
         let edits = self.known.is_some_and(Tool::edits_files);
+        // A domain no rule allows asks: the page leaves nothing here, but
+        // the request says what the model asks for to whoever serves it.
+        if let View::Web { host } = &self.view {
+            return Disposition::Ask {
+                by: "default".into(),
+                reason: Some(format!(
+                    "WebFetch asks before reaching a domain no rule allows: {host} (a rule such as WebFetch(domain:{host}), or \"Always allow\", lets it run)"
+                )),
+            };
+        }
         if self.read_only && inside {
             return Disposition::Run {
                 by: "default".into(),

@@ -30,13 +30,15 @@
 //!
 //! One file per job: `rule` (the grammar), `bash` (Bash coverage),
 //! `paths` (paths and protected paths), `view` (what rules look at in a
-//! call), `decision` (the order) and `grants` (session grants).
+//! call), `decision` (the order), `grants` (session grants) and `search`
+//! (whether the provider's web search is offered).
 
 mod bash;
 mod decision;
 mod grants;
 mod paths;
 mod rule;
+mod search;
 mod view;
 
 #[cfg(test)]
@@ -49,4 +51,5 @@ pub use decision::{Disposition, HookVerdict, decide};
 pub use grants::{grant_for, offer_grant};
 pub use paths::protected;
 pub use rule::{Anchors, ReadDenies, Rule, Rules};
+pub use search::{WEB_SEARCH, search_offered};
 pub use subject::Subject;

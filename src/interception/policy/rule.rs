@@ -2,7 +2,10 @@
 //! [`Rule`] (a Bash rule's command patterns, a path rule's globs anchored
 //! at each spelling of its base, a session grant's exact line or path), the
 //! configured [`Rules`], the Read deny rules the search tools ask
-//! ([`ReadDenies`]), and the star-pattern matching both kinds share.
+//! ([`ReadDenies`]), and the star-pattern matching both kinds share. A
+//! WebFetch rule names a domain (`WebFetch(domain:example.com)`, or
+//! `domain:*.example.com` for its subdomains, as the sandbox's network
+//! allowlist reads them).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -32,6 +35,12 @@ pub(super) enum Pattern {
     ExactCommand(String),
     /// A grant: exactly this path.
     ExactPath(PathBuf),
+    /// An `Agent(type)` rule: the subagent types it names.
+    Agent(Vec<String>),
+    /// A WebFetch rule or grant: `example.com` is that host, `*.example.com`
+    /// its subdomains (`sandbox::proxy::Allowlist`'s reading), `*` every
+    /// host.
+    Domain(crate::sandbox::proxy::Allowlist),
 }
 
 /// A path rule's glob, with the literal text it must start and end with
@@ -149,6 +158,10 @@ impl Rule {
             Some(p) if known.is_some_and(Tool::runs_commands) => {
                 Some(Pattern::Command(command_pattern(p)))
             }
+            Some(p) if known == Some(Tool::Agent) => Some(Pattern::Agent(
+                p.split(',').map(|t| t.trim().to_owned()).collect(),
+            )),
+            Some(p) if known.is_some_and(Tool::reaches_web) => domain_pattern(text, p)?,
             Some(p) => {
                 let mut globs = Vec::new();
                 for absolute in anchor(p, anchors) {
@@ -180,6 +193,11 @@ impl Rule {
         let known = Tool::from_name(tool);
         let pattern = if known.is_some_and(Tool::runs_commands) {
             Pattern::ExactCommand(inner.trim().to_owned())
+        } else if known.is_some_and(Tool::reaches_web) {
+            match domain_pattern(text, inner)? {
+                Some(p @ Pattern::Domain(_)) if !inner.contains('*') => p,
+                _ => return Err(format!("grant {text:?} names no one domain")),
+            }
         } else {
             Pattern::ExactPath(PathBuf::from(inner))
         };
@@ -200,6 +218,8 @@ impl Rule {
     /// `Read` names the search tools too: [`Tool::ruled_with`]).
     pub(super) fn names(&self, tool: &str) -> bool {
         self.tool == tool
+            // `Task` is `Agent`'s older name: a rule on either names both.
+            || (self.known == Some(Tool::Agent) && Tool::from_name(tool) == Some(Tool::Agent))
             || self
                 .known
                 .is_some_and(|k| Tool::from_name(tool).and_then(Tool::ruled_with) == Some(k))
@@ -293,15 +313,65 @@ impl Rule {
         (paths, note)
     }
 
+    /// Whether an `Agent(type)` rule names the subagent type a call starts.
+    pub(super) fn matches_agent(&self, kind: Option<&str>) -> bool {
+        match (&self.pattern, kind) {
+            (Some(Pattern::Agent(types)), Some(kind)) => types.iter().any(|t| t == kind),
+            _ => false,
+        }
+    }
+
+    /// Whether a WebFetch rule (or grant) names this host.
+    pub(super) fn matches_domain(&self, host: &str) -> bool {
+        match &self.pattern {
+            None => true,
+            Some(Pattern::Domain(list)) => list.allows(host).is_some(),
+            Some(_) => false,
+        }
+    }
+
     /// Whether a path rule (or path grant) matches a path.
     pub(super) fn matches_path(&self, path: &Path) -> bool {
         match &self.pattern {
             None => true,
             Some(Pattern::Path(globs)) => globs.iter().any(|g| g.is_match(path)),
             Some(Pattern::ExactPath(p)) => p == path,
-            Some(Pattern::Command(_) | Pattern::ExactCommand(_)) => false,
+            Some(
+                Pattern::Command(_)
+                | Pattern::ExactCommand(_)
+                | Pattern::Domain(_)
+                | Pattern::Agent(_),
+            ) => false,
         }
     }
+}
+
+/// A WebFetch rule's pattern: `domain:example.com`, `domain:*.example.com`
+/// or `domain:*` (every domain: no pattern). Claude Code's form; anything
+/// else is refused, so a deny rule that cannot be read fails closed.
+fn domain_pattern(text: &str, p: &str) -> Result<Option<Pattern>, String> {
+    let Some(domain) = p.trim().strip_prefix("domain:") else {
+        return Err(format!(
+            "rule {text:?}: a WebFetch rule names a domain, as WebFetch(domain:example.com)"
+        ));
+    };
+    let domain = domain.trim();
+    if domain == "*" {
+        return Ok(None);
+    }
+    let body = domain.strip_prefix("*.").unwrap_or(domain);
+    let ok = !body.is_empty()
+        && body
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '[' | ']'));
+    if !ok {
+        return Err(format!(
+            "rule {text:?}: {domain:?} is not a domain (example.com, or *.example.com for its subdomains)"
+        ));
+    }
+    Ok(Some(Pattern::Domain(
+        crate::sandbox::proxy::Allowlist::new(&[domain]),
+    )))
 }
 
 /// Whether an MCP rule naming a whole server (`mcp__github` or

@@ -591,3 +591,150 @@ fn hook_filters_use_the_same_reading() {
         Path::new("/p")
     ));
 }
+
+#[test]
+fn webfetch_rules_name_domains_as_claude_code_writes_them() {
+    let fetch = |url: &str| json!({"url": url, "prompt": "p"});
+    let run = |d: &Disposition| matches!(d, Disposition::Run { .. });
+    let asks = |d: &Disposition| matches!(d, Disposition::Ask { .. });
+    // By default a domain asks, naming it and the rule that would allow it.
+    let none = rules(&[], &[], &[]);
+    let d = decide_with("WebFetch", fetch("https://Docs.RS/x"), &none, Mode::Default);
+    let Disposition::Ask {
+        reason: Some(why), ..
+    } = &d
+    else {
+        panic!("{d:?}")
+    };
+    assert!(
+        why.contains("docs.rs") && why.contains("WebFetch(domain:docs.rs)"),
+        "{why}"
+    );
+    // In plan mode too: it asks, it is not refused (it changes nothing here).
+    assert!(asks(&decide_with(
+        "WebFetch",
+        fetch("https://docs.rs/"),
+        &none,
+        Mode::Plan
+    )));
+    let r = rules(
+        &["WebFetch(domain:docs.rs)", "WebFetch(domain:*.github.com)"],
+        &["WebFetch(domain:api.github.com)"],
+        &["WebFetch(domain:evil.example)"],
+    );
+    assert!(run(&decide_with(
+        "WebFetch",
+        fetch("https://docs.rs/a"),
+        &r,
+        Mode::Default
+    )));
+    assert!(asks(&decide_with(
+        "WebFetch",
+        fetch("https://www.docs.rs/a"),
+        &r,
+        Mode::Default
+    )));
+    assert!(run(&decide_with(
+        "WebFetch",
+        fetch("https://raw.github.com/"),
+        &r,
+        Mode::Default
+    )));
+    assert!(asks(&decide_with(
+        "WebFetch",
+        fetch("https://github.com/"),
+        &r,
+        Mode::Default
+    )));
+    assert!(asks(&decide_with(
+        "WebFetch",
+        fetch("https://api.github.com/"),
+        &r,
+        Mode::Default
+    )));
+    let d = decide_with(
+        "WebFetch",
+        fetch("http://EVIL.example./x"),
+        &r,
+        Mode::Default,
+    );
+    assert!(
+        matches!(&d, Disposition::Deny { by, .. } if by == "rule:WebFetch(domain:evil.example)"),
+        "{d:?}"
+    );
+    // Even in bypassPermissions a deny rule holds.
+    let d = decide_with(
+        "WebFetch",
+        fetch("https://evil.example/"),
+        &r,
+        Mode::BypassPermissions,
+    );
+    assert!(matches!(d, Disposition::Deny { .. }), "{d:?}");
+    // A bare rule, or domain:*, names every domain.
+    for all in ["WebFetch", "WebFetch(domain:*)"] {
+        let r = rules(&[all], &[], &[]);
+        assert!(run(&decide_with(
+            "WebFetch",
+            fetch("https://any.example/"),
+            &r,
+            Mode::Default
+        )));
+    }
+    // A rule that is not a domain is refused (a deny rule then fails closed).
+    for bad in [
+        "WebFetch(https://example.com)",
+        "WebFetch(domain:)",
+        "WebFetch(domain:a b)",
+    ] {
+        assert!(Rule::parse(bad, Path::new("/p"), None).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn a_webfetch_grant_is_its_host_and_lets_the_next_fetch_there_run() {
+    let root = Path::new("/p");
+    let args = json!({"url": "https://Docs.rs/a?b", "prompt": "p"});
+    let grant = grant_for_args("WebFetch", &args, root, None).unwrap();
+    assert_eq!(grant.text(), "WebFetch(domain:docs.rs)");
+    let other = accepted(
+        "WebFetch",
+        &json!({"url": "https://docs.rs/other", "prompt": "q"}),
+        root,
+    );
+    let d = decide(
+        Subject::of("WebFetch", &other),
+        &no_hooks(),
+        Mode::Default,
+        &Rules::default(),
+        std::slice::from_ref(&grant),
+        root,
+    );
+    assert!(
+        matches!(&d, Disposition::Run { by } if by == "grant:WebFetch(domain:docs.rs)"),
+        "{d:?}"
+    );
+    let elsewhere = accepted(
+        "WebFetch",
+        &json!({"url": "https://sub.docs.rs/", "prompt": "q"}),
+        root,
+    );
+    let d = decide(
+        Subject::of("WebFetch", &elsewhere),
+        &no_hooks(),
+        Mode::Default,
+        &Rules::default(),
+        &[grant],
+        root,
+    );
+    assert!(matches!(d, Disposition::Ask { .. }), "{d:?}");
+    assert!(Rule::grant("WebFetch(domain:*.docs.rs)").is_err());
+    // Hooks' `if` filters read the same domain.
+    let filter = rule("WebFetch(domain:docs.rs)");
+    assert!(matches(&filter, "WebFetch", &args, root));
+    assert!(!matches(
+        &filter,
+        "WebFetch",
+        &json!({"url": "https://x.org/", "prompt": "p"}),
+        root
+    ));
+}

@@ -1,5 +1,6 @@
 //! What the rules look at in a call's typed input ([`View`]: the Bash line
-//! and its script, or the path as it resolves and as written), and matching
+//! and its script, the path as it resolves and as written, or a WebFetch's
+//! host), and matching
 //! deny and ask rules on it (also for hooks' `if` filters,
 //! [`Rule::matches_call`]).
 
@@ -25,8 +26,11 @@ pub(super) enum View<'a> {
         targets: Vec<PathBuf>,
         all: Vec<PathBuf>,
     },
-    /// A tool without a command or path.
-    Other,
+    /// A WebFetch's host (lower-cased, without brackets or a final dot).
+    Web { host: String },
+    /// A tool without a command or path (for an `Agent` call, the
+    /// subagent type it starts, which `Agent(type)` rules name).
+    Other(Option<&'a str>),
 }
 
 /// What the rules look at in the typed input: the Bash line and its
@@ -37,6 +41,11 @@ pub(super) fn view<'a>(call: &Subject<'a>, root: &Path) -> View<'a> {
             script: bash.script(),
             lines: std::cell::OnceCell::new(),
             line: bash.command.trim(),
+        };
+    }
+    if let Some(fetch) = call.input.web_fetch() {
+        return View::Web {
+            host: fetch.domain(),
         };
     }
     match call.input.tool() {
@@ -54,7 +63,7 @@ pub(super) fn view<'a>(call: &Subject<'a>, root: &Path) -> View<'a> {
             );
             View::Paths { targets, all }
         }
-        _ => View::Other,
+        _ => View::Other(call.input.delegation().map(|a| a.subagent_type.as_str())),
     }
 }
 
@@ -68,7 +77,8 @@ pub(super) fn any_match<'r>(rules: &'r [Rule], tool: &str, view: &View<'_>) -> O
                     bash_hit(r, lines.get_or_init(|| DenyLines::of(script)))
                 }
                 View::Paths { all, .. } => all.iter().any(|p| r.matches_path(p)),
-                View::Other => false,
+                View::Web { host } => r.matches_domain(host),
+                View::Other(kind) => r.matches_agent(*kind),
             }
     })
 }
@@ -90,7 +100,8 @@ impl Rule {
                 bash_hit(self, lines.get_or_init(|| DenyLines::of(script)))
             }
             View::Paths { all, .. } => all.iter().any(|p| self.matches_path(p)),
-            View::Other => false,
+            View::Web { host } => self.matches_domain(&host),
+            View::Other(kind) => self.matches_agent(kind),
         }
     }
 }

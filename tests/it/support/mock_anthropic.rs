@@ -8,7 +8,11 @@
 //!   message, results before any other block, no result without its call,
 //!   `input` an object;
 //! - thinking and redacted thinking exactly as streamed: an assistant message
-//!   holding one must be byte-identical to the message the mock streamed.
+//!   holding one must be byte-identical to the message the mock streamed;
+//!   so must one holding a web search's result (`server_tool_use` and
+//!   `web_search_tool_result`, its `encrypted_content` verbatim), and a
+//!   request replaying a search must still offer the `web_search` tool;
+//! - `tools` entries: custom tools, or the server's `web_search_20250305`.
 //!
 //! Responses are scripted ([`Step`]) and streamed in the real SSE format.
 
@@ -38,6 +42,27 @@ pub enum Block {
         name: String,
         input: String,
     },
+    /// A search run by the server: a `server_tool_use` block (its input
+    /// streamed) and its `web_search_tool_result` (titles, URLs and
+    /// encrypted content per hit, or an error code).
+    Search {
+        id: String,
+        query: String,
+        hits: Vec<(String, String)>,
+        error: Option<String>,
+    },
+}
+
+pub fn search(id: &str, query: &str, hits: &[(&str, &str)]) -> Block {
+    Block::Search {
+        id: id.into(),
+        query: query.into(),
+        hits: hits
+            .iter()
+            .map(|(t, u)| ((*t).to_owned(), (*u).to_owned()))
+            .collect(),
+        error: None,
+    }
 }
 
 pub fn text(t: &str) -> Block {
@@ -99,6 +124,8 @@ struct State {
     /// signature → thinking text, for every thinking block streamed.
     signatures: HashMap<String, String>,
     redacted: HashSet<String>,
+    /// Every web search result's encrypted content streamed.
+    encrypted: HashSet<String>,
     /// Every message streamed, as the API expects it back (JSON text).
     streamed: Vec<String>,
     /// Pause between frames.
@@ -237,7 +264,61 @@ fn stream(state: &mut State, blocks: &[Block], stop: &str) -> Vec<String> {
         frame("ping", &json!({"type": "ping"})),
     ];
     let mut expected = Vec::new();
-    for (index, block) in blocks.iter().enumerate() {
+    let mut index = 0;
+    for block in blocks {
+        if let Block::Search {
+            id,
+            query,
+            hits,
+            error,
+        } = block
+        {
+            let input = json!({"query": query}).to_string();
+            frames.push(frame(
+                "content_block_start",
+                &json!({"type": "content_block_start", "index": index,
+                        "content_block": {"type": "server_tool_use", "id": id, "name": "web_search", "input": {}}}),
+            ));
+            for p in pieces(&input, input.len().div_ceil(2).max(1)) {
+                frames.push(frame(
+                    "content_block_delta",
+                    &json!({"type": "content_block_delta", "index": index,
+                            "delta": {"type": "input_json_delta", "partial_json": p}}),
+                ));
+            }
+            frames.push(frame(
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": index}),
+            ));
+            expected.push(json!({"type": "server_tool_use", "id": id, "name": "web_search", "input": {"query": query}}));
+            let content = match error {
+                Some(code) => json!({"type": "web_search_tool_result_error", "error_code": code}),
+                None => Value::Array(
+                    hits.iter()
+                        .enumerate()
+                        .map(|(i, (title, url))| {
+                            let enc = format!("EqPKCkYIB-{n}-{i}-encrypted");
+                            state.encrypted.insert(enc.clone());
+                            json!({"type": "web_search_result", "title": title, "url": url,
+                                   "encrypted_content": enc, "page_age": "April 30, 2026"})
+                        })
+                        .collect(),
+                ),
+            };
+            let result =
+                json!({"type": "web_search_tool_result", "tool_use_id": id, "content": content});
+            frames.push(frame(
+                "content_block_start",
+                &json!({"type": "content_block_start", "index": index + 1, "content_block": result}),
+            ));
+            frames.push(frame(
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": index + 1}),
+            ));
+            expected.push(result);
+            index += 2;
+            continue;
+        }
         let start = |content_block: Value| {
             frame(
                 "content_block_start",
@@ -293,11 +374,13 @@ fn stream(state: &mut State, blocks: &[Block], stop: &str) -> Vec<String> {
                 let parsed: Value = serde_json::from_str(input).unwrap_or(json!({}));
                 expected.push(json!({"type": "tool_use", "id": id, "name": name, "input": parsed}));
             }
+            Block::Search { .. } => {}
         }
         frames.push(frame(
             "content_block_stop",
             &json!({"type": "content_block_stop", "index": index}),
         ));
+        index += 1;
     }
     frames.push(frame(
         "message_delta",
@@ -342,8 +425,58 @@ fn allowed_keys(block_type: &str) -> Option<&'static [&'static str]> {
             "is_error",
             "cache_control",
         ],
+        "server_tool_use" => &["type", "id", "name", "input", "cache_control"],
+        "web_search_tool_result" => &["type", "tool_use_id", "content", "cache_control"],
         _ => return None,
     })
+}
+
+/// Whether the request offers the server's web search tool.
+fn offers_search(top: &serde_json::Map<String, Value>) -> bool {
+    top.get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|t| t.iter().any(|t| t["type"] == "web_search_20250305"))
+}
+
+/// The `tools` entries: custom tools, or the server's web search.
+fn check_tools(top: &serde_json::Map<String, Value>) -> Result<(), String> {
+    for (i, tool) in top
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let keys: &[&str] = match tool.get("type").and_then(Value::as_str) {
+            None | Some("custom") => &[
+                "type",
+                "name",
+                "description",
+                "input_schema",
+                "cache_control",
+            ],
+            Some("web_search_20250305") if tool["name"] == "web_search" => &[
+                "type",
+                "name",
+                "max_uses",
+                "allowed_domains",
+                "blocked_domains",
+                "user_location",
+                "cache_control",
+            ],
+            Some(other) => {
+                return Err(format!(
+                    "tools.{i}: Input tag '{other}' found using 'type' does not match any of the expected tags"
+                ));
+            }
+        };
+        for key in tool.as_object().map(|o| o.keys()).into_iter().flatten() {
+            if !keys.contains(&key.as_str()) {
+                return Err(format!("tools.{i}.{key}: Extra inputs are not permitted"));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The API's checks, with its error texts.
@@ -351,6 +484,7 @@ fn check(state: &State, body: &Value) -> Result<(), String> {
     let Some(top) = body.as_object() else {
         return Err("body: Input should be an object".into());
     };
+    check_tools(top)?;
     for key in top.keys() {
         if !TOP_LEVEL.contains(&key.as_str()) {
             return Err(format!("{key}: Extra inputs are not permitted"));
@@ -482,6 +616,22 @@ fn check(state: &State, body: &Value) -> Result<(), String> {
                         if !state.signatures.contains_key(sig) {
                             return Err(format!(
                                 "messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
+                            ));
+                        }
+                        signed.get_or_insert(j);
+                    }
+                    "web_search_tool_result" => {
+                        for hit in block["content"].as_array().into_iter().flatten() {
+                            let enc = hit["encrypted_content"].as_str().unwrap_or("");
+                            if !state.encrypted.contains(enc) {
+                                return Err(format!(
+                                    "messages.{i}.content.{j}: Invalid `encrypted_content` in `web_search_tool_result` block"
+                                ));
+                            }
+                        }
+                        if !offers_search(top) {
+                            return Err(format!(
+                                "messages.{i}.content.{j}: `web_search_tool_result` blocks require the `web_search` tool in `tools`"
                             ));
                         }
                         signed.get_or_insert(j);

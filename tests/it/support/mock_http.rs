@@ -48,6 +48,16 @@ pub enum Reply {
         gap: Duration,
         cut: bool,
     },
+    /// A web page (for WebFetch): a status, its content type, extra headers
+    /// (`location`) and a body; with `stall`, the first `stall.0` bytes of
+    /// the body are sent, then the server waits `stall.1` before the rest.
+    Page {
+        status: u16,
+        content_type: String,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+        stall: Option<(usize, Duration)>,
+    },
 }
 
 impl Reply {
@@ -56,6 +66,28 @@ impl Reply {
             frames,
             gap: Duration::ZERO,
             cut: false,
+        }
+    }
+
+    /// `200` with this content type and body.
+    pub fn page(content_type: &str, body: impl Into<Vec<u8>>) -> Reply {
+        Reply::Page {
+            status: 200,
+            content_type: content_type.into(),
+            headers: Vec::new(),
+            body: body.into(),
+            stall: None,
+        }
+    }
+
+    /// A redirect (`status`, e.g. 301) to `location`.
+    pub fn redirect(status: u16, location: &str) -> Reply {
+        Reply::Page {
+            status,
+            content_type: "text/html".into(),
+            headers: vec![("location".into(), location.into())],
+            body: b"<p>moved</p>".to_vec(),
+            stall: None,
         }
     }
 
@@ -171,6 +203,31 @@ async fn serve(
             head.push_str("\r\n");
             stream.write_all(head.as_bytes()).await?;
             stream.write_all(body.as_bytes()).await?;
+        }
+        Reply::Page {
+            status,
+            content_type,
+            headers,
+            body,
+            stall,
+        } => {
+            let mut head = format!(
+                "HTTP/1.1 {status} Mock\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n",
+                body.len()
+            );
+            for (n, v) in headers {
+                head.push_str(&format!("{n}: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            stream.write_all(head.as_bytes()).await?;
+            let (first, wait) = stall.unwrap_or((body.len(), Duration::ZERO));
+            let first = first.min(body.len());
+            stream.write_all(&body[..first]).await?;
+            stream.flush().await?;
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+            stream.write_all(&body[first..]).await?;
         }
         Reply::Events { frames, gap, cut } => {
             stream

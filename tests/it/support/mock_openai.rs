@@ -12,7 +12,7 @@
 //! - Responses: `store: false`; a `reasoning` item right before the
 //!   `function_call` it produced and never last; `encrypted_content`
 //!   unchanged; every `function_call` answered by a `function_call_output`,
-//!   none without its call.
+//!   none without its call; a `web_search_call` item exactly as streamed.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -59,6 +59,25 @@ pub enum Step {
     },
     /// These frames as they are; `cut` drops the connection after them.
     Frames { frames: Vec<String>, cut: bool },
+    /// Responses: a `web_search_call` (its query and the sources found,
+    /// when the request asked for them), then a message citing the sources
+    /// (`url_citation` annotations with their titles).
+    ResponsesSearch {
+        query: String,
+        sources: Vec<(String, String)>,
+        text: String,
+    },
+}
+
+pub fn responses_search(query: &str, sources: &[(&str, &str)], text: &str) -> Step {
+    Step::ResponsesSearch {
+        query: query.into(),
+        sources: sources
+            .iter()
+            .map(|(t, u)| ((*t).to_owned(), (*u).to_owned()))
+            .collect(),
+        text: text.into(),
+    }
 }
 
 pub fn chat(text: &str, calls: Vec<Call>, finish: &str) -> Step {
@@ -91,6 +110,10 @@ struct State {
     /// Responses: function_call item id → the reasoning item id before it.
     reasoning_before: HashMap<String, String>,
     responses: usize,
+    /// Responses: web_search_call id → the item as streamed.
+    searches: HashMap<String, Value>,
+    /// Whether the last Responses request asked for the search sources.
+    wants_sources: bool,
 }
 
 /// A running mock of either API.
@@ -214,6 +237,11 @@ fn handle(state: &mut State, req: &Request) -> Reply {
             headers,
             body,
         },
+        Step::ResponsesSearch {
+            query,
+            sources,
+            text,
+        } => Reply::events(search_frames(state, &query, &sources, &text)),
         Step::Frames { frames, cut } => Reply::Events {
             frames,
             gap: std::time::Duration::ZERO,
@@ -518,6 +546,77 @@ fn response_frames(
     frames
 }
 
+fn search_frames(
+    state: &mut State,
+    query: &str,
+    sources: &[(String, String)],
+    text: &str,
+) -> Vec<String> {
+    let n = state.responses;
+    state.responses += 1;
+    let mut seq = 0;
+    let mut ev = |name: &str, mut data: Value| {
+        data["type"] = json!(name);
+        data["sequence_number"] = json!(seq);
+        seq += 1;
+        frame(name, &data)
+    };
+    let id = format!("ws_{n}");
+    let mut action = json!({"type": "search", "query": query});
+    if state.wants_sources {
+        action["sources"] = sources
+            .iter()
+            .map(|(_, url)| json!({"type": "url", "url": url}))
+            .collect();
+    }
+    let search =
+        json!({"id": id, "type": "web_search_call", "status": "completed", "action": action});
+    let mut frames = vec![
+        ev(
+            "response.created",
+            json!({"response": {"id": format!("resp_{n}"), "status": "in_progress", "output": []}}),
+        ),
+        ev(
+            "response.output_item.added",
+            json!({"output_index": 0, "item": {"id": id, "type": "web_search_call", "status": "in_progress"}}),
+        ),
+        ev(
+            "response.web_search_call.in_progress",
+            json!({"output_index": 0, "item_id": id}),
+        ),
+        ev(
+            "response.web_search_call.searching",
+            json!({"output_index": 0, "item_id": id}),
+        ),
+        ev(
+            "response.web_search_call.completed",
+            json!({"output_index": 0, "item_id": id}),
+        ),
+        ev(
+            "response.output_item.done",
+            json!({"output_index": 0, "item": search}),
+        ),
+    ];
+    state.searches.insert(id, search.clone());
+    let annotations: Vec<Value> = sources
+        .iter()
+        .map(|(title, url)| json!({"type": "url_citation", "start_index": 0, "end_index": text.len(), "url": url, "title": title}))
+        .collect();
+    let message = json!({"id": format!("msg_{n}"), "type": "message", "status": "completed", "role": "assistant",
+                         "content": [{"type": "output_text", "annotations": annotations, "text": text}]});
+    frames.push(ev("response.output_text.delta", json!({"item_id": format!("msg_{n}"), "output_index": 1, "content_index": 0, "delta": text})));
+    frames.push(ev(
+        "response.output_item.done",
+        json!({"output_index": 1, "item": message}),
+    ));
+    frames.push(ev(
+        "response.completed",
+        json!({"response": {"id": format!("resp_{n}"), "status": "completed", "output": [search, message],
+               "usage": {"input_tokens": 200, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 40, "total_tokens": 240}}}),
+    ));
+    frames
+}
+
 const RESPONSES_TOP: &[&str] = &[
     "model",
     "input",
@@ -550,12 +649,30 @@ fn item_keys(t: &str) -> Option<&'static [&'static str]> {
             "encrypted_content",
             "status",
         ],
+        "web_search_call" => &["type", "id", "status", "action"],
         _ => return None,
     })
 }
 
-fn check_responses(state: &State, body: &Value) -> Result<(), String> {
+fn check_responses(state: &mut State, body: &Value) -> Result<(), String> {
     let top = body.as_object().ok_or("body must be an object")?;
+    state.wants_sources = top
+        .get("include")
+        .and_then(Value::as_array)
+        .is_some_and(|i| i.contains(&json!("web_search_call.action.sources")));
+    for (i, tool) in top
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        match tool["type"].as_str() {
+            Some("function") => {}
+            Some("web_search") if tool.as_object().is_some_and(|o| o.len() == 1) => {}
+            _ => return Err(format!("Invalid value for 'tools[{i}]': {tool}")),
+        }
+    }
     for key in top.keys() {
         if !RESPONSES_TOP.contains(&key.as_str()) {
             return Err(format!("Unknown parameter: '{key}'."));
@@ -655,6 +772,19 @@ fn check_responses(state: &State, body: &Value) -> Result<(), String> {
                     }
                 }
             }
+            "web_search_call" => match state.searches.get(id) {
+                Some(streamed) if streamed == item => {}
+                Some(_) => {
+                    return Err(format!(
+                        "Item '{id}' of type 'web_search_call' does not match the item the API returned."
+                    ));
+                }
+                None => {
+                    return Err(format!(
+                        "Item with id '{id}' not found. Items are not persisted when `store` is set to false."
+                    ));
+                }
+            },
             "function_call_output" => {
                 let call_id = item["call_id"].as_str().unwrap_or("").to_owned();
                 if !calls.contains(&call_id) {

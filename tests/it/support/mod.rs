@@ -792,6 +792,11 @@ impl Conn {
         self.model.thread(session)
     }
 
+    /// The subagent sessions announced under `session` (`subagent_update`).
+    pub fn subagents(&self, session: &str) -> Vec<String> {
+        self.model.children(session)
+    }
+
     /// Closes candor's input (end of file).
     pub fn close_input(&mut self) {
         self.tx = None;
@@ -1013,4 +1018,15 @@ pub fn http_server() -> u16 {
         }
     });
     port
+}
+
+/// The updates for `session` from frame `from` on, less the commands
+/// offered (a loaded session offers them afresh).
+pub fn shown_updates(conn: &Conn, session: &str, from: usize) -> Vec<Value> {
+    conn.frames[from..]
+        .iter()
+        .filter(|f| f["method"] == "session/update" && f["params"]["sessionId"] == session)
+        .map(|f| f["params"]["update"].clone())
+        .filter(|u| u["sessionUpdate"] != "available_commands_update")
+        .collect()
 }

@@ -25,6 +25,8 @@ pub(crate) mod environment;
 pub(crate) mod events;
 pub(crate) mod handle;
 pub(crate) mod mcp;
+pub(crate) mod network;
+pub(crate) mod permission;
 pub(crate) mod queue;
 pub(crate) mod restore;
 pub(crate) mod sandbox;

@@ -597,6 +597,8 @@ fn child_gate(
         user_commands: Vec::new(),
         trust: Trust::NotNeeded,
         confiner: gate.confiner.clone(),
+        // The child's own copy: its options are not offered to a client.
+        view: Arc::new(std::sync::Mutex::new(crate::sync::lock(&gate.view).clone())),
         agents: gate.agents.clone(),
         family: Family {
             place: Some(Place { depth, asked_on }),

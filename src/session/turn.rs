@@ -406,9 +406,15 @@ async fn command_turn(
         }
     } else if command == "sandbox" {
         super::sandbox::command(c, gate, prompt_text).await?
+    } else if command == "doctor" {
+        let kernel = gate.confiner.probe().await;
+        super::commands::doctor(gate, c.records(), &control.cwd, kernel)
     } else {
         super::commands::run(command, gate, provider, c, &control.cwd)
     };
+    // `/trust` may have applied the project's sandbox settings: the
+    // options the client is shown follow (with the answer's record).
+    super::sandbox::refresh_view(gate, c.records());
     c.commit(Event::CommandRan {
         command: command.to_owned(),
         output,

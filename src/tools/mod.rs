@@ -558,6 +558,16 @@ pub enum ToolEvent {
     /// (`mcp::elicit`): `recorded` is answered once it is in the log, and
     /// nothing goes on before.
     Elicitation(mcp::Elicited, tokio::sync::oneshot::Sender<()>),
+    /// A confined command is connecting to a host its network allowlist
+    /// does not name: the session asks the user on the call's card and
+    /// answers through `reply` (`session::network`).
+    NetworkAsk {
+        host: String,
+        port: u16,
+        reply: tokio::sync::oneshot::Sender<crate::sandbox::Answer>,
+    },
+    /// How the sandbox's proxy decided one of the command's connections.
+    Network(crate::sandbox::Decision),
 }
 
 /// What a tool gets besides its call.

@@ -188,6 +188,10 @@ pub struct Call {
     /// For a Bash call: the boundary it ran in (its card line).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::Boundary>,
+    /// For a confined Bash call with a network allowlist: each host it
+    /// reached for and how that was decided (`network/decided`), as a line.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<String>,
     /// For an `Agent` call: the subagent it started, and its own timeline.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subagent: Option<Subagent>,
@@ -387,17 +391,12 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 }
             }
             Event::ToolCall { .. } => entries.extend(call_entry(at, &record.event)),
-            Event::PermissionResolved {
-                tool_call_id,
-                outcome,
-                grant,
-                ..
-            } => {
+            Event::PermissionResolved { tool_call_id, .. }
+            | Event::NetworkDecided { tool_call_id, .. } => {
                 if let Some(i) = call(&mut entries, tool_call_id)
                     && let Entry::Call(c) = &mut entries[i]
                 {
-                    c.permission = Some(*outcome);
-                    c.grant.clone_from(grant);
+                    answered(c, &record.event);
                 }
             }
             Event::ToolStarted { tool_call_id } => {
@@ -415,7 +414,9 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 level: *level,
                 text: text.clone(),
             }),
-            Event::ConfigChanged { config_id, value } => entries.push(Entry::Setting {
+            Event::ConfigChanged {
+                config_id, value, ..
+            } => entries.push(Entry::Setting {
                 at,
                 setting: config_id.id().to_owned(),
                 value: value.clone(),
@@ -457,6 +458,7 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
             | Event::CommandRan { .. }
             | Event::AssistantDelta { .. }
             | Event::PermissionRequested { .. }
+            | Event::NetworkRequested { .. }
             | Event::ToolTerminal { .. }
             | Event::ToolOutput { .. }
             | Event::ToolContent { .. }
@@ -466,6 +468,19 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
     }
     entries.extend(cost_entry(records));
     entries
+}
+
+/// What the user answered about a call (`permission/resolved`), and how
+/// a confined command's connections were decided (`network/decided`).
+fn answered(c: &mut Call, event: &Event) {
+    match event {
+        Event::PermissionResolved { outcome, grant, .. } => {
+            c.permission = Some(*outcome);
+            c.grant.clone_from(grant);
+        }
+        Event::NetworkDecided { .. } => c.network.extend(crate::event_log::network_line(event)),
+        _ => {}
+    }
 }
 
 /// The web searches the provider ran in a response.
@@ -487,6 +502,16 @@ fn searches<'a>(
         }),
         _ => None,
     })
+}
+
+/// A Bash call's boundary line and the hosts its command reached for.
+fn render_boundary(out: &mut String, c: &Call) {
+    if let Some(boundary) = &c.sandbox {
+        let _ = writeln!(out, "            {}", boundary.summary());
+    }
+    for line in &c.network {
+        let _ = writeln!(out, "            {line}");
+    }
 }
 
 /// Where the call `id` is in `entries`.
@@ -754,6 +779,7 @@ fn call_entry(at: String, event: &Event) -> Option<Entry> {
         duration_ms: None,
         hook_notes: Vec::new(),
         sandbox: sandbox.clone(),
+        network: Vec::new(),
         subagent: None,
     })))
 }
@@ -1192,9 +1218,7 @@ fn render_call(out: &mut String, c: &Call) {
     if let Some(mcp) = &c.mcp {
         annotations(out, mcp);
     }
-    if let Some(boundary) = &c.sandbox {
-        let _ = writeln!(out, "            {}", boundary.summary());
-    }
+    render_boundary(out, c);
     for hook in &c.hooks {
         let verdict = serde_json::to_value(hook.decision)
             .ok()

@@ -199,6 +199,8 @@ pub fn record_tokens(event: &Event) -> u64 {
         | Event::ToolCall { .. }
         | Event::PermissionRequested { .. }
         | Event::PermissionResolved { .. }
+        | Event::NetworkRequested { .. }
+        | Event::NetworkDecided { .. }
         | Event::TrustRequested { .. }
         | Event::TrustResolved { .. }
         | Event::TrustGranted { .. }

@@ -355,9 +355,27 @@ impl Agent {
             "model" => Change::Model(value.0.to_string()),
             "mode" => Change::Mode(mode(&value.0)?),
             "effort" => Change::Effort(value.0.to_string()),
+            // The person's own choice in the editor (no auto-approver sends
+            // it), so it may lift the sandbox (`protocol/sandbox.md`).
+            "sandbox" => Change::Sandbox(
+                crate::sandbox::Preset::from_id(&value.0).ok_or_else(|| {
+                    AcpError::invalid_params().data(format!(
+                        "{:?} is not a sandbox preset; the presets are read-only, workspace-write and full-access",
+                        value.0
+                    ))
+                })?,
+            ),
+            "network" => Change::Network(
+                crate::sandbox::settings::NetworkMode::from_id(&value.0).ok_or_else(|| {
+                    AcpError::invalid_params().data(format!(
+                        "{:?} is not a sandbox network; the choices are off, allowlist and on",
+                        value.0
+                    ))
+                })?,
+            ),
             other => {
                 return Err(AcpError::invalid_params().data(format!(
-                    "unknown config option {other:?}; candor has \"mode\", \"model\" and (for a model that thinks) \"effort\""
+                    "unknown config option {other:?}; candor has \"mode\", \"model\", (for a model that thinks) \"effort\", \"sandbox\" and \"network\""
                 )));
             }
         };

@@ -419,6 +419,8 @@ impl History<'_> {
             | Event::ToolCall { .. }
             | Event::PermissionRequested { .. }
             | Event::PermissionResolved { .. }
+            | Event::NetworkRequested { .. }
+            | Event::NetworkDecided { .. }
             | Event::TrustRequested { .. }
             | Event::TrustResolved { .. }
             | Event::TrustGranted { .. }

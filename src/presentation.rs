@@ -423,11 +423,10 @@ impl Presenter {
             Event::ConfigChanged {
                 config_id: ConfigId::Mode,
                 value,
-            } => {
-                vec![SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
-                    value.clone(),
-                ))]
-            }
+                ..
+            } => vec![SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                value.clone(),
+            ))],
             Event::TurnEnded { .. } => self.turn_ended(),
             Event::ConfigChanged { .. } => Vec::new(),
             Event::SessionTitled { title, .. } => vec![SessionUpdate::SessionInfoUpdate(
@@ -489,6 +488,8 @@ impl Presenter {
                 preview: Some(_), ..
             } => self.asked_again(record),
             Event::PermissionRequested { .. } | Event::PermissionResolved { .. } => Vec::new(),
+            Event::NetworkRequested { .. } => Vec::new(),
+            Event::NetworkDecided { .. } => self.network_decided(record),
             Event::TrustRequested { .. } => self.trust_requested(record),
             Event::TrustResolved { .. } => self.trust_resolved(record),
             // The `/trust` command's answer says what it did.
@@ -684,6 +685,45 @@ impl Presenter {
             ToolCallUpdateFields::new()
                 .content(content)
                 .locations(locations),
+        )]
+    }
+
+    /// A confined command's connection: asked (nothing: the question is the
+    /// permission request, `network_card`), or decided: what the user answered,
+    /// and what was refused, is one more lead line of its card (a
+    /// connection its allowlist or a grant let through is in the log and
+    /// the audit, not on the card, whose line already says where the
+    /// command may connect).
+    fn network_decided(&mut self, record: &Record) -> Vec<SessionUpdate> {
+        let Event::NetworkDecided {
+            tool_call_id,
+            allowed,
+            by,
+            ..
+        } = &record.event
+        else {
+            return Vec::new();
+        };
+        let shown = !allowed || *by == crate::event_log::NetworkDecider::User;
+        let Some(line) = crate::event_log::network_line(&record.event).filter(|_| shown) else {
+            return Vec::new();
+        };
+        let mode = self.mode;
+        let Some(card) = self.open_card(tool_call_id) else {
+            return Vec::new();
+        };
+        card.lead.push(text_content(crate::text::visible(&line)));
+        let rest = match &card.terminal {
+            Some(id) if mode == Mode::Live => vec![terminal_content(id)],
+            _ if !card.output.is_empty() => {
+                vec![text_content(fenced(&card.output.render(), "console"))]
+            }
+            _ => Vec::new(),
+        };
+        let content = card.content(rest);
+        vec![update(
+            tool_call_id,
+            ToolCallUpdateFields::new().content(content),
         )]
     }
 
@@ -1198,6 +1238,31 @@ impl Presenter {
             .locations(shown.locations.clone())
             .raw_input(shown.raw_input.clone());
         Some(ToolCallUpdate::new(id.to_owned(), fields).meta(shown.meta.clone()))
+    }
+
+    /// What the permission request asking whether a confined command may
+    /// reach `host` shows: the card as it is, and the question ("Allow
+    /// network access to HOST?", as codex-acp asks it), with the host in
+    /// `_meta.candor.network`.
+    pub fn network_card(&self, id: &str, host: &str, port: u16) -> Option<ToolCallUpdate> {
+        let card = self.cards.get(id).filter(|c| !c.terminal())?;
+        let shown = &card.shown;
+        let mut content = card.lead.clone();
+        content.push(text_content(crate::text::visible(&format!(
+            "Allow network access to {host}? The command is connecting to {host}:{port}, which its sandbox's allowlist does not name. Allow it for this command, or for the rest of this session."
+        ))));
+        let mut meta = shown.meta.clone().unwrap_or_default();
+        if let Some(Value::Object(candor)) = meta.get_mut("candor") {
+            candor.insert("network".into(), json!({"host": host, "port": port}));
+        }
+        let fields = ToolCallUpdateFields::new()
+            .title(shown.title.clone())
+            .kind(shown.kind)
+            .status(card.status)
+            .content(content)
+            .locations(shown.locations.clone())
+            .raw_input(shown.raw_input.clone());
+        Some(ToolCallUpdate::new(id.to_owned(), fields).meta(meta))
     }
 
     /// Ids of cards that are shown but not terminal.

@@ -87,9 +87,17 @@ pub enum Event {
     /// (a retried model request, a configuration problem).
     #[serde(rename = "session/notice")]
     Notice { level: NoticeLevel, text: String },
-    /// A session setting changed (`session/set_config_option`).
+    /// A session setting changed (`session/set_config_option`,
+    /// `session/set_mode`, or a command the user typed: `via`).
     #[serde(rename = "config/changed")]
-    ConfigChanged { config_id: ConfigId, value: String },
+    ConfigChanged {
+        config_id: ConfigId,
+        value: String,
+        /// How the user changed it, when not through the client's config
+        /// options (`session/set_config_option`, `session/set_mode`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        via: Option<ConfigVia>,
+    },
     /// A prompt from the user, as the client sent it (ACP content blocks),
     /// but for its images' data: each image block's `data` is emptied and
     /// the image kept in the content store beside the log, named in
@@ -298,6 +306,40 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         base: Option<String>,
         /// With `allowed_always`: the session rule it added.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A confined command tried to reach a host its network allowlist does
+    /// not name: candor asks the user on the call's card
+    /// (`session/request_permission`, "Allow network access to HOST?").
+    #[serde(rename = "network/requested")]
+    NetworkRequested {
+        tool_call_id: String,
+        host: String,
+        port: u16,
+        options: Vec<PermissionChoice>,
+    },
+    /// How a confined command's connection to a host was decided: by its
+    /// allowlist, the session's grant, the user's answer, no answer in
+    /// time, or the limit on how many hosts a command may ask about. One
+    /// record per host a command reaches (the first connection's).
+    #[serde(rename = "network/decided")]
+    NetworkDecided {
+        tool_call_id: String,
+        host: String,
+        port: u16,
+        allowed: bool,
+        by: NetworkDecider,
+        /// The allowlist rule that named the host (`by: allowlist`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<String>,
+        /// The user's answer (`by: user`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<PermissionOutcome>,
+        /// With `allowed_always`: the host allowed for the rest of the
+        /// session (a later command's allowlist names it).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         grant: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -930,6 +972,71 @@ impl SessionEvent {
     }
 }
 
+/// Who decided a connection of a confined command (`network/decided`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkDecider {
+    /// A domain of the command's allowlist (its boundary's).
+    Allowlist,
+    /// The user allowed the host for the session, earlier.
+    Grant,
+    /// The user, asked on the call's card.
+    User,
+    /// The user was asked and the question ended without an answer in
+    /// time (or the command ended first).
+    NoAnswer,
+    /// The command asked about too many hosts; refused unasked.
+    Limit,
+}
+
+/// A `network/decided` record as one line for people (the call's card and
+/// `candor audit`): `network: you allowed example.com:443 for this
+/// command`.
+pub fn network_line(event: &Event) -> Option<String> {
+    let Event::NetworkDecided {
+        host,
+        port,
+        allowed,
+        by,
+        rule,
+        outcome,
+        reason,
+        ..
+    } = event
+    else {
+        return None;
+    };
+    let place = format!("{host}:{port}");
+    let why = reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    Some(match (by, outcome, allowed) {
+        (NetworkDecider::Allowlist, ..) => format!(
+            "network: {place} allowed by the allowlist (`{}`)",
+            rule.as_deref().unwrap_or(host)
+        ),
+        (NetworkDecider::Grant, ..) => {
+            format!("network: {place} allowed (you allowed {host} for this session)")
+        }
+        (NetworkDecider::User, Some(PermissionOutcome::AllowedAlways), _) => {
+            format!("network: you allowed {host} for the rest of this session ({place})")
+        }
+        (NetworkDecider::User, _, true) => {
+            format!("network: you allowed {place} for this command")
+        }
+        (NetworkDecider::User, Some(PermissionOutcome::Rejected), false) => {
+            format!("network: you refused {place}")
+        }
+        (NetworkDecider::User, _, false) | (NetworkDecider::NoAnswer, ..) => {
+            format!("network: {place} refused, not answered{why}")
+        }
+        (NetworkDecider::Limit, ..) => {
+            format!("network: {place} refused unasked (this command asked about too many hosts)")
+        }
+    })
+}
+
 /// The session settings a client changes (`config/changed.configId`, the
 /// ACP config option ids).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -939,12 +1046,22 @@ pub enum ConfigId {
     Model,
     /// The model's effort level (`providers::effort`).
     Effort,
-    /// The sandbox's preset the user chose for the session (`/sandbox`):
-    /// `read-only`, `workspace-write` or `full-access`.
+    /// The sandbox's preset the user chose for the session (`/sandbox`,
+    /// or the `sandbox` option): `read-only`, `workspace-write` or
+    /// `full-access`.
     Sandbox,
     /// The sandbox's network the user chose for the session
-    /// (`/sandbox network on|off`): `on` or `off`.
+    /// (`/sandbox network on|off`, or the `network` option): `off`,
+    /// `allowlist` or `on`.
     Network,
+}
+
+/// How a setting was changed when not through the client's config options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfigVia {
+    /// A command the user typed in a prompt (`/sandbox off`).
+    Command,
 }
 
 impl ConfigId {

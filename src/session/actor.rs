@@ -75,9 +75,7 @@ pub(crate) fn start(
     client: &ClientCapabilities,
     hard_stop: CancellationToken,
 ) -> Result<Started, StartError> {
-    let Place {
-        cwd, mcp_servers, ..
-    } = place;
+    let (cwd, mcp_servers) = (place.cwd, place.mcp_servers);
     let id = match &origin {
         Origin::New => uuid::Uuid::new_v4().to_string(),
         Origin::Stored { id, .. } => id.clone(),
@@ -132,7 +130,7 @@ pub(crate) fn start(
     let (inbox, commands) = mpsc::channel(8);
     let link = client_link(outgoing, &id, client, config);
     let shells = Shells::default();
-    let view = view_of(&provider, policy.mode);
+    let (view, shared_view) = options(&mut committer, &provider, &policy);
     let (changes, settings) = settings::Inbox::new();
     let kit = SessionKit {
         session_id: id.clone(),
@@ -149,6 +147,7 @@ pub(crate) fn start(
         user_commands: Vec::new(),
         trust,
         confiner: crate::tools::confined::Confiner::new(config.launcher.clone(), &cwd),
+        view: shared_view.clone(),
         agents: Arc::new(built_agents),
         family,
     };
@@ -159,7 +158,7 @@ pub(crate) fn start(
         inbox,
         hard_stop.clone(),
         shells,
-        view.clone(),
+        shared_view,
         changes,
     )
     .with_subagents(kit.family.running.clone());
@@ -196,15 +195,33 @@ fn family(config: &Config, client: &ClientCapabilities) -> super::kit::Family {
     )
 }
 
-/// The session's settings as the client is told them.
-fn view_of(provider: &Provider, mode: crate::mode::Mode) -> settings::View {
-    settings::View {
+/// The session's config options as they start (its mode, model, effort,
+/// and sandbox, the user's choices in a stored log included), shared by
+/// the dispatcher's handle and the actor; the committer tells the client
+/// when a record changes them (`Committer::follow_options`).
+fn options(
+    committer: &mut Committer,
+    provider: &Provider,
+    policy: &crate::interception::Policy,
+) -> (settings::View, Arc<std::sync::Mutex<settings::View>>) {
+    let sandbox = super::sandbox::effective(&policy.sandbox, committer.records());
+    let view = settings::View {
         model: provider.model().map(str::to_owned),
         model_choices: provider.model_choices(),
-        mode,
+        mode: policy.mode,
         effort: provider.effort(),
         effort_source: provider.effort_source(),
-    }
+        sandbox: Some((sandbox.preset, sandbox.network)),
+    };
+    let shared = Arc::new(std::sync::Mutex::new(view.clone()));
+    committer.follow_options(super::commit::Options {
+        current: Box::new({
+            let view = shared.clone();
+            move || crate::sync::lock(&view).config_options()
+        }),
+        sent: view.config_options(),
+    });
+    (view, shared)
 }
 
 /// The session's presenter, for what the client declared it takes

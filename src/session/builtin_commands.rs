@@ -49,8 +49,8 @@ pub(crate) fn offered() -> Vec<OfferedCommand> {
         },
         OfferedCommand {
             name: "sandbox".into(),
-            description: "Show what commands run in (writable roots, network, what this kernel holds); `/sandbox off`, `on`, `read-only` or `network on|off` changes it for this session".into(),
-            hint: Some("[off|on|read-only|network on|network off]".into()),
+            description: "Show what commands run in (writable roots, network, what this kernel holds); `/sandbox off`, `on`, `read-only` or `network on|off|allowlist` changes it for this session".into(),
+            hint: Some("[off|on|read-only|network on|network off|network allowlist]".into()),
         },
         OfferedCommand {
             name: "audit".into(),
@@ -109,20 +109,6 @@ pub(crate) fn run(
             }
             out
         }
-        "doctor" => {
-            let session = match &kit.trust {
-                super::kit::Trust::Trusted { by, offer, .. } => {
-                    Some((offer.digest.as_str(), by.as_str()))
-                }
-                _ => None,
-            };
-            // The session's own additional directories, as recorded.
-            let roots = super::system::latest(records)
-                .map(|e| e.additional_directories.clone())
-                .unwrap_or_default();
-            let report = crate::doctor::report_in(&kit.config, cwd, session, &roots);
-            format!("```text\n{}```\n", crate::doctor::render(&report))
-        }
         _ => {
             let mut entries = crate::audit::timeline(records);
             if let Some(dir) = c.log_path().parent() {
@@ -136,6 +122,29 @@ pub(crate) fn run(
             }
         }
     }
+}
+
+/// `/doctor`: the report for the session's directory, with what its
+/// commands run in (its sandbox, the user's `/sandbox` choices included)
+/// on this kernel (`kernel`).
+pub(crate) fn doctor(
+    kit: &SessionKit,
+    records: &[crate::event_log::Record],
+    cwd: &Path,
+    kernel: &crate::sandbox::Probe,
+) -> String {
+    let session = match &kit.trust {
+        super::kit::Trust::Trusted { by, offer, .. } => Some((offer.digest.as_str(), by.as_str())),
+        _ => None,
+    };
+    // The session's own additional directories, as recorded.
+    let roots = super::system::latest(records)
+        .map(|e| e.additional_directories.clone())
+        .unwrap_or_default();
+    let sandbox = super::sandbox::for_calls(kit, records);
+    let report =
+        crate::doctor::report_in(&kit.config, cwd, session, &roots, kernel, Some(&sandbox));
+    format!("```text\n{}```\n", crate::doctor::render(&report))
 }
 
 /// `/mcp`: each server, where its entry came from, its state, its tools

@@ -17,16 +17,12 @@
 //! `tool/call` and `permission/resolved` are flushed to disk before
 //! anything runs. A cancel at any point finishes the call as `cancelled`.
 
-use agent_client_protocol_schema::v1::{
-    PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
-    SessionId,
-};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::commit::Committer;
 use super::kit::{KILL_GRACE, SessionKit, TurnControl, TurnError};
-use crate::client::Failed;
+use super::permission::{Asked, ask_client};
 use crate::event_log::{
     Decision, Event, FileDiff, LogError, NoticeLevel, Outcome, PermissionChoice, PermissionOutcome,
     ResultContent, ResultStatus,
@@ -114,16 +110,7 @@ pub(crate) async fn settle_call(
     };
     // A command's boundary is settled with its arguments.
     if settled.tool() == Some(crate::tools::Tool::Bash) {
-        let mut sandbox = super::sandbox::effective(&kit.policy.sandbox, c.records());
-        // The session's additional directories are writable as its
-        // directory is (in the presets that write).
-        sandbox
-            .writable_roots
-            .extend(kit.policy.rules.roots.iter().cloned());
-        for rule in &kit.policy.rules.deny {
-            let (paths, not_held) = rule.read_denied_paths();
-            sandbox.deny_reads(paths, not_held);
-        }
+        let sandbox = super::sandbox::for_calls(kit, c.records());
         // The kernel is asked once per process, and not at all with the
         // sandbox off.
         let probe = if sandbox.preset == crate::sandbox::Preset::FullAccess {
@@ -137,6 +124,15 @@ pub(crate) async fn settle_call(
             home: kit.config.user_home.as_deref(),
             probe,
             launcher: kit.confiner.launcher().is_some(),
+            // A subagent whose questions go to its parent's card does not
+            // ask in a form of its own.
+            forms: kit.client.elicit_form
+                && kit
+                    .family
+                    .place
+                    .as_ref()
+                    .and_then(|p| p.asked_on.as_ref())
+                    .is_none(),
         };
         interception::sandbox::confine(&mut settled, &sandbox, place);
     }
@@ -255,6 +251,14 @@ async fn settle_and_record(
             match settled.approve() {
                 Some(call) => Ok(approved(call, notes)),
                 None => failed(c, "candor could not approve this call", notes),
+            }
+        }
+        Disposition::Ask { .. } if settled.lifts_sandbox() => {
+            c.commit_durable(record).await?;
+            match super::permission::lift_by_form(c, kit, settled, &control.cancel).await? {
+                super::permission::Lifted::Yes(call) => Ok(approved(*call, notes)),
+                super::permission::Lifted::No(text) => failed(c, &text, notes),
+                super::permission::Lifted::Cancelled => cancelled(c, notes),
             }
         }
         Disposition::Ask { .. } => {
@@ -529,57 +533,19 @@ async fn ask_once(
     Ok((answer, granted))
 }
 
-/// How the client answered a permission request.
-#[derive(Debug)]
-pub(crate) enum Asked {
-    /// One of the options offered (its id).
-    Chose(String),
-    /// Cancelled while open (the prompt was cancelled).
-    Cancelled,
-    /// The client could not ask, dismissed it or answered what was not
-    /// offered: why.
-    Failed(String),
-}
-
-/// Sends `session/request_permission` for `card` with `choices`; the
-/// answer is one of them, or why not.
-pub(crate) async fn ask_client(
-    kit: &SessionKit,
-    session: &str,
-    card: agent_client_protocol_schema::v1::ToolCallUpdate,
-    choices: &[PermissionChoice],
-    cancel: &tokio_util::sync::CancellationToken,
-) -> Asked {
-    let options = choices
-        .iter()
-        .map(|o| {
-            let kind = match o.kind.as_str() {
-                "allow_always" => PermissionOptionKind::AllowAlways,
-                "reject_once" => PermissionOptionKind::RejectOnce,
-                "reject_always" => PermissionOptionKind::RejectAlways,
-                _ => PermissionOptionKind::AllowOnce,
-            };
-            PermissionOption::new(o.option_id.clone(), o.name.clone(), kind)
-        })
-        .collect();
-    let request = RequestPermissionRequest::new(SessionId::new(session.to_owned()), card, options);
-    match kit.client.request_permission(request, cancel).await {
-        Err(Failed::Cancelled) => Asked::Cancelled,
-        Err(error) => Asked::Failed(format!("the client could not ask the user ({error})")),
-        Ok(response) => match response.outcome {
-            RequestPermissionOutcome::Selected(selected) => {
-                let chosen = selected.option_id.0.as_ref();
-                if choices.iter().any(|o| o.option_id == chosen) {
-                    Asked::Chose(chosen.to_owned())
-                } else {
-                    Asked::Failed(format!(
-                        "the client chose an option candor did not offer ({chosen})"
-                    ))
-                }
-            }
-            _ if cancel.is_cancelled() => Asked::Cancelled,
-            _ => Asked::Failed("the permission request was dismissed".to_owned()),
-        },
+/// What a running tool told the session: a confined command's network
+/// (asked about, decided) goes to its [`super::network::Asks`]; the rest
+/// is recorded.
+fn tool_event(
+    c: &mut Committer,
+    id: &str,
+    e: ToolEvent,
+    asks: &mut super::network::Asks<'_>,
+) -> Result<(), LogError> {
+    match e {
+        ToolEvent::NetworkAsk { host, port, reply } => asks.ask(c, host, port, reply),
+        ToolEvent::Network(decision) => asks.decided(c, decision),
+        other => record_event(c, id, other),
     }
 }
 
@@ -587,6 +553,8 @@ pub(crate) async fn ask_client(
 /// content store first; the record names them by digest.
 fn record_event(c: &mut Committer, id: &str, e: ToolEvent) -> Result<(), LogError> {
     let event = match e {
+        // Taken by `tool_event`.
+        ToolEvent::NetworkAsk { .. } | ToolEvent::Network(_) => return Ok(()),
         ToolEvent::Output(chunk) => Event::ToolOutput {
             tool_call_id: id.to_owned(),
             text: chunk.text,
@@ -729,17 +697,27 @@ async fn execute(
     };
     let running = call.input().run(cx);
     tokio::pin!(running);
-    let output = loop {
+    // A confined command's questions about hosts (`session::network`).
+    let mut asks = super::network::Asks::new(&id, kit, &control.cancel);
+    let mut output = loop {
         tokio::select! {
             biased;
-            Some(e) = rx.recv() => record_event(c, &id, e)?,
+            Some(e) = rx.recv() => tool_event(c, &id, e, &mut asks)?,
+            answered = asks.next(), if !asks.is_empty() => asks.answered(c, answered)?,
             output = &mut running => break output,
             // A prompt or steering message sent while the tool runs.
             () = control.queue.arrived() => control.queue.record(c)?,
         }
     };
     while let Ok(e) = rx.try_recv() {
-        record_event(c, &id, e)?;
+        tool_event(c, &id, e, &mut asks)?;
+    }
+    // The model is told of the hosts the sandbox refused.
+    for line in asks.finish(c, &output.text).await? {
+        if !output.text.is_empty() && !output.text.ends_with('\n') {
+            output.text.push('\n');
+        }
+        output.text.push_str(&line);
     }
     conclude(c, call, kit, control, hook_notes, output).await
 }

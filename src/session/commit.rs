@@ -11,7 +11,7 @@
 //! holds a session's images all at once. Before a model request is derived,
 //! [`Committer::ensure_images`] loads the images it carries.
 
-use agent_client_protocol_schema::v1::{SessionId, SessionUpdate};
+use agent_client_protocol_schema::v1::{SessionConfigOption, SessionId, SessionUpdate};
 
 use crate::event_log::{Event, EventLog, LogError, Record};
 use crate::presentation::Presenter;
@@ -33,6 +33,7 @@ pub(crate) struct Committer {
     quiet: bool,
     /// Told of every record appended (a subagent's, for its parent).
     observer: Option<Observer>,
+    options: Option<Options>,
 }
 
 /// What is told of each record a [`Committer`] appends.
@@ -50,6 +51,20 @@ impl std::fmt::Debug for Observer {
     }
 }
 
+/// The session's config options as the client was last told them, and
+/// where they now are (`session::settings::View`, which the dispatcher
+/// and the actor update before the record of a change is committed).
+pub(crate) struct Options {
+    pub(crate) current: Box<dyn Fn() -> Vec<SessionConfigOption> + Send + Sync>,
+    pub(crate) sent: Vec<SessionConfigOption>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options").field("sent", &self.sent).finish()
+    }
+}
+
 impl Committer {
     pub(crate) fn new(
         session_id: SessionId,
@@ -64,6 +79,7 @@ impl Committer {
             outbox,
             quiet: false,
             observer: None,
+            options: None,
         }
     }
 
@@ -80,6 +96,14 @@ impl Committer {
         &self.session_id.0
     }
 
+    /// From now on, a record that can change the session's sandbox options
+    /// (`config/changed` for `sandbox` or `network`, a command's answer,
+    /// `trust/granted`) is followed by a `config_option_update` when the
+    /// options are no longer those the client was last given.
+    pub(crate) fn follow_options(&mut self, options: Options) {
+        self.options = Some(options);
+    }
+
     /// Appends `event` and sends what it means to the client.
     pub(crate) fn commit(&mut self, event: Event) -> Result<(), LogError> {
         self.log.append(event)?;
@@ -94,7 +118,25 @@ impl Committer {
                 (observer.0)(record);
             }
             let shown = self.log.hydrate(record);
-            let updates = self.presenter.apply(&shown);
+            let mut updates = self.presenter.apply(&shown);
+            let changes_options = matches!(
+                &record.event,
+                Event::ConfigChanged {
+                    config_id: crate::event_log::ConfigId::Sandbox
+                        | crate::event_log::ConfigId::Network,
+                    ..
+                } | Event::CommandRan { .. }
+                    | Event::TrustGranted { .. }
+            );
+            if changes_options && let Some(options) = self.options.as_mut() {
+                let now = (options.current)();
+                if now != options.sent {
+                    options.sent.clone_from(&now);
+                    updates.push(SessionUpdate::ConfigOptionUpdate(
+                        agent_client_protocol_schema::v1::ConfigOptionUpdate::new(now),
+                    ));
+                }
+            }
             if !self.quiet {
                 for update in updates {
                     send(&self.outbox, &self.session_id, update);
@@ -195,6 +237,17 @@ impl Committer {
         id: &str,
     ) -> Option<agent_client_protocol_schema::v1::ToolCallUpdate> {
         self.presenter.permission_card(id)
+    }
+
+    /// What a question about a confined command's connection to `host`
+    /// shows (see [`Presenter::network_card`]).
+    pub(crate) fn network_card(
+        &self,
+        id: &str,
+        host: &str,
+        port: u16,
+    ) -> Option<agent_client_protocol_schema::v1::ToolCallUpdate> {
+        self.presenter.network_card(id, host, port)
     }
 
     /// After a log failure: fail every open card so none spins forever.

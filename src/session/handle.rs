@@ -50,8 +50,9 @@ pub(crate) type Subagents = Arc<Mutex<std::collections::HashMap<String, Cancella
 struct Shared {
     /// Tripped at shutdown: tools stop without a grace period.
     hard_stop: CancellationToken,
-    /// The settings as the client last set them.
-    view: Mutex<settings::View>,
+    /// The settings as the client last set them (and the user's
+    /// `/sandbox`; shared with the actor).
+    view: Arc<Mutex<settings::View>>,
 }
 
 impl SessionHandle {
@@ -61,7 +62,7 @@ impl SessionHandle {
         inbox: mpsc::Sender<Command>,
         hard_stop: CancellationToken,
         shells: Shells,
-        view: settings::View,
+        view: Arc<Mutex<settings::View>>,
         changes: mpsc::UnboundedSender<settings::Sent>,
     ) -> Self {
         Self {
@@ -72,10 +73,7 @@ impl SessionHandle {
             shells,
             changes,
             subagents: Subagents::default(),
-            shared: Arc::new(Shared {
-                hard_stop,
-                view: Mutex::new(view),
-            }),
+            shared: Arc::new(Shared { hard_stop, view }),
         }
     }
 

@@ -51,6 +51,9 @@ pub(crate) struct SessionKit {
     pub(crate) trust: Trust,
     /// The session's sandbox runtime (launcher, `TMPDIR`, lifeline).
     pub(crate) confiner: crate::tools::confined::Confiner,
+    /// The session's config options as they now are, shared with the
+    /// dispatcher's handle (`/sandbox` and `/trust` change the sandbox's).
+    pub(crate) view: Arc<std::sync::Mutex<super::settings::View>>,
     /// The subagent types this session may start.
     pub(crate) agents: Arc<crate::subagents::Catalog>,
     /// Its subagents' limits, and for a subagent, where it stands.

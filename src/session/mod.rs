@@ -24,6 +24,8 @@ pub(crate) mod environment;
 pub(crate) mod events;
 pub(crate) mod handle;
 pub(crate) mod kit;
+pub(crate) mod network;
+pub(crate) mod permission;
 pub(crate) mod prompt_mcp;
 pub(crate) mod queue;
 pub(crate) mod restore;

@@ -322,18 +322,21 @@ pub(crate) fn settings(records: &[Record]) -> Restored {
             Event::ConfigChanged {
                 config_id: ConfigId::Mode,
                 value,
+                ..
             } => {
                 restored.mode = Mode::from_id(value).or(restored.mode);
             }
             Event::ConfigChanged {
                 config_id: ConfigId::Model,
                 value,
+                ..
             } => {
                 restored.model = Some(value.clone());
             }
             Event::ConfigChanged {
                 config_id: ConfigId::Effort,
                 value,
+                ..
             } => {
                 restored.effort = Some(value.clone());
             }
@@ -409,6 +412,45 @@ fn left_in_line(records: &[Record]) -> Vec<Event> {
         reason: Dropped::Stopped,
     });
     prompts.chain(steers).collect()
+}
+
+/// A question about a confined command's connection left open
+/// (`network/requested` with no `network/decided` for its call and host):
+/// closed as not answered, as the command's end would have.
+fn open_network_questions(records: &[Record]) -> Vec<Event> {
+    let decided: HashSet<(&str, &str)> = records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::NetworkDecided {
+                tool_call_id, host, ..
+            } => Some((tool_call_id.as_str(), host.as_str())),
+            _ => None,
+        })
+        .collect();
+    records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::NetworkRequested {
+                tool_call_id,
+                host,
+                port,
+                ..
+            } if !decided.contains(&(tool_call_id.as_str(), host.as_str())) => {
+                Some(Event::NetworkDecided {
+                    tool_call_id: tool_call_id.clone(),
+                    host: host.clone(),
+                    port: *port,
+                    allowed: false,
+                    by: crate::event_log::NetworkDecider::NoAnswer,
+                    rule: None,
+                    outcome: Some(crate::event_log::PermissionOutcome::Cancelled),
+                    grant: None,
+                    reason: Some("candor stopped before the answer".into()),
+                })
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// An MCP server's question open when candor stopped: ended, before its
@@ -492,6 +534,7 @@ fn plan(records: &[Record]) -> Vec<Event> {
             });
         }
     }
+    events.extend(open_network_questions(records));
     events.extend(subagents_left_open(records));
     events.extend(open_questions(records));
     for record in records {
@@ -926,15 +969,46 @@ mod tests {
     }
 
     #[test]
+    fn a_network_question_left_open_is_closed_unanswered_before_the_call() {
+        let records = recs(vec![
+            Event::AssistantMessage {
+                content: vec![tool_use("n")],
+                stop: ModelStop::ToolUse,
+                interrupted: false,
+                call_ids: Vec::new(),
+                cost: None,
+            },
+            Event::NetworkRequested {
+                tool_call_id: "n".into(),
+                host: "example.com".into(),
+                port: 443,
+                options: Vec::new(),
+            },
+        ]);
+        let plan = plan(&records);
+        assert!(
+            matches!(&plan[0], Event::NetworkDecided { host, allowed: false, by: crate::event_log::NetworkDecider::NoAnswer, .. } if host == "example.com"),
+            "{plan:?}"
+        );
+        assert!(matches!(&plan[1], Event::ToolResult { tool_call_id, .. } if tool_call_id == "n"));
+        // Closed once: a second load finds nothing more.
+        let mut all = records.clone();
+        all.extend(recs(plan));
+        assert!(open_network_questions(&all).is_empty());
+    }
+
+    #[test]
     fn settings_come_back_from_the_records() {
         let records = recs(vec![
             Event::ConfigChanged {
                 config_id: ConfigId::Mode,
                 value: "acceptEdits".into(),
+                via: None,
             },
             Event::ConfigChanged {
                 config_id: ConfigId::Model,
                 value: "claude-b".into(),
+                via: None,
             },
             Event::PermissionResolved {
                 tool_call_id: "t".into(),

@@ -596,6 +596,8 @@ fn child_kit(
         user_commands: Vec::new(),
         trust: Trust::NotNeeded,
         confiner: kit.confiner.clone(),
+        // The child's own copy: its options are not offered to a client.
+        view: Arc::new(std::sync::Mutex::new(crate::sync::lock(&kit.view).clone())),
         agents: kit.agents.clone(),
         family: Family {
             place: Some(Place { depth, asked_on }),

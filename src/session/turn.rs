@@ -406,9 +406,15 @@ async fn command_turn(
         }
     } else if command == "sandbox" {
         super::sandbox::command(c, kit, prompt_text).await?
+    } else if command == "doctor" {
+        let kernel = kit.confiner.probe().await;
+        super::builtin_commands::doctor(kit, c.records(), &control.cwd, kernel)
     } else {
         super::builtin_commands::run(command, kit, provider, c, &control.cwd)
     };
+    // `/trust` may have applied the project's sandbox settings: the
+    // options the client is shown follow (with the answer's record).
+    super::sandbox::refresh_view(kit, c.records());
     c.commit(Event::CommandRan {
         command: command.to_owned(),
         output,

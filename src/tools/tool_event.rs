@@ -1,8 +1,9 @@
 //! What a running tool tells the session ([`ToolEvent`]): its output as it
-//! comes, the editor terminal it runs in, an MCP answer's content, and an
-//! MCP server's question to the user ([`Elicited`]). A leaf: the tools that
-//! send these and the context that carries the sender import it, and it
-//! imports none of them.
+//! comes, the editor terminal it runs in, an MCP answer's content, an MCP
+//! server's question to the user ([`Elicited`]), and a confined command's
+//! connections (the sandbox's proxy asking about a host, and how it
+//! decided). A leaf: the tools that send these and the context that
+//! carries the sender import it, and it imports none of them.
 
 use serde_json::Value;
 
@@ -25,6 +26,16 @@ pub enum ToolEvent {
     /// (`mcp::elicit`): `recorded` is answered once it is in the log, and
     /// nothing goes on before.
     Elicitation(Elicited, tokio::sync::oneshot::Sender<()>),
+    /// A confined command is connecting to a host its network allowlist
+    /// does not name: the session asks the user on the call's card and
+    /// answers through `reply` (`session::network`).
+    NetworkAsk {
+        host: String,
+        port: u16,
+        reply: tokio::sync::oneshot::Sender<crate::sandbox::Answer>,
+    },
+    /// How the sandbox's proxy decided one of the command's connections.
+    Network(crate::sandbox::Decision),
 }
 
 /// What the session records of an MCP server's question (`mcp::elicit`).

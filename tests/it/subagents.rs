@@ -1094,7 +1094,12 @@ async fn fields_candor_does_not_honour_are_named_in_a_notice_and_by_the_doctor()
         "description: Paints.\ncolor: purple\npermissionMode: dontAsk\nmcpServers:\n  - name: inline\n    command: srv\n",
         "Paint.",
     );
-    let report = candor::doctor::render(&candor::doctor::report(&env.config(), &env.project));
+    let kernel = candor::sandbox::Probe::nothing("not asked in this test");
+    let report = candor::doctor::render(&candor::doctor::report(
+        &env.config(),
+        &env.project,
+        &kernel,
+    ));
     assert!(report.contains("painter ["), "{report}");
     assert!(report.contains("not honoured: color"), "{report}");
     assert!(

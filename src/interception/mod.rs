@@ -147,13 +147,6 @@ impl Settled {
         self.boundary.as_ref()
     }
 
-    /// Whether the call asks to leave the sandbox and only the person's
-    /// answer in a form may let it ([`sandbox::confine`]): it is never
-    /// asked through a permission request.
-    pub fn lifts_sandbox(&self) -> bool {
-        matches!(&self.disposition, Disposition::Ask { by, .. } if by == sandbox::SANDBOX)
-    }
-
     /// What the hooks said besides their decisions, in the order they said it.
     pub fn asides(&self) -> &[Aside] {
         &self.asides

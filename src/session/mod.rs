@@ -31,6 +31,7 @@ pub(crate) mod queue;
 pub(crate) mod restore;
 pub(crate) mod sandbox;
 pub(crate) mod settings;
+pub(crate) mod stored;
 pub(crate) mod subagent;
 pub(crate) mod system;
 pub(crate) mod title;

@@ -1,7 +1,8 @@
 //! The session's kit: what a turn, its calls and candor's commands work
 //! with ([`SessionKit`]: the policy and grants calls are judged by, the
 //! editor, files, shells, MCP servers, settings, trust, the sandbox
-//! runtime, the subagent types and the subagents' [`Family`]), how a turn
+//! runtime, the view of the session's options shared with its handle, the
+//! subagent types and the subagents' [`Family`]), how a turn
 //! is controlled ([`TurnControl`]) and how it fails ([`TurnError`]). Its
 //! own module, so that `turn`, `call`, `events`, `builtin_commands`,
 //! `trust` and `subagent` all depend on it and on none of each other in a
@@ -22,8 +23,9 @@ use crate::tools::{ClientLink, FileAccess, Shells};
 /// The session's equipment, which its turns, calls and commands work
 /// with: its policy, what the user has allowed for the rest of the
 /// session, the way to ask the user, where files and commands go, its MCP
-/// servers, settings and trust, the subagents it may start and where it
-/// stands among them (`interception` judges the calls).
+/// servers, settings and trust, its options as the client is told of
+/// them, the subagents it may start and where it stands among them
+/// (`interception` judges the calls).
 #[derive(Debug)]
 pub(crate) struct SessionKit {
     pub(crate) session_id: String,

@@ -758,7 +758,8 @@ impl Presenter {
     }
 
     /// The web searches the provider ran in a turn, each a card that is
-    /// done when shown (`candor-search-<seq>-<n>`): the query, the titles
+    /// done when shown (`candor-search-<seq>-<n>`: no call's id begins
+    /// `candor-`, `session::turn`): the query, the titles
     /// and URLs it found, and that it ran at the provider.
     fn searches(&mut self, seq: u64, content: &[AssistantBlock]) -> Vec<SessionUpdate> {
         let at = match content.iter().find_map(|b| match b {
@@ -1214,7 +1215,8 @@ impl Presenter {
     }
 }
 
-/// The card of the `trust/requested` record numbered `seq`.
+/// The card of the `trust/requested` record numbered `seq` (`candor-…`,
+/// as every card of candor's own: no call's id begins so, `session::turn`).
 pub fn trust_card_id(seq: u64) -> String {
     format!("candor-trust-{seq}")
 }

@@ -517,3 +517,36 @@ async fn a_hook_rewrites_the_url_and_the_rules_judge_and_the_fetch_requests_the_
     );
     assert_eq!(asked.lock().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn a_deny_rule_on_an_address_holds_for_its_ipv6_spelling() {
+    let (server, asked) = site(|_| Reply::page("text/plain", "secret")).await;
+    let port = server.url.rsplit(':').next().unwrap().to_owned();
+    // Every domain is allowed but this address; the model spells it as
+    // IPv4-mapped IPv6, which reaches the same socket.
+    let config = format!("{LOCAL}fetch_timeout = 5\n");
+    let rules = json!({"allow": ["WebFetch"], "deny": ["WebFetch(domain:127.0.0.1)"]});
+    let url = format!("http://[::ffff:127.0.0.1]:{port}/x");
+    let mut conn = Conn::in_process(fetching(&url, &config, rules.clone()));
+    let session = conn.ready().await;
+    conn.prompt(&session, "fetch").await;
+    let card = conn.thread(&session).card("f1").clone();
+    assert_eq!(card.status, "failed");
+    assert!(
+        card.text()
+            .contains("WebFetch(domain:127.0.0.1) denies this call"),
+        "{}",
+        card.text()
+    );
+    assert!(asked.lock().unwrap().is_empty());
+    // A control: the same rules let the model reach another address.
+    let mut conn = Conn::in_process(fetching(
+        &format!("{}/x", server.url),
+        &config,
+        json!({"allow": ["WebFetch"], "deny": ["WebFetch(domain:127.0.0.2)"]}),
+    ));
+    let session = conn.ready().await;
+    conn.prompt(&session, "fetch").await;
+    assert_eq!(conn.thread(&session).card("f1").status, "completed");
+    assert_eq!(*asked.lock().unwrap(), vec!["/x"]);
+}

@@ -62,12 +62,10 @@ impl Allowlist {
     }
 }
 
+/// One spelling of a host (an address's too): `web::address::host_key`,
+/// the one reading of a host in candor.
 fn normalize(host: &str) -> String {
-    host.trim()
-        .trim_end_matches('.')
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase()
+    crate::web::address::host_key(host)
 }
 
 /// Decides a host no rule names. The proxy waits for it at most its

@@ -59,6 +59,28 @@ impl Addresses {
     }
 }
 
+/// A host as the rules, grants and config keys compare it: trimmed,
+/// lower-cased, without IPv6 brackets or a final dot, and an address in
+/// one spelling, whichever it was written in (`0xa.0.0.5`, `167772165`,
+/// `[::ffff:a00:5]` and `10.0.0.5` are all `10.0.0.5`; `0:0::1` is `::1`):
+/// a rule that names an address names every spelling of it.
+pub fn host_key(host: &str) -> String {
+    let bare = host
+        .trim()
+        .trim_end_matches('.')
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase();
+    let ip = bare
+        .parse::<IpAddr>()
+        .ok()
+        .or_else(|| match url::Host::parse(&bare) {
+            Ok(url::Host::Ipv4(v4)) => Some(IpAddr::V4(v4)),
+            _ => None,
+        });
+    ip.map_or(bare, |ip| canonical(ip).to_string())
+}
+
 /// The address itself when it is IPv4 written as IPv6 (mapped, NAT64,
 /// 6to4), else `ip`.
 pub fn canonical(ip: IpAddr) -> IpAddr {
@@ -208,6 +230,24 @@ mod tests {
             "2002:7f00:1::",
         ] {
             assert!(refused(ip).is_some(), "{ip} should be refused");
+        }
+    }
+
+    #[test]
+    fn a_host_has_one_key_whatever_its_spelling() {
+        for (written, key) in [
+            ("10.0.0.5", "10.0.0.5"),
+            ("0xa.0.0.5", "10.0.0.5"),
+            ("167772165", "10.0.0.5"),
+            ("012.0.0.5.", "10.0.0.5"),
+            ("[::ffff:a00:5]", "10.0.0.5"),
+            ("::FFFF:10.0.0.5", "10.0.0.5"),
+            ("[0:0:0:0:0:0:0:1]", "::1"),
+            ("Docs.RS.", "docs.rs"),
+            ("*.Example.com", "*.example.com"),
+            ("xn--bcher-kva.de", "xn--bcher-kva.de"),
+        ] {
+            assert_eq!(host_key(written), key, "{written}");
         }
     }
 

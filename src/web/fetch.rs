@@ -126,14 +126,10 @@ fn http_allowed(url: &Url, access: &Access) -> bool {
     access.http_hosts.contains(&host)
 }
 
-/// The URL's host, lower-cased, without IPv6 brackets or a final dot.
+/// The URL's host, lower-cased, without IPv6 brackets or a final dot, an
+/// address in its one spelling ([`super::address::host_key`]).
 pub fn host_of(url: &Url) -> String {
-    url.host_str()
-        .unwrap_or("")
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .trim_end_matches('.')
-        .to_ascii_lowercase()
+    super::address::host_key(url.host_str().unwrap_or(""))
 }
 
 /// Fetches `url` (see the module doc). `judge` decides a redirect to a host
@@ -249,7 +245,12 @@ fn check_literal(url: &Url, addresses: &Addresses) -> Result<(), Failure> {
         }
     };
     match ip.and_then(|ip| addresses.refusal(ip).map(|why| (ip, why))) {
-        Some((ip, why)) => Err(Failure::Refused(refusal_text(&host_of(url), ip, why))),
+        Some((ip, why)) => {
+            // Named as the URL spells it.
+            let written = url.host_str().unwrap_or("");
+            let written = written.trim_start_matches('[').trim_end_matches(']');
+            Err(Failure::Refused(refusal_text(written, ip, why)))
+        }
         None => Ok(()),
     }
 }

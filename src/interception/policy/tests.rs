@@ -708,7 +708,7 @@ fn a_rule_naming_an_address_names_it_in_every_spelling() {
         "http://[::ffff:10.0.0.5]/",
         "http://[::ffff:a00:5]:8080/",
         "http://[0:0:0:0:0:0:0:1]/",
-        "http://[::1]./",
+        "http://10.0.0.5./",
     ] {
         let d = decide_with("WebFetch", fetch(url), &r, Mode::Default);
         assert!(matches!(d, Disposition::Deny { .. }), "{url}: {d:?}");

@@ -620,3 +620,31 @@ async fn a_hostile_servers_words_reach_the_model_only_between_the_markers() {
         "{fine}"
     );
 }
+
+#[tokio::test]
+async fn a_redirect_to_a_location_written_in_utf8_is_followed() {
+    // Servers send raw UTF-8 in a Location (a wiki's page names): it is
+    // the URL percent-encoded, not an empty one to loop on.
+    let (server, asked) = site(|path| match path {
+        "/start" => Reply::redirect(301, "/wiki/Müller"),
+        "/wiki/M%C3%BCller" => Reply::page("text/plain", "arrived"),
+        _ => Reply::page("text/plain", "lost"),
+    })
+    .await;
+    let env = fetching(
+        &format!("{}/start", server.url),
+        LOCAL,
+        json!({"allow": ["WebFetch(domain:127.0.0.1)"]}),
+    );
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "fetch").await;
+    let card = conn.thread(&session).card("f1").clone();
+    assert_eq!(card.status, "completed", "{}", card.text());
+    assert_eq!(*asked.lock().unwrap(), vec!["/start", "/wiki/M%C3%BCller"]);
+    let told = result_in_request(&conn, 1, "f1");
+    assert!(
+        told["content"].as_str().unwrap().contains("arrived"),
+        "{told}"
+    );
+}

@@ -174,10 +174,13 @@ async fn follow(url: &Url, access: &Access, judge: Judge<'_>) -> Result<Page, Fa
                     "{current} redirected more than {MAX_REDIRECTS} times; candor stopped following"
                 )));
             }
-            let location = location.to_str().unwrap_or("");
+            // Raw UTF-8 is common in a Location (a page name): the URL
+            // parser percent-encodes it (bytes that are not UTF-8 become
+            // U+FFFD).
+            let location = String::from_utf8_lossy(location.as_bytes());
             // What the server wrote is not repeated: the model reads
             // candor's words here, outside the markers a page is given in.
-            let Ok(next) = current.join(location) else {
+            let Ok(next) = current.join(&location) else {
                 return Err(Failure::Failed(format!(
                     "{current} redirected (HTTP {}) to a Location that is not a URL",
                     status.as_u16()

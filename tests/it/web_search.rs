@@ -422,4 +422,10 @@ async fn a_result_cannot_write_lines_of_its_own_on_the_search_card() {
     );
     // The data stays as the provider gave it.
     assert_eq!(cards[0].raw_output["results"][0]["title"], forged);
+    // Nor can a URL write a line of its own in the audit trail.
+    let trail = audit(&conn.env.home, &session, false);
+    assert!(
+        trail.contains("            https://docs.rs/htmd  3. x\n"),
+        "{trail}"
+    );
 }

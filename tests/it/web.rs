@@ -648,3 +648,49 @@ async fn a_redirect_to_a_location_written_in_utf8_is_followed() {
         "{told}"
     );
 }
+
+#[tokio::test]
+async fn a_cancel_stops_a_fetch_while_its_page_is_made_markdown() {
+    // A page that takes seconds to convert (misnested tags, each closed by
+    // the parser's adoption agency): fetched at once, then converted.
+    let page = format!(
+        "<html><body>{}</body></html>",
+        "<b><p>x</b>".repeat(120_000)
+    );
+    let (server, asked) = site(move |_| Reply::page("text/html", page.clone())).await;
+    let env = fetching(
+        &format!("{}/big", server.url),
+        LOCAL,
+        json!({"allow": ["WebFetch(domain:127.0.0.1)"]}),
+    );
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    let id = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "fetch"}]}),
+        )
+        .await;
+    loop {
+        let f = conn.recv().await;
+        if f["params"]["update"]["status"] == "in_progress" {
+            break;
+        }
+    }
+    // The page is read by now (1.3 MB from this machine); the conversion
+    // runs.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(asked.lock().unwrap().len(), 1);
+    let started = std::time::Instant::now();
+    conn.notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let response = conn.response(&id).await;
+    assert_eq!(response["result"]["stopReason"], "cancelled");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the cancel waited for the conversion: {:?}",
+        started.elapsed()
+    );
+    let result = record(&conn, &session, "tool/result", "f1").unwrap();
+    assert_eq!(result["status"], "cancelled");
+}

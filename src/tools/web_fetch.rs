@@ -169,9 +169,20 @@ pub(crate) async fn run(input: &WebFetchInput, cx: ToolContext) -> ToolOutput {
             return ToolOutput::failed(format!("WebFetch of {requested} failed: {failure}"));
         }
     };
-    let (text, how) = match readable(&page).await {
-        Ok(read) => read,
-        Err(why) => {
+    // The conversion runs on a thread of its own (bounded by the page and
+    // `markdown::CONVERT_WAIT`); a cancel does not wait for it.
+    let read = tokio::select! {
+        r = readable(&page) => Some(r),
+        () = cx.cancel.cancelled() => None,
+        () = cx.hard_stop.cancelled() => None,
+    };
+    let (text, how) = match read {
+        None => {
+            say(&cx, route(&page, "cancelled while the page was made text"));
+            return ToolOutput::cancelled("cancelled by the user while fetching");
+        }
+        Some(Ok(read)) => read,
+        Some(Err(why)) => {
             say(&cx, route(&page, &why));
             return ToolOutput::failed(format!("WebFetch of {}: {why}", page.final_url));
         }

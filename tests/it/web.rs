@@ -694,3 +694,34 @@ async fn a_cancel_stops_a_fetch_while_its_page_is_made_markdown() {
     let result = record(&conn, &session, "tool/result", "f1").unwrap();
     assert_eq!(result["status"], "cancelled");
 }
+
+#[tokio::test]
+async fn a_fetch_stopped_after_redirects_shows_each_hop_it_made() {
+    let (server, asked) = site(|path| match path {
+        "/a" => Reply::redirect(302, "/b"),
+        "/b" => Reply::redirect(301, "http://10.0.0.1/meta"),
+        _ => Reply::page("text/plain", "not here"),
+    })
+    .await;
+    let env = fetching(
+        &format!("{}/a", server.url),
+        LOCAL,
+        json!({"allow": ["WebFetch"]}),
+    );
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "fetch").await;
+    assert_eq!(*asked.lock().unwrap(), vec!["/a", "/b"]);
+    let card = conn.thread(&session).card("f1").clone();
+    assert_eq!(card.status, "failed");
+    let text = card.text();
+    // Both requests candor made are on the card, and where it stopped.
+    for line in [
+        format!("GET {}/a", server.url),
+        format!("→ 302 {}/b", server.url),
+        "→ 301 https://10.0.0.1/meta".to_owned(),
+        "candor does not fetch from 10.0.0.1".to_owned(),
+    ] {
+        assert!(text.contains(&line), "{line:?} not on the card: {text}");
+    }
+}

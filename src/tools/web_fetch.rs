@@ -152,21 +152,35 @@ pub(crate) async fn run(input: &WebFetchInput, cx: ToolContext) -> ToolOutput {
         return ToolOutput::failed("WebFetch is not available in this session");
     };
     let judge = |url: &Url| (web.judge)(url);
+    let mut hops = Vec::new();
     let fetched = tokio::select! {
-        r = fetch::fetch(&input.url, &web.access, &judge, &cx.cancel) => r,
+        r = fetch::fetch(&input.url, &web.access, &judge, &cx.cancel, &mut hops) => r,
         () = cx.hard_stop.cancelled() => Err(Failure::Cancelled),
     };
     // As it is requested: `http` upgraded unless the user allows it.
     let requested = fetch::upgraded(&input.url, &web.access);
+    // Where a fetch that stopped got to: every request it made.
+    let stopped = |last: &str| {
+        let mut lines = vec![format!("GET {requested}")];
+        lines.extend(hops.iter().map(|h| format!("→ {} {}", h.status, h.to)));
+        lines.push(last.to_owned());
+        lines.join("\n")
+    };
+    let redirected = hops
+        .last()
+        .map(|h| format!(" (redirected to {})", h.to))
+        .unwrap_or_default();
     let page = match fetched {
         Ok(page) => page,
         Err(Failure::Cancelled) => {
-            say(&cx, format!("GET {requested}\ncancelled"));
+            say(&cx, stopped("cancelled"));
             return ToolOutput::cancelled("cancelled by the user while fetching");
         }
         Err(failure) => {
-            say(&cx, format!("GET {requested}\n{failure}"));
-            return ToolOutput::failed(format!("WebFetch of {requested} failed: {failure}"));
+            say(&cx, stopped(&failure.to_string()));
+            return ToolOutput::failed(format!(
+                "WebFetch of {requested}{redirected} failed: {failure}"
+            ));
         }
     };
     // The conversion runs on a thread of its own (bounded by the page and

@@ -133,14 +133,16 @@ pub fn host_of(url: &Url) -> String {
 }
 
 /// Fetches `url` (see the module doc). `judge` decides a redirect to a host
-/// not let through yet.
+/// not let through yet. Each redirect followed is put in `route` as it is
+/// (a fetch that stops after some is shown with them).
 pub async fn fetch(
     url: &Url,
     access: &Access,
     judge: Judge<'_>,
     cancel: &CancellationToken,
+    route: &mut Vec<Hop>,
 ) -> Result<Page, Failure> {
-    let work = follow(url, access, judge);
+    let work = follow(url, access, judge, route);
     tokio::select! {
         biased;
         () = cancel.cancelled() => Err(Failure::Cancelled),
@@ -151,12 +153,16 @@ pub async fn fetch(
     }
 }
 
-async fn follow(url: &Url, access: &Access, judge: Judge<'_>) -> Result<Page, Failure> {
+async fn follow(
+    url: &Url,
+    access: &Access,
+    judge: Judge<'_>,
+    hops: &mut Vec<Hop>,
+) -> Result<Page, Failure> {
     let client = client(access)?;
     let first = upgraded(url, access);
     let mut current = first.clone();
     let mut let_through: BTreeSet<String> = BTreeSet::from([host_of(&first)]);
-    let mut hops = Vec::new();
     loop {
         check_literal(&current, &access.addresses)?;
         let response = client
@@ -214,7 +220,7 @@ async fn follow(url: &Url, access: &Access, judge: Judge<'_>) -> Result<Page, Fa
             current = next;
             continue;
         }
-        return read_page(first, current, hops, response).await;
+        return read_page(first, current, hops.clone(), response).await;
     }
 }
 
@@ -496,6 +502,7 @@ mod tests {
             &Access::default(),
             &never,
             &CancellationToken::new(),
+            &mut Vec::new(),
         )
         .await;
         let Err(Failure::Refused(why)) = got else {

@@ -211,6 +211,29 @@ mod tests {
     }
 
     #[test]
+    fn the_special_ipv6_ranges_that_are_not_reachable_are_refused_too() {
+        // IANA's special-purpose registry, "globally reachable: false".
+        for ip in [
+            "64:ff9b:1::a00:1",
+            "64:ff9b:1:ffff::1",
+            "100:0:0:1::1",
+            "2001::1",
+            "2001:2::1",
+            "2001:10::1",
+            "2001:1ff:ffff::1",
+            "3fff::1",
+            "3fff:fff::1",
+            "5f00::1",
+        ] {
+            assert!(refused(ip).is_some(), "{ip} should be refused");
+        }
+        // Their neighbours are the internet.
+        for ip in ["64:ff9b:2::1", "2001:200::1", "3fff:1000::1", "5f01::1"] {
+            assert_eq!(refused(ip), None, "{ip}");
+        }
+    }
+
+    #[test]
     fn cloud_metadata_addresses_are_named_and_refused_in_every_spelling() {
         for ip in [
             "169.254.169.254",

@@ -164,7 +164,15 @@ fn v6_range(ip: Ipv6Addr) -> Option<&'static str> {
         x if x & 0xffc0 == 0xfec0 => "site-local (fec0::/10)",
         x if x & 0xff00 == 0xff00 => "multicast (ff00::/8)",
         0x2001 if s[1] == 0x0db8 => "the documentation range (2001:db8::/32)",
-        0x0100 if s[1..4] == [0, 0, 0] => "the discard range (100::/64)",
+        0x2001 if s[1] < 0x0200 => "IETF protocol assignments (2001::/23)",
+        0x3fff if s[1] < 0x1000 => "the documentation range (3fff::/20)",
+        0x5f00 => "segment routing (5f00::/16)",
+        // Translated to IPv4 as the local network chose: where, candor
+        // cannot tell.
+        0x0064 if s[1..3] == [0xff9b, 1] => "local-use NAT64 (64:ff9b:1::/48)",
+        0x0100 if s[1..3] == [0, 0] && s[3] <= 1 => {
+            "the discard range (100::/64) or the dummy prefix (100:0:0:1::/64)"
+        }
         0 => "a reserved range (::/8)",
         _ => return None,
     })

@@ -725,3 +725,38 @@ async fn a_fetch_stopped_after_redirects_shows_each_hop_it_made() {
         assert!(text.contains(&line), "{line:?} not on the card: {text}");
     }
 }
+
+#[tokio::test]
+async fn a_hooks_rewrite_to_a_denied_domain_is_refused_and_nothing_is_fetched() {
+    let (server, asked) = site(|path| Reply::page("text/plain", format!("served {path}"))).await;
+    let port = server.url.rsplit(':').next().unwrap().to_owned();
+    let url = format!("{}/docs", server.url);
+    // The hook sends the fetch to another host, which a rule denies.
+    let hooks = json!([
+        {"id": "mirror", "tool": "WebFetch", "when": {"url": {"$contains": "/docs"}},
+         "decision": "pass",
+         "rewrite": {"url": {"replace": "127.0.0.1", "with": "localhost"}}}
+    ]);
+    let config = "[web]\nallow_addresses = [\"127.0.0.1\", \"::1\"]\nallow_http = [\"127.0.0.1\", \"localhost\"]\n";
+    let env = fetching(&url, config, json!({}));
+    let env = env.with_policy(json!({
+        "hooks": hooks,
+        "permissions": {"allow": ["WebFetch(domain:127.0.0.1)"], "deny": ["WebFetch(domain:localhost)"]}
+    }));
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "fetch").await;
+    let card = conn.thread(&session).card("f1").clone();
+    assert_eq!(card.status, "failed");
+    assert_eq!(card.title, format!("Fetch http://localhost:{port}/docs"));
+    assert!(
+        card.text()
+            .contains("WebFetch(domain:localhost) denies this call"),
+        "{}",
+        card.text()
+    );
+    assert!(asked.lock().unwrap().is_empty());
+    let call = record(&conn, &session, "tool/call", "f1").unwrap();
+    assert_eq!(call["originalArguments"]["url"], url);
+    assert_eq!(call["decision"]["outcome"], "deny");
+}

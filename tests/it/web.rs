@@ -760,3 +760,28 @@ async fn a_hooks_rewrite_to_a_denied_domain_is_refused_and_nothing_is_fetched() 
     assert_eq!(call["originalArguments"]["url"], url);
     assert_eq!(call["decision"]["outcome"], "deny");
 }
+
+#[tokio::test]
+async fn the_card_asking_for_a_long_url_shows_all_of_it() {
+    // What the request carries beyond the title's length (a model sending
+    // data out in a query) is on the card the user answers.
+    let (server, asked) = site(|_| Reply::page("text/plain", "ok")).await;
+    let url = format!(
+        "{}/docs/{}?k=SECRET-IN-THE-TAIL",
+        server.url,
+        "a".repeat(300)
+    );
+    let env = fetching(&url, LOCAL, json!({}));
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.answer_permissions(&["reject_once"]);
+    conn.prompt(&session, "fetch").await;
+    assert_eq!(conn.permission_requests.len(), 1);
+    let request = &conn.permission_requests[0];
+    let title = request["toolCall"]["title"].as_str().unwrap();
+    assert!(!title.contains("SECRET-IN-THE-TAIL"), "{title}");
+    let shown = request["toolCall"]["content"].to_string();
+    assert!(shown.contains(&url), "{shown}");
+    assert!(conn.thread(&session).card("f1").text().contains(&url));
+    assert!(asked.lock().unwrap().is_empty());
+}

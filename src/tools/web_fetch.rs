@@ -127,7 +127,7 @@ pub(crate) fn parse(input: &Value) -> Result<WebFetchInput, String> {
 /// The card: `Fetch <url>`.
 pub(crate) fn present(input: &Value) -> Presentation {
     let url = input.get("url").and_then(Value::as_str).unwrap_or("a page");
-    let url = crate::text::shorten(&url.replace(char::is_control, " "), 200);
+    let url = crate::text::shorten(&url.replace(char::is_control, " "), TITLE_URL);
     let from = input
         .get("offset")
         .and_then(Value::as_u64)
@@ -141,10 +141,27 @@ pub(crate) fn present(input: &Value) -> Presentation {
     }
 }
 
-/// What the card shows beside its title: what the model looks for.
+/// The most characters of a URL the card's title shows.
+const TITLE_URL: usize = 200;
+
+/// What the card shows beside its title: the whole URL when the title
+/// cuts it (what a request carries in a long query is seen before it
+/// leaves), and what the model looks for.
 pub(crate) fn detail(input: &Value) -> Option<String> {
-    let prompt = input.get("prompt").and_then(Value::as_str)?.trim();
-    (!prompt.is_empty()).then(|| format!("Looking for: {}", crate::text::shorten(prompt, 500)))
+    let mut lines = Vec::new();
+    if let Some(url) = input.get("url").and_then(Value::as_str)
+        && url.chars().count() > TITLE_URL
+    {
+        lines.push(format!("URL: {}", url.replace(char::is_control, " ")));
+    }
+    let prompt = input.get("prompt").and_then(Value::as_str).map(str::trim);
+    if let Some(prompt) = prompt.filter(|p| !p.is_empty()) {
+        lines.push(format!(
+            "Looking for: {}",
+            crate::text::shorten(prompt, 500)
+        ));
+    }
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 pub(crate) async fn run(input: &WebFetchInput, cx: ToolContext) -> ToolOutput {

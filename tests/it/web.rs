@@ -785,3 +785,27 @@ async fn the_card_asking_for_a_long_url_shows_all_of_it() {
     assert!(conn.thread(&session).card("f1").text().contains(&url));
     assert!(asked.lock().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_redirect_loop_stops_at_the_cap() {
+    let (server, asked) = site(|path| match path {
+        "/loop" => Reply::redirect(302, "/loop?again"),
+        _ => Reply::redirect(302, "/loop"),
+    })
+    .await;
+    let env = fetching(
+        &format!("{}/loop", server.url),
+        LOCAL,
+        json!({"allow": ["WebFetch(domain:127.0.0.1)"]}),
+    );
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "fetch").await;
+    // The first request and ten redirects followed, then no more.
+    assert_eq!(asked.lock().unwrap().len(), 11);
+    let card = conn.thread(&session).card("f1").clone();
+    assert_eq!(card.status, "failed");
+    let text = card.text();
+    assert!(text.contains("redirected more than 10 times"), "{text}");
+    assert_eq!(text.matches("→ 302 ").count(), 10, "{text}");
+}

@@ -965,3 +965,53 @@ async fn responses_rate_limit_then_failure_event() {
         "OpenAI Responses rejected the request: invalid_prompt: Invalid prompt"
     );
 }
+
+#[tokio::test]
+async fn an_event_longer_than_the_cap_is_refused_not_read_on() {
+    // A hostile or broken stream: one event of 9 MiB (a line with no end
+    // in sight would otherwise be read on, and kept, without bound).
+    let big = |n: usize| {
+        vec![
+            frame(
+                "message_start",
+                &json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}}),
+            ),
+            frame(
+                "content_block_start",
+                &json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ),
+            frame(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "a".repeat(n)}}),
+            ),
+            frame(
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": 0}),
+            ),
+            frame(
+                "message_delta",
+                &json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}}),
+            ),
+            frame("message_stop", &json!({"type": "message_stop"})),
+        ]
+    };
+    let mock = MockAnthropic::start(vec![
+        ant::Step::Frames(big(9 << 20)),
+        ant::Step::Frames(big(1 << 20)),
+    ])
+    .await;
+    let mut p = anthropic(&mock);
+    let started = Instant::now();
+    let r = run(&mut p, &request(vec![user("x")])).await;
+    let e = r.err().to_string();
+    assert!(e.contains("an event longer than 8 MiB"), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(mock.bodies().len(), 1, "not retried");
+    // A control: a long event within the cap is read.
+    let r = run(&mut p, &request(vec![user("x")])).await;
+    assert_eq!(r.text().len(), 1 << 20);
+}

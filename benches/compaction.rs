@@ -40,6 +40,7 @@ fn session(usage: bool) -> Vec<Record> {
         provider: "anthropic".into(),
         model: None,
         context_window: Some(200_000),
+        parent: None,
     }];
     let output = "line of output from the command\n".repeat(64);
     let mut turn = 0;

@@ -41,6 +41,7 @@ fn write_session(dir: &Path, cwd: &Path) -> String {
         provider: "scripted".into(),
         model: None,
         context_window: None,
+        parent: None,
     })
     .unwrap();
     let mut turn = 0;

@@ -188,6 +188,57 @@ pub struct Call {
     /// For a Bash call: the boundary it ran in (its card line).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::Boundary>,
+    /// For a confined Bash call with a network allowlist: each host it
+    /// reached for and how that was decided (`network/decided`), as a line.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<String>,
+    /// For an `Agent` call: the subagent it started, and its own timeline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<Subagent>,
+}
+
+/// A subagent under the `Agent` call that started it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Subagent {
+    pub session_id: String,
+    pub agent_type: String,
+    pub description: String,
+    /// How it ended (none: no end recorded).
+    pub outcome: Option<crate::event_log::SubagentOutcome>,
+    pub requests: Option<u32>,
+    /// Its own log's timeline ([`with_subagents`] reads it; empty until then
+    /// or when it cannot be read, which `unread` says).
+    pub entries: Vec<Entry>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unread: Option<String>,
+}
+
+/// Reads the log of every subagent `entries` name (under `dir`, as
+/// `<id>.jsonl`) into its call's entry, and theirs in turn (two levels at
+/// most, as subagents nest).
+pub fn with_subagents(entries: &mut [Entry], dir: &std::path::Path) {
+    subagents_below(entries, dir, 0);
+}
+
+fn subagents_below(entries: &mut [Entry], dir: &std::path::Path, depth: u32) {
+    if depth >= crate::subagents::MAX_DEPTH {
+        return;
+    }
+    for entry in entries {
+        let Entry::Call(call) = entry else { continue };
+        let Some(sub) = &mut call.subagent else {
+            continue;
+        };
+        let path = dir.join(format!("{}.jsonl", sub.session_id));
+        match crate::event_log::read_tolerant(&path) {
+            Ok(read) => {
+                sub.entries = timeline(&read.records);
+                subagents_below(&mut sub.entries, dir, depth + 1);
+            }
+            Err(e) => sub.unread = Some(e.to_string()),
+        }
+    }
 }
 
 /// `candor audit <sessionId|path> [--json]`: finds the log (a path, or a
@@ -234,7 +285,10 @@ pub fn run(
     if let Some(damage) = &read.corrupt {
         warnings.push(format!("{damage}; the timeline stops there"));
     }
-    let entries = timeline(&read.records);
+    let mut entries = timeline(&read.records);
+    if let Some(dir) = path.parent() {
+        with_subagents(&mut entries, dir);
+    }
     let text = if json {
         serde_json::to_string_pretty(&entries).map_err(|e| e.to_string())? + "\n"
     } else {
@@ -337,17 +391,12 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 }
             }
             Event::ToolCall { .. } => entries.extend(call_entry(at, &record.event)),
-            Event::PermissionResolved {
-                tool_call_id,
-                outcome,
-                grant,
-                ..
-            } => {
+            Event::PermissionResolved { tool_call_id, .. }
+            | Event::NetworkDecided { tool_call_id, .. } => {
                 if let Some(i) = call(&mut entries, tool_call_id)
                     && let Entry::Call(c) = &mut entries[i]
                 {
-                    c.permission = Some(*outcome);
-                    c.grant.clone_from(grant);
+                    answered(c, &record.event);
                 }
             }
             Event::ToolStarted { tool_call_id } => {
@@ -365,7 +414,9 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 level: *level,
                 text: text.clone(),
             }),
-            Event::ConfigChanged { config_id, value } => entries.push(Entry::Setting {
+            Event::ConfigChanged {
+                config_id, value, ..
+            } => entries.push(Entry::Setting {
                 at,
                 setting: config_id.id().to_owned(),
                 value: value.clone(),
@@ -395,6 +446,9 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
                 quiet: *quiet,
             }),
             Event::HistoryCompacted { .. } => entries.extend(compacted_entry(at, &record.event)),
+            Event::SubagentStarted { .. } | Event::SubagentEnded { .. } => {
+                subagent_entry(&mut entries, &record.event);
+            }
             Event::ElicitationRequested(_) | Event::ElicitationResolved(_) => {
                 elicitation_entry(&mut entries, at, &record.event);
             }
@@ -404,13 +458,29 @@ pub fn timeline(records: &[Record]) -> Vec<Entry> {
             | Event::CommandRan { .. }
             | Event::AssistantDelta { .. }
             | Event::PermissionRequested { .. }
+            | Event::NetworkRequested { .. }
             | Event::ToolTerminal { .. }
             | Event::ToolOutput { .. }
-            | Event::ToolContent { .. } => {}
+            | Event::ToolContent { .. }
+            | Event::SubagentActivity { .. }
+            | Event::SubagentAssigned(_) => {}
         }
     }
     entries.extend(cost_entry(records));
     entries
+}
+
+/// What the user answered about a call (`permission/resolved`), and how
+/// a confined command's connections were decided (`network/decided`).
+fn answered(c: &mut Call, event: &Event) {
+    match event {
+        Event::PermissionResolved { outcome, grant, .. } => {
+            c.permission = Some(*outcome);
+            c.grant.clone_from(grant);
+        }
+        Event::NetworkDecided { .. } => c.network.extend(crate::event_log::network_line(event)),
+        _ => {}
+    }
 }
 
 /// The web searches the provider ran in a response.
@@ -432,6 +502,16 @@ fn searches<'a>(
         }),
         _ => None,
     })
+}
+
+/// A Bash call's boundary line and the hosts its command reached for.
+fn render_boundary(out: &mut String, c: &Call) {
+    if let Some(boundary) = &c.sandbox {
+        let _ = writeln!(out, "            {}", boundary.summary());
+    }
+    for line in &c.network {
+        let _ = writeln!(out, "            {line}");
+    }
 }
 
 /// Where the call `id` is in `entries`.
@@ -702,7 +782,50 @@ fn call_entry(at: String, event: &Event) -> Option<Entry> {
         duration_ms: None,
         hook_notes: Vec::new(),
         sandbox: sandbox.clone(),
+        network: Vec::new(),
+        subagent: None,
     })))
+}
+
+/// A subagent's start or end, on the entry of the `Agent` call.
+fn subagent_entry(entries: &mut [Entry], event: &Event) {
+    match event {
+        Event::SubagentStarted {
+            tool_call_id,
+            session_id,
+            agent_type,
+            description,
+        } => {
+            if let Some(i) = call_at(entries, tool_call_id)
+                && let Entry::Call(c) = &mut entries[i]
+            {
+                c.subagent = Some(Subagent {
+                    session_id: session_id.clone(),
+                    agent_type: agent_type.clone(),
+                    description: description.clone(),
+                    outcome: None,
+                    requests: None,
+                    entries: Vec::new(),
+                    unread: None,
+                });
+            }
+        }
+        Event::SubagentEnded {
+            tool_call_id,
+            outcome,
+            requests,
+            ..
+        } => {
+            if let Some(i) = call_at(entries, tool_call_id)
+                && let Entry::Call(c) = &mut entries[i]
+                && let Some(sub) = &mut c.subagent
+            {
+                sub.outcome = Some(*outcome);
+                sub.requests = Some(*requests);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The entry of a compaction.
@@ -1098,9 +1221,7 @@ fn render_call(out: &mut String, c: &Call) {
     if let Some(mcp) = &c.mcp {
         annotations(out, mcp);
     }
-    if let Some(boundary) = &c.sandbox {
-        let _ = writeln!(out, "            {}", boundary.summary());
-    }
+    render_boundary(out, c);
     for hook in &c.hooks {
         let verdict = serde_json::to_value(hook.decision)
             .ok()
@@ -1180,6 +1301,41 @@ fn render_call(out: &mut String, c: &Call) {
             NoteKind::Accept | NoteKind::Context => "told the model",
         };
         let _ = writeln!(out, "            hook {} {what}: {}", note.hook, note.text);
+    }
+    if let Some(sub) = &c.subagent {
+        render_subagent(out, sub);
+    }
+}
+
+/// A subagent under its `Agent` call: how it ended, then its own
+/// timeline, indented.
+fn render_subagent(out: &mut String, sub: &Subagent) {
+    let ended = match sub.outcome {
+        None => "no end recorded".to_owned(),
+        Some(o) => {
+            let o = serde_json::to_value(o)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            format!("{o} after {} model requests", sub.requests.unwrap_or(0))
+        }
+    };
+    let _ = writeln!(
+        out,
+        "            subagent {} ({}, {}): {ended}",
+        sub.agent_type, sub.description, sub.session_id
+    );
+    if let Some(why) = &sub.unread {
+        let _ = writeln!(out, "            its log could not be read: {why}");
+        return;
+    }
+    let inner = render(&sub.entries);
+    for line in inner.lines() {
+        if line.is_empty() {
+            out.push('\n');
+        } else {
+            let _ = writeln!(out, "            │ {line}");
+        }
     }
 }
 

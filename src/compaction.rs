@@ -199,6 +199,8 @@ pub fn record_tokens(event: &Event) -> u64 {
         | Event::ToolCall { .. }
         | Event::PermissionRequested { .. }
         | Event::PermissionResolved { .. }
+        | Event::NetworkRequested { .. }
+        | Event::NetworkDecided { .. }
         | Event::TrustRequested { .. }
         | Event::TrustResolved { .. }
         | Event::TrustGranted { .. }
@@ -210,6 +212,11 @@ pub fn record_tokens(event: &Event) -> u64 {
         | Event::PromptUnqueued { .. }
         | Event::SteeringReceived { .. }
         | Event::SteeringDropped { .. }
+        // A subagent's work reaches the model as its call's result.
+        | Event::SubagentStarted { .. }
+        | Event::SubagentActivity { .. }
+        | Event::SubagentEnded { .. }
+        | Event::SubagentAssigned(_)
         | Event::TurnEnded { .. } => 0,
     }
 }

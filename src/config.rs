@@ -155,6 +155,12 @@ pub struct Settings {
     /// The sandbox (`[sandbox]`; `protocol/sandbox.md`, "Settings"). A
     /// project file's only narrows it until the project is trusted.
     pub sandbox: Option<crate::sandbox::settings::CandorKeys>,
+    /// How many subagents one model response's `Agent` calls run at once
+    /// (default 4, at most 16). Read from the user file only.
+    pub subagents_parallel: Option<u32>,
+    /// How many subagents may be alive at once in a session and its
+    /// subagents (default 16, at most 64). Read from the user file only.
+    pub subagents_live: Option<u32>,
     /// `[web]`: what WebFetch may reach beyond the public internet over
     /// HTTPS (`protocol/web.md`). Read from the user file only: a
     /// repository must not open your network to itself.
@@ -182,6 +188,8 @@ impl Settings {
             prices: self.prices.or(lower.prices),
             session_titles: self.session_titles.or(lower.session_titles),
             sandbox: self.sandbox.or(lower.sandbox),
+            subagents_parallel: self.subagents_parallel.or(lower.subagents_parallel),
+            subagents_live: self.subagents_live.or(lower.subagents_live),
             web: self.web.or(lower.web),
         }
     }
@@ -367,6 +375,30 @@ impl Config {
             .mcp_trust_annotations
             .or(user)
             .unwrap_or(true)
+    }
+
+    /// How many subagents one response's `Agent` calls run at once (the
+    /// user config's `subagents_parallel`, default 4, at most 16).
+    pub fn subagents_parallel(&self) -> usize {
+        let user = self
+            .user_settings
+            .as_ref()
+            .ok()
+            .and_then(|s| s.subagents_parallel);
+        let n = self.env_settings.subagents_parallel.or(user).unwrap_or(4);
+        n.clamp(1, 16) as usize
+    }
+
+    /// How many subagents may be alive at once in one session's tree (the
+    /// user config's `subagents_live`, default 16, at most 64).
+    pub fn subagents_live(&self) -> usize {
+        let user = self
+            .user_settings
+            .as_ref()
+            .ok()
+            .and_then(|s| s.subagents_live);
+        let n = self.env_settings.subagents_live.or(user).unwrap_or(16);
+        n.clamp(1, 64) as usize
     }
 
     /// Whether a session's title is asked of its model (`session_titles`

@@ -303,11 +303,15 @@ impl Agent {
         };
         let roots = crate::roots::check(asked.roots, &cwd, guard)
             .map_err(|why| AcpError::invalid_params().data(why))?;
-        let prompt = asked
+        let (prompt, prompt_hidden) = match asked
             .prompt
             .map(crate::session::system::client_prompt)
             .transpose()
-            .map_err(|why| AcpError::invalid_params().data(why))?;
+            .map_err(|why| AcpError::invalid_params().data(why))?
+        {
+            Some((prompt, hidden)) => (Some(prompt), hidden),
+            None => (None, 0),
+        };
         let started = actor::start(
             &self.config,
             actor::Place {
@@ -315,6 +319,7 @@ impl Agent {
                 mcp_servers: asked.mcp_servers,
                 roots,
                 prompt,
+                prompt_hidden,
             },
             origin,
             self.outbox.clone(),
@@ -350,9 +355,27 @@ impl Agent {
             "model" => Change::Model(value.0.to_string()),
             "mode" => Change::Mode(mode(&value.0)?),
             "effort" => Change::Effort(value.0.to_string()),
+            // The person's own choice in the editor (no auto-approver sends
+            // it), so it may lift the sandbox (`protocol/sandbox.md`).
+            "sandbox" => Change::Sandbox(
+                crate::sandbox::Preset::from_id(&value.0).ok_or_else(|| {
+                    AcpError::invalid_params().data(format!(
+                        "{:?} is not a sandbox preset; the presets are read-only, workspace-write and full-access",
+                        value.0
+                    ))
+                })?,
+            ),
+            "network" => Change::Network(
+                crate::sandbox::settings::NetworkMode::from_id(&value.0).ok_or_else(|| {
+                    AcpError::invalid_params().data(format!(
+                        "{:?} is not a sandbox network; the choices are off, allowlist and on",
+                        value.0
+                    ))
+                })?,
+            ),
             other => {
                 return Err(AcpError::invalid_params().data(format!(
-                    "unknown config option {other:?}; candor has \"mode\", \"model\" and (for a model that thinks) \"effort\""
+                    "unknown config option {other:?}; candor has \"mode\", \"model\", (for a model that thinks) \"effort\", \"sandbox\" and \"network\""
                 )));
             }
         };
@@ -434,8 +457,12 @@ impl Agent {
 
     /// Cancels a session's running (or just-read) turn; unknown ids are ignored.
     fn cancel_session(&self, id: &str) {
-        match lock(&self.sessions).get(id) {
+        let sessions = lock(&self.sessions);
+        match sessions.get(id) {
             Some(session) => session.cancel(),
+            // A subagent's session (announced to a client that takes
+            // them): only that subagent ends.
+            None if sessions.values().any(|s| s.cancel_subagent(id)) => {}
             None => tracing::debug!(session = id, "cancel for an unknown session ignored"),
         }
     }

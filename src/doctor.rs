@@ -5,7 +5,9 @@
 //! The report is built from the very code a session starts with
 //! (`session::trust::build`, the bridges, `Provider::for_session`), plus a
 //! look at each settings file on its own (so a broken file's error has its
-//! line and column). Its JSON form is documented in `protocol/doctor.md`.
+//! line and column), and what the kernel gives the sandbox (the probe the
+//! caller ran) with the line a command would run with. Its JSON form is
+//! documented in `protocol/doctor.md`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -55,6 +57,10 @@ pub struct Report {
     pub editors: Vec<EditorInfo>,
     /// What loading had to say, as a session would show it.
     pub notices: Vec<NoticeInfo>,
+    /// What this kernel gives the sandbox, and what a command runs in.
+    pub sandbox: SandboxInfo,
+    /// The subagent types a session here may start, built-ins first.
+    pub subagents: Vec<SubagentInfo>,
     /// Something is broken (`candor doctor` exits 1).
     pub broken: bool,
 }
@@ -179,6 +185,111 @@ pub struct NoticeInfo {
     pub text: String,
 }
 
+/// What the kernel gives the sandbox and what a command here runs in.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxInfo {
+    /// What this kernel gives (`candor __sandbox --probe`).
+    pub kernel: crate::sandbox::Probe,
+    /// The same in words ("Landlock ABI 7, user, mount, PID, network
+    /// namespaces, seccomp").
+    pub kernel_summary: String,
+    /// `read-only`, `workspace-write` or `full-access`.
+    pub preset: String,
+    /// `off`, `allowlist` or `on`.
+    pub network: String,
+    pub allowed_domains: Vec<String>,
+    /// The preset and network in words ("workspace-write, network off").
+    pub settings: String,
+    /// The line a command's card would carry: "sandbox: writes to … only,
+    /// network off, processes end with the call", or "not sandboxed: …".
+    pub runs_with: String,
+    /// What that boundary does not hold, one sentence each.
+    pub not_held: Vec<String>,
+    /// The boundary a command would be given (`protocol/sandbox.md`, "The
+    /// `Boundary` record").
+    pub boundary: crate::sandbox::Boundary,
+    /// Every Bash call fails here: the settings say to fail where the
+    /// kernel cannot hold the sandbox (`failIfUnavailable`), and it cannot.
+    pub commands_fail: bool,
+}
+
+/// The sandbox a command here runs in: the session's own, or what the
+/// settings give, with the additional directories and Read deny rules.
+fn sandbox_of(
+    session: Option<&crate::sandbox::Sandbox>,
+    built: Option<&bridges::policy::Built>,
+    roots: &[crate::event_log::AddedDirectory],
+) -> crate::sandbox::Sandbox {
+    match (session, built) {
+        (Some(s), _) => s.clone(),
+        (None, Some(b)) => {
+            let mut rules = b.policy.rules.clone();
+            rules.roots = crate::roots::real(roots);
+            crate::interception::sandbox::for_rules(b.policy.sandbox.clone(), &rules)
+        }
+        (None, None) => crate::sandbox::Sandbox::default(),
+    }
+}
+
+/// The sandbox part of a report: `sandbox` (a session's own, with its
+/// user's choices, or the one the settings give) as `kernel` holds it.
+fn sandbox_info(
+    cwd: &Path,
+    config: &Config,
+    sandbox: &crate::sandbox::Sandbox,
+    kernel: &crate::sandbox::Probe,
+) -> SandboxInfo {
+    let tmpdir = std::env::temp_dir();
+    let boundary = sandbox.boundary(cwd, &tmpdir, config.user_home.as_deref(), kernel);
+    let confined = boundary.confinement().is_some();
+    SandboxInfo {
+        kernel: kernel.clone(),
+        kernel_summary: kernel.describe(),
+        preset: sandbox.preset.id().into(),
+        network: sandbox.network.id().into(),
+        allowed_domains: sandbox.allowed_domains.clone(),
+        settings: sandbox.describe(),
+        runs_with: boundary.summary(),
+        not_held: boundary.not_enforced(),
+        commands_fail: !confined
+            && sandbox.fail_if_unavailable
+            && sandbox.preset != crate::sandbox::Preset::FullAccess,
+        boundary,
+    }
+}
+
+/// A subagent type as `candor doctor` lists it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentInfo {
+    pub name: String,
+    /// `built-in`, or its file.
+    pub source: String,
+    pub tools: Option<Vec<String>>,
+    pub disallowed_tools: Vec<String>,
+    pub model: Option<String>,
+    pub permission_mode: Option<String>,
+    pub max_turns: Option<u32>,
+    pub hooks: bool,
+    /// What its definition asks for that candor does not do.
+    pub not_honoured: Vec<String>,
+}
+
+fn subagent_info(d: &crate::subagents::Definition) -> SubagentInfo {
+    SubagentInfo {
+        name: d.name.clone(),
+        source: d.source.describe(),
+        tools: d.tools.clone(),
+        disallowed_tools: d.disallowed_tools.clone(),
+        model: d.model.clone(),
+        permission_mode: d.permission_mode.map(|m| m.id().to_owned()),
+        max_turns: d.max_turns,
+        hooks: d.hooks.is_some(),
+        not_honoured: d.not_honoured.clone(),
+    }
+}
+
 /// Where the project stands with trust (`info`), and the policy a session
 /// there would run with: the trusted build when trusted.
 fn standing(
@@ -220,23 +331,29 @@ fn standing(
     }
 }
 
-/// Builds the report for a session in `cwd`.
-pub fn report(config: &Config, cwd: &Path) -> Report {
-    report_in(config, cwd, None, &[])
+/// Builds the report for a session in `cwd`, on a kernel that gives
+/// `kernel` (`tools::exec::sandbox_probe`).
+pub fn report(config: &Config, cwd: &Path, kernel: &crate::sandbox::Probe) -> Report {
+    report_in(config, cwd, None, &[], kernel, None)
 }
 
 /// The report for a session in `cwd` with the additional directories
 /// `dirs` (`candor doctor --add-dir`), checked as a session checks an
 /// editor's (`crate::roots`): one refused is an error, and none is used.
-pub fn report_adding(config: &Config, cwd: &Path, dirs: &[PathBuf]) -> Report {
+pub fn report_adding(
+    config: &Config,
+    cwd: &Path,
+    dirs: &[PathBuf],
+    kernel: &crate::sandbox::Probe,
+) -> Report {
     let guard = crate::roots::Guard {
         home: config.user_home.as_deref(),
         state: Some(&config.home),
     };
     match crate::roots::check(dirs, cwd, guard) {
-        Ok(roots) => report_in(config, cwd, None, &roots),
+        Ok(roots) => report_in(config, cwd, None, &roots, kernel, None),
         Err(why) => {
-            let mut report = report_in(config, cwd, None, &[]);
+            let mut report = report_in(config, cwd, None, &[], kernel, None);
             report.notices.push(NoticeInfo {
                 level: NoticeLevel::Error,
                 text: format!("A session here would not open with these directories: {why}"),
@@ -249,12 +366,16 @@ pub fn report_adding(config: &Config, cwd: &Path, dirs: &[PathBuf]) -> Report {
 
 /// The report for a session in `cwd` with the additional directories
 /// `roots` that trusted (`session`) the offer of this digest, by this
-/// (`/trust`, for the session).
+/// (`/trust`, for the session), whose commands run in `sandbox` (the
+/// session's, with the user's `/sandbox` choices; `None`: what the
+/// settings give) on a kernel that gives `kernel`.
 pub fn report_in(
     config: &Config,
     cwd: &Path,
     session: Option<(&str, &str)>,
     roots: &[crate::event_log::AddedDirectory],
+    kernel: &crate::sandbox::Probe,
+    sandbox: Option<&crate::sandbox::Sandbox>,
 ) -> Report {
     let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_owned());
     let context = Arc::new(SessionContext::new(
@@ -291,7 +412,14 @@ pub fn report_in(
     };
     let (mcp_servers, instructions, instruction_notes) =
         loaded_beside(config, (&cwd, roots), built.as_ref());
+    let sandbox = sandbox_of(sandbox, built.as_ref(), roots);
+    let sandbox = sandbox_info(&cwd, config, &sandbox, kernel);
+    broken |= sandbox.commands_fail;
     let web = web(config, &cwd, built.as_ref());
+    let subagents: Vec<SubagentInfo> = built
+        .as_ref()
+        .map(|b| b.agents.definitions.iter().map(subagent_info).collect())
+        .unwrap_or_default();
     let (hooks, rules, mode, notices) = match built {
         Some(b) => {
             let mut rules = Vec::new();
@@ -346,9 +474,11 @@ pub fn report_in(
         trust: trust_info,
         mcp_servers,
         instructions,
+        subagents,
         instruction_notes,
         editors: editors(config),
         notices,
+        sandbox,
         broken,
     }
 }
@@ -692,6 +822,8 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(out, "  {how}");
     }
     render_hooks_and_rules(&mut out, r);
+    render_sandbox(&mut out, &r.sandbox);
+    render_subagents(&mut out, r);
     let problems: Vec<&NoticeInfo> = r
         .notices
         .iter()
@@ -713,6 +845,59 @@ pub fn render(r: &Report) -> String {
         }
     );
     crate::text::visible(&out)
+}
+
+/// What the kernel gives the sandbox and what a command runs in.
+fn render_sandbox(out: &mut String, s: &SandboxInfo) {
+    let _ = writeln!(out, "\nSandbox");
+    let _ = writeln!(out, "  kernel    {}", s.kernel_summary);
+    let _ = writeln!(out, "  settings  {}", s.settings);
+    let _ = writeln!(out, "  commands  {}", s.runs_with);
+    for gap in &s.not_held {
+        let _ = writeln!(out, "  - not held: {gap}");
+    }
+    if s.commands_fail {
+        let _ = writeln!(
+            out,
+            "  problem   every command fails: the settings say to fail where the sandbox cannot be set up (failIfUnavailable), and here it cannot"
+        );
+    }
+}
+
+/// The subagent types, each with what it narrows and what of its
+/// definition candor does not do.
+fn render_subagents(out: &mut String, r: &Report) {
+    let _ = writeln!(out, "\nSubagents");
+    for a in &r.subagents {
+        let mut said = Vec::new();
+        if let Some(tools) = &a.tools {
+            said.push(format!("tools {}", tools.join(", ")));
+        }
+        if !a.disallowed_tools.is_empty() {
+            said.push(format!("not {}", a.disallowed_tools.join(", ")));
+        }
+        if let Some(m) = &a.permission_mode {
+            said.push(format!("mode {m} at most"));
+        }
+        if let Some(m) = &a.model {
+            said.push(format!("model {m}"));
+        }
+        if let Some(n) = a.max_turns {
+            said.push(format!("maxTurns {n}"));
+        }
+        if a.hooks {
+            said.push("hooks".to_owned());
+        }
+        let said = if said.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", said.join("; "))
+        };
+        let _ = writeln!(out, "  {} [{}]{said}", a.name, a.source);
+        for n in &a.not_honoured {
+            let _ = writeln!(out, "    not honoured: {n}");
+        }
+    }
 }
 
 /// The hooks, rules, MCP servers and editors of a report.
@@ -779,5 +964,29 @@ fn render_hooks_and_rules(out: &mut String, r: &Report) {
                 e.found.display()
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn where_the_kernel_cannot_hold_it_and_the_settings_say_fail_every_command_fails() {
+        let config = Config::from_env();
+        let no_landlock = crate::sandbox::Probe::nothing("not offered");
+        let mut sandbox = crate::sandbox::Sandbox::default();
+        let info = sandbox_info(Path::new("/p"), &config, &sandbox, &no_landlock);
+        assert!(!info.commands_fail);
+        assert!(
+            info.runs_with
+                .starts_with("not sandboxed: this kernel has no Landlock")
+        );
+        sandbox.fail_if_unavailable = true;
+        let info = sandbox_info(Path::new("/p"), &config, &sandbox, &no_landlock);
+        assert!(info.commands_fail);
+        let mut out = String::new();
+        render_sandbox(&mut out, &info);
+        assert!(out.contains("every command fails"), "{out}");
     }
 }

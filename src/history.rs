@@ -419,6 +419,8 @@ impl History<'_> {
             | Event::ToolCall { .. }
             | Event::PermissionRequested { .. }
             | Event::PermissionResolved { .. }
+            | Event::NetworkRequested { .. }
+            | Event::NetworkDecided { .. }
             | Event::TrustRequested { .. }
             | Event::TrustResolved { .. }
             | Event::TrustGranted { .. }
@@ -437,6 +439,12 @@ impl History<'_> {
             | Event::PromptUnqueued { .. }
             | Event::SteeringReceived { .. }
             | Event::SteeringDropped { .. }
+            // A subagent's work reaches the model as its `Agent` call's
+            // result; what it was given, as its system prompt.
+            | Event::SubagentStarted { .. }
+            | Event::SubagentActivity { .. }
+            | Event::SubagentEnded { .. }
+            | Event::SubagentAssigned(_)
             | Event::TurnEnded { .. } => {}
         }
     }
@@ -569,7 +577,7 @@ impl History<'_> {
 
     fn hook_context(&mut self, event: SessionEvent, hook: &str, text: &str) {
         let note = context_note(event, hook, text);
-        if event == SessionEvent::Stop {
+        if matches!(event, SessionEvent::Stop | SessionEvent::SubagentStop) {
             flush(&mut self.awaiting, &mut self.messages);
             self.messages.push(Message::user(note));
         } else {
@@ -779,8 +787,11 @@ fn drop_older(
 
 /// How hook context reads in the model's history.
 fn context_note(event: SessionEvent, hook: &str, text: &str) -> String {
-    if event == SessionEvent::Stop {
-        format!("[candor] The Stop hook {hook} did not let you end the turn yet: {text}")
+    if matches!(event, SessionEvent::Stop | SessionEvent::SubagentStop) {
+        format!(
+            "[candor] The {} hook {hook} did not let you end the turn yet: {text}",
+            event.name()
+        )
     } else {
         format!(
             "[candor] Context from the {} hook {hook}:\n{text}",

@@ -47,6 +47,7 @@ pub mod sandbox;
 pub(crate) mod session;
 pub mod shell;
 pub mod shown;
+pub mod subagents;
 pub(crate) mod sync;
 pub mod text;
 pub mod tools;

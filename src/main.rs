@@ -144,7 +144,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Some(dir) => dir,
                 None => std::env::current_dir()?,
             };
-            let report = candor::doctor::report_adding(&config, &cwd, &add_dir);
+            // What this kernel gives the sandbox, asked as a session asks.
+            let kernel = match &config.launcher {
+                Some(launcher) => runtime
+                    .block_on(candor::tools::exec::sandbox_probe(launcher))
+                    .clone(),
+                None => candor::sandbox::Probe::nothing("candor's own binary is not known"),
+            };
+            let report = candor::doctor::report_adding(&config, &cwd, &add_dir, &kernel);
             let text = if json {
                 serde_json::to_string_pretty(&report)? + "\n"
             } else {

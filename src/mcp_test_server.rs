@@ -35,9 +35,12 @@
 //! each logging `{"elicited": <tool>, "action", "content"}` (or `"error"`)
 //! and answering with the same: `ask {}` (a form: `branch`), `ask_secret
 //! {}` (a form: `user` and an `api_key`), `ask_page {}` (URL mode: a page
-//! on `auth.example.com`); and `ask_later {}`, which answers at once and
-//! asks 300 ms later, outside any call (logged as `"elicited":
-//! "ask_later"`).
+//! on `auth.example.com`); `ask_as {request, times, together}` (asks
+//! the MCP `elicitation/create` params `request` as given, `times` times,
+//! one after another or all at once when `together`, each answer logged
+//! as `"elicited": "ask_as"`); and `ask_later {times}`, which answers at
+//! once and asks 300 ms later, outside any call, `times` times (logged as
+//! `"elicited": "ask_later"`).
 //!
 //! It is a fixture, not part of the agent: its stdout is its own protocol
 //! (MCP over stdio, or the `listening` line), never candor's ACP stream.
@@ -91,7 +94,13 @@ impl TestServer {
 
     /// Asks the user what `tool` asks, logs the answer and gives it.
     async fn elicit(&self, tool: &str, peer: &rmcp::Peer<RoleServer>) -> Value {
-        let request = match tool {
+        let request = Self::question(tool);
+        self.elicit_with(tool, request, peer).await
+    }
+
+    /// The question `tool` asks.
+    fn question(tool: &str) -> Value {
+        match tool {
             "ask_secret" => json!({
                 "mode": "form",
                 "message": "The deploy needs your credentials.",
@@ -113,7 +122,17 @@ impl TestServer {
                     "branch": {"type": "string", "title": "Branch"}
                 }, "required": ["branch"]}
             }),
-        };
+        }
+    }
+
+    /// Asks the user `request` (MCP `elicitation/create` params) for
+    /// `tool`, logs the answer and gives it.
+    async fn elicit_with(
+        &self,
+        tool: &str,
+        request: Value,
+        peer: &rmcp::Peer<RoleServer>,
+    ) -> Value {
         let answer = match from::<rmcp::model::ElicitRequestParams>(request) {
             Ok(params) => match peer.create_elicitation(params).await {
                 Ok(result) => json!({"action": result.action, "content": result.content}),
@@ -127,6 +146,24 @@ impl TestServer {
         }
         self.note(line);
         answer
+    }
+
+    /// `ask_as {request, times, together}`: asks `request` `times` times,
+    /// one after another or all at once.
+    async fn ask_as(&self, args: &Value, peer: &rmcp::Peer<RoleServer>) -> Value {
+        let request = args.get("request").cloned().unwrap_or(json!({}));
+        let times = args.get("times").and_then(Value::as_u64).unwrap_or(1);
+        let asks = (0..times).map(|_| self.elicit_with("ask_as", request.clone(), peer));
+        let answers: Vec<Value> = if args.get("together").and_then(Value::as_bool) == Some(true) {
+            futures_util::future::join_all(asks).await
+        } else {
+            let mut answers = Vec::new();
+            for ask in asks {
+                answers.push(ask.await);
+            }
+            answers
+        };
+        json!({"content": [{"type": "text", "text": format!("asked {} times", answers.len())}]})
     }
 
     fn tools(&self) -> Value {
@@ -149,7 +186,8 @@ impl TestServer {
             json!({"name": "ask", "description": "Asks the user which branch", "inputSchema": empty}),
             json!({"name": "ask_secret", "description": "Asks the user for an API key", "inputSchema": empty}),
             json!({"name": "ask_page", "description": "Asks the user to sign in on a page", "inputSchema": empty}),
-            json!({"name": "ask_later", "description": "Asks the user after its call", "inputSchema": empty}),
+            json!({"name": "ask_later", "description": "Asks the user after its call", "inputSchema": {"type": "object", "properties": {"times": {"type": "integer"}}}}),
+            json!({"name": "ask_as", "description": "Asks the user what it is given", "inputSchema": {"type": "object", "properties": {"request": {"type": "object"}, "times": {"type": "integer"}, "together": {"type": "boolean"}}, "required": ["request"]}}),
         ];
         if self.grown.load(Ordering::SeqCst) {
             tools.push(
@@ -253,12 +291,16 @@ impl ServerHandler for TestServer {
             "ask_later" => {
                 let server = self.clone();
                 let peer = context.peer.clone();
+                let times = args.get("times").and_then(Value::as_u64).unwrap_or(1);
                 tokio::spawn(async move {
                     tokio::time::sleep(Duration::from_millis(300)).await;
-                    server.elicit("ask_later", &peer).await;
+                    for _ in 0..times {
+                        server.elicit("ask_later", &peer).await;
+                    }
                 });
                 json!({"content": [{"type": "text", "text": "will ask later"}]})
             }
+            "ask_as" => self.ask_as(&args, &context.peer).await,
             "huge" => {
                 let mib = args.get("mib").and_then(Value::as_f64).unwrap_or(17.0);
                 let text = "x".repeat((mib * 1024.0 * 1024.0) as usize);

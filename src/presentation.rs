@@ -16,6 +16,8 @@
 //! * nothing is sent for an id after it is terminal, or for an id that
 //!   never got a card.
 
+mod subagent;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -127,6 +129,14 @@ pub struct Presenter {
     plans: HashMap<String, Vec<PlanEntry>>,
     /// The client advertised `session.notices`.
     notices: bool,
+    /// The client takes subagent sessions (`clientCapabilities.subagents`).
+    subagents: bool,
+    /// The subagents of open `Agent` cards: their calls, as the cards
+    /// show them.
+    children: HashMap<String, subagent::Lines>,
+    /// Prompts are shown live too (a subagent's task: the client did not
+    /// send it).
+    echo_prompts: bool,
     /// The client advertised `session.compaction`: a compaction is a
     /// `compaction_update`, not a notice.
     compaction: bool,
@@ -331,6 +341,9 @@ impl Presenter {
             ended: std::collections::HashSet::new(),
             plans: HashMap::new(),
             notices: false,
+            subagents: false,
+            children: HashMap::new(),
+            echo_prompts: false,
             compaction: false,
             context_window: None,
             cost: crate::providers::prices::Total::default(),
@@ -360,6 +373,20 @@ impl Presenter {
     /// inside turns ([`marked_notice`]).
     pub fn with_notices(mut self, notices: bool) -> Self {
         self.notices = notices;
+        self
+    }
+
+    /// Whether the client takes subagent sessions: a child is announced
+    /// and referenced on its card; else its calls are lines on the card.
+    pub fn with_subagents(mut self, subagents: bool) -> Self {
+        self.subagents = subagents;
+        self
+    }
+
+    /// A subagent's session: its task (a `user/message` the client did not
+    /// send) is shown live as in a replay.
+    pub fn echoing_prompts(mut self) -> Self {
+        self.echo_prompts = true;
         self
     }
 
@@ -396,15 +423,11 @@ impl Presenter {
             Event::ConfigChanged {
                 config_id: ConfigId::Mode,
                 value,
-            } => {
-                vec![SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
-                    value.clone(),
-                ))]
-            }
-            Event::TurnEnded { .. } => {
-                self.in_turn = false;
-                Vec::new()
-            }
+                ..
+            } => vec![SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                value.clone(),
+            ))],
+            Event::TurnEnded { .. } => self.turn_ended(),
             Event::ConfigChanged { .. } => Vec::new(),
             Event::SessionTitled { title, .. } => vec![SessionUpdate::SessionInfoUpdate(
                 agent_client_protocol_schema::v1::SessionInfoUpdate::new()
@@ -426,18 +449,7 @@ impl Presenter {
             Event::HookContext { quiet: true, .. } => Vec::new(),
             Event::HookContext {
                 event, hook, text, ..
-            } => {
-                let text = if *event == SessionEvent::Stop {
-                    format!("The Stop hook {hook} did not let the turn end: {text}")
-                } else {
-                    format!(
-                        "The {} hook {hook} added context for the model: {}",
-                        event.name(),
-                        crate::text::shorten(text, 301)
-                    )
-                };
-                self.notice(NoticeLevel::Info, text)
-            }
+            } => self.hook_context(*event, hook, text),
             Event::CommandsOffered { commands } => match self.mode {
                 // A loaded session offers them afresh after its response.
                 Mode::Replay => Vec::new(),
@@ -476,6 +488,8 @@ impl Presenter {
                 preview: Some(_), ..
             } => self.asked_again(record),
             Event::PermissionRequested { .. } | Event::PermissionResolved { .. } => Vec::new(),
+            Event::NetworkRequested { .. } => Vec::new(),
+            Event::NetworkDecided { .. } => self.network_decided(record),
             Event::TrustRequested { .. } => self.trust_requested(record),
             Event::TrustResolved { .. } => self.trust_resolved(record),
             // The `/trust` command's answer says what it did.
@@ -488,7 +502,34 @@ impl Presenter {
             }
             Event::ToolOutput { .. } => self.tool_output(record),
             Event::ToolResult { .. } => self.tool_result(record),
+            Event::SubagentStarted { .. }
+            | Event::SubagentActivity { .. }
+            | Event::SubagentEnded { .. }
+            | Event::SubagentAssigned(_) => self.subagent(&record.event),
         }
+    }
+
+    /// What a hook told the model, as a notice.
+    fn hook_context(&mut self, event: SessionEvent, hook: &str, text: &str) -> Vec<SessionUpdate> {
+        let text = if matches!(event, SessionEvent::Stop | SessionEvent::SubagentStop) {
+            format!(
+                "The {} hook {hook} did not let the turn end: {text}",
+                event.name()
+            )
+        } else {
+            format!(
+                "The {} hook {hook} added context for the model: {}",
+                event.name(),
+                crate::text::shorten(text, 301)
+            )
+        };
+        self.notice(NoticeLevel::Info, text)
+    }
+
+    /// The turn is over: a notice now waits for the next one.
+    fn turn_ended(&mut self) -> Vec<SessionUpdate> {
+        self.in_turn = false;
+        Vec::new()
     }
 
     /// A prompt opens a turn: nothing live (the client sent it) but for
@@ -502,6 +543,7 @@ impl Presenter {
         self.in_turn = true;
         self.message_tail = Tail::Paragraph;
         let echo = self.mode == Mode::Replay
+            || self.echo_prompts
             || matches!(via, Some(crate::event_log::Via::Steering { .. }));
         let mut updates: Vec<SessionUpdate> = if echo {
             content.iter().map(replayed_block).collect()
@@ -643,6 +685,45 @@ impl Presenter {
             ToolCallUpdateFields::new()
                 .content(content)
                 .locations(locations),
+        )]
+    }
+
+    /// A confined command's connection: asked (nothing: the question is the
+    /// permission request, `network_card`), or decided: what the user answered,
+    /// and what was refused, is one more lead line of its card (a
+    /// connection its allowlist or a grant let through is in the log and
+    /// the audit, not on the card, whose line already says where the
+    /// command may connect).
+    fn network_decided(&mut self, record: &Record) -> Vec<SessionUpdate> {
+        let Event::NetworkDecided {
+            tool_call_id,
+            allowed,
+            by,
+            ..
+        } = &record.event
+        else {
+            return Vec::new();
+        };
+        let shown = !allowed || *by == crate::event_log::NetworkDecider::User;
+        let Some(line) = crate::event_log::network_line(&record.event).filter(|_| shown) else {
+            return Vec::new();
+        };
+        let mode = self.mode;
+        let Some(card) = self.open_card(tool_call_id) else {
+            return Vec::new();
+        };
+        card.lead.push(text_content(crate::text::visible(&line)));
+        let rest = match &card.terminal {
+            Some(id) if mode == Mode::Live => vec![terminal_content(id)],
+            _ if !card.output.is_empty() => {
+                vec![text_content(fenced(&card.output.render(), "console"))]
+            }
+            _ => Vec::new(),
+        };
+        let content = card.content(rest);
+        vec![update(
+            tool_call_id,
+            ToolCallUpdateFields::new().content(content),
         )]
     }
 
@@ -1164,6 +1245,31 @@ impl Presenter {
         Some(ToolCallUpdate::new(id.to_owned(), fields).meta(shown.meta.clone()))
     }
 
+    /// What the permission request asking whether a confined command may
+    /// reach `host` shows: the card as it is, and the question ("Allow
+    /// network access to HOST?", as codex-acp asks it), with the host in
+    /// `_meta.candor.network`.
+    pub fn network_card(&self, id: &str, host: &str, port: u16) -> Option<ToolCallUpdate> {
+        let card = self.cards.get(id).filter(|c| !c.terminal())?;
+        let shown = &card.shown;
+        let mut content = card.lead.clone();
+        content.push(text_content(crate::text::visible(&format!(
+            "Allow network access to {host}? The command is connecting to {host}:{port}, which its sandbox's allowlist does not name. Allow it for this command, or for the rest of this session."
+        ))));
+        let mut meta = shown.meta.clone().unwrap_or_default();
+        if let Some(Value::Object(candor)) = meta.get_mut("candor") {
+            candor.insert("network".into(), json!({"host": host, "port": port}));
+        }
+        let fields = ToolCallUpdateFields::new()
+            .title(shown.title.clone())
+            .kind(shown.kind)
+            .status(card.status)
+            .content(content)
+            .locations(shown.locations.clone())
+            .raw_input(shown.raw_input.clone());
+        Some(ToolCallUpdate::new(id.to_owned(), fields).meta(meta))
+    }
+
     /// Ids of cards that are shown but not terminal.
     pub fn open_cards(&self) -> Vec<String> {
         let mut ids: Vec<String> = self
@@ -1213,6 +1319,7 @@ impl Presenter {
             // A card that ended changes no more: only its id is kept (a long
             // session's memory grows with its open cards, not its history).
             self.cards.remove(id);
+            self.children.remove(id);
             self.ended.insert(id.to_owned());
         }
         vec![update(id, fields)]
@@ -1251,6 +1358,7 @@ pub fn describe_decider(by: &str) -> String {
         Some(("rule", r)) => format!("rule {r}"),
         Some(("grant", r)) => format!("session grant {r}"),
         Some(("mode", m)) => format!("{m} mode"),
+        Some(("subagent", t)) => format!("the {t} subagent's definition"),
         _ => by.to_owned(),
     }
 }

@@ -10,10 +10,15 @@
 //! both); and a root that would make the project hold what no project
 //! should is refused: `/`, the user's home directory or any directory
 //! holding it (every file there, keys and other projects, would be read
-//! without asking and written in `acceptEdits`), and candor's own state
-//! (`CANDOR_HOME`: the logs, `trust.json`). A root inside the working
-//! directory, or given twice, adds nothing and is left out. At most
-//! [`MAX`].
+//! without asking and written in `acceptEdits`), candor's own state
+//! (`CANDOR_HOME`: the logs, `trust.json`), a directory holding keys or
+//! credentials or inside one (a protected directory such as `.ssh` or a
+//! repository's `.git`, wherever it is: [`crate::sandbox::protected::DIRS`];
+//! the home directory's credential stores, [`CREDENTIALS`]), and the
+//! kernel's pseudo file systems (`/proc`, `/sys`, `/dev`: no project's
+//! files, and as a writable root they would hand commands devices and
+//! kernel settings). A root inside the working directory, or given twice,
+//! adds nothing and is left out. At most [`MAX`].
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +26,23 @@ use crate::event_log::AddedDirectory;
 
 /// The most additional directories a session takes.
 pub const MAX: usize = 32;
+
+/// Where the home directory keeps credentials (besides `.ssh`, a protected
+/// directory everywhere): no root may be one or be inside one.
+pub const CREDENTIALS: [&str; 9] = [
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".password-store",
+    ".config/gcloud",
+    ".config/gh",
+    ".local/share/keyrings",
+];
+
+/// The kernel's pseudo file systems.
+const PSEUDO: [&str; 3] = ["/proc", "/sys", "/dev"];
 
 /// What a root may not be: where the user's home and candor's state are.
 #[derive(Debug, Clone, Copy, Default)]
@@ -85,6 +107,11 @@ pub fn check(
                 state.display()
             ));
         }
+        if let Some(why) = holds_secrets(&resolved, home.as_deref()) {
+            return Err(format!(
+                "additionalDirectories: {shown}{via} {why}, which no project may hold: its files would be read without asking; add the directories you mean instead"
+            ));
+        }
         let inside = resolved.starts_with(&real_cwd);
         let again = taken.iter().any(|t| t.real() == resolved);
         if inside || again {
@@ -96,6 +123,42 @@ pub fn check(
         });
     }
     Ok(taken)
+}
+
+/// Why `dir` (resolved) may not be a root: a pseudo file system, a
+/// protected directory (or inside one), a credentials store of the home
+/// directory (or inside one).
+fn holds_secrets(dir: &Path, home: Option<&Path>) -> Option<String> {
+    if PSEUDO.iter().any(|p| dir.starts_with(p)) {
+        return Some("is in a pseudo file system of the kernel (/proc, /sys, /dev)".into());
+    }
+    for part in dir.components() {
+        let std::path::Component::Normal(name) = part else {
+            continue;
+        };
+        if let Some((name, why)) = crate::sandbox::protected::DIRS
+            .iter()
+            .find(|(d, _)| std::ffi::OsStr::new(d) == name)
+        {
+            let what = if *name == ".git" {
+                "a repository's own files (hooks, config)"
+            } else {
+                why
+            };
+            return Some(format!("is or is inside {name} ({what})"));
+        }
+    }
+    let home = home?;
+    CREDENTIALS
+        .iter()
+        .map(|c| home.join(c))
+        .find(|store| dir.starts_with(store))
+        .map(|store| {
+            format!(
+                "is or is inside {} (where credentials are kept)",
+                store.display()
+            )
+        })
 }
 
 /// A root as a person reads it: the path given, and where it leads when
@@ -148,6 +211,19 @@ mod tests {
             why.contains("home directory") && why.contains("it leads to"),
             "{why}"
         );
+        // Keys, credentials, a repository's own files, the kernel's files.
+        let ssh = home.join(".ssh");
+        let aws = home.join(".aws/sso");
+        let git = dir.path().join("repo/.git/hooks");
+        for d in [&ssh, &aws, &git] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        assert!(refused(std::slice::from_ref(&ssh)).contains("SSH keys"));
+        assert!(refused(&[aws]).contains("credentials"));
+        assert!(refused(&[git]).contains("repository's own files"));
+        for pseudo in ["/proc", "/sys", "/dev"] {
+            assert!(refused(&[pseudo.into()]).contains("pseudo file system"));
+        }
         let many: Vec<PathBuf> = (0..=MAX).map(|_| lib.clone()).collect();
         assert!(refused(&many).contains("at most"));
     }

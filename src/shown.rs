@@ -5,7 +5,8 @@
 //! `ClientLink::create_elicitation`), so no
 //! presentation path can bypass it: a card's title and content (a diff's
 //! texts too), a permission prompt's card and its options' names, notices,
-//! the plan, the commands offered, and what candor's own commands answer
+//! the plan, the commands offered, the session's config options, and what
+//! candor's own commands answer
 //! (`/hooks`, `/doctor`, `/context`, `/audit`) and the model says.
 //!
 //! What is data stays exactly as it is: a card's `rawInput` (the arguments
@@ -71,12 +72,50 @@ pub fn update(mut update: SessionUpdate) -> SessionUpdate {
                 text(title);
             }
         }
+        SessionUpdate::ConfigOptionUpdate(options) => {
+            options.config_options.iter_mut().for_each(config_option);
+        }
+        SessionUpdate::SubagentUpdate(subagent) => {
+            for field in [&mut subagent.title, &mut subagent.description] {
+                if let agent_client_protocol_schema::MaybeUndefined::Value(t) = field {
+                    text(t);
+                }
+            }
+        }
         // Ids and numbers only.
         SessionUpdate::CurrentModeUpdate(_) | SessionUpdate::UsageUpdate(_) => {}
         // Not built by candor (the tidy test keeps it so).
         _ => {}
     }
     update
+}
+
+/// A config option's name and description, and its choices', made visible.
+fn config_option(option: &mut agent_client_protocol_schema::v1::SessionConfigOption) {
+    use agent_client_protocol_schema::v1::{SessionConfigKind, SessionConfigSelectOptions};
+    text(&mut option.name);
+    if let Some(description) = &mut option.description {
+        text(description);
+    }
+    let SessionConfigKind::Select(select) = &mut option.kind else {
+        return;
+    };
+    let mut choice = |c: &mut agent_client_protocol_schema::v1::SessionConfigSelectOption| {
+        text(&mut c.name);
+        if let Some(description) = &mut c.description {
+            text(description);
+        }
+    };
+    match &mut select.options {
+        SessionConfigSelectOptions::Ungrouped(choices) => choices.iter_mut().for_each(choice),
+        SessionConfigSelectOptions::Grouped(groups) => {
+            for group in groups {
+                text(&mut group.name);
+                group.options.iter_mut().for_each(&mut choice);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// `request` with the card it shows and its options' names made visible.

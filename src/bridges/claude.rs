@@ -476,7 +476,10 @@ pub fn post_tool_use(run: &HookRun, hook: &str) -> (Result<PostToolDecision, Str
 /// What a hook's run on a session event means.
 pub fn session_event(event: SessionEvent, run: &HookRun) -> EventAnswer {
     let mut answer = EventAnswer::default();
-    let blocks = matches!(event, SessionEvent::UserPromptSubmit | SessionEvent::Stop);
+    let blocks = matches!(
+        event,
+        SessionEvent::UserPromptSubmit | SessionEvent::Stop | SessionEvent::SubagentStop
+    );
     // Plain text on exit 0 is context where Claude Code makes it context.
     let text_is_context = matches!(
         event,
@@ -556,7 +559,12 @@ impl Dialect for Claude {
     }
 
     fn matched_names(&self, tool: &str) -> Vec<String> {
-        vec![tool.to_owned()]
+        // Claude Code renamed `Task` to `Agent`; a matcher written for
+        // either is tried on a call under either name.
+        match tool {
+            "Agent" | "Task" => vec!["Agent".into(), "Task".into()],
+            _ => vec![tool.to_owned()],
+        }
     }
 
     fn add_fields(&self, _session: &SessionContext, _input: &mut Map<String, Value>) {}

@@ -624,7 +624,10 @@ pub fn post_tool_use(run: &HookRun, hook: &str) -> (Result<PostToolDecision, Str
 /// What a Codex hook's run on a session event means.
 pub fn session_event(event: SessionEvent, run: &HookRun) -> EventAnswer {
     let mut answer = EventAnswer::default();
-    let blocks = matches!(event, SessionEvent::UserPromptSubmit | SessionEvent::Stop);
+    let blocks = matches!(
+        event,
+        SessionEvent::UserPromptSubmit | SessionEvent::Stop | SessionEvent::SubagentStop
+    );
     match run.exit {
         Exit::Code(2) if run.stderr.trim().is_empty() => answer.notices.push(
             "the hook failed: it exited with status 2 but wrote nothing on stderr, which does not block in Codex".into(),

@@ -90,6 +90,8 @@ impl HookEvent {
             "Stop" => HookEvent::Session(SessionEvent::Stop),
             "SessionStart" => HookEvent::Session(SessionEvent::SessionStart),
             "SessionEnd" => HookEvent::Session(SessionEvent::SessionEnd),
+            "SubagentStart" => HookEvent::Session(SessionEvent::SubagentStart),
+            "SubagentStop" => HookEvent::Session(SessionEvent::SubagentStop),
             _ => return None,
         })
     }
@@ -310,7 +312,7 @@ impl Table {
                 .into_iter()
                 .collect();
             self.remarks.push(format!(
-                "{} hooks for {} are not run by candor (it runs PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart and SessionEnd)",
+                "{} hooks for {} are not run by candor (it runs PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart, SessionEnd, SubagentStart and SubagentStop)",
                 flavor.name(),
                 list.join(", ")
             ));
@@ -521,10 +523,20 @@ impl CommandHook {
         })
     }
 
-    /// The fields every event's input has.
-    fn input(&self, cwd: &Path, mode: Mode) -> Map<String, Value> {
+    /// The fields every event's input has (a subagent's call's also
+    /// `agent_id` and `agent_type`, as Claude Code sends them).
+    fn input(
+        &self,
+        cwd: &Path,
+        mode: Mode,
+        agent: Option<&crate::subagents::Delegate>,
+    ) -> Map<String, Value> {
         let mut input = Map::new();
         input.insert("session_id".into(), json!(self.session.session_id));
+        if let Some(agent) = agent {
+            input.insert("agent_id".into(), json!(agent.agent_id));
+            input.insert("agent_type".into(), json!(agent.agent_type));
+        }
         self.flavor.add_fields(&self.session, &mut input);
         input.insert(
             "transcript_path".into(),
@@ -559,7 +571,7 @@ impl PreToolHook for CommandHook {
 
     fn check<'a>(&'a self, call: ProposedCall<'a>) -> HookFuture<'a> {
         Box::pin(async move {
-            let input = self.input(call.cwd, call.mode);
+            let input = self.input(call.cwd, call.mode, call.agent);
             let (decision, asides) = self.flavor.pre_tool_use(self, call, input).await;
             for aside in asides {
                 call.asides.push(aside);
@@ -580,7 +592,7 @@ impl PostToolHook for CommandHook {
 
     fn after<'a>(&'a self, call: FinishedCall<'a>) -> PostHookFuture<'a> {
         Box::pin(async move {
-            let input = self.input(call.cwd, call.mode);
+            let input = self.input(call.cwd, call.mode, call.agent);
             let (decision, asides) = self.flavor.post_tool_use(self, call, input).await;
             for aside in asides {
                 call.asides.push(aside);
@@ -617,7 +629,7 @@ impl EventHook for CommandHook {
 
     fn run<'a>(&'a self, event: EventInput<'a>) -> EventFuture<'a> {
         Box::pin(async move {
-            let mut input = self.input(event.cwd, event.mode);
+            let mut input = self.input(event.cwd, event.mode, None);
             input.extend(event.fields.clone());
             let run = CommandHook::run(self, input, event.cwd).await;
             self.flavor.session_event(event.event, &run)

@@ -10,6 +10,7 @@
 //! the other files still load). [`runner`] runs one command hook; the
 //! bridges differ in what its exit code and output mean.
 
+pub mod agent_definitions;
 pub mod claude;
 pub mod codex;
 pub mod commands;

@@ -29,6 +29,10 @@ pub struct Built {
     /// The MCP servers the user's and (when trusted) the project's
     /// configuration give.
     pub mcp: Vec<crate::tools::mcp::ServerSpec>,
+    /// The subagent types the session may start: the built-ins, the
+    /// user's definitions and (when trusted, for those that want it) the
+    /// project's.
+    pub agents: crate::subagents::Catalog,
 }
 
 /// Builds a session's policy (see [`Built`]). A broken policy file is an
@@ -86,6 +90,8 @@ pub fn build(
     let (_, widening) = crate::sandbox::Sandbox::resolve(&layers, false);
     wants.extend(widening);
     policy.sandbox = crate::sandbox::Sandbox::resolve(&layers, trusted).0;
+    // Its roots where their links lead now (`sandbox::ruleset`).
+    policy.sandbox.pin_roots();
     let mcp = crate::bridges::mcp::configured(
         config.claude.as_ref(),
         config.codex.as_ref(),
@@ -98,6 +104,16 @@ pub fn build(
             .into_iter()
             .map(|p| (NoticeLevel::Warning, format!("MCP settings {p}"))),
     );
+    let agents = super::agent_definitions::load(config, cwd, trusted);
+    notices.extend(
+        agents
+            .catalog
+            .problems
+            .iter()
+            .map(|p| (NoticeLevel::Warning, p.clone())),
+    );
+    wants.extend(agents.wants);
+    scripts.extend(agents.scripts);
     Ok(Built {
         policy,
         notices,
@@ -105,6 +121,7 @@ pub fn build(
         scripts,
         hooks,
         mcp: mcp.servers,
+        agents: agents.catalog,
     })
 }
 

@@ -31,13 +31,14 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 pub use record::{
-    AddedDirectory, ClientPrompt, ClientPromptMode, CommandSource, CompactTrigger, ConfigId, Cost,
-    Decision, DeltaChannel, Dropped, ElicitationAction, ElicitationAnswered, ElicitationAsked,
-    ElicitationBy, ElicitationKind, Environment, Event, FORMAT_VERSION, FileDiff, GitFacts,
-    HookNote, HookRecord, InstructionScope, Instructions, McpHints, McpTarget, NoteKind,
-    NoticeLevel, OfferedCommand, Outcome, OutputFile, PermissionChoice, PermissionOutcome,
-    PromptImage, Record, ResultContent, ResultStatus, SeqSpan, SessionEvent, StoredImage,
-    TitleSource, TrustOutcome, TurnStop, Unqueued, Verdict, Via,
+    AddedDirectory, Assignment, ChildCallStatus, ClientPrompt, ClientPromptMode, CommandSource,
+    CompactTrigger, ConfigId, ConfigVia, Cost, Decision, DeltaChannel, Dropped, ElicitationAction,
+    ElicitationAnswered, ElicitationAsked, ElicitationBy, ElicitationKind, Environment, Event,
+    FORMAT_VERSION, FileDiff, GitFacts, HookNote, HookRecord, InstructionScope, Instructions,
+    McpHints, McpTarget, NetworkDecider, NoteKind, NoticeLevel, OfferedCommand, Outcome,
+    OutputFile, ParentRef, PermissionChoice, PermissionOutcome, PromptImage, Record, ResultContent,
+    ResultStatus, SeqSpan, SessionEvent, StoredImage, SubagentOutcome, TitleSource, TrustOutcome,
+    TurnStop, Unqueued, Verdict, Via, network_line,
 };
 
 /// Why the log could not be written or read.

@@ -71,6 +71,10 @@ pub enum Event {
         /// The model's context window in tokens, when known (for usage).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         context_window: Option<u64>,
+        /// A subagent's log: the session and the `Agent` call that started
+        /// it (the parent's `subagent/started` names this log back).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent: Option<ParentRef>,
     },
     /// Where the session works, as the model is told it: the facts gathered
     /// when the session started (platform, shell, date, directory, git) and
@@ -83,9 +87,17 @@ pub enum Event {
     /// (a retried model request, a configuration problem).
     #[serde(rename = "session/notice")]
     Notice { level: NoticeLevel, text: String },
-    /// A session setting changed (`session/set_config_option`).
+    /// A session setting changed (`session/set_config_option`,
+    /// `session/set_mode`, or a command the user typed: `via`).
     #[serde(rename = "config/changed")]
-    ConfigChanged { config_id: ConfigId, value: String },
+    ConfigChanged {
+        config_id: ConfigId,
+        value: String,
+        /// How the user changed it, when not through the client's config
+        /// options (`session/set_config_option`, `session/set_mode`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        via: Option<ConfigVia>,
+    },
     /// A prompt from the user, as the client sent it (ACP content blocks),
     /// but for its images' data: each image block's `data` is emptied and
     /// the image kept in the content store beside the log, named in
@@ -299,6 +311,40 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// A confined command tried to reach a host its network allowlist does
+    /// not name: candor asks the user on the call's card
+    /// (`session/request_permission`, "Allow network access to HOST?").
+    #[serde(rename = "network/requested")]
+    NetworkRequested {
+        tool_call_id: String,
+        host: String,
+        port: u16,
+        options: Vec<PermissionChoice>,
+    },
+    /// How a confined command's connection to a host was decided: by its
+    /// allowlist, the session's grant, the user's answer, no answer in
+    /// time, or the limit on how many hosts a command may ask about. One
+    /// record per host a command reaches (the first connection's).
+    #[serde(rename = "network/decided")]
+    NetworkDecided {
+        tool_call_id: String,
+        host: String,
+        port: u16,
+        allowed: bool,
+        by: NetworkDecider,
+        /// The allowlist rule that named the host (`by: allowlist`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<String>,
+        /// The user's answer (`by: user`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<PermissionOutcome>,
+        /// With `allowed_always`: the host allowed for the rest of the
+        /// session (a later command's allowlist names it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// An older candor's question (read in old logs, never written now):
     /// the project's own settings want what only a trusted project may have
     /// (hooks, allow rules, a mode that asks less: `bridges::trust`), asked
@@ -445,6 +491,44 @@ pub enum Event {
     /// `session_info_update`, listed by `session/list`, kept on load).
     #[serde(rename = "session/titled")]
     SessionTitled { title: String, source: TitleSource },
+    /// The `Agent` call `tool_call_id` started a subagent: a child session
+    /// with its own log, `session_id`, whose `session/started` names this
+    /// session and call as its parent.
+    #[serde(rename = "subagent/started")]
+    SubagentStarted {
+        tool_call_id: String,
+        session_id: String,
+        agent_type: String,
+        description: String,
+    },
+    /// One of the subagent's calls changed state, as the child's log
+    /// records it (settled, asking, running, finished): what the parent's
+    /// card shows of the child's work, one line per child call.
+    #[serde(rename = "subagent/activity")]
+    SubagentActivity {
+        tool_call_id: String,
+        session_id: String,
+        child_call_id: String,
+        /// The child call's card title (its effective command or path).
+        title: String,
+        status: ChildCallStatus,
+    },
+    /// The subagent is over; the parent's `tool/result` for the `Agent`
+    /// call follows with its answer.
+    #[serde(rename = "subagent/ended")]
+    SubagentEnded {
+        tool_call_id: String,
+        session_id: String,
+        outcome: SubagentOutcome,
+        /// How many model requests it made.
+        requests: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// In a subagent's log, right after `session/started`: what it was
+    /// given, already narrowed to what its parent has (`protocol/subagents.md`).
+    #[serde(rename = "subagent/assigned")]
+    SubagentAssigned(Assignment),
     /// The turn is over; `session/prompt` answers from this record.
     #[serde(rename = "turn/ended")]
     TurnEnded {
@@ -452,6 +536,99 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+/// The session and call that started a subagent (`session/started`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentRef {
+    pub session_id: String,
+    pub tool_call_id: String,
+    /// 1 for a child of a session the user opened, 2 for its child.
+    pub depth: u32,
+}
+
+/// A subagent's call as its parent's card shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChildCallStatus {
+    /// Settled, not started.
+    Pending,
+    /// Waiting for the user's answer.
+    Asking,
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl ChildCallStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            ChildCallStatus::Pending => "pending",
+            ChildCallStatus::Asking => "waiting for your answer",
+            ChildCallStatus::Running => "running",
+            ChildCallStatus::Completed => "done",
+            ChildCallStatus::Failed => "failed",
+            ChildCallStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether the call is over.
+    pub fn ended(self) -> bool {
+        matches!(
+            self,
+            ChildCallStatus::Completed | ChildCallStatus::Failed | ChildCallStatus::Cancelled
+        )
+    }
+}
+
+/// How a subagent ended (`subagent/ended`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubagentOutcome {
+    /// Its model answered.
+    Answered,
+    /// It reached its `maxTurns` before answering.
+    MaxTurns,
+    Cancelled,
+    /// It could not run or finish (the reason is in `error`).
+    Failed,
+}
+
+/// What a subagent was given (`subagent/assigned`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Assignment {
+    /// The definition's name (`general-purpose`, `Explore`, a user's).
+    pub agent_type: String,
+    /// The `Agent` call's short description.
+    pub description: String,
+    /// Where the definition came from: `built-in`, or its file.
+    pub source: String,
+    /// The child's system prompt (the definition's body, or the
+    /// built-in's), before the environment and instruction files.
+    pub system_prompt: String,
+    /// The tools it may call, when narrowed (none: the parent's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// The tools it may never call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disallowed_tools: Vec<String>,
+    /// The permission mode it runs in (never more than its parent's).
+    pub mode: crate::mode::Mode,
+    /// The model it asks, when the provider has models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The most model requests it may make.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// The subagent types it may start in turn (its own `Agent` calls).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub may_start: Vec<String>,
+    /// What its definition asked for that candor does not do.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_honoured: Vec<String>,
 }
 
 /// An MCP server's question (`elicitation/requested`).
@@ -775,6 +952,11 @@ pub enum SessionEvent {
     SessionStart,
     /// The session is closing (`reason`). Answers are not used.
     SessionEnd,
+    /// A subagent starts (`agent_id`, `agent_type`; the matcher is tried on
+    /// the type). Its context is given to the subagent.
+    SubagentStart,
+    /// A subagent's model ended its turn. A block makes it go on.
+    SubagentStop,
 }
 
 impl SessionEvent {
@@ -784,8 +966,75 @@ impl SessionEvent {
             SessionEvent::Stop => "Stop",
             SessionEvent::SessionStart => "SessionStart",
             SessionEvent::SessionEnd => "SessionEnd",
+            SessionEvent::SubagentStart => "SubagentStart",
+            SessionEvent::SubagentStop => "SubagentStop",
         }
     }
+}
+
+/// Who decided a connection of a confined command (`network/decided`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkDecider {
+    /// A domain of the command's allowlist (its boundary's).
+    Allowlist,
+    /// The user allowed the host for the session, earlier.
+    Grant,
+    /// The user, asked on the call's card.
+    User,
+    /// The user was asked and the question ended without an answer in
+    /// time (or the command ended first).
+    NoAnswer,
+    /// The command asked about too many hosts; refused unasked.
+    Limit,
+}
+
+/// A `network/decided` record as one line for people (the call's card and
+/// `candor audit`): `network: you allowed example.com:443 for this
+/// command`.
+pub fn network_line(event: &Event) -> Option<String> {
+    let Event::NetworkDecided {
+        host,
+        port,
+        allowed,
+        by,
+        rule,
+        outcome,
+        reason,
+        ..
+    } = event
+    else {
+        return None;
+    };
+    let place = format!("{host}:{port}");
+    let why = reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    Some(match (by, outcome, allowed) {
+        (NetworkDecider::Allowlist, ..) => format!(
+            "network: {place} allowed by the allowlist (`{}`)",
+            rule.as_deref().unwrap_or(host)
+        ),
+        (NetworkDecider::Grant, ..) => {
+            format!("network: {place} allowed (you allowed {host} for this session)")
+        }
+        (NetworkDecider::User, Some(PermissionOutcome::AllowedAlways), _) => {
+            format!("network: you allowed {host} for the rest of this session ({place})")
+        }
+        (NetworkDecider::User, _, true) => {
+            format!("network: you allowed {place} for this command")
+        }
+        (NetworkDecider::User, Some(PermissionOutcome::Rejected), false) => {
+            format!("network: you refused {place}")
+        }
+        (NetworkDecider::User, _, false) | (NetworkDecider::NoAnswer, ..) => {
+            format!("network: {place} refused, not answered{why}")
+        }
+        (NetworkDecider::Limit, ..) => {
+            format!("network: {place} refused unasked (this command asked about too many hosts)")
+        }
+    })
 }
 
 /// The session settings a client changes (`config/changed.configId`, the
@@ -797,12 +1046,22 @@ pub enum ConfigId {
     Model,
     /// The model's effort level (`providers::effort`).
     Effort,
-    /// The sandbox's preset the user chose for the session (`/sandbox`):
-    /// `read-only`, `workspace-write` or `full-access`.
+    /// The sandbox's preset the user chose for the session (`/sandbox`,
+    /// or the `sandbox` option): `read-only`, `workspace-write` or
+    /// `full-access`.
     Sandbox,
     /// The sandbox's network the user chose for the session
-    /// (`/sandbox network on|off`): `on` or `off`.
+    /// (`/sandbox network on|off`, or the `network` option): `off`,
+    /// `allowlist` or `on`.
     Network,
+}
+
+/// How a setting was changed when not through the client's config options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfigVia {
+    /// A command the user typed in a prompt (`/sandbox off`).
+    Command,
 }
 
 impl ConfigId {

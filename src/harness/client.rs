@@ -195,6 +195,9 @@ pub struct Conn {
     /// Results for the next `elicitation/create` requests.
     elicitation_answers: VecDeque<Value>,
     running_prompts: HashMap<String, usize>,
+    /// Subagent sessions (announced by a `subagent_update` on their
+    /// parent): a child's turn updates belong to its parent's prompt.
+    parents: HashMap<String, String>,
     pub caps: Caps,
     pub cwd: PathBuf,
     /// Open editor buffers, by absolute path: `fs/read_text_file` returns
@@ -278,6 +281,7 @@ impl Conn {
             permission_answers: VecDeque::new(),
             elicitation_answers: VecDeque::new(),
             running_prompts: HashMap::new(),
+            parents: HashMap::new(),
             caps: Caps::default(),
             cwd,
             buffers: HashMap::new(),
@@ -524,7 +528,7 @@ impl Conn {
                 let open: Vec<String> = self
                     .cards
                     .iter()
-                    .filter(|c| &c.session == session && !c.terminal())
+                    .filter(|c| self.root(&c.session) == session.as_str() && !c.terminal())
                     .map(|c| format!("{} ({})", c.id, c.status()))
                     .collect();
                 if !open.is_empty() {
@@ -563,9 +567,26 @@ impl Conn {
         }
     }
 
+    /// The session the user opened that `session` is, or is a subagent of.
+    fn root<'a>(&'a self, mut session: &'a str) -> &'a str {
+        for _ in 0..8 {
+            match self.parents.get(session) {
+                Some(parent) => session = parent,
+                None => break,
+            }
+        }
+        session
+    }
+
     fn apply_update(&mut self, session: &str, update: &Value, frame: &Value) {
         self.updates.push((session.to_owned(), update.clone()));
         let kind = update["sessionUpdate"].as_str().unwrap_or("");
+        if kind == "subagent_update"
+            && let Some(child) = update["sessionId"].as_str()
+        {
+            self.parents.insert(child.to_owned(), session.to_owned());
+        }
+        let root = self.root(session).to_owned();
         let turn_update = matches!(
             kind,
             "tool_call"
@@ -574,7 +595,7 @@ impl Conn {
                 | "agent_thought_chunk"
                 | "plan"
         );
-        if turn_update && self.running_prompts.get(session).copied().unwrap_or(0) == 0 {
+        if turn_update && self.running_prompts.get(&root).copied().unwrap_or(0) == 0 {
             self.violate(
                 "no-updates-after-response",
                 format!("{kind} while no prompt is running"),

@@ -106,6 +106,8 @@ pub struct ProposedCall<'a> {
     pub mode: Mode,
     /// Where the hook says what is not a decision.
     pub asides: &'a Asides,
+    /// The subagent making the call (hooks are told its id and type).
+    pub agent: Option<&'a crate::subagents::Delegate>,
 }
 
 /// Why a hook could not decide.
@@ -221,6 +223,8 @@ pub struct FinishedCall<'a> {
     pub mode: Mode,
     /// Where the hook says what is not a decision (notices, stopping).
     pub asides: &'a Asides,
+    /// The subagent that made the call.
+    pub agent: Option<&'a crate::subagents::Delegate>,
 }
 
 /// The future a post-execute hook returns.
@@ -286,6 +290,9 @@ pub struct Policy {
     pub mode: Mode,
     /// The session's sandbox, from the settings (`sandbox::settings`).
     pub sandbox: crate::sandbox::Sandbox,
+    /// For a subagent's calls: who it is (hooks are told) and the tools
+    /// its definition leaves it (a call of another is refused by candor).
+    pub agent: Option<Arc<crate::subagents::Delegate>>,
 }
 
 /// Who candor names as the decider for its own checks.
@@ -332,6 +339,13 @@ impl Settled {
     /// call; [`sandbox::confine`]).
     pub fn boundary(&self) -> Option<&crate::sandbox::Boundary> {
         self.boundary.as_ref()
+    }
+
+    /// Whether the call asks to leave the sandbox and only the person's
+    /// answer in a form may let it ([`sandbox::confine`]): it is never
+    /// asked through a permission request.
+    pub fn lifts_sandbox(&self) -> bool {
+        matches!(&self.disposition, Disposition::Ask { by, .. } if by == sandbox::SANDBOX)
     }
 
     /// What the hooks said besides their decisions, in the order they said it.
@@ -634,6 +648,22 @@ pub async fn settle(
     settled.effective = accepted.arguments;
     settled.input = Some(accepted.input);
     settled.spelled = accepted.spelled;
+    // A subagent calls only the tools its definition leaves it.
+    if let Some(agent) = &policy.agent {
+        let kind = settled
+            .input
+            .as_ref()
+            .and_then(ToolInput::delegation)
+            .map(|a| a.subagent_type.as_str());
+        if let Some(reason) = agent.tools.refuses(name, kind) {
+            settled.disposition = Disposition::Deny {
+                by: format!("subagent:{}", agent.agent_type),
+                reason,
+            };
+            settled.digest = digest(&digest_name, &settled.effective);
+            return settled;
+        }
+    }
     let asides = Asides::default();
     let verdict = fold_hooks(&mut settled, policy, cwd, &asides).await;
     settled.asides = asides.take();
@@ -734,6 +764,7 @@ async fn fold_hooks(
             cwd,
             mode: policy.mode,
             asides,
+            agent: policy.agent.as_deref(),
         };
         if !hook.applies_to(&call) {
             continue;

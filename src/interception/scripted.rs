@@ -109,6 +109,7 @@ impl PolicyFile {
             mode: self.mode.unwrap_or_default(),
             event_hooks: Vec::new(),
             sandbox: crate::sandbox::Sandbox::default(),
+            agent: None,
         })
     }
 }
@@ -352,6 +353,7 @@ mod tests {
             cwd: Path::new("/p"),
             mode: Mode::Default,
             asides: Box::leak(Box::default()),
+            agent: None,
         }
     }
 

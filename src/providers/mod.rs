@@ -397,6 +397,14 @@ impl Provider {
         }
     }
 
+    /// Makes this provider a subagent's (the scripted model plays the
+    /// script of its type and prompt; a real model needs nothing).
+    pub fn for_subagent(&mut self, agent_type: &str, prompt: &str) {
+        if let Provider::Scripted(p) = self {
+            p.for_subagent(agent_type, prompt);
+        }
+    }
+
     /// The provider's own web search, where it has one (named for people):
     /// Anthropic's server tool, the Responses API's `web_search`.
     pub fn web_search(&self) -> Option<&'static str> {

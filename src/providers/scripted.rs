@@ -39,6 +39,23 @@ pub struct Script {
     /// How hook rewrites are told to this model (default `note`).
     #[serde(default)]
     pub rewrite_strategy: RewriteStrategy,
+    /// The scripts subagents play: the first whose `type` (and `prompt`,
+    /// when given) fits a subagent is its script.
+    #[serde(default)]
+    pub subagents: Vec<SubagentScript>,
+}
+
+/// The script of the subagents it fits.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SubagentScript {
+    /// The subagent type (`Explore`, a definition's name).
+    #[serde(rename = "type")]
+    pub agent_type: String,
+    /// Text the subagent's prompt must contain.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    pub responses: Vec<Response>,
 }
 
 /// One model response.
@@ -134,6 +151,19 @@ impl ScriptedProvider {
 
     pub fn rewrite_strategy(&self) -> RewriteStrategy {
         self.script.rewrite_strategy
+    }
+
+    /// This model as a subagent of type `agent_type` given `prompt` plays:
+    /// the first subagent script that fits, from its start (none fits: a
+    /// script with no response, which says so).
+    pub fn for_subagent(&mut self, agent_type: &str, prompt: &str) {
+        let fits = self.script.subagents.iter().find(|s| {
+            s.agent_type == agent_type && s.prompt.as_deref().is_none_or(|p| prompt.contains(p))
+        });
+        self.script.responses = fits.map(|s| s.responses.clone()).unwrap_or_default();
+        self.script.subagents = Vec::new();
+        self.next = 0;
+        self.calls = 0;
     }
 
     /// Goes on where a stored session stopped: `requests` responses were

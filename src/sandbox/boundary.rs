@@ -26,6 +26,24 @@ pub enum Preset {
     FullAccess,
 }
 
+impl Preset {
+    pub const ALL: [Preset; 3] = [Preset::ReadOnly, Preset::WorkspaceWrite, Preset::FullAccess];
+
+    /// Its name in settings and records (`read-only`, `workspace-write`,
+    /// `full-access`).
+    pub fn id(self) -> &'static str {
+        match self {
+            Preset::ReadOnly => "read-only",
+            Preset::WorkspaceWrite => "workspace-write",
+            Preset::FullAccess => "full-access",
+        }
+    }
+
+    pub fn from_id(id: &str) -> Option<Preset> {
+        Preset::ALL.into_iter().find(|p| p.id() == id)
+    }
+}
+
 /// Where a command may connect.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "mode")]

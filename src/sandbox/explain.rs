@@ -76,13 +76,27 @@ fn refused_paths(output: &str) -> Vec<String> {
     found
 }
 
+/// `path` made absolute, `.` and `..` taken away (so `../x` is not inside
+/// the root it was written from).
 fn absolute(cwd: &Path, path: &str) -> PathBuf {
+    use std::path::Component;
     let p = Path::new(path);
-    if p.is_absolute() {
+    let joined = if p.is_absolute() {
         p.to_owned()
     } else {
         cwd.join(p)
+    };
+    let mut plain = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            Component::ParentDir => {
+                plain.pop();
+            }
+            Component::CurDir => {}
+            other => plain.push(other),
+        }
     }
+    plain
 }
 
 /// Whether the user, outside the sandbox, could write `path` (or create
@@ -138,13 +152,19 @@ fn file_refusal(boundary: &Boundary, path: &Path) -> Option<String> {
 fn network_refusal(boundary: &Boundary, output: &str) -> Option<String> {
     static PROXY: OnceLock<Option<Regex>> = OnceLock::new();
     static HOST: OnceLock<Option<Regex>> = OnceLock::new();
-    let proxy = PROXY
-        .get_or_init(|| Regex::new(r"candor sandbox: network access to (\S+) is not allowed").ok());
+    let proxy = PROXY.get_or_init(|| {
+        Regex::new(r"candor sandbox: network access to (\S+) is not allowed(?: \(([^)\n]*)\))?")
+            .ok()
+    });
     if let Some(caps) = proxy.as_ref().and_then(|r| r.captures(output))
         && let Some(host) = caps.get(1)
     {
+        let why = caps
+            .get(2)
+            .map(|w| format!(" ({})", w.as_str()))
+            .unwrap_or_default();
         return Some(format!(
-            "the sandbox's network allowlist refused {}; {WEB}; or ask the user to allow the domain, or {ASK}",
+            "the sandbox's network allowlist refused {}{why}; {WEB}; or ask the user to allow the domain, or {ASK}",
             host.as_str()
         ));
     }
@@ -259,6 +279,15 @@ mod tests {
         );
         assert!(
             line.contains("is read-only in the sandbox (a protected path)"),
+            "{line}"
+        );
+        // `..` leads out of the root it was written from.
+        let line = explain(&b, &root, "bash: line 1: ../outside/y: Permission denied").unwrap();
+        assert!(
+            line.starts_with(&format!(
+                "the sandbox refused a write to {}: outside the writable roots",
+                dir.path().join("outside/y").display()
+            )),
             "{line}"
         );
     }

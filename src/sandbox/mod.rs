@@ -15,8 +15,10 @@
 //!   command as its child in a PID namespace, and dies with candor
 //!   (`lifeline`). Setup that fails runs nothing, and says so on the
 //!   lifeline.
-//! - The network allowlist is a proxy candor runs (`proxy`), reached from
-//!   inside only through the forwarder (`forwarder`).
+//! - The network allowlist is a proxy candor runs (`proxy`: the session's
+//!   grants and one door a command, whose judge is the user asked on the
+//!   command's card), reached from inside only through the forwarder
+//!   (`forwarder`).
 //! - [`explain()`] tells the model when a failure was the sandbox's doing.
 //!
 //! This module imports nothing of candor's but `sync`; `tools::exec` and
@@ -41,5 +43,7 @@ pub use explain::explain;
 pub use launch::{Launch, MESSAGE_PREFIX, SETUP_FAILED, SUBCOMMAND};
 pub use lifeline::{Lifeline, Report, Setup, Watch};
 pub use probe::Probe;
-pub use proxy::{Allowlist, DecidedBy, Decision, Judge, Proxy, ProxyConfig, RefuseUnlisted};
+pub use proxy::{
+    Allowlist, Answer, DecidedBy, Decision, Grants, Judge, Proxy, ProxyConfig, RefuseUnlisted,
+};
 pub use settings::{Layer, Sandbox};

@@ -1,12 +1,17 @@
-//! The network allowlist's proxy, run by candor outside every sandbox: a
-//! unix socket per session that the sandboxes' forwarders
-//! (`sandbox::forwarder`) lead to, speaking HTTP `CONNECT` (for TLS and
-//! anything tunnelled) and plain-HTTP forwarding (absolute-form request,
-//! one per connection). A host is let through when an allowlist rule
-//! names it (`example.com`, or `*.example.com` for its subdomains), or when
-//! the [`Judge`] (the later task: the user, asked on the call's card)
-//! allows it within its time; its answer is remembered for the proxy's
-//! life. Every decision is reported ([`Decision`]) for the record.
+//! The network allowlist's proxy, run by candor outside every sandbox and
+//! reached from inside only through the sandbox's forwarder
+//! (`sandbox::forwarder`), speaking HTTP `CONNECT` (for TLS and anything
+//! tunnelled) and plain-HTTP forwarding (absolute-form request, one per
+//! connection). A session's proxy is its [`Grants`] (the hosts the user
+//! allowed for the rest of the session) and one door per confined
+//! command, a [`Proxy`]: a unix socket with that command's allowlist (the
+//! domains its boundary names) and its [`Judge`] (the user, asked on the
+//! command's card). A host is let through when an allowlist rule names it
+//! (`example.com`, or `*.example.com` for its subdomains), when the user
+//! allowed it for the session, or when the judge allows it within its
+//! time; the command's answers are remembered for its life, and a command
+//! asks about a few hosts at most. Every decision is reported
+//! ([`Decision`]) for the record.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -18,7 +23,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::Semaphore;
 
 /// The longest request head read.
 const MAX_HEAD: usize = 16 * 1024;
@@ -64,14 +69,26 @@ impl Allowlist {
 
 /// One spelling of a host (an address's too): `web::address::host_key`,
 /// the one reading of a host in candor.
-fn normalize(host: &str) -> String {
+pub fn normalize(host: &str) -> String {
     crate::web::address::host_key(host)
+}
+
+/// What the judge says of a host no rule names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// For this command.
+    Allow,
+    /// For this command and every later one of the session.
+    AllowAlways,
+    Refuse,
+    /// The user was asked and did not answer (in time, or at all).
+    Unanswered,
 }
 
 /// Decides a host no rule names. The proxy waits for it at most its
 /// `judge_wait`; no answer is a refusal.
 pub trait Judge: Send + Sync {
-    fn judge(&self, host: &str, port: u16) -> Pin<Box<dyn Future<Output = bool> + Send + '_>>;
+    fn judge(&self, host: &str, port: u16) -> Pin<Box<dyn Future<Output = Answer> + Send + '_>>;
 }
 
 /// A judge that refuses every host it is asked about.
@@ -79,8 +96,30 @@ pub trait Judge: Send + Sync {
 pub struct RefuseUnlisted;
 
 impl Judge for RefuseUnlisted {
-    fn judge(&self, _host: &str, _port: u16) -> Pin<Box<dyn Future<Output = bool> + Send + '_>> {
-        Box::pin(async { false })
+    fn judge(&self, _host: &str, _port: u16) -> Pin<Box<dyn Future<Output = Answer> + Send + '_>> {
+        Box::pin(async { Answer::Refuse })
+    }
+}
+
+/// The hosts the user allowed for the rest of the session: every door of
+/// the session's proxy lets them through (cheap to clone).
+#[derive(Debug, Clone, Default)]
+pub struct Grants(Arc<Mutex<Vec<String>>>);
+
+impl Grants {
+    /// Whether `host` was allowed for the session.
+    pub fn allow(&self, host: &str) -> bool {
+        let host = normalize(host);
+        crate::sync::lock(&self.0).contains(&host)
+    }
+
+    /// Allows `host` for the rest of the session.
+    pub fn add(&self, host: &str) {
+        let host = normalize(host);
+        let mut hosts = crate::sync::lock(&self.0);
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
     }
 }
 
@@ -90,12 +129,16 @@ impl Judge for RefuseUnlisted {
 pub enum DecidedBy {
     /// An allowlist rule.
     Rule { rule: String },
+    /// The user allowed the host for the session, earlier.
+    Grant,
     /// The judge, now.
     Judge,
-    /// The judge's earlier answer for the host.
+    /// The judge's earlier answer for the host, in this command.
     Remembered,
     /// The judge gave no answer in time.
     NoAnswer,
+    /// The command asked about too many hosts: refused unasked.
+    Limit,
 }
 
 /// One decision, for the record.
@@ -109,20 +152,34 @@ pub struct Decision {
     pub by: DecidedBy,
 }
 
-/// What a proxy works with.
+/// Where a door's decisions are reported.
+pub type Report = Arc<dyn Fn(Decision) + Send + Sync>;
+
+/// What one door of the proxy works with.
 pub struct ProxyConfig {
+    /// The command's allowlist (its boundary's domains).
     pub allowlist: Allowlist,
+    /// The session's grants, shared by its doors.
+    pub grants: Grants,
     pub judge: Arc<dyn Judge>,
     pub judge_wait: Duration,
-    pub decisions: mpsc::UnboundedSender<Decision>,
+    /// The most hosts the judge is asked about for this command; past
+    /// them, an unlisted host is refused unasked.
+    pub max_asks: usize,
+    pub decisions: Report,
 }
 
 struct Shared {
     config: ProxyConfig,
+    /// The judge's answers for this command, by host.
     answers: Mutex<HashMap<String, bool>>,
+    /// One question at a time (a second connection to the same host waits
+    /// for the first's answer).
+    asking: tokio::sync::Mutex<usize>,
 }
 
-/// A running proxy; dropping it stops it and removes its socket.
+/// One door of a session's proxy, for one command; dropping it stops it
+/// and removes its socket.
 #[derive(Debug)]
 pub struct Proxy {
     path: PathBuf,
@@ -144,6 +201,7 @@ impl Proxy {
         let shared = Arc::new(Shared {
             config,
             answers: Mutex::new(HashMap::new()),
+            asking: tokio::sync::Mutex::new(0),
         });
         let task = tokio::spawn(async move {
             let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
@@ -190,10 +248,17 @@ async fn serve(mut client: UnixStream, shared: &Shared) {
         Ok(Err(why)) => return answer(&mut client, "400 Bad Request", &why).await,
         Err(_) => return,
     };
-    let allowed = decide(shared, &request.host, request.port).await;
+    let (allowed, by) = decide(shared, &request.host, request.port).await;
     if !allowed {
+        let why = match by {
+            DecidedBy::Judge => "the user refused it when asked",
+            DecidedBy::Remembered => "the user refused it, or did not answer, when asked",
+            DecidedBy::NoAnswer => "the user was asked and did not answer in time",
+            DecidedBy::Limit => "this command asked about too many hosts",
+            DecidedBy::Rule { .. } | DecidedBy::Grant => "no allowlist rule names it",
+        };
         let why = format!(
-            "candor sandbox: network access to {} is not allowed\n",
+            "candor sandbox: network access to {} is not allowed ({why})\n",
             request.host
         );
         return answer(&mut client, "403 Forbidden", &why).await;
@@ -228,37 +293,64 @@ async fn serve(mut client: UnixStream, shared: &Shared) {
     let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
 }
 
-/// Allowlist, remembered answer, then the judge (bounded); reported.
-async fn decide(shared: &Shared, host: &str, port: u16) -> bool {
+/// The allowlist, this command's earlier answer, the session's grants,
+/// then the judge (one question at a time, bounded in time and in number);
+/// reported.
+async fn decide(shared: &Shared, host: &str, port: u16) -> (bool, DecidedBy) {
     let config = &shared.config;
-    let remembered = crate::sync::lock(&shared.answers)
-        .get(&normalize(host))
-        .copied();
-    let (allowed, by) = if let Some(rule) = config.allowlist.allows(host) {
-        (
-            true,
-            DecidedBy::Rule {
-                rule: rule.to_owned(),
-            },
-        )
-    } else if let Some(answer) = remembered {
-        (answer, DecidedBy::Remembered)
-    } else {
-        match tokio::time::timeout(config.judge_wait, config.judge.judge(host, port)).await {
-            Ok(answer) => {
-                crate::sync::lock(&shared.answers).insert(normalize(host), answer);
-                (answer, DecidedBy::Judge)
+    let key = normalize(host);
+    let known = || -> Option<(bool, DecidedBy)> {
+        if let Some(rule) = config.allowlist.allows(host) {
+            return Some((
+                true,
+                DecidedBy::Rule {
+                    rule: rule.to_owned(),
+                },
+            ));
+        }
+        if let Some(answer) = crate::sync::lock(&shared.answers).get(&key).copied() {
+            return Some((answer, DecidedBy::Remembered));
+        }
+        config
+            .grants
+            .allow(host)
+            .then_some((true, DecidedBy::Grant))
+    };
+    let (allowed, by) = match known() {
+        Some(decided) => decided,
+        None => {
+            let mut asked = shared.asking.lock().await;
+            // Decided while this connection waited its turn?
+            match known() {
+                Some(decided) => decided,
+                None if *asked >= config.max_asks => (false, DecidedBy::Limit),
+                None => {
+                    *asked += 1;
+                    let judged =
+                        tokio::time::timeout(config.judge_wait, config.judge.judge(host, port))
+                            .await;
+                    let (allowed, by) = match judged {
+                        Ok(Answer::Allow) => (true, DecidedBy::Judge),
+                        Ok(Answer::AllowAlways) => {
+                            config.grants.add(host);
+                            (true, DecidedBy::Judge)
+                        }
+                        Ok(Answer::Refuse) => (false, DecidedBy::Judge),
+                        Ok(Answer::Unanswered) | Err(_) => (false, DecidedBy::NoAnswer),
+                    };
+                    crate::sync::lock(&shared.answers).insert(key.clone(), allowed);
+                    (allowed, by)
+                }
             }
-            Err(_) => (false, DecidedBy::NoAnswer),
         }
     };
-    let _ = config.decisions.send(Decision {
-        host: normalize(host),
+    (config.decisions)(Decision {
+        host: key,
         port,
         allowed,
-        by,
+        by: by.clone(),
     });
-    allowed
+    (allowed, by)
 }
 
 async fn answer(client: &mut UnixStream, status: &str, body: &str) {
@@ -358,7 +450,10 @@ fn split_authority(authority: &str, default: Option<u16>) -> Result<(String, u16
         (None, Some(d)) => d,
         (None, None) => return Err(bad()),
     };
-    if host.is_empty() || host.len() > 253 {
+    // A host name or an address: nothing else reaches a decision, a
+    // record or a question to the user.
+    let fits = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | ':');
+    if host.is_empty() || host.len() > 253 || !host.chars().all(fits) {
         return Err(bad());
     }
     Ok((host.to_owned(), port))
@@ -403,5 +498,9 @@ mod tests {
         assert!(parse_head("GET /local HTTP/1.1", Vec::new()).is_err());
         assert!(parse_head("CONNECT example.com HTTP/1.1", Vec::new()).is_err());
         assert!(parse_head("nonsense", Vec::new()).is_err());
+        // Only a host name or an address is ever asked about or recorded.
+        assert!(parse_head("CONNECT ev\u{202e}il.com:443 HTTP/1.1", Vec::new()).is_err());
+        assert!(parse_head("CONNECT a\tb:443 HTTP/1.1", Vec::new()).is_err());
+        assert!(parse_head("GET http://x%0a.com/ HTTP/1.1", Vec::new()).is_err());
     }
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
-    PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
 };
 
 use super::boundary::{Boundary, LandlockRules, Network, Preset};
@@ -141,6 +141,30 @@ pub fn write_paths(boundary: &Boundary) -> Vec<PathBuf> {
         .collect()
 }
 
+/// A writable root opened for its rule, where the boundary names it: a
+/// path that now passes through a symbolic link is refused, not followed.
+/// The roots were taken where their links led when the session took them
+/// (`tools::confined::Confiner::workdir`, `Sandbox::pin_roots` when the
+/// policy is built, the additional directories), so a link on the way now is one put there
+/// since: a command that renamed a root inside another root and left a
+/// link to anywhere in its place would otherwise have the next boundary
+/// set up where the link leads, writable while the card names the root.
+/// `openat2`'s `RESOLVE_NO_SYMLINKS` decides in the kernel, in one step,
+/// so no swap can come between a check and the open.
+fn open_root(path: &Path) -> Result<std::os::fd::OwnedFd, String> {
+    use nix::fcntl::{AT_FDCWD, OFlag, OpenHow, ResolveFlag, openat2};
+    let how = OpenHow::new()
+        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
+    openat2(AT_FDCWD, path, how).map_err(|e| match e {
+        nix::errno::Errno::ELOOP => format!(
+            "the writable root {} now passes through a symbolic link that was not there when the session took it (a command may have put a link in place of a directory): the sandbox is not set up where it leads, and the command does not run",
+            path.display()
+        ),
+        e => format!("the writable root {} cannot be opened: {e}", path.display()),
+    })
+}
+
 /// Restricts the calling thread (and what it starts) to `rules`, written
 /// for `boundary`. `proxy_port` is the forwarder's port (the only TCP
 /// connection allowed when an allowlist is on), `proxy_socket` the
@@ -172,10 +196,24 @@ pub fn apply(
         ruleset = ruleset.scope(scoped).map_err(|e| fail("scopes", &e))?;
     }
     let mut created = ruleset.create().map_err(|e| fail("create", &e))?;
-    let mut grant = |path: &Path, access: BitFlags<AccessFs>| -> Result<(), String> {
-        let fd = PathFd::new(path).map_err(|e| fail(&path.display().to_string(), &e))?;
+    // A writable root is opened as the boundary names it (`open_root`);
+    // the rest as any path is.
+    let mut grant = |path: &Path, access: BitFlags<AccessFs>, root: bool| -> Result<(), String> {
+        let fd = if root {
+            open_root(path)?
+        } else {
+            nix::fcntl::open(
+                path,
+                nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_CLOEXEC,
+                nix::sys::stat::Mode::empty(),
+            )
+            .map_err(|e| fail(&path.display().to_string(), &e))?
+        };
         // A file takes only the rights a file can have.
-        let access = if path.is_dir() {
+        let is_dir = nix::sys::stat::fstat(&fd)
+            .map(|st| st.st_mode & nix::libc::S_IFMT == nix::libc::S_IFDIR)
+            .unwrap_or(false);
+        let access = if is_dir {
             access
         } else {
             access & AccessFs::from_file(abi)
@@ -190,21 +228,21 @@ pub fn apply(
     if boundary.allow_unix_sockets && abi >= ABI::V9 {
         everywhere |= AccessFs::ResolveUnix;
     }
-    grant(Path::new("/"), everywhere)?;
+    grant(Path::new("/"), everywhere, false)?;
     for path in write_paths(boundary) {
-        grant(&path, writable(abi))?;
+        grant(&path, writable(abi), true)?;
     }
     for dev in DEVICES.iter().map(Path::new).filter(|p| p.exists()) {
-        grant(dev, device(abi, dev.is_dir()))?;
+        grant(dev, device(abi, dev.is_dir()), false)?;
     }
     if private_shm {
-        grant(Path::new("/dev/shm"), writable(abi))?;
+        grant(Path::new("/dev/shm"), writable(abi), false)?;
     }
     if let Some(socket) = proxy_socket
         && abi >= ABI::V9
         && !boundary.allow_unix_sockets
     {
-        grant(socket, AccessFs::ResolveUnix.into())?;
+        grant(socket, AccessFs::ResolveUnix.into(), false)?;
     }
     let mut created = created;
     if let Some(port) = proxy_port

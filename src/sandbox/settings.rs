@@ -21,6 +21,23 @@ pub enum NetworkMode {
     On,
 }
 
+impl NetworkMode {
+    pub const ALL: [NetworkMode; 3] = [NetworkMode::Off, NetworkMode::Allowlist, NetworkMode::On];
+
+    /// Its name in settings and records (`off`, `allowlist`, `on`).
+    pub fn id(self) -> &'static str {
+        match self {
+            NetworkMode::Off => "off",
+            NetworkMode::Allowlist => "allowlist",
+            NetworkMode::On => "on",
+        }
+    }
+
+    pub fn from_id(id: &str) -> Option<NetworkMode> {
+        NetworkMode::ALL.into_iter().find(|n| n.id() == id)
+    }
+}
+
 /// What one settings file says about the sandbox (every field optional:
 /// only what it sets counts).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -384,6 +401,18 @@ impl Sandbox {
         self.reads_not_held.extend(not_held);
     }
 
+    /// Takes each writable root where its links lead now (one that does not
+    /// exist yet stays as written): a boundary names roots without links,
+    /// and the launcher refuses one that passes through a link later
+    /// (`ruleset`), which only a command can have put there.
+    pub fn pin_roots(&mut self) {
+        for root in &mut self.writable_roots {
+            if let Ok(real) = std::fs::canonicalize(&*root) {
+                *root = real;
+            }
+        }
+    }
+
     /// The boundary a command of this session runs in, as this kernel can
     /// hold it: writable roots the session's directory and the configured
     /// roots, `tmpdir` its `TMPDIR`.
@@ -397,10 +426,13 @@ impl Sandbox {
         let mut roots = vec![cwd.to_owned()];
         roots.extend(self.writable_roots.iter().cloned());
         roots.dedup();
-        // The allowlist's proxy is not yet started for a session: an
-        // allowlist holds as no network, and says so.
+        // An allowlist is held by the session's proxy (a door a command),
+        // which asks the user about any other host.
         let network = match self.network {
-            NetworkMode::Off | NetworkMode::Allowlist => Network::Off,
+            NetworkMode::Off => Network::Off,
+            NetworkMode::Allowlist => Network::Allowlist {
+                domains: self.allowed_domains.clone(),
+            },
             NetworkMode::On => Network::On,
         };
         let mut b = Boundary::new(
@@ -420,14 +452,6 @@ impl Sandbox {
                 .extend(self.reads_not_held.iter().map(|(_, long)| long.clone()));
             b.reads_not_held = self.reads_not_held.iter().map(|(s, _)| s.clone()).collect();
         }
-        if self.network == NetworkMode::Allowlist
-            && let Enforced::Confined(c) = &mut b.enforced
-        {
-            c.downgrades.push(format!(
-                "the network allowlist ({}) is not yet held by a proxy in a session: the network is off",
-                self.allowed_domains.join(", ")
-            ));
-        }
         if self.preset == Preset::FullAccess {
             b.enforced = Enforced::Unconfined {
                 reason: match &self.preset_by {
@@ -439,20 +463,32 @@ impl Sandbox {
         b
     }
 
-    /// The excluded command `command` starts with, if any (an entry's
-    /// words are the command's first words: `docker` covers `docker ps`,
-    /// `git push` covers `git push origin`; `docker:*` is read as
-    /// `docker`).
-    pub fn excluded(&self, command: &str) -> Option<&str> {
-        let words: Vec<&str> = command.split_whitespace().collect();
+    /// The excluded-commands entry that names the command whose words
+    /// (after quote removal, the name first) are `words`, if any: an
+    /// entry's words are the command's first words (`docker` covers
+    /// `docker ps`, `git push` covers `git push origin`; `docker:*` is
+    /// read as `docker`). The name is matched as written (`/usr/bin/docker`
+    /// is not `docker`, nor is `./docker`). Which commands of a line count
+    /// is `interception::sandbox`'s to say (every one it can run).
+    pub fn excluded<S: AsRef<str>>(&self, words: &[S]) -> Option<&str> {
         self.excluded_commands
             .iter()
             .map(String::as_str)
             .find(|entry| {
                 let entry = entry.trim_end_matches(":*").trim_end_matches(" *");
                 let want: Vec<&str> = entry.split_whitespace().collect();
-                !want.is_empty() && words.len() >= want.len() && words[..want.len()] == want[..]
+                !want.is_empty()
+                    && words.len() >= want.len()
+                    && words.iter().zip(&want).all(|(w, e)| w.as_ref() == *e)
             })
+    }
+
+    /// Allows `host` for the rest of the session (the user's "always" to a
+    /// command's question): later commands' allowlists name it.
+    pub fn grant_host(&mut self, host: &str) {
+        if !self.allowed_domains.iter().any(|d| d == host) {
+            self.allowed_domains.push(host.to_owned());
+        }
     }
 
     /// The preset and network as the user reads them ("workspace-write,
@@ -524,8 +560,9 @@ mod tests {
         assert_eq!(s.deny_write, vec![PathBuf::from("/p/locked")]);
         assert_eq!(s.deny_read, vec![PathBuf::from("/etc/secret")]);
         assert!(s.allow_local_binding);
-        assert_eq!(s.excluded("docker ps -a"), Some("docker"));
-        assert_eq!(s.excluded("dockerd"), None);
+        assert_eq!(s.excluded(&["docker", "ps", "-a"]), Some("docker"));
+        assert_eq!(s.excluded(&["dockerd"]), None);
+        assert_eq!(s.excluded(&["/usr/bin/docker", "ps"]), None);
         let off = claude(false, json!({"enabled": false}));
         let (s, _) = Sandbox::resolve(&[off], false);
         assert_eq!(s.preset, Preset::FullAccess);

@@ -60,6 +60,8 @@ pub(crate) struct Place<'a> {
     pub(crate) roots: Vec<crate::event_log::AddedDirectory>,
     /// The client's system prompt, when it gave one.
     pub(crate) prompt: Option<crate::event_log::ClientPrompt>,
+    /// How many invisible characters were taken out of it.
+    pub(crate) prompt_hidden: usize,
 }
 
 /// Opens a session (a new log with its `session/started`, or a stored one
@@ -73,9 +75,7 @@ pub(crate) fn start(
     client: &ClientCapabilities,
     hard_stop: CancellationToken,
 ) -> Result<Started, StartError> {
-    let Place {
-        cwd, mcp_servers, ..
-    } = place;
+    let (cwd, mcp_servers) = (place.cwd, place.mcp_servers);
     let id = match &origin {
         Origin::New => uuid::Uuid::new_v4().to_string(),
         Origin::Stored { id, .. } => id.clone(),
@@ -95,6 +95,7 @@ pub(crate) fn start(
     // The additional directories are the project too, for every rule.
     policy.rules.roots = crate::roots::real(&place.roots);
     let mut start_notices = built.notices;
+    let (built_agents, family) = (built.agents, family(config, client));
     let (mut log, stored, damaged) = open_log(config, &id, &log_path, origin, &mut start_notices)?;
     let mcp = start_mcp(
         mcp_servers,
@@ -113,13 +114,15 @@ pub(crate) fn start(
         policy: &mut policy,
         cwd: &cwd,
         notices: &mut start_notices,
+        subagents: family.native,
+        notices_taken: family.notices,
     };
     let grants = match stored {
         None => beginning.start(&id)?,
         Some(replay) => beginning.restore(replay)?,
     };
     let records = committer.records();
-    let asked = (place.roots, place.prompt);
+    let asked = (place.roots, place.prompt, place.prompt_hidden);
     let gathering = (damaged.is_none())
         .then(|| environment(config, &cwd, &policy, records, asked, &mut start_notices))
         .flatten();
@@ -127,7 +130,7 @@ pub(crate) fn start(
     let (inbox, commands) = mpsc::channel(8);
     let link = client_link(outgoing, &id, client, config);
     let shells = Shells::default();
-    let view = view_of(&provider, policy.mode);
+    let (view, shared_view) = options(&mut committer, &provider, &policy);
     let (changes, settings) = settings::Inbox::new();
     let gate = Gate {
         session_id: id.clone(),
@@ -143,7 +146,10 @@ pub(crate) fn start(
         mcp,
         user_commands: Vec::new(),
         trust,
-        confiner: crate::tools::confined::Confiner::new(config.launcher.clone()),
+        confiner: crate::tools::confined::Confiner::new(config.launcher.clone(), &cwd),
+        view: shared_view.clone(),
+        agents: Arc::new(built_agents),
+        family,
     };
     gate.confiner.probe_soon(&gate.policy.sandbox);
     let handle = SessionHandle::new(
@@ -152,19 +158,12 @@ pub(crate) fn start(
         inbox,
         hard_stop.clone(),
         shells,
-        view.clone(),
+        shared_view,
         changes,
-    );
+    )
+    .with_subagents(gate.family.running.clone());
     tracing::info!(session = %id, provider = provider.name(), log = %handle.log_path().display(), "session started");
-    let (opened, opened_rx) = oneshot::channel();
-    let opening = Opening {
-        opened: opened_rx,
-        notices: start_notices,
-        context,
-        damaged,
-        gathering,
-        source,
-    };
+    let (opened, opening) = Opening::new(start_notices, context, damaged, gathering, source);
     let task = tokio::spawn(run(
         Actor {
             committer,
@@ -185,15 +184,44 @@ pub(crate) fn start(
     })
 }
 
-/// The session's settings as the client is told them.
-fn view_of(provider: &Provider, mode: crate::mode::Mode) -> settings::View {
-    settings::View {
+/// The session's subagent limits, and what the client takes of them.
+fn family(config: &Config, client: &ClientCapabilities) -> super::context::Family {
+    let notices = client.session.as_ref().is_some_and(|s| s.notices.is_some());
+    super::context::Family::root(
+        config.subagents_parallel(),
+        config.subagents_live(),
+        client.subagents.is_some(),
+        notices,
+    )
+}
+
+/// The session's config options as they start (its mode, model, effort,
+/// and sandbox, the user's choices in a stored log included), shared by
+/// the dispatcher's handle and the actor; the committer tells the client
+/// when a record changes them (`Committer::follow_options`).
+fn options(
+    committer: &mut Committer,
+    provider: &Provider,
+    policy: &crate::interception::Policy,
+) -> (settings::View, Arc<std::sync::Mutex<settings::View>>) {
+    let sandbox = super::sandbox::effective(&policy.sandbox, committer.records());
+    let view = settings::View {
         model: provider.model().map(str::to_owned),
         model_choices: provider.model_choices(),
-        mode,
+        mode: policy.mode,
         effort: provider.effort(),
         effort_source: provider.effort_source(),
-    }
+        sandbox: Some((sandbox.preset, sandbox.network)),
+    };
+    let shared = Arc::new(std::sync::Mutex::new(view.clone()));
+    committer.follow_options(super::commit::Options {
+        current: Box::new({
+            let view = shared.clone();
+            move || crate::sync::lock(&view).config_options()
+        }),
+        sent: view.config_options(),
+    });
+    (view, shared)
 }
 
 /// The session's presenter, for what the client declared it takes
@@ -204,6 +232,7 @@ fn presenter(client: &ClientCapabilities, cwd: &std::path::Path, stored: bool) -
     Presenter::new(cwd.to_owned(), mode)
         .with_notices(session.is_some_and(|s| s.notices.is_some()))
         .with_compaction(session.is_some_and(|s| s.compaction.is_some()))
+        .with_subagents(client.subagents.is_some())
 }
 
 /// The way to the editor, as far as the client offered it.
@@ -367,6 +396,10 @@ struct Beginning<'a> {
     policy: &'a mut crate::interception::Policy,
     cwd: &'a std::path::Path,
     notices: &'a mut Vec<(NoticeLevel, String)>,
+    /// The client takes subagent sessions (their logs are replayed too).
+    subagents: bool,
+    /// The client takes `notice` updates.
+    notices_taken: bool,
 }
 
 impl Beginning<'_> {
@@ -380,6 +413,7 @@ impl Beginning<'_> {
             provider: self.provider.name().to_owned(),
             model: self.provider.model().map(str::to_owned),
             context_window: self.provider.context_window(),
+            parent: None,
         })?;
         Ok(Vec::new())
     }
@@ -416,7 +450,23 @@ impl Beginning<'_> {
         );
         let grants = restore::grants(&restored.grants);
         self.provider.resume(self.committer.records());
-        self.committer.replay(replay);
+        // What a crash left open in its subagents' logs is closed first, so
+        // their replay shows it closed.
+        let dir = self
+            .committer
+            .log_path()
+            .parent()
+            .map(std::path::Path::to_owned);
+        if let Some(dir) = &dir {
+            let outbox = self.committer.outbox().clone();
+            restore::recover_subagents(self.committer.records(), dir, &outbox);
+        }
+        let (native, notices) = (self.subagents, self.notices_taken);
+        self.committer.replay_with(replay, |record, outbox| {
+            if native && let Some(dir) = &dir {
+                restore::replay_subagent(record, outbox, dir, notices);
+            }
+        });
         match restore::recover(self.committer) {
             Ok(0) => {}
             Ok(n) => {
@@ -446,6 +496,29 @@ struct Opening {
     gathering: Option<tokio::task::JoinHandle<crate::event_log::Environment>>,
     /// SessionStart's `source`: `startup`, or `resume` for a stored session.
     source: &'static str,
+}
+
+impl Opening {
+    /// What the actor does first, and the word to fire once the session's
+    /// response is queued.
+    fn new(
+        notices: Vec<(NoticeLevel, String)>,
+        context: Arc<SessionContext>,
+        damaged: Option<String>,
+        gathering: Option<tokio::task::JoinHandle<crate::event_log::Environment>>,
+        source: &'static str,
+    ) -> (oneshot::Sender<()>, Opening) {
+        let (opened, opened_rx) = oneshot::channel();
+        let opening = Opening {
+            opened: opened_rx,
+            notices,
+            context,
+            damaged,
+            gathering,
+            source,
+        };
+        (opened, opening)
+    }
 }
 
 /// How long the actor waits for its `session/new` response to be queued
@@ -625,6 +698,11 @@ impl Turns<'_> {
         file_problems: &mut Vec<String>,
     ) {
         loop {
+            // A title made while the previous turn ran is recorded before
+            // the next one starts (a turn running never waits for it).
+            if let Some(task) = self.titling.take_if(|t| t.is_finished()) {
+                record_title(self.committer, task.await);
+            }
             let next = match self.queue.next(self.committer) {
                 Ok(Some(next)) => next,
                 Ok(None) => return,
@@ -720,12 +798,21 @@ fn environment(
     cwd: &std::path::Path,
     policy: &crate::interception::Policy,
     records: &[crate::event_log::Record],
-    (roots, prompt): (
+    (roots, prompt, hidden): (
         Vec<crate::event_log::AddedDirectory>,
         Option<crate::event_log::ClientPrompt>,
+        usize,
     ),
     notices: &mut Vec<(NoticeLevel, String)>,
 ) -> Option<tokio::task::JoinHandle<crate::event_log::Environment>> {
+    if hidden > 0 {
+        notices.push((
+            NoticeLevel::Warning,
+            format!(
+                "The editor's system prompt for this session held {hidden} invisible characters (Unicode tag or bidirectional control characters, which the model would read and you would not see); they were removed."
+            ),
+        ));
+    }
     let Some(latest) = super::system::latest(records) else {
         let denies = crate::interception::policy::ReadDenies::of(&policy.rules);
         let mut sources = super::environment::Sources::new(config, cwd, denies);

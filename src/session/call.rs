@@ -17,16 +17,12 @@
 //! `tool/call` and `permission/resolved` are flushed to disk before
 //! anything runs. A cancel at any point finishes the call as `cancelled`.
 
-use agent_client_protocol_schema::v1::{
-    PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
-    SessionId,
-};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::commit::Committer;
 use super::context::{Gate, KILL_GRACE, TurnControl, TurnError};
-use crate::client::Failed;
+use super::permission::{Asked, ask_client};
 use crate::event_log::{
     Decision, Event, FileDiff, LogError, NoticeLevel, Outcome, PermissionChoice, PermissionOutcome,
     ResultContent, ResultStatus,
@@ -55,6 +51,20 @@ pub(crate) enum Next {
     },
 }
 
+/// How far [`settle_call`] took a call.
+#[derive(Debug)]
+pub(crate) enum Settles {
+    /// Finished without running (refused, cancelled): what the turn does.
+    Done(Next),
+    /// Approved, its `tool/call` (and answer) recorded: to run. `notes`:
+    /// what hooks said for its result; `next`: what they asked of the turn.
+    Approved {
+        call: Box<ApprovedCall>,
+        notes: Vec<HookNote>,
+        next: Next,
+    },
+}
+
 /// Settles, presents, (asks,) runs and finishes one tool call.
 pub(crate) async fn run_call(
     c: &mut Committer,
@@ -64,6 +74,29 @@ pub(crate) async fn run_call(
     input: &Value,
     control: &TurnControl,
 ) -> Result<Next, TurnError> {
+    match settle_call(c, gate, id, name, input, control).await? {
+        Settles::Done(next) => Ok(next),
+        Settles::Approved { call, notes, next } => {
+            let ran = execute(c, &call, gate, control, notes).await?;
+            Ok(match ran {
+                Next::Stop { .. } => ran,
+                Next::Continue => next,
+            })
+        }
+    }
+}
+
+/// Everything of a call before it runs: settled, recorded, asked about;
+/// an `Agent` call's child runs elsewhere (`super::subagent`), the others
+/// in [`run_call`].
+pub(crate) async fn settle_call(
+    c: &mut Committer,
+    gate: &mut Gate,
+    id: &str,
+    name: &str,
+    input: &Value,
+    control: &TurnControl,
+) -> Result<Settles, TurnError> {
     // A mode the client chose while this turn ran decides this call.
     gate.settings.apply(c, &mut gate.policy.mode, None)?;
     let mut settled = tokio::select! {
@@ -72,21 +105,12 @@ pub(crate) async fn run_call(
         ) => s,
         _ = control.cancel.cancelled() => {
             finish(c, id, ResultStatus::Cancelled, "cancelled by the user before it ran")?;
-            return Ok(Next::Continue);
+            return Ok(Settles::Done(Next::Continue));
         }
     };
     // A command's boundary is settled with its arguments.
     if settled.tool() == Some(crate::tools::Tool::Bash) {
-        let mut sandbox = super::sandbox::effective(&gate.policy.sandbox, c.records());
-        // The session's additional directories are writable as its
-        // directory is (in the presets that write).
-        sandbox
-            .writable_roots
-            .extend(gate.policy.rules.roots.iter().cloned());
-        for rule in &gate.policy.rules.deny {
-            let (paths, not_held) = rule.read_denied_paths();
-            sandbox.deny_reads(paths, not_held);
-        }
+        let sandbox = super::sandbox::for_calls(gate, c.records());
         // The kernel is asked once per process, and not at all with the
         // sandbox off.
         let probe = if sandbox.preset == crate::sandbox::Preset::FullAccess {
@@ -95,11 +119,20 @@ pub(crate) async fn run_call(
             gate.confiner.probe().await
         };
         let place = interception::sandbox::Place {
-            cwd: &control.cwd,
+            cwd: gate.confiner.workdir(),
             tmpdir: gate.confiner.tmpdir(),
             home: gate.config.user_home.as_deref(),
             probe,
             launcher: gate.confiner.launcher().is_some(),
+            // A subagent whose questions go to its parent's card does not
+            // ask in a form of its own.
+            forms: gate.client.elicit_form
+                && gate
+                    .family
+                    .place
+                    .as_ref()
+                    .and_then(|p| p.asked_on.as_ref())
+                    .is_none(),
         };
         interception::sandbox::confine(&mut settled, &sandbox, place);
     }
@@ -116,11 +149,13 @@ pub(crate) async fn run_call(
         }
     }
     say_asides(c, settled.asides().to_vec(), &mut notes, &mut next)?;
-    let outcome = settle_and_run(c, gate, &mut settled, control, notes).await?;
-    Ok(match outcome {
-        Next::Stop { .. } => outcome,
-        Next::Continue => next,
-    })
+    Ok(
+        match settle_and_record(c, gate, &mut settled, control, notes).await? {
+            Settles::Done(Next::Continue) => Settles::Done(next),
+            Settles::Approved { call, notes, .. } => Settles::Approved { call, notes, next },
+            done => done,
+        },
+    )
 }
 
 /// Commits what hooks said besides their decisions (see [`run_call`]).
@@ -155,14 +190,14 @@ fn say_asides(
     Ok(())
 }
 
-/// The rest of [`run_call`]: preview, record, ask, run, finish.
-async fn settle_and_run(
+/// The rest of [`settle_call`]: preview, record, ask.
+async fn settle_and_record(
     c: &mut Committer,
     gate: &mut Gate,
     settled: &mut Settled,
     control: &TurnControl,
     notes: Vec<HookNote>,
-) -> Result<Next, TurnError> {
+) -> Result<Settles, TurnError> {
     let id = settled.id().to_owned();
     let id = id.as_str();
     let cancelled = |c: &mut Committer, notes: Vec<HookNote>| {
@@ -173,7 +208,12 @@ async fn settle_and_run(
             "cancelled by the user before it ran",
             notes,
         )
-        .map(|()| Next::Continue)
+        .map(|()| Settles::Done(Next::Continue))
+    };
+    let approved = |call: ApprovedCall, notes: Vec<HookNote>| Settles::Approved {
+        call: Box::new(call),
+        notes,
+        next: Next::Continue,
     };
     // A file tool shows the change it would make before anyone is asked;
     // a change that cannot be made is refused here, without a prompt. A
@@ -197,7 +237,8 @@ async fn settle_and_run(
     }
     let record = tool_call_record(settled, preview.clone());
     let failed = |c: &mut Committer, text: &str, notes| {
-        finish_with(c, id, ResultStatus::Failed, text, notes).map(|()| Next::Continue)
+        finish_with(c, id, ResultStatus::Failed, text, notes)
+            .map(|()| Settles::Done(Next::Continue))
     };
     match settled.disposition().clone() {
         Disposition::Deny { by, reason } => {
@@ -208,14 +249,22 @@ async fn settle_and_run(
         Disposition::Run { .. } => {
             c.commit_durable(record).await?;
             match settled.approve() {
-                Some(call) => execute(c, &call, gate, control, notes).await,
+                Some(call) => Ok(approved(call, notes)),
                 None => failed(c, "candor could not approve this call", notes),
+            }
+        }
+        Disposition::Ask { .. } if settled.lifts_sandbox() => {
+            c.commit_durable(record).await?;
+            match super::permission::lift_by_form(c, gate, settled, &control.cancel).await? {
+                super::permission::Lifted::Yes(call) => Ok(approved(*call, notes)),
+                super::permission::Lifted::No(text) => failed(c, &text, notes),
+                super::permission::Lifted::Cancelled => cancelled(c, notes),
             }
         }
         Disposition::Ask { .. } => {
             c.commit_durable(record).await?;
             match ask(c, gate, settled, control, preview).await? {
-                Answer::Allowed(call) => execute(c, &call, gate, control, notes).await,
+                Answer::Allowed(call) => Ok(approved(*call, notes)),
                 Answer::Refused(text) => failed(c, &text, notes),
                 Answer::Cancelled => cancelled(c, notes),
             }
@@ -424,6 +473,15 @@ async fn ask_once(
             None,
         ));
     };
+    // A subagent of a client that does not take subagent sessions asks on
+    // its parent's card, naming itself, with its own call inside.
+    let (card, session) = match gate.family.place.as_ref().and_then(|p| p.asked_on.as_ref()) {
+        Some(on) => (
+            super::context::on_parent_card(card, on, c.session_id()),
+            on.session_id.clone(),
+        ),
+        None => (card, gate.session_id.clone()),
+    };
     let failed = |why: String| {
         (
             PermissionOutcome::Failed,
@@ -433,7 +491,10 @@ async fn ask_once(
     // The user may take a while: what arrives meanwhile is recorded.
     let asked = control
         .queue
-        .recording(c, ask_client(gate, card, &choices, &control.cancel))
+        .recording(
+            c,
+            ask_client(gate, &session, card, &choices, &control.cancel),
+        )
         .await?;
     let (outcome, reason) = match asked {
         Asked::Cancelled => (PermissionOutcome::Cancelled, None),
@@ -472,57 +533,19 @@ async fn ask_once(
     Ok((answer, granted))
 }
 
-/// How the client answered a permission request.
-#[derive(Debug)]
-pub(crate) enum Asked {
-    /// One of the options offered (its id).
-    Chose(String),
-    /// Cancelled while open (the prompt was cancelled).
-    Cancelled,
-    /// The client could not ask, dismissed it or answered what was not
-    /// offered: why.
-    Failed(String),
-}
-
-/// Sends `session/request_permission` for `card` with `choices`; the
-/// answer is one of them, or why not.
-pub(crate) async fn ask_client(
-    gate: &Gate,
-    card: agent_client_protocol_schema::v1::ToolCallUpdate,
-    choices: &[PermissionChoice],
-    cancel: &tokio_util::sync::CancellationToken,
-) -> Asked {
-    let options = choices
-        .iter()
-        .map(|o| {
-            let kind = match o.kind.as_str() {
-                "allow_always" => PermissionOptionKind::AllowAlways,
-                "reject_once" => PermissionOptionKind::RejectOnce,
-                "reject_always" => PermissionOptionKind::RejectAlways,
-                _ => PermissionOptionKind::AllowOnce,
-            };
-            PermissionOption::new(o.option_id.clone(), o.name.clone(), kind)
-        })
-        .collect();
-    let request =
-        RequestPermissionRequest::new(SessionId::new(gate.session_id.clone()), card, options);
-    match gate.client.request_permission(request, cancel).await {
-        Err(Failed::Cancelled) => Asked::Cancelled,
-        Err(error) => Asked::Failed(format!("the client could not ask the user ({error})")),
-        Ok(response) => match response.outcome {
-            RequestPermissionOutcome::Selected(selected) => {
-                let chosen = selected.option_id.0.as_ref();
-                if choices.iter().any(|o| o.option_id == chosen) {
-                    Asked::Chose(chosen.to_owned())
-                } else {
-                    Asked::Failed(format!(
-                        "the client chose an option candor did not offer ({chosen})"
-                    ))
-                }
-            }
-            _ if cancel.is_cancelled() => Asked::Cancelled,
-            _ => Asked::Failed("the permission request was dismissed".to_owned()),
-        },
+/// What a running tool told the session: a confined command's network
+/// (asked about, decided) goes to its [`super::network::Asks`]; the rest
+/// is recorded.
+fn tool_event(
+    c: &mut Committer,
+    id: &str,
+    e: ToolEvent,
+    asks: &mut super::network::Asks<'_>,
+) -> Result<(), LogError> {
+    match e {
+        ToolEvent::NetworkAsk { host, port, reply } => asks.ask(c, host, port, reply),
+        ToolEvent::Network(decision) => asks.decided(c, decision),
+        other => record_event(c, id, other),
     }
 }
 
@@ -530,6 +553,8 @@ pub(crate) async fn ask_client(
 /// content store first; the record names them by digest.
 fn record_event(c: &mut Committer, id: &str, e: ToolEvent) -> Result<(), LogError> {
     let event = match e {
+        // Taken by `tool_event`.
+        ToolEvent::NetworkAsk { .. } | ToolEvent::Network(_) => return Ok(()),
         ToolEvent::Output(chunk) => Event::ToolOutput {
             tool_call_id: id.to_owned(),
             text: chunk.text,
@@ -640,7 +665,7 @@ async fn execute(
     call: &ApprovedCall,
     gate: &Gate,
     control: &TurnControl,
-    mut hook_notes: Vec<HookNote>,
+    hook_notes: Vec<HookNote>,
 ) -> Result<Next, TurnError> {
     let id = call.id().to_owned();
     c.commit(Event::ToolStarted {
@@ -672,18 +697,41 @@ async fn execute(
     };
     let running = call.input().run(cx);
     tokio::pin!(running);
-    let output = loop {
+    // A confined command's questions about hosts (`session::network`).
+    let mut asks = super::network::Asks::new(&id, gate, &control.cancel);
+    let mut output = loop {
         tokio::select! {
             biased;
-            Some(e) = rx.recv() => record_event(c, &id, e)?,
+            Some(e) = rx.recv() => tool_event(c, &id, e, &mut asks)?,
+            answered = asks.next(), if !asks.is_empty() => asks.answered(c, answered)?,
             output = &mut running => break output,
             // A prompt or steering message sent while the tool runs.
             () = control.queue.arrived() => control.queue.record(c)?,
         }
     };
     while let Ok(e) = rx.try_recv() {
-        record_event(c, &id, e)?;
+        tool_event(c, &id, e, &mut asks)?;
     }
+    // The model is told of the hosts the sandbox refused.
+    for line in asks.finish(c, &output.text).await? {
+        if !output.text.is_empty() && !output.text.ends_with('\n') {
+            output.text.push('\n');
+        }
+        output.text.push_str(&line);
+    }
+    conclude(c, call, gate, control, hook_notes, output).await
+}
+
+/// The end of a run: the post-execute hooks' say, then `tool/result`.
+pub(crate) async fn conclude(
+    c: &mut Committer,
+    call: &ApprovedCall,
+    gate: &Gate,
+    control: &TurnControl,
+    mut hook_notes: Vec<HookNote>,
+    output: crate::tools::ToolOutput,
+) -> Result<Next, TurnError> {
+    let id = call.id().to_owned();
     let policy = &gate.policy;
     let asides = Asides::default();
     let finished = FinishedCall {
@@ -696,6 +744,7 @@ async fn execute(
         cwd: &control.cwd,
         mode: policy.mode,
         asides: &asides,
+        agent: policy.agent.as_deref(),
     };
     // A cancel does not wait for post-execute hooks.
     tokio::select! {

@@ -49,8 +49,8 @@ pub(crate) fn offered() -> Vec<OfferedCommand> {
         },
         OfferedCommand {
             name: "sandbox".into(),
-            description: "Show what commands run in (writable roots, network, what this kernel holds); `/sandbox off`, `on`, `read-only` or `network on|off` changes it for this session".into(),
-            hint: Some("[off|on|read-only|network on|network off]".into()),
+            description: "Show what commands run in (writable roots, network, what this kernel holds); `/sandbox off`, `on`, `read-only` or `network on|off|allowlist` changes it for this session".into(),
+            hint: Some("[off|on|read-only|network on|network off|network allowlist]".into()),
         },
         OfferedCommand {
             name: "audit".into(),
@@ -109,22 +109,12 @@ pub(crate) fn run(
             }
             out
         }
-        "doctor" => {
-            let session = match &gate.trust {
-                super::context::Trust::Trusted { by, offer, .. } => {
-                    Some((offer.digest.as_str(), by.as_str()))
-                }
-                _ => None,
-            };
-            // The session's own additional directories, as recorded.
-            let roots = super::system::latest(records)
-                .map(|e| e.additional_directories.clone())
-                .unwrap_or_default();
-            let report = crate::doctor::report_in(&gate.config, cwd, session, &roots);
-            format!("```text\n{}```\n", crate::doctor::render(&report))
-        }
         _ => {
-            let text = crate::audit::render(&crate::audit::timeline(records));
+            let mut entries = crate::audit::timeline(records);
+            if let Some(dir) = c.log_path().parent() {
+                crate::audit::with_subagents(&mut entries, dir);
+            }
+            let text = crate::audit::render(&entries);
             if text.trim().is_empty() {
                 "Nothing has happened in this session yet.".into()
             } else {
@@ -132,6 +122,31 @@ pub(crate) fn run(
             }
         }
     }
+}
+
+/// `/doctor`: the report for the session's directory, with what its
+/// commands run in (its sandbox, the user's `/sandbox` choices included)
+/// on this kernel (`kernel`).
+pub(crate) fn doctor(
+    gate: &Gate,
+    records: &[crate::event_log::Record],
+    cwd: &Path,
+    kernel: &crate::sandbox::Probe,
+) -> String {
+    let session = match &gate.trust {
+        super::context::Trust::Trusted { by, offer, .. } => {
+            Some((offer.digest.as_str(), by.as_str()))
+        }
+        _ => None,
+    };
+    // The session's own additional directories, as recorded.
+    let roots = super::system::latest(records)
+        .map(|e| e.additional_directories.clone())
+        .unwrap_or_default();
+    let sandbox = super::sandbox::for_calls(gate, records);
+    let report =
+        crate::doctor::report_in(&gate.config, cwd, session, &roots, kernel, Some(&sandbox));
+    format!("```text\n{}```\n", crate::doctor::render(&report))
 }
 
 /// `/mcp`: each server, where its entry came from, its state, its tools

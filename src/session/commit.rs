@@ -11,7 +11,7 @@
 //! holds a session's images all at once. Before a model request is derived,
 //! [`Committer::ensure_images`] loads the images it carries.
 
-use agent_client_protocol_schema::v1::{SessionId, SessionUpdate};
+use agent_client_protocol_schema::v1::{SessionConfigOption, SessionId, SessionUpdate};
 
 use crate::event_log::{Event, EventLog, LogError, Record};
 use crate::presentation::Presenter;
@@ -27,6 +27,42 @@ pub(crate) struct Committer {
     log: EventLog,
     presenter: Presenter,
     outbox: Outbox,
+    /// A subagent's log the client is not shown as a session of its own
+    /// (its parent's card shows its calls): records are appended and
+    /// presented (the presenter keeps its cards) but nothing is sent.
+    quiet: bool,
+    /// Told of every record appended (a subagent's, for its parent).
+    observer: Option<Observer>,
+    options: Option<Options>,
+}
+
+/// What is told of each record a [`Committer`] appends.
+pub(crate) struct Observer(Box<dyn FnMut(&Record) + Send>);
+
+impl Observer {
+    pub(crate) fn new(f: impl FnMut(&Record) + Send + 'static) -> Self {
+        Self(Box::new(f))
+    }
+}
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Observer")
+    }
+}
+
+/// The session's config options as the client was last told them, and
+/// where they now are (`session::settings::View`, which the dispatcher
+/// and the actor update before the record of a change is committed).
+pub(crate) struct Options {
+    pub(crate) current: Box<dyn Fn() -> Vec<SessionConfigOption> + Send + Sync>,
+    pub(crate) sent: Vec<SessionConfigOption>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options").field("sent", &self.sent).finish()
+    }
 }
 
 impl Committer {
@@ -41,7 +77,31 @@ impl Committer {
             log,
             presenter,
             outbox,
+            quiet: false,
+            observer: None,
+            options: None,
         }
+    }
+
+    /// A subagent's committer: `quiet` sends the client nothing (its
+    /// parent's card shows its calls); `observer` is told of each record.
+    pub(crate) fn for_subagent(mut self, quiet: bool, observer: Option<Observer>) -> Self {
+        self.quiet = quiet;
+        self.observer = observer;
+        self
+    }
+
+    /// The session's id.
+    pub(crate) fn session_id(&self) -> &str {
+        &self.session_id.0
+    }
+
+    /// From now on, a record that can change the session's sandbox options
+    /// (`config/changed` for `sandbox` or `network`, a command's answer,
+    /// `trust/granted`) is followed by a `config_option_update` when the
+    /// options are no longer those the client was last given.
+    pub(crate) fn follow_options(&mut self, options: Options) {
+        self.options = Some(options);
     }
 
     /// Appends `event` and sends what it means to the client.
@@ -51,11 +111,37 @@ impl Committer {
         Ok(())
     }
 
-    /// Shows the record just appended.
+    /// Shows the record just appended (and tells the observer of it).
     fn publish_last(&mut self) {
         if let Some(record) = self.log.records().last() {
+            if let Some(observer) = &mut self.observer {
+                (observer.0)(record);
+            }
             let shown = self.log.hydrate(record);
-            publish(&mut self.presenter, &self.outbox, &self.session_id, &shown);
+            let mut updates = self.presenter.apply(&shown);
+            let changes_options = matches!(
+                &record.event,
+                Event::ConfigChanged {
+                    config_id: crate::event_log::ConfigId::Sandbox
+                        | crate::event_log::ConfigId::Network,
+                    ..
+                } | Event::CommandRan { .. }
+                    | Event::TrustGranted { .. }
+            );
+            if changes_options && let Some(options) = self.options.as_mut() {
+                let now = (options.current)();
+                if now != options.sent {
+                    options.sent.clone_from(&now);
+                    updates.push(SessionUpdate::ConfigOptionUpdate(
+                        agent_client_protocol_schema::v1::ConfigOptionUpdate::new(now),
+                    ));
+                }
+            }
+            if !self.quiet {
+                for update in updates {
+                    send(&self.outbox, &self.session_id, update);
+                }
+            }
         }
     }
 
@@ -153,18 +239,36 @@ impl Committer {
         self.presenter.permission_card(id)
     }
 
+    /// What a question about a confined command's connection to `host`
+    /// shows (see [`Presenter::network_card`]).
+    pub(crate) fn network_card(
+        &self,
+        id: &str,
+        host: &str,
+        port: u16,
+    ) -> Option<agent_client_protocol_schema::v1::ToolCallUpdate> {
+        self.presenter.network_card(id, host, port)
+    }
+
     /// After a log failure: fail every open card so none spins forever.
     /// Runs the presenter over the records already in the log (a loaded
     /// session); with `send`, the client gets the updates (`session/load`),
     /// else they only rebuild the presenter's state (`session/resume`).
     /// The presenter goes live afterwards.
     pub(crate) fn replay(&mut self, send: bool) {
+        self.replay_with(send, |_, _| {});
+    }
+
+    /// [`replay`](Self::replay), calling `after` with each record once its
+    /// updates are sent (a subagent's session is replayed there).
+    pub(crate) fn replay_with(&mut self, send: bool, mut after: impl FnMut(&Record, &Outbox)) {
         for record in self.log.records() {
             let updates = self.presenter.apply(&self.log.hydrate(record));
             if send {
                 for update in updates {
                     self.send(update);
                 }
+                after(record, &self.outbox);
             }
         }
         self.presenter.set_mode(crate::presentation::Mode::Live);
@@ -184,22 +288,24 @@ impl Committer {
     }
 
     fn send(&self, update: SessionUpdate) {
-        send(&self.outbox, &self.session_id, update);
+        if !self.quiet {
+            send(&self.outbox, &self.session_id, update);
+        }
     }
 
     pub(crate) fn abandon_open_cards(&mut self, reason: &str) {
         for update in self.presenter.abandon(reason) {
-            send(&self.outbox, &self.session_id, update);
+            self.send(update);
         }
     }
-}
 
-fn publish(presenter: &mut Presenter, outbox: &Outbox, session_id: &SessionId, record: &Record) {
-    for update in presenter.apply(record) {
-        send(outbox, session_id, update);
+    /// The connection's output queue (a subagent's committer sends on it).
+    pub(crate) fn outbox(&self) -> &Outbox {
+        &self.outbox
     }
 }
 
-fn send(outbox: &Outbox, session_id: &SessionId, update: SessionUpdate) {
+/// Sends one update of session `session_id`.
+pub(crate) fn send(outbox: &Outbox, session_id: &SessionId, update: SessionUpdate) {
     crate::client::session_update(outbox, session_id, update);
 }

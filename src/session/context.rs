@@ -45,6 +45,78 @@ pub(crate) struct Gate {
     pub(crate) trust: Trust,
     /// The session's sandbox runtime (launcher, `TMPDIR`, lifeline).
     pub(crate) confiner: crate::tools::confined::Confiner,
+    /// The session's config options as they now are, shared with the
+    /// dispatcher's handle (`/sandbox` and `/trust` change the sandbox's).
+    pub(crate) view: Arc<std::sync::Mutex<super::settings::View>>,
+    /// The subagent types this session may start.
+    pub(crate) agents: Arc<crate::subagents::Catalog>,
+    /// Its subagents' limits, and for a subagent, where it stands.
+    pub(crate) family: Family,
+}
+
+/// What a session knows of subagents: the limits shared by the whole
+/// tree of a session the user opened, and, in a subagent, its place.
+#[derive(Debug, Clone)]
+pub(crate) struct Family {
+    /// How many subagents one model response's `Agent` calls run at once.
+    pub(crate) parallel: usize,
+    /// Subagents alive in the tree (each holds a permit while it runs).
+    pub(crate) live: Arc<tokio::sync::Semaphore>,
+    /// How many may be alive at once (the semaphore's size).
+    pub(crate) live_max: usize,
+    /// The client takes subagent sessions (`clientCapabilities.subagents`):
+    /// a child is announced (`subagent_update`) and its calls stream as its
+    /// own session's updates.
+    pub(crate) native: bool,
+    /// The client takes `notice` updates (a subagent's session shows its
+    /// notices as its parent's does).
+    pub(crate) notices: bool,
+    /// The running subagents of the tree, by session id, for a client's
+    /// `session/cancel` of one of them.
+    pub(crate) running: Arc<std::sync::Mutex<std::collections::HashMap<String, CancellationToken>>>,
+    /// In a subagent: who it is and where its permission prompts go.
+    pub(crate) place: Option<Place>,
+}
+
+/// A subagent's place in its tree.
+#[derive(Debug, Clone)]
+pub(crate) struct Place {
+    /// 1 for a child of the user's session.
+    pub(crate) depth: u32,
+    /// For a client that does not take subagent sessions: the session and
+    /// card its permission prompts are asked on (the user's session's
+    /// `Agent` card this subagent works under), and how they name it.
+    pub(crate) asked_on: Option<AskedOn>,
+}
+
+/// Where a subagent's permission prompts go when the client does not
+/// take subagent sessions.
+#[derive(Debug, Clone)]
+pub(crate) struct AskedOn {
+    pub(crate) session_id: String,
+    pub(crate) card_id: String,
+    /// `the Explore subagent` (`…, started by the general-purpose subagent`).
+    pub(crate) label: String,
+}
+
+impl Family {
+    /// A session the user opened: no place, limits from the config.
+    pub(crate) fn root(parallel: usize, live_max: usize, native: bool, notices: bool) -> Family {
+        Family {
+            parallel: parallel.max(1),
+            live: Arc::new(tokio::sync::Semaphore::new(live_max.max(1))),
+            live_max: live_max.max(1),
+            native,
+            notices,
+            running: Arc::default(),
+            place: None,
+        }
+    }
+
+    /// How deep this session is (0: the user's).
+    pub(crate) fn depth(&self) -> u32 {
+        self.place.as_ref().map_or(0, |p| p.depth)
+    }
 }
 
 /// Where the session stands with its project's own settings.
@@ -107,4 +179,33 @@ pub(crate) enum TurnError {
     Log(#[from] LogError),
     #[error(transparent)]
     Provider(#[from] ProviderError),
+}
+
+/// A subagent's permission request as its parent's card asks it: the
+/// parent's `Agent` card (`on`), titled with the subagent and its call,
+/// holding the call's card content; `_meta.candor.subagent` names the
+/// subagent's session and call.
+pub(crate) fn on_parent_card(
+    card: agent_client_protocol_schema::v1::ToolCallUpdate,
+    on: &AskedOn,
+    child_session: &str,
+) -> agent_client_protocol_schema::v1::ToolCallUpdate {
+    use agent_client_protocol_schema::v1::{ToolCallUpdate, ToolCallUpdateFields};
+    let title = card.fields.title.clone().unwrap_or_default();
+    let mut fields =
+        ToolCallUpdateFields::new().title(format!("{} wants to run: {title}", on.label));
+    fields.content = card.fields.content.clone();
+    fields.raw_input = card.fields.raw_input.clone();
+    fields.kind = card.fields.kind;
+    let mut meta = card.meta.clone().unwrap_or_default();
+    let candor = meta
+        .entry("candor".to_owned())
+        .or_insert_with(|| serde_json::json!({}));
+    if let Some(obj) = candor.as_object_mut() {
+        obj.insert(
+            "subagent".into(),
+            serde_json::json!({"sessionId": child_session, "toolCallId": card.tool_call_id.0.as_ref()}),
+        );
+    }
+    ToolCallUpdate::new(on.card_id.clone(), fields).meta(meta)
 }

@@ -148,13 +148,28 @@ pub(crate) async fn stop_requested(
     let mut fields = Map::new();
     fields.insert("stop_hook_active".into(), json!(active));
     fields.insert("last_assistant_message".into(), json!(last_message));
-    let Some(outcome) = run(gate, SessionEvent::Stop, cwd, None, fields, cancel).await else {
+    // A subagent's stop is SubagentStop, with who it is.
+    let agent = gate.policy.agent.clone();
+    let event = match &agent {
+        Some(a) => {
+            fields.insert("agent_id".into(), json!(a.agent_id));
+            fields.insert("agent_type".into(), json!(a.agent_type));
+            fields.insert(
+                "agent_transcript_path".into(),
+                json!(a.transcript.display().to_string()),
+            );
+            SessionEvent::SubagentStop
+        }
+        None => SessionEvent::Stop,
+    };
+    let subject = agent.as_ref().map(|a| a.agent_type.as_str());
+    let Some(outcome) = run(gate, event, cwd, subject, fields, cancel).await else {
         return Ok(None);
     };
-    record(c, SessionEvent::Stop, &outcome)?;
+    record(c, event, &outcome)?;
     if let Some((hook, reason)) = outcome.block {
         c.commit(Event::HookContext {
-            event: SessionEvent::Stop,
+            event,
             hook: hook.clone(),
             text: reason.clone(),
             quiet: false,
@@ -162,6 +177,27 @@ pub(crate) async fn stop_requested(
         return Ok(Some((hook, reason)));
     }
     Ok(None)
+}
+
+/// SubagentStart, as a subagent starts (`agent_id`, `agent_type`; the
+/// matcher is tried on the type): their context is the subagent's.
+pub(crate) async fn subagent_start(
+    c: &mut Committer,
+    gate: &Gate,
+    cwd: &Path,
+    cancel: &CancellationToken,
+) -> Result<(), LogError> {
+    let Some(agent) = gate.policy.agent.clone() else {
+        return Ok(());
+    };
+    let mut fields = Map::new();
+    fields.insert("agent_id".into(), json!(agent.agent_id));
+    fields.insert("agent_type".into(), json!(agent.agent_type));
+    let event = SessionEvent::SubagentStart;
+    match run(gate, event, cwd, Some(&agent.agent_type), fields, cancel).await {
+        Some(outcome) => record(c, event, &outcome),
+        None => Ok(()),
+    }
 }
 
 /// SessionEnd, as the session closes; its hooks get

@@ -36,7 +36,13 @@ pub(crate) struct SessionHandle {
     shells: Shells,
     /// Mode and model changes, to the actor.
     changes: mpsc::UnboundedSender<settings::Sent>,
+    /// The session's running subagents (its whole tree), by session id.
+    subagents: Subagents,
 }
+
+/// Running subagents by session id, each with its cancel token (shared
+/// with the session's `Family`).
+pub(crate) type Subagents = Arc<Mutex<std::collections::HashMap<String, CancellationToken>>>;
 
 /// State the dispatcher and the actor share. A std mutex, held for a few
 /// instructions, never across an `.await`.
@@ -44,8 +50,9 @@ pub(crate) struct SessionHandle {
 struct Shared {
     /// Tripped at shutdown: tools stop without a grace period.
     hard_stop: CancellationToken,
-    /// The settings as the client last set them.
-    view: Mutex<settings::View>,
+    /// The settings as the client last set them (and the user's
+    /// `/sandbox`; shared with the actor).
+    view: Arc<Mutex<settings::View>>,
 }
 
 impl SessionHandle {
@@ -55,7 +62,7 @@ impl SessionHandle {
         inbox: mpsc::Sender<Command>,
         hard_stop: CancellationToken,
         shells: Shells,
-        view: settings::View,
+        view: Arc<Mutex<settings::View>>,
         changes: mpsc::UnboundedSender<settings::Sent>,
     ) -> Self {
         Self {
@@ -65,11 +72,16 @@ impl SessionHandle {
             queue: Queue::default(),
             shells,
             changes,
-            shared: Arc::new(Shared {
-                hard_stop,
-                view: Mutex::new(view),
-            }),
+            subagents: Subagents::default(),
+            shared: Arc::new(Shared { hard_stop, view }),
         }
+    }
+
+    /// Shares the session's running subagents (its `Family`'s), for a
+    /// client's cancel of one of them.
+    pub(crate) fn with_subagents(mut self, subagents: Subagents) -> Self {
+        self.subagents = subagents;
+        self
     }
 
     pub(crate) fn id(&self) -> &str {
@@ -163,6 +175,18 @@ impl SessionHandle {
     pub(crate) fn cancel(&self) {
         self.shells.kill_all();
         self.queue.cancel_running();
+    }
+
+    /// `session/cancel` of one of this session's subagents: it ends (its
+    /// parent goes on). `false`: none of this session's.
+    pub(crate) fn cancel_subagent(&self, id: &str) -> bool {
+        match lock(&self.subagents).get(id) {
+            Some(cancel) => {
+                cancel.cancel();
+                true
+            }
+            None => false,
+        }
     }
 
     /// `$/cancel_request` for one of this session's prompts: its turn

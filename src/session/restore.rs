@@ -322,18 +322,21 @@ pub(crate) fn settings(records: &[Record]) -> Restored {
             Event::ConfigChanged {
                 config_id: ConfigId::Mode,
                 value,
+                ..
             } => {
                 restored.mode = Mode::from_id(value).or(restored.mode);
             }
             Event::ConfigChanged {
                 config_id: ConfigId::Model,
                 value,
+                ..
             } => {
                 restored.model = Some(value.clone());
             }
             Event::ConfigChanged {
                 config_id: ConfigId::Effort,
                 value,
+                ..
             } => {
                 restored.effort = Some(value.clone());
             }
@@ -409,6 +412,45 @@ fn left_in_line(records: &[Record]) -> Vec<Event> {
         reason: Dropped::Stopped,
     });
     prompts.chain(steers).collect()
+}
+
+/// A question about a confined command's connection left open
+/// (`network/requested` with no `network/decided` for its call and host):
+/// closed as not answered, as the command's end would have.
+fn open_network_questions(records: &[Record]) -> Vec<Event> {
+    let decided: HashSet<(&str, &str)> = records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::NetworkDecided {
+                tool_call_id, host, ..
+            } => Some((tool_call_id.as_str(), host.as_str())),
+            _ => None,
+        })
+        .collect();
+    records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::NetworkRequested {
+                tool_call_id,
+                host,
+                port,
+                ..
+            } if !decided.contains(&(tool_call_id.as_str(), host.as_str())) => {
+                Some(Event::NetworkDecided {
+                    tool_call_id: tool_call_id.clone(),
+                    host: host.clone(),
+                    port: *port,
+                    allowed: false,
+                    by: crate::event_log::NetworkDecider::NoAnswer,
+                    rule: None,
+                    outcome: Some(crate::event_log::PermissionOutcome::Cancelled),
+                    grant: None,
+                    reason: Some("candor stopped before the answer".into()),
+                })
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// An MCP server's question open when candor stopped: ended, before its
@@ -492,6 +534,8 @@ fn plan(records: &[Record]) -> Vec<Event> {
             });
         }
     }
+    events.extend(open_network_questions(records));
+    events.extend(subagents_left_open(records));
     events.extend(open_questions(records));
     for record in records {
         if let Event::AssistantMessage {
@@ -541,6 +585,171 @@ fn plan(records: &[Record]) -> Vec<Event> {
     }
     events.extend(left_in_line(records));
     events
+}
+
+/// Subagents a crash left running: each call of theirs the parent's card
+/// showed as not over fails, then the subagent ends (`failed`), before
+/// its `Agent` call gets its interrupted result.
+fn subagents_left_open(records: &[Record]) -> Vec<Event> {
+    use crate::event_log::{ChildCallStatus, SubagentOutcome};
+    let mut open: Vec<(String, String)> = Vec::new();
+    let mut calls: Vec<(String, String, String, ChildCallStatus)> = Vec::new();
+    for record in records {
+        match &record.event {
+            Event::SubagentStarted {
+                tool_call_id,
+                session_id,
+                ..
+            } => open.push((tool_call_id.clone(), session_id.clone())),
+            Event::SubagentEnded { session_id, .. } => open.retain(|(_, s)| s != session_id),
+            Event::SubagentActivity {
+                session_id,
+                child_call_id,
+                title,
+                status,
+                ..
+            } => match calls
+                .iter_mut()
+                .find(|(s, c, _, _)| s == session_id && c == child_call_id)
+            {
+                Some(call) => call.3 = *status,
+                None => calls.push((
+                    session_id.clone(),
+                    child_call_id.clone(),
+                    title.clone(),
+                    *status,
+                )),
+            },
+            _ => {}
+        }
+    }
+    let mut events = Vec::new();
+    for (tool_call_id, session_id) in open {
+        for (_, child_call_id, title, _) in calls
+            .iter()
+            .filter(|(s, _, _, status)| *s == session_id && !status.ended())
+        {
+            events.push(Event::SubagentActivity {
+                tool_call_id: tool_call_id.clone(),
+                session_id: session_id.clone(),
+                child_call_id: child_call_id.clone(),
+                title: title.clone(),
+                status: ChildCallStatus::Failed,
+            });
+        }
+        events.push(Event::SubagentEnded {
+            tool_call_id,
+            session_id,
+            outcome: SubagentOutcome::Failed,
+            requests: 0,
+            error: Some("candor stopped before the subagent finished".into()),
+        });
+    }
+    events
+}
+
+/// The subagents a log started (`subagent/started`), by session id.
+fn started(records: &[Record]) -> Vec<String> {
+    records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::SubagentStarted { session_id, .. } => Some(session_id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Closes what a crash left open in the logs of a stored session's
+/// subagents, and of theirs, as [`recover`] does for the session's own
+/// (nothing is sent: a client sees them through [`replay_subagent`]).
+pub(crate) fn recover_subagents(records: &[Record], dir: &Path, outbox: &crate::transport::Outbox) {
+    recover_below(records, dir, outbox, 0);
+}
+
+fn recover_below(records: &[Record], dir: &Path, outbox: &crate::transport::Outbox, depth: u32) {
+    if depth >= crate::subagents::MAX_DEPTH {
+        return;
+    }
+    for id in started(records) {
+        let Ok(read) = read(dir, &id) else {
+            tracing::warn!(subagent = id, "a subagent's log could not be read");
+            continue;
+        };
+        let path = dir.join(format!("{id}.jsonl"));
+        let log = match crate::event_log::EventLog::open(&path, read) {
+            Ok(log) => log,
+            Err(e) => {
+                tracing::warn!(subagent = id, error = %e, "a subagent's log could not be opened");
+                continue;
+            }
+        };
+        let cwd = match log.records().first().map(|r| &r.event) {
+            Some(Event::SessionStarted { cwd, .. }) => cwd.clone(),
+            _ => dir.to_owned(),
+        };
+        let presenter = crate::presentation::Presenter::new(cwd, crate::presentation::Mode::Replay);
+        let mut c = Committer::new(
+            agent_client_protocol_schema::v1::SessionId::new(id.clone()),
+            log,
+            presenter,
+            outbox.clone(),
+        )
+        .for_subagent(true, None);
+        c.replay(false);
+        if let Err(e) = recover(&mut c) {
+            tracing::warn!(subagent = id, error = %e, "could not close what a crash left open");
+        }
+        recover_below(c.records(), dir, outbox, depth + 1);
+    }
+}
+
+/// For a client that takes subagent sessions: after a stored session's
+/// `subagent/started` is replayed, the subagent's own session, from its
+/// log, as it was shown live (and its own subagents' after theirs).
+pub(crate) fn replay_subagent(
+    record: &Record,
+    outbox: &crate::transport::Outbox,
+    dir: &Path,
+    notices: bool,
+) {
+    replay_below(record, outbox, dir, notices, 0);
+}
+
+fn replay_below(
+    record: &Record,
+    outbox: &crate::transport::Outbox,
+    dir: &Path,
+    notices: bool,
+    depth: u32,
+) {
+    let Event::SubagentStarted { session_id, .. } = &record.event else {
+        return;
+    };
+    if depth >= crate::subagents::MAX_DEPTH {
+        return;
+    }
+    let Ok(read) = read(dir, session_id) else {
+        tracing::warn!(
+            subagent = session_id,
+            "a subagent's log could not be read for the replay"
+        );
+        return;
+    };
+    let cwd = match read.records.first().map(|r| &r.event) {
+        Some(Event::SessionStarted { cwd, .. }) => cwd.clone(),
+        _ => dir.to_owned(),
+    };
+    let mut presenter = crate::presentation::Presenter::new(cwd, crate::presentation::Mode::Replay)
+        .with_notices(notices)
+        .with_subagents(true)
+        .echoing_prompts();
+    let id = agent_client_protocol_schema::v1::SessionId::new(session_id.clone());
+    for child in &read.records {
+        for update in presenter.apply(child) {
+            super::commit::send(outbox, &id, update);
+        }
+        replay_below(child, outbox, dir, notices, depth + 1);
+    }
 }
 
 #[cfg(test)]
@@ -605,6 +814,61 @@ mod tests {
             super::plan(&done).is_empty(),
             "a second load recovers nothing"
         );
+    }
+
+    #[test]
+    fn a_subagent_left_running_fails_its_open_calls_then_ends_before_its_call() {
+        use crate::event_log::{ChildCallStatus, SubagentOutcome};
+        let activity = |call: &str, status| Event::SubagentActivity {
+            tool_call_id: "a".into(),
+            session_id: "kid".into(),
+            child_call_id: call.into(),
+            title: format!("`{call}`"),
+            status,
+        };
+        let records = recs(vec![
+            Event::UserMessage {
+                content: vec![],
+                images: vec![],
+                via: None,
+            },
+            Event::AssistantMessage {
+                content: vec![tool_use("a")],
+                stop: ModelStop::ToolUse,
+                interrupted: false,
+                call_ids: Vec::new(),
+                cost: None,
+            },
+            Event::SubagentStarted {
+                tool_call_id: "a".into(),
+                session_id: "kid".into(),
+                agent_type: "Explore".into(),
+                description: "d".into(),
+            },
+            activity("done", ChildCallStatus::Pending),
+            activity("done", ChildCallStatus::Completed),
+            activity("open", ChildCallStatus::Running),
+        ]);
+        let closed = plan(&records);
+        assert!(
+            matches!(&closed[0], Event::SubagentActivity { child_call_id, status: ChildCallStatus::Failed, .. } if child_call_id == "open"),
+            "{closed:?}"
+        );
+        assert!(matches!(
+            &closed[1],
+            Event::SubagentEnded {
+                outcome: SubagentOutcome::Failed,
+                ..
+            }
+        ));
+        assert!(
+            matches!(&closed[2], Event::ToolResult { tool_call_id, .. } if tool_call_id == "a")
+        );
+        assert!(matches!(closed.last(), Some(Event::TurnEnded { .. })));
+        // Nothing more the second time.
+        let mut again = records.clone();
+        again.extend(recs(closed));
+        assert!(plan(&again).is_empty());
     }
 
     #[test]
@@ -705,15 +969,46 @@ mod tests {
     }
 
     #[test]
+    fn a_network_question_left_open_is_closed_unanswered_before_the_call() {
+        let records = recs(vec![
+            Event::AssistantMessage {
+                content: vec![tool_use("n")],
+                stop: ModelStop::ToolUse,
+                interrupted: false,
+                call_ids: Vec::new(),
+                cost: None,
+            },
+            Event::NetworkRequested {
+                tool_call_id: "n".into(),
+                host: "example.com".into(),
+                port: 443,
+                options: Vec::new(),
+            },
+        ]);
+        let plan = plan(&records);
+        assert!(
+            matches!(&plan[0], Event::NetworkDecided { host, allowed: false, by: crate::event_log::NetworkDecider::NoAnswer, .. } if host == "example.com"),
+            "{plan:?}"
+        );
+        assert!(matches!(&plan[1], Event::ToolResult { tool_call_id, .. } if tool_call_id == "n"));
+        // Closed once: a second load finds nothing more.
+        let mut all = records.clone();
+        all.extend(recs(plan));
+        assert!(open_network_questions(&all).is_empty());
+    }
+
+    #[test]
     fn settings_come_back_from_the_records() {
         let records = recs(vec![
             Event::ConfigChanged {
                 config_id: ConfigId::Mode,
                 value: "acceptEdits".into(),
+                via: None,
             },
             Event::ConfigChanged {
                 config_id: ConfigId::Model,
                 value: "claude-b".into(),
+                via: None,
             },
             Event::PermissionResolved {
                 tool_call_id: "t".into(),

@@ -2,46 +2,78 @@
 //! prompt (so it comes from the person, never from a permission answer an
 //! auto-approving client gives). `/sandbox` shows what a command runs in;
 //! `/sandbox off`, `on`, `read-only`, `workspace-write`, and `/sandbox
-//! network on|off` change it for the session, each recorded as
-//! `config/changed` (`sandbox` or `network`) before it applies. What a
-//! call runs in is derived from the settings and those records alone
-//! ([`effective`]), so a loaded session keeps the user's choice.
+//! network on|off|allowlist` change it for the session, each recorded as
+//! `config/changed` (`sandbox` or `network`, `via: command`) before it
+//! applies; the editor's `sandbox` and `network` config options
+//! (`session::settings`) record the same changes. What a call runs in is
+//! derived from the settings and those records alone ([`effective`]), so
+//! a loaded session keeps the user's choice.
 
 use super::commit::Committer;
 use super::context::{Gate, TurnError};
-use crate::event_log::{ConfigId, Event, Record};
+use super::settings::Change;
+use crate::event_log::{ConfigId, ConfigVia, Event, Record};
 use crate::sandbox::settings::NetworkMode;
 use crate::sandbox::{Preset, Sandbox};
 
-/// The session's sandbox: the settings', with the user's `/sandbox`
-/// choices recorded in `records` applied in order.
+/// The session's sandbox: the settings', with the user's choices recorded
+/// in `records` (`/sandbox`, the `sandbox` and `network` config options)
+/// applied in order, and the hosts the user allowed for the rest of the
+/// session (`network/decided` with a `grant`) added to its allowlist.
 pub(crate) fn effective(settings: &Sandbox, records: &[Record]) -> Sandbox {
     let mut s = settings.clone();
     for record in records {
-        if let Event::ConfigChanged { config_id, value } = &record.event {
-            match (config_id, value.as_str()) {
-                (ConfigId::Sandbox, v) => {
-                    if let Some(p) = preset(v) {
+        if let Event::ConfigChanged {
+            config_id,
+            value,
+            via,
+        } = &record.event
+        {
+            match config_id {
+                ConfigId::Sandbox => {
+                    if let Some(p) = Preset::from_id(value) {
                         s.preset = p;
-                        s.preset_by = Some(format!("you (/sandbox {})", word(p)));
+                        s.preset_by = Some(match via {
+                            Some(ConfigVia::Command) => format!("you (/sandbox {})", word(p)),
+                            None => format!("you (the session's Sandbox option: {})", p.id()),
+                        });
                     }
                 }
-                (ConfigId::Network, "on") => s.network = NetworkMode::On,
-                (ConfigId::Network, "off") => s.network = NetworkMode::Off,
+                ConfigId::Network => {
+                    if let Some(n) = NetworkMode::from_id(value) {
+                        s.network = n;
+                    }
+                }
                 _ => {}
             }
+        }
+        // A host the user allowed for the rest of the session.
+        if let Event::NetworkDecided {
+            grant: Some(host), ..
+        } = &record.event
+        {
+            s.grant_host(host);
         }
     }
     s
 }
 
-fn preset(v: &str) -> Option<Preset> {
-    match v {
-        "read-only" => Some(Preset::ReadOnly),
-        "workspace-write" => Some(Preset::WorkspaceWrite),
-        "full-access" => Some(Preset::FullAccess),
-        _ => None,
-    }
+/// What the session's next Bash call is confined by: [`effective`], with
+/// the session's additional directories as writable roots and the user's
+/// Read deny rules as read-denied paths.
+pub(crate) fn for_calls(gate: &Gate, records: &[Record]) -> Sandbox {
+    crate::interception::sandbox::for_rules(
+        effective(&gate.policy.sandbox, records),
+        &gate.policy.rules,
+    )
+}
+
+/// The shared view of the session's options follows its sandbox as it now
+/// is (after `/sandbox`, or `/trust` applying a project's sandbox
+/// settings), so the next `config_option_update` and option answers say it.
+pub(crate) fn refresh_view(gate: &Gate, records: &[Record]) {
+    let s = effective(&gate.policy.sandbox, records);
+    crate::sync::lock(&gate.view).sandbox = Some((s.preset, s.network));
 }
 
 fn word(p: Preset) -> &'static str {
@@ -56,31 +88,40 @@ fn word(p: Preset) -> &'static str {
 pub(crate) async fn command(
     c: &mut Committer,
     gate: &Gate,
-    cwd: &std::path::Path,
     text: &str,
 ) -> Result<String, TurnError> {
     let words: Vec<&str> = text.split_whitespace().skip(1).collect();
     let change = match words.as_slice() {
         [] => None,
-        ["off"] | ["full-access"] => Some((ConfigId::Sandbox, "full-access")),
-        ["on"] | ["workspace-write"] => Some((ConfigId::Sandbox, "workspace-write")),
-        ["read-only"] => Some((ConfigId::Sandbox, "read-only")),
-        ["network", "on"] => Some((ConfigId::Network, "on")),
-        ["network", "off"] => Some((ConfigId::Network, "off")),
+        ["off"] | ["full-access"] => Some(Change::Sandbox(Preset::FullAccess)),
+        ["on"] | ["workspace-write"] => Some(Change::Sandbox(Preset::WorkspaceWrite)),
+        ["read-only"] => Some(Change::Sandbox(Preset::ReadOnly)),
+        ["network", "on"] => Some(Change::Network(NetworkMode::On)),
+        ["network", "off"] => Some(Change::Network(NetworkMode::Off)),
+        ["network", "allowlist"] => Some(Change::Network(NetworkMode::Allowlist)),
         _ => {
-            return Ok("`/sandbox` shows what commands run in; `/sandbox off`, `/sandbox on`, `/sandbox read-only` and `/sandbox network on|off` change it for this session.".into());
+            return Ok("`/sandbox` shows what commands run in; `/sandbox off`, `/sandbox on`, `/sandbox read-only` and `/sandbox network on|off|allowlist` change it for this session.".into());
         }
     };
-    if let Some((config_id, value)) = change {
+    if let Some(change) = &change {
+        // The options the client is told of follow (the record's update).
+        let _ = crate::sync::lock(&gate.view).set(change);
+        let Event::ConfigChanged {
+            config_id, value, ..
+        } = change.record()
+        else {
+            return Ok(String::new());
+        };
         c.commit(Event::ConfigChanged {
             config_id,
-            value: value.to_owned(),
+            value,
+            via: Some(ConfigVia::Command),
         })?;
     }
-    let sandbox = effective(&gate.policy.sandbox, c.records());
+    let sandbox = for_calls(gate, c.records());
     let probe = gate.confiner.probe().await;
     let boundary = sandbox.boundary(
-        cwd,
+        gate.confiner.workdir(),
         gate.confiner.tmpdir(),
         gate.config.user_home.as_deref(),
         probe,

@@ -1,5 +1,6 @@
 //! What the client may change while a session runs: its permission mode,
-//! its model and the model's effort (`providers::effort`).
+//! its model, the model's effort (`providers::effort`), and the sandbox's
+//! preset and network (`protocol/sandbox.md`, "Presets in the editor").
 //!
 //! A change is validated and answered by the [`SessionHandle`]
 //! (super::SessionHandle) at once, against a [`View`] of the settings it
@@ -28,6 +29,8 @@ use super::commit::Committer;
 use crate::event_log::{Event, LogError};
 use crate::interception::policy::Mode;
 use crate::providers::Provider;
+use crate::sandbox::Preset;
+use crate::sandbox::settings::NetworkMode;
 
 /// A setting the client changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +39,10 @@ pub(crate) enum Change {
     Model(String),
     /// An effort level's id.
     Effort(String),
+    /// The sandbox's preset for the session's commands.
+    Sandbox(Preset),
+    /// The sandbox's network for the session's commands.
+    Network(NetworkMode),
 }
 
 impl Change {
@@ -45,14 +52,27 @@ impl Change {
             Change::Mode(mode) => Event::ConfigChanged {
                 config_id: crate::event_log::ConfigId::Mode,
                 value: mode.id().into(),
+                via: None,
             },
             Change::Model(model) => Event::ConfigChanged {
                 config_id: crate::event_log::ConfigId::Model,
                 value: model.clone(),
+                via: None,
             },
             Change::Effort(level) => Event::ConfigChanged {
                 config_id: crate::event_log::ConfigId::Effort,
                 value: level.clone(),
+                via: None,
+            },
+            Change::Sandbox(preset) => Event::ConfigChanged {
+                config_id: crate::event_log::ConfigId::Sandbox,
+                value: preset.id().into(),
+                via: None,
+            },
+            Change::Network(network) => Event::ConfigChanged {
+                config_id: crate::event_log::ConfigId::Network,
+                value: network.id().into(),
+                via: None,
             },
         }
     }
@@ -79,6 +99,9 @@ pub(crate) struct View {
     pub(crate) effort: Option<String>,
     /// What the levels come from (they follow the model).
     pub(crate) effort_source: Option<crate::providers::effort::Source>,
+    /// The session's sandbox preset and network as they now are (the
+    /// settings, then the user's choices in the log).
+    pub(crate) sandbox: Option<(Preset, NetworkMode)>,
 }
 
 impl View {
@@ -125,6 +148,16 @@ impl View {
                     ));
                 }
                 self.effort = Some(level.clone());
+            }
+            Change::Sandbox(preset) => {
+                if let Some((p, _)) = self.sandbox.as_mut() {
+                    *p = *preset;
+                }
+            }
+            Change::Network(network) => {
+                if let Some((_, n)) = self.sandbox.as_mut() {
+                    *n = *network;
+                }
             }
         }
         Ok(())
@@ -177,6 +210,9 @@ impl View {
                     .description("How much the model thinks before it answers".to_owned()),
             );
         }
+        if let Some((preset, network)) = self.sandbox {
+            options.extend(sandbox_options(preset, network));
+        }
         options
     }
 
@@ -190,6 +226,54 @@ impl View {
                 .collect(),
         )
     }
+}
+
+/// The sandbox's two options (`sandbox`, `network`), in their own
+/// category (`_sandbox`: the schema has none for it; names starting `_`
+/// are free for custom use).
+fn sandbox_options(preset: Preset, network: NetworkMode) -> [SessionConfigOption; 2] {
+    let category = || SessionConfigOptionCategory::Other("_sandbox".into());
+    let presets: Vec<SessionConfigSelectOption> = Preset::ALL
+        .into_iter()
+        .map(|p| {
+            let (name, description) = match p {
+                Preset::ReadOnly => ("Read-only", "Commands may write only to their $TMPDIR"),
+                Preset::WorkspaceWrite => (
+                    "Workspace write",
+                    "Commands write inside the project and $TMPDIR; .git and other protected paths stay read-only",
+                ),
+                Preset::FullAccess => (
+                    "Full access",
+                    "No sandbox: commands run with everything you can do",
+                ),
+            };
+            SessionConfigSelectOption::new(p.id(), name).description(description.to_owned())
+        })
+        .collect();
+    let networks: Vec<SessionConfigSelectOption> = NetworkMode::ALL
+        .into_iter()
+        .map(|n| {
+            let (name, description) = match n {
+                NetworkMode::Off => ("Off", "Commands reach nothing outside"),
+                NetworkMode::Allowlist => (
+                    "Allowed domains",
+                    "Only the domains your settings allow; another one asks you on the command's card",
+                ),
+                NetworkMode::On => ("On", "Commands reach anything you can"),
+            };
+            SessionConfigSelectOption::new(n.id(), name).description(description.to_owned())
+        })
+        .collect();
+    [
+        SessionConfigOption::select("sandbox", "Sandbox", preset.id(), presets)
+            .category(category())
+            .description(
+                "Where the model's commands may write (each card says what held)".to_owned(),
+            ),
+        SessionConfigOption::select("network", "Network", network.id(), networks)
+            .category(category())
+            .description("What the model's commands may reach".to_owned()),
+    ]
 }
 
 /// The actor's end of the changes, and the one place they take effect
@@ -248,6 +332,8 @@ impl Inbox {
             let _ = recorded.send(());
             match change {
                 Change::Mode(m) => *mode = m,
+                // Every call's boundary is made from the records.
+                Change::Sandbox(_) | Change::Network(_) => {}
                 other => self.pending.push(other),
             }
         }
@@ -256,7 +342,7 @@ impl Inbox {
                 match change {
                     Change::Model(model) => use_model(provider, &model),
                     Change::Effort(level) => use_effort(provider, &level),
-                    Change::Mode(_) => {}
+                    Change::Mode(_) | Change::Sandbox(_) | Change::Network(_) => {}
                 }
             }
         }

@@ -44,9 +44,36 @@ How to use the tools:
 - Prefer the smallest change that does what was asked, in the style of the code around it, and check it (build, tests) when the project makes that possible.
 - Paths may be absolute or relative to the working directory.";
 
-/// The system prompt for the next request.
+/// The system prompt for the next request (a subagent's starts with its
+/// definition's prompt, `subagent/assigned`, in place of the guidance).
 pub(crate) fn prompt(records: &[Record], cwd: &Path) -> String {
-    assemble(latest(records), cwd)
+    let whole = assemble(latest(records), cwd);
+    match assigned(records) {
+        Some(own) => whole.replacen(GUIDANCE, &subagent_guidance(own), 1),
+        None => whole,
+    }
+}
+
+/// What a subagent is told first: its definition's prompt, then how its
+/// work is seen.
+fn subagent_guidance(own: &str) -> String {
+    let own = own.trim();
+    let own = if own.is_empty() {
+        "You are a subagent of candor, a coding agent working in the user's editor."
+    } else {
+        own
+    };
+    format!(
+        "{own}\n\nYou were started by another agent to do the task in the first message. Your final message is all that agent receives: make it a complete answer. The user sees each of your calls as a card with the arguments that actually ran; hooks and permission rules may rewrite, ask about or refuse a call, and the result says so. Work with what ran, and never try to get a refused action done another way."
+    )
+}
+
+/// A subagent's own system prompt (`subagent/assigned`).
+fn assigned(records: &[Record]) -> Option<&str> {
+    records.iter().take(4).find_map(|r| match &r.event {
+        Event::SubagentAssigned(a) => Some(a.system_prompt.as_str()),
+        _ => None,
+    })
 }
 
 /// The system prompt of these facts (the guidance alone when there are
@@ -118,9 +145,12 @@ pub(crate) fn parts(env: Option<&Environment>, cwd: &Path) -> Vec<Part> {
 /// The client's `systemPrompt`, as candor keeps it: `append` or
 /// `override`, text blocks only, not empty, at most [`CLIENT_PROMPT_MAX`]
 /// bytes; anything else is refused with why (the session is not opened).
+/// Its invisible characters (`text::is_invisible`: what the model would
+/// read and a person would not see) are taken out, as an instruction
+/// file's are; how many, for the user's notice.
 pub(crate) fn client_prompt(
     given: &agent_client_protocol_schema::v1::SystemPrompt,
-) -> Result<ClientPrompt, String> {
+) -> Result<(ClientPrompt, usize), String> {
     use agent_client_protocol_schema::v1::{ContentBlock, SystemPromptMode};
     let mode = match &given.mode {
         SystemPromptMode::Append => ClientPromptMode::Append,
@@ -146,7 +176,7 @@ pub(crate) fn client_prompt(
             }
         }
     }
-    let text = texts.join("\n\n");
+    let (text, hidden) = crate::text::strip_invisible(&texts.join("\n\n"));
     if text.trim().is_empty() {
         return Err("systemPrompt: its text is empty".into());
     }
@@ -156,7 +186,7 @@ pub(crate) fn client_prompt(
             text.len()
         ));
     }
-    Ok(ClientPrompt { mode, text })
+    Ok((ClientPrompt { mode, text }, hidden))
 }
 
 /// The longest client system prompt taken (bytes).

@@ -6,6 +6,13 @@
 //! chose `session_titles = "prompt"`, or the request failed. Either way
 //! the turn it follows has already been answered: a title never fails or
 //! delays one.
+//!
+//! It is made on a task of its own (the actor's `titling`) and recorded by
+//! the actor between turns: when the session is idle, or before the next
+//! queued turn starts once it is made (`Turns::run_line`). A queued turn
+//! does not wait for it, and nothing is recorded inside a turn, so a turn
+//! already running when the title is made delays its record (and its
+//! `session_info_update`) until that turn ends.
 
 use std::time::Duration;
 

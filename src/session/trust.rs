@@ -390,6 +390,8 @@ async fn apply(
     // The project's MCP servers start now (those of the editor, of the
     // same names, stay).
     gate.mcp.start(built.mcp, &w.context.project_dir);
+    // The project's subagent definitions that waited are offered now.
+    gate.agents = std::sync::Arc::new(built.agents);
     let mut policy = built.policy;
     if policy.mode != gate.policy.mode {
         c.commit(Event::Notice {

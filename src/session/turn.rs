@@ -114,6 +114,81 @@ async fn steps(
         return Ok(stop);
     }
     let limit = provider.max_turn_requests().unwrap_or(usize::MAX); // none set: no limit
+    agent_loop(c, provider, gate, control, limit).await
+}
+
+/// A subagent's turn (`super::subagent`): its task as its first message,
+/// then the same loop as a prompt's (its Stop hooks are SubagentStop),
+/// at most `limit` model requests; `turn/ended` last.
+pub(crate) async fn child(
+    c: &mut Committer,
+    provider: &mut Provider,
+    gate: &mut Gate,
+    task: &str,
+    control: &TurnControl,
+    limit: usize,
+) -> Result<TurnStop, TurnError> {
+    let started = c.commit(Event::UserMessage {
+        content: vec![ContentBlock::from(task.to_owned())],
+        images: Vec::new(),
+        via: None,
+    });
+    let outcome = match started {
+        Ok(()) => agent_loop(c, provider, gate, control, limit).await,
+        Err(e) => Err(e.into()),
+    };
+    let ended = match &outcome {
+        Ok(stop) => Event::TurnEnded {
+            stop_reason: *stop,
+            error: None,
+        },
+        Err(e) => Event::TurnEnded {
+            stop_reason: TurnStop::Error,
+            error: Some(e.to_string()),
+        },
+    };
+    if let Err(e) = c.commit(ended) {
+        c.abandon_open_cards(&format!("candor stopped this subagent: {e}"));
+        return Err(e.into());
+    }
+    outcome
+}
+
+/// Runs a subagent's job to its end (`super::subagent::Runner`).
+fn run_child(
+    mut job: super::subagent::Job,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = super::subagent::Ended> + Send>> {
+    Box::pin(async move {
+        let result = match super::subagent::begin(&mut job).await {
+            Ok(()) => {
+                let task = std::mem::take(&mut job.prompt);
+                let control = job.control.clone();
+                let limit = job.limit;
+                child(
+                    &mut job.committer,
+                    &mut job.provider,
+                    &mut job.gate,
+                    &task,
+                    &control,
+                    limit,
+                )
+                .await
+            }
+            Err(e) => Err(e.into()),
+        };
+        super::subagent::end(job, result)
+    })
+}
+
+/// Steps 2 to 4: the model asked, its calls run, until it answers (or
+/// `limit` requests were made).
+async fn agent_loop(
+    c: &mut Committer,
+    provider: &mut Provider,
+    gate: &mut Gate,
+    control: &TurnControl,
+    limit: usize,
+) -> Result<TurnStop, TurnError> {
     // Stop hooks that sent the model back to work in this prompt.
     let mut continued = 0;
     // Whether the user was told the history could not be compacted.
@@ -196,23 +271,38 @@ async fn steps(
                 None => return Ok(ended),
             }
         }
-        if let Some(stop) = run_calls(c, gate, calls, control).await? {
+        let model = provider.model().map(str::to_owned);
+        if let Some(stop) = run_calls(c, gate, calls, control, model).await? {
             return Ok(stop);
         }
     }
     Ok(TurnStop::MaxTurnRequests)
 }
 
-/// Step 3: each call of the model's response, in order. `Some`: a hook
-/// ended the turn.
+/// Step 3: each call of the model's response, in order; `Agent` calls
+/// that follow each other run together, in parallel (`super::subagent`).
+/// `Some`: a hook ended the turn.
 async fn run_calls(
     c: &mut Committer,
     gate: &mut Gate,
     calls: Vec<(String, String, serde_json::Value)>,
     control: &TurnControl,
+    model: Option<String>,
 ) -> Result<Option<TurnStop>, TurnError> {
     let mut stopped: Option<(String, String)> = None;
-    for (id, name, input) in calls {
+    let is_agent = |name: &str| tools::Tool::from_name(name) == Some(tools::Tool::Agent);
+    let mut calls = calls.into_iter().peekable();
+    while let Some((id, name, input)) = calls.next() {
+        if stopped.is_none() && is_agent(&name) {
+            let mut batch = vec![(id, name, input)];
+            while let Some(next) = calls.next_if(|(_, n, _)| is_agent(n)) {
+                batch.push(next);
+            }
+            let runner: super::subagent::Runner = run_child;
+            stopped =
+                super::subagent::run_batch(c, gate, batch, control, model.clone(), runner).await?;
+            continue;
+        }
         control.queue.record(c)?;
         if let Some((hook, reason)) = &stopped {
             let text = format!("not run: the hook {hook} ended the turn ({reason})");
@@ -315,10 +405,16 @@ async fn command_turn(
             _ => "`/trust` trusts this project's own settings for this session; `/trust always` remembers it until they change. It takes nothing else.".into(),
         }
     } else if command == "sandbox" {
-        super::sandbox::command(c, gate, &control.cwd, prompt_text).await?
+        super::sandbox::command(c, gate, prompt_text).await?
+    } else if command == "doctor" {
+        let kernel = gate.confiner.probe().await;
+        super::commands::doctor(gate, c.records(), &control.cwd, kernel)
     } else {
         super::commands::run(command, gate, provider, c, &control.cwd)
     };
+    // `/trust` may have applied the project's sandbox settings: the
+    // options the client is shown follow (with the answer's record).
+    super::sandbox::refresh_view(gate, c.records());
     c.commit(Event::CommandRan {
         command: command.to_owned(),
         output,
@@ -338,7 +434,7 @@ fn request(
     ModelRequest {
         system: super::system::prompt(c.records(), &control.cwd),
         messages,
-        tools: tools::specs(&gate.mcp.tools()),
+        tools: super::subagent::tool_specs(gate),
         web_search: provider.web_search().is_some()
             && crate::interception::policy::search_offered(&gate.policy.rules).is_ok(),
     }

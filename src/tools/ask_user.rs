@@ -7,21 +7,23 @@
 //!   `elicitation/create` form, scoped to the call's card, one field a
 //!   question (a choice, or a multiple choice);
 //! * otherwise, when every question is single-choice: one
-//!   `session/request_permission` a question, its options as the
-//!   permission options, plus "Don't answer";
+//!   `session/request_permission` a question: "Don't answer" first, then
+//!   its options, all `allow_once`;
 //! * otherwise the model is told the user cannot be asked that here.
 //!
 //! A permission prompt is not sure to reach the person: some editors
 //! answer every one by themselves, unseen, with its first "allow" option
 //! (Zed's "always allow tool actions", `acpx --approve-all`, scripted
-//! clients), which here would be the first label. So an answer through
-//! the fallback is never given to the model as surely the user's: one
-//! that comes back within [`HUMAN_MIN`] of the question being sent is
-//! taken for the editor's own, and the model is told the question went
-//! unanswered (and why); a slower one is given as the user's likely
-//! choice, with the caveat that an editor answering by itself could have
-//! chosen it. Only a form (`elicitation/create`) is a channel that
-//! carries what the person answered.
+//! clients), however long they take to. So the first allow option is
+//! "Don't answer": an editor answering by itself picks that, and the
+//! model is told the question went unanswered, never given a label nobody
+//! chose. And an answer is never given to the model as surely the user's:
+//! a label that comes back within [`HUMAN_MIN`] of the question being
+//! sent is taken for the editor's own (a client that picks some other
+//! option by itself), and the model is told the question went unanswered
+//! (and why); a slower one is given as the user's most likely choice,
+//! said to be no more than that. Only a form (`elicitation/create`) is a
+//! channel that carries what the person answered.
 //!
 //! Every wait is bounded ([`ANSWER_WAIT`]) and ends on the turn's cancel.
 //! The question is the call's `tool/call` record, the answer its
@@ -311,23 +313,20 @@ const SKIP: &str = "skip";
 async fn by_permission(input: &AskInput, client: &ClientLink, cx: &ToolContext) -> ToolOutput {
     let mut answers = Vec::new();
     for q in &input.questions {
-        let mut options: Vec<PermissionOption> = q
-            .options
-            .iter()
-            .enumerate()
-            .map(|(j, o)| {
-                PermissionOption::new(
-                    option_id(j),
-                    o.label.clone(),
-                    PermissionOptionKind::AllowOnce,
-                )
-            })
-            .collect();
-        options.push(PermissionOption::new(
+        // "Don't answer" first: what an editor answering by itself picks
+        // (its first allow option) says nothing.
+        let mut options = vec![PermissionOption::new(
             SKIP,
             "Don't answer",
-            PermissionOptionKind::RejectOnce,
-        ));
+            PermissionOptionKind::AllowOnce,
+        )];
+        options.extend(q.options.iter().enumerate().map(|(j, o)| {
+            PermissionOption::new(
+                option_id(j),
+                o.label.clone(),
+                PermissionOptionKind::AllowOnce,
+            )
+        }));
         let card = ToolCallUpdate::new(
             cx.tool_call_id.clone(),
             ToolCallUpdateFields::new().title(format!("{}: {}", q.header, q.question)),
@@ -350,7 +349,7 @@ async fn by_permission(input: &AskInput, client: &ClientLink, cx: &ToolContext) 
         };
         if chosen == SKIP {
             return ToolOutput::failed(
-                "The user chose not to answer. Do not ask the same again; continue with your best judgement and say what you assumed, or end your turn if you cannot go on without an answer.",
+                "The question went unanswered: \"Don't answer\" was chosen, by the user or by an editor that answers permission prompts by itself (it picks that first option). Do not ask the same again; continue with your best judgement and say what you assumed, or ask in your reply and end your turn if you cannot go on without an answer.",
             );
         }
         let Some(label) = q
@@ -391,7 +390,7 @@ fn answered_by_prompt(answers: &[(&str, String)]) -> ToolOutput {
         .map(|(q, a)| format!("{}={}", json!(q), json!(a)))
         .collect();
     ToolOutput::completed(format!(
-        "The user answered your questions through permission prompts (this editor shows no forms): {}. An editor that answers permission prompts by itself could have chosen these instead of the user; if a wrong answer would be costly or hard to undo, confirm it with the user in your reply before acting on it.",
+        "The user answered your questions through permission prompts (this editor shows no forms): {}. A permission prompt cannot say who answered it: an editor that answers prompts by itself would have picked \"Don't answer\" (offered first), so these are most likely the user's, but one could have chosen these instead of the user; if a wrong answer would be costly or hard to undo, confirm it with the user in your reply before acting on it.",
         list.join(", ")
     ))
 }

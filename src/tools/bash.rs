@@ -169,12 +169,14 @@ pub(crate) async fn run(input: &BashInput, cx: ToolContext) -> ToolOutput {
         return in_terminal(input, &client, cx).await;
     }
     let timeout_ms = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
-    let (group, output) = match start(&input.command, &cx).await {
+    // The command's door of the network allowlist's proxy lives as long as
+    // the command.
+    let (group, output, door) = match start(&input.command, &cx).await {
         Ok(started) => started,
         Err(failed) => return failed,
     };
     if input.run_in_background == Some(true) {
-        let id = cx.shells.adopt(group, output, cx.kill_grace);
+        let id = cx.shells.adopt(group, output, cx.kill_grace, door);
         return ToolOutput::completed(format!(
             "Started in the background as {id}. Read its output with BashOutput {{\"bash_id\": \"{id}\"}}; stop it with KillShell {{\"shell_id\": \"{id}\"}}. It ends with the session."
         ));
@@ -250,19 +252,28 @@ pub(crate) async fn run(input: &BashInput, cx: ToolContext) -> ToolOutput {
 async fn start(
     command: &str,
     cx: &ToolContext,
-) -> Result<(ProcessGroup, tokio::net::unix::pipe::Receiver), ToolOutput> {
+) -> Result<
+    (
+        ProcessGroup,
+        tokio::net::unix::pipe::Receiver,
+        Option<crate::sandbox::Proxy>,
+    ),
+    ToolOutput,
+> {
     let confined = cx.boundary.as_ref().filter(|b| b.confinement().is_some());
-    let (built, watch) = match (confined, &cx.confiner) {
+    let (built, watch, door) = match (confined, &cx.confiner) {
         (Some(boundary), Some(confiner)) => {
-            let (launcher, launch, watch) =
-                confiner.launch(boundary).map_err(|why| not_set_up(&why))?;
+            let launched = confiner
+                .launch(boundary, &cx.events)
+                .map_err(|why| not_set_up(&why))?;
             (
-                exec::confined_bash(&launcher, &launch, command, &cx.cwd),
-                Some(watch),
+                exec::confined_bash(&launched.launcher, &launched.launch, command, &cx.cwd),
+                Some(launched.watch),
+                launched.door,
             )
         }
         (Some(_), None) => return Err(not_set_up("the session has no sandbox runtime")),
-        (None, _) => (exec::bash(command, &cx.cwd), None),
+        (None, _) => (exec::bash(command, &cx.cwd), None, None),
     };
     let spawned = built.and_then(|(mut cmd, output)| {
         if let Some(file) = cx.session_env() {
@@ -283,7 +294,7 @@ async fn start(
             }
         }
     }
-    Ok((group, output))
+    Ok((group, output, door))
 }
 
 /// The result of a call whose sandbox could not be set up: nothing ran.
@@ -325,7 +336,9 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
     if let Some(file) = cx.session_env() {
         env.push(EnvVariable::new("BASH_ENV", file.display().to_string()));
     }
-    let (program, args, mut watch) = match terminal_command(input, &cx) {
+    // The door of the network allowlist's proxy lives as long as the
+    // command runs.
+    let (program, args, mut watch, _door) = match terminal_command(input, &cx) {
         Ok(command) => command,
         Err(why) => return not_set_up(&why),
     };
@@ -427,26 +440,37 @@ async fn in_terminal(input: &BashInput, client: &ClientLink, cx: ToolContext) ->
 /// launcher, which confines itself exactly as for a command candor starts
 /// (and the watch on its reports); else `bash -c`. `Err`: why the
 /// sandbox cannot be set up.
-fn terminal_command(
-    input: &BashInput,
-    cx: &ToolContext,
-) -> Result<(String, Vec<String>, Option<crate::sandbox::Watch>), String> {
+type TerminalCommand = (
+    String,
+    Vec<String>,
+    Option<crate::sandbox::Watch>,
+    Option<crate::sandbox::Proxy>,
+);
+
+fn terminal_command(input: &BashInput, cx: &ToolContext) -> Result<TerminalCommand, String> {
     let confined = cx.boundary.as_ref().filter(|b| b.confinement().is_some());
     match (confined, &cx.confiner) {
         (Some(boundary), Some(confiner)) => {
-            let (launcher, launch, watch) = confiner.launch(boundary)?;
-            let args = launch
+            let launched = confiner.launch(boundary, &cx.events)?;
+            let args = launched
+                .launch
                 .args(&["bash", "-c", input.command.as_str()])
                 .map_err(|e| e.to_string())?
                 .into_iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect();
-            Ok((launcher.display().to_string(), args, Some(watch)))
+            Ok((
+                launched.launcher.display().to_string(),
+                args,
+                Some(launched.watch),
+                launched.door,
+            ))
         }
         (Some(_), None) => Err("the session has no sandbox runtime".into()),
         (None, _) => Ok((
             "bash".to_owned(),
             vec!["-c".to_owned(), input.command.clone()],
+            None,
             None,
         )),
     }

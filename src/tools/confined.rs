@@ -10,10 +10,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::sandbox::{Boundary, Launch, Lifeline, Probe, Setup, Watch};
+use crate::sandbox::{
+    Answer, Boundary, Grants, Judge, Launch, Lifeline, Network, Probe, Proxy, ProxyConfig, Setup,
+    Watch,
+};
 
 /// How long a launcher has to say whether the boundary holds.
 pub const SETUP_WAIT: Duration = Duration::from_secs(10);
+/// How long the proxy waits for the user's answer about a host: past the
+/// session's own bound (`session::network::ASK_WAIT`), which answers first.
+const JUDGE_WAIT: Duration = Duration::from_secs(330);
+/// The most hosts one command may ask the user about.
+pub const MAX_ASKS: usize = 8;
 
 /// The session's sandbox runtime (cheap to clone).
 #[derive(Debug, Clone)]
@@ -24,12 +32,58 @@ pub struct Confiner {
 #[derive(Debug)]
 struct Inner {
     launcher: Option<PathBuf>,
+    /// The session's working directory where its links led when the
+    /// session started.
+    workdir: PathBuf,
     tmpdir: PathBuf,
     /// Why the session's directory or lifeline could not be made.
     broken: Option<String>,
     // Dropped before the directory holding its socket.
     lifeline: Option<Lifeline>,
+    /// The hosts the user allowed for the rest of the session (every
+    /// command's door of the proxy lets them through).
+    grants: Grants,
+    /// Numbers the proxy's doors.
+    doors: std::sync::atomic::AtomicU64,
     _dir: Option<tempfile::TempDir>,
+}
+
+/// A command ready to start: candor's binary, the launch to give it, the
+/// watch on its reports, and its door of the session's proxy (an
+/// allowlist), which must live as long as the command.
+#[derive(Debug)]
+pub struct Launched {
+    pub launcher: PathBuf,
+    pub launch: Launch,
+    pub watch: Watch,
+    pub door: Option<Proxy>,
+}
+
+/// The user, asked on the call's card by the session (`ToolEvent::NetworkAsk`).
+struct CardJudge {
+    events: tokio::sync::mpsc::UnboundedSender<super::ToolEvent>,
+}
+
+impl Judge for CardJudge {
+    fn judge(
+        &self,
+        host: &str,
+        port: u16,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Answer> + Send + '_>> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let asked = self.events.send(super::ToolEvent::NetworkAsk {
+            host: host.to_owned(),
+            port,
+            reply,
+        });
+        Box::pin(async move {
+            // No session to ask (a background command whose call ended).
+            if asked.is_err() {
+                return Answer::Refuse;
+            }
+            answer.await.unwrap_or(Answer::Unanswered)
+        })
+    }
 }
 
 impl Confiner {
@@ -37,14 +91,19 @@ impl Confiner {
     /// directory, mode 0700) with `tmp/` (the commands' `TMPDIR`) and the
     /// lifeline's socket. Must be called inside the runtime. A directory
     /// or socket that cannot be made leaves commands unconfined, their
-    /// cards saying why.
-    pub fn new(launcher: Option<PathBuf>) -> Confiner {
+    /// cards saying why. `cwd` is the session's working directory, taken
+    /// where its links lead now ([`Confiner::workdir`]).
+    pub fn new(launcher: Option<PathBuf>, cwd: &Path) -> Confiner {
+        let workdir = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_owned());
         let made = tempfile::Builder::new()
             .prefix("candor-")
             .tempdir()
             .map_err(|e| format!("the session's sandbox directory cannot be made: {e}"))
             .and_then(|dir| {
-                let tmp = dir.path().join("tmp");
+                // Named without links, as every writable root is.
+                let real = std::fs::canonicalize(dir.path())
+                    .map_err(|e| format!("the session's sandbox directory cannot be read: {e}"))?;
+                let tmp = real.join("tmp");
                 std::fs::create_dir(&tmp).map_err(|e| {
                     format!("the session's TMPDIR {} cannot be made: {e}", tmp.display())
                 })?;
@@ -55,18 +114,24 @@ impl Confiner {
         let inner = match made {
             Ok((dir, tmpdir, lifeline)) => Inner {
                 launcher,
+                workdir,
                 tmpdir,
                 broken: None,
                 lifeline: Some(lifeline),
+                grants: Grants::default(),
+                doors: std::sync::atomic::AtomicU64::new(0),
                 _dir: Some(dir),
             },
             Err(why) => {
                 tracing::warn!("{why}; commands run unconfined");
                 Inner {
                     launcher,
+                    workdir,
                     tmpdir: std::env::temp_dir(),
                     broken: Some(why),
                     lifeline: None,
+                    grants: Grants::default(),
+                    doors: std::sync::atomic::AtomicU64::new(0),
                     _dir: None,
                 }
             }
@@ -74,6 +139,13 @@ impl Confiner {
         Confiner {
             inner: Arc::new(inner),
         }
+    }
+
+    /// The session's working directory as its commands' writable root:
+    /// where its links led when the session started. A link a command
+    /// puts in its place later is not followed (`sandbox::ruleset`).
+    pub fn workdir(&self) -> &Path {
+        &self.inner.workdir
     }
 
     /// The commands' `TMPDIR`.
@@ -112,8 +184,14 @@ impl Confiner {
     }
 
     /// The launch of one command in `boundary`, and the watch on its
-    /// launcher's reports.
-    pub fn launch(&self, boundary: &Boundary) -> Result<(PathBuf, Launch, Watch), String> {
+    /// launcher's reports. With a network allowlist, the command's door of
+    /// the session's proxy is opened: its judge asks the user through
+    /// `events` (the call's), where its decisions are reported too.
+    pub fn launch(
+        &self,
+        boundary: &Boundary,
+        events: &tokio::sync::mpsc::UnboundedSender<super::ToolEvent>,
+    ) -> Result<Launched, String> {
         let launcher = self
             .launcher()
             .ok_or_else(|| {
@@ -128,14 +206,59 @@ impl Confiner {
             .lifeline
             .as_ref()
             .ok_or("the sandbox's lifeline is not there")?;
+        let door = match &boundary.network {
+            Network::Allowlist { domains } if boundary.confinement().is_some() => {
+                Some(self.door(domains, events)?)
+            }
+            _ => None,
+        };
         let (token, watch) = lifeline.expect();
         let launch = Launch {
             boundary: boundary.clone(),
             lifeline: Some(lifeline.path().to_owned()),
             token: Some(token),
-            proxy: None,
+            proxy: door.as_ref().map(|d| d.path().to_owned()),
         };
-        Ok((launcher, launch, watch))
+        Ok(Launched {
+            launcher,
+            launch,
+            watch,
+            door,
+        })
+    }
+
+    /// A command's door of the session's proxy, in the session's
+    /// directory, letting through `domains` and the session's grants, and
+    /// asking the user about any other host.
+    fn door(
+        &self,
+        domains: &[String],
+        events: &tokio::sync::mpsc::UnboundedSender<super::ToolEvent>,
+    ) -> Result<Proxy, String> {
+        let dir = self
+            .inner
+            ._dir
+            .as_ref()
+            .ok_or("the session's sandbox directory is not there")?;
+        let n = self
+            .inner
+            .doors
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let reports = events.clone();
+        let config = ProxyConfig {
+            allowlist: crate::sandbox::Allowlist::new(domains),
+            grants: self.inner.grants.clone(),
+            judge: Arc::new(CardJudge {
+                events: events.clone(),
+            }),
+            judge_wait: JUDGE_WAIT,
+            max_asks: MAX_ASKS,
+            decisions: Arc::new(move |d| {
+                let _ = reports.send(super::ToolEvent::Network(d));
+            }),
+        };
+        Proxy::start(&dir.path().join(format!("proxy-{n}.sock")), config)
+            .map_err(|e| format!("the network allowlist's proxy cannot listen: {e}"))
     }
 }
 

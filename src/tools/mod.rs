@@ -16,6 +16,7 @@
 //! status `failed` and a message for the model, never an error that ends
 //! the turn.
 
+pub mod agent;
 pub mod ask_user;
 pub mod bash;
 pub mod confined;
@@ -58,12 +59,13 @@ pub enum Tool {
     Grep,
     TodoWrite,
     AskUserQuestion,
+    Agent,
     WebFetch,
 }
 
 impl Tool {
     /// Every tool, in the order offered to the model.
-    pub const ALL: [Tool; 11] = [
+    pub const ALL: [Tool; 12] = [
         Tool::Bash,
         Tool::BashOutput,
         Tool::KillShell,
@@ -74,11 +76,16 @@ impl Tool {
         Tool::Grep,
         Tool::TodoWrite,
         Tool::AskUserQuestion,
+        Tool::Agent,
         Tool::WebFetch,
     ];
 
-    /// Looks a tool up by its wire name (exact, case-sensitive).
+    /// Looks a tool up by its wire name (exact, case-sensitive; `Task` is
+    /// `Agent`'s older name).
     pub fn from_name(name: &str) -> Option<Tool> {
+        if name == "Task" {
+            return Some(Tool::Agent);
+        }
         Tool::ALL.into_iter().find(|t| t.name() == name)
     }
 
@@ -94,6 +101,7 @@ impl Tool {
             Tool::Grep => "Grep",
             Tool::TodoWrite => "TodoWrite",
             Tool::AskUserQuestion => "AskUserQuestion",
+            Tool::Agent => "Agent",
             Tool::WebFetch => "WebFetch",
         }
     }
@@ -110,6 +118,9 @@ impl Tool {
             | Tool::Grep
             | Tool::TodoWrite
             | Tool::AskUserQuestion
+            // Starting a subagent changes nothing: each of its calls is
+            // decided on its own.
+            | Tool::Agent => true,
             | Tool::WebFetch => true,
         }
     }
@@ -145,6 +156,7 @@ impl Tool {
             Tool::Grep => search::grep_spec(),
             Tool::TodoWrite => todo::spec(),
             Tool::AskUserQuestion => ask_user::spec(),
+            Tool::Agent => agent::spec(),
             Tool::WebFetch => web_fetch::spec(),
         }
     }
@@ -190,7 +202,8 @@ impl Tool {
             | Tool::KillShell
             | Tool::TodoWrite
             | Tool::AskUserQuestion
-            | Tool::WebFetch => None,
+            | Tool::Agent => None,
+            Tool::WebFetch => None,
         }
     }
 
@@ -228,6 +241,7 @@ impl Tool {
             Tool::Glob | Tool::Grep => search::present(self, input, cwd),
             Tool::TodoWrite => todo::present(input),
             Tool::AskUserQuestion => ask_user::present(input),
+            Tool::Agent => agent::present(input),
             Tool::WebFetch => web_fetch::present(input),
         }
     }
@@ -238,6 +252,7 @@ impl Tool {
         match self {
             Tool::Bash => bash::detail(input),
             Tool::AskUserQuestion => ask_user::detail(input),
+            Tool::Agent => agent::detail(input),
             Tool::WebFetch => web_fetch::detail(input),
             _ => None,
         }
@@ -273,6 +288,7 @@ pub enum ToolInput {
     Grep(search::GrepInput),
     TodoWrite(todo::TodoInput),
     AskUserQuestion(ask_user::AskInput),
+    Agent(agent::AgentInput),
     WebFetch(web_fetch::WebFetchInput),
     /// A tool of one of the session's MCP servers.
     Mcp(mcp::McpInput),
@@ -292,6 +308,7 @@ impl ToolInput {
             Tool::Grep => ToolInput::Grep(search::parse_grep(input)?),
             Tool::TodoWrite => ToolInput::TodoWrite(todo::parse(input)?),
             Tool::AskUserQuestion => ToolInput::AskUserQuestion(ask_user::parse(input)?),
+            Tool::Agent => ToolInput::Agent(agent::parse(input)?),
             Tool::WebFetch => ToolInput::WebFetch(web_fetch::parse(input)?),
         })
     }
@@ -310,6 +327,7 @@ impl ToolInput {
             | ToolInput::KillShell(_)
             | ToolInput::TodoWrite(_)
             | ToolInput::AskUserQuestion(_)
+            | ToolInput::Agent(_)
             | ToolInput::WebFetch(_)
             | ToolInput::Mcp(_) => None,
         }
@@ -329,6 +347,7 @@ impl ToolInput {
             | ToolInput::KillShell(_)
             | ToolInput::TodoWrite(_)
             | ToolInput::AskUserQuestion(_)
+            | ToolInput::Agent(_)
             | ToolInput::WebFetch(_)
             | ToolInput::Mcp(_) => None,
         }
@@ -340,6 +359,14 @@ impl ToolInput {
     /// working directory).
     pub fn target(&self) -> Option<&Path> {
         self.path().map(Path::new)
+    }
+
+    /// The task, for an `Agent` call.
+    pub fn delegation(&self) -> Option<&agent::AgentInput> {
+        match self {
+            ToolInput::Agent(a) => Some(a),
+            _ => None,
+        }
     }
 
     /// A WebFetch call's input.
@@ -395,6 +422,7 @@ impl ToolInput {
             | ToolInput::Grep(_)
             | ToolInput::TodoWrite(_)
             | ToolInput::AskUserQuestion(_)
+            | ToolInput::Agent(_)
             | ToolInput::WebFetch(_)
             | ToolInput::Mcp(_) => None,
         }
@@ -414,6 +442,7 @@ impl ToolInput {
             ToolInput::Grep(_) => Tool::Grep,
             ToolInput::TodoWrite(_) => Tool::TodoWrite,
             ToolInput::AskUserQuestion(_) => Tool::AskUserQuestion,
+            ToolInput::Agent(_) => Tool::Agent,
             ToolInput::WebFetch(_) => Tool::WebFetch,
         })
     }
@@ -431,6 +460,7 @@ impl ToolInput {
             ToolInput::Grep(i) => search::grep(i, cx).await,
             ToolInput::TodoWrite(i) => todo::run(i, cx).await,
             ToolInput::AskUserQuestion(i) => ask_user::run(i, cx).await,
+            ToolInput::Agent(i) => agent::run(i, cx).await,
             ToolInput::WebFetch(i) => web_fetch::run(i, cx).await,
             ToolInput::Mcp(i) => mcp::run(i, cx).await,
         }
@@ -440,14 +470,40 @@ impl ToolInput {
 /// The specs of every tool, for a model request: candor's own, then the
 /// MCP servers' (`mcp__<server>__<tool>`).
 pub fn specs(mcp: &[crate::tools::mcp::McpTool]) -> Vec<ToolSpec> {
+    let built_in: Vec<(String, String)> = crate::subagents::built_ins()
+        .into_iter()
+        .map(|d| (d.name, d.description))
+        .collect();
+    specs_for(mcp, &built_in, |_| true)
+}
+
+/// The specs of the tools `offered` lets the model see, with `Agent`
+/// offering `agents` (name, description; no `Agent` when there are none).
+pub fn specs_for(
+    mcp: &[crate::tools::mcp::McpTool],
+    agents: &[(String, String)],
+    offered: impl Fn(&str) -> bool,
+) -> Vec<ToolSpec> {
+    let types: Vec<(&str, &str)> = agents
+        .iter()
+        .map(|(n, d)| (n.as_str(), d.as_str()))
+        .collect();
     Tool::ALL
         .into_iter()
-        .map(Tool::spec)
-        .chain(mcp.iter().map(|t| ToolSpec {
-            name: t.exposed.clone().into(),
-            description: t.description.clone().into(),
-            input_schema: t.input_schema.clone(),
-        }))
+        .filter(|t| offered(t.name()) && (*t != Tool::Agent || !types.is_empty()))
+        .map(|t| match t {
+            Tool::Agent => agent::spec_with(&types),
+            other => other.spec(),
+        })
+        .chain(
+            mcp.iter()
+                .filter(|t| offered(&t.exposed))
+                .map(|t| ToolSpec {
+                    name: t.exposed.clone().into(),
+                    description: t.description.clone().into(),
+                    input_schema: t.input_schema.clone(),
+                }),
+        )
         .collect()
 }
 
@@ -502,6 +558,16 @@ pub enum ToolEvent {
     /// (`mcp::elicit`): `recorded` is answered once it is in the log, and
     /// nothing goes on before.
     Elicitation(mcp::Elicited, tokio::sync::oneshot::Sender<()>),
+    /// A confined command is connecting to a host its network allowlist
+    /// does not name: the session asks the user on the call's card and
+    /// answers through `reply` (`session::network`).
+    NetworkAsk {
+        host: String,
+        port: u16,
+        reply: tokio::sync::oneshot::Sender<crate::sandbox::Answer>,
+    },
+    /// How the sandbox's proxy decided one of the command's connections.
+    Network(crate::sandbox::Decision),
 }
 
 /// What a tool gets besides its call.

@@ -64,6 +64,7 @@ impl Shells {
         mut group: ProcessGroup,
         mut pipe: tokio::net::unix::pipe::Receiver,
         grace: Duration,
+        door: Option<crate::sandbox::Proxy>,
     ) -> String {
         let id = {
             let mut reg = lock(&self.inner);
@@ -77,6 +78,9 @@ impl Shells {
         });
         lock(&self.inner).shells.insert(id.clone(), shell.clone());
         tokio::spawn(async move {
+            // The command's door of the network allowlist's proxy lives as
+            // long as the command.
+            let _door = door;
             let reading = async {
                 let mut buf = vec![0u8; 16 * 1024];
                 while let Ok(n) = pipe.read(&mut buf).await {

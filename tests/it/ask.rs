@@ -168,7 +168,7 @@ async fn without_forms_a_single_choice_question_is_asked_as_a_permission_prompt(
     let session = conn.ready().await;
     // A person, who reads before choosing.
     conn.permission_delay = Some(std::time::Duration::from_millis(1500));
-    conn.answer_permissions(&["allow_once"]);
+    conn.answer_permissions(&["name:SQLite"]);
     conn.prompt(&session, "set it up").await;
     assert!(conn.elicitations.is_empty());
     let asked = &conn.permission_requests[0];
@@ -183,7 +183,14 @@ async fn without_forms_a_single_choice_question_is_asked_as_a_permission_prompt(
         .iter()
         .map(|o| o["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["SQLite", "Postgres", "Don't answer"]);
+    assert_eq!(names, ["Don't answer", "SQLite", "Postgres"]);
+    assert!(
+        asked["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|o| o["kind"] == "allow_once")
+    );
     let result = told(&conn).to_string();
     assert!(result.contains(r#"=\"SQLite\""#), "{result}");
     // Given as the user's likely choice, no more: the channel cannot say.
@@ -196,19 +203,20 @@ async fn without_forms_a_single_choice_question_is_asked_as_a_permission_prompt(
     // "Don't answer" is a refusal the model hears.
     let mut conn = Conn::in_process(asking(false));
     let session = conn.ready().await;
-    conn.answer_permissions(&["reject_once"]);
+    conn.permission_delay = Some(std::time::Duration::from_millis(1500));
+    conn.answer_permissions(&["name:Don't answer"]);
     conn.prompt(&session, "set it up").await;
     assert!(
         told(&conn)
             .to_string()
-            .contains("The user chose not to answer")
+            .contains("The question went unanswered")
     );
 }
 
 #[tokio::test]
 async fn an_editor_that_answers_every_prompt_by_itself_does_not_answer_for_the_user() {
     // The attack: a client that approves every permission request at once,
-    // unseen, with its first allow option (here, the first label).
+    // unseen, with its first allow option ("Don't answer").
     let mut conn = Conn::in_process(asking(false));
     let session = conn.ready().await;
     conn.answer_permissions(&["allow_once"]);
@@ -217,7 +225,24 @@ async fn an_editor_that_answers_every_prompt_by_itself_does_not_answer_for_the_u
     assert_eq!(conn.permission_requests.len(), 1, "it was asked");
     let result = told(&conn);
     let said = result.to_string();
-    // The model is not told the user chose "SQLite".
+    // The model is not told the user chose anything.
+    assert!(!said.contains("The user answered"), "{said}");
+    assert!(!said.contains(r#"=\"SQLite\""#), "{said}");
+    assert_eq!(result["isError"], true, "{said}");
+    assert!(said.contains("The question went unanswered"), "{said}");
+    let card = conn.thread(&session).card("q");
+    assert_eq!(card.status, "failed");
+    let logged = record(&conn, &session, "tool/result", "q").unwrap();
+    assert_eq!(logged["status"], "failed");
+
+    // A client that picks a label by itself, at once, is not taken for
+    // the user either.
+    let mut conn = Conn::in_process(asking(false));
+    let session = conn.ready().await;
+    conn.answer_permissions(&["name:SQLite"]);
+    conn.prompt(&session, "set it up").await;
+    let result = told(&conn);
+    let said = result.to_string();
     assert!(!said.contains("The user answered"), "{said}");
     assert_eq!(result["isError"], true, "{said}");
     assert!(
@@ -233,18 +258,46 @@ async fn an_editor_that_answers_every_prompt_by_itself_does_not_answer_for_the_u
         "{}",
         card.text()
     );
-    let logged = record(&conn, &session, "tool/result", "q").unwrap();
-    assert_eq!(logged["status"], "failed");
 
     // Control: the same answer from a person who took a moment is given
     // (as the user's likely choice).
     let mut conn = Conn::in_process(asking(false));
     let session = conn.ready().await;
     conn.permission_delay = Some(std::time::Duration::from_millis(1500));
-    conn.answer_permissions(&["allow_once"]);
+    conn.answer_permissions(&["name:SQLite"]);
     conn.prompt(&session, "set it up").await;
     let said = told(&conn).to_string();
     assert!(said.contains("The user answered"), "{said}");
+    assert!(said.contains(r#"=\"SQLite\""#), "{said}");
+    assert_eq!(conn.thread(&session).card("q").status, "completed");
+}
+
+#[tokio::test]
+async fn an_editor_that_answers_every_prompt_by_itself_after_a_moment_does_not_answer_for_the_user()
+{
+    // The attack: a client that approves every permission request by
+    // itself, with its first allow option, but only after a moment (a
+    // relay, a loaded machine, a countdown), past the 1 s a person needs.
+    let mut conn = Conn::in_process(asking(false));
+    let session = conn.ready().await;
+    conn.permission_delay = Some(std::time::Duration::from_millis(1100));
+    conn.answer_permissions(&["allow_once"]);
+    conn.prompt(&session, "set it up").await;
+    let result = told(&conn);
+    let said = result.to_string();
+    // The model is not given a label nobody chose.
+    assert!(!said.contains("The user answered"), "{said}");
+    assert!(!said.contains(r#"=\"SQLite\""#), "{said}");
+    assert_eq!(result["isError"], true, "{said}");
+    assert!(said.contains("unanswered"), "{said}");
+
+    // Control: a person who reads and picks "SQLite" is heard.
+    let mut conn = Conn::in_process(asking(false));
+    let session = conn.ready().await;
+    conn.permission_delay = Some(std::time::Duration::from_millis(1100));
+    conn.answer_permissions(&["name:SQLite"]);
+    conn.prompt(&session, "set it up").await;
+    let said = told(&conn).to_string();
     assert!(said.contains(r#"=\"SQLite\""#), "{said}");
     assert_eq!(conn.thread(&session).card("q").status, "completed");
 }

@@ -432,14 +432,3 @@ async fn a_loaded_session_replays_the_same_frames() {
         "the replay differs from what was shown live"
     );
 }
-
-/// The updates for `session` from frame `from` on, less the commands
-/// offered (a loaded session offers them afresh).
-fn shown_updates(conn: &Conn, session: &str, from: usize) -> Vec<Value> {
-    conn.frames[from..]
-        .iter()
-        .filter(|f| f["method"] == "session/update" && f["params"]["sessionId"] == session)
-        .map(|f| f["params"]["update"].clone())
-        .filter(|u| u["sessionUpdate"] != "available_commands_update")
-        .collect()
-}

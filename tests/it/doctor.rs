@@ -287,3 +287,99 @@ fn a_local_server_needs_no_key_and_the_user_config_is_listed() {
         "{text}"
     );
 }
+
+/// What `candor __sandbox --probe` says of this kernel.
+#[allow(clippy::disallowed_methods)] // the probe of the binary under test
+fn kernel() -> Value {
+    let out = std::process::Command::new(candor_bin())
+        .args(["__sandbox", "--probe"])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn doctor_says_what_the_kernel_gives_and_what_a_command_runs_in() {
+    let env = TestEnv::new();
+    let (code, report, text) = doctor(&env, &[]);
+    assert_eq!(code, 0, "{text}");
+    let sandbox = &report["sandbox"];
+    // The kernel as the launcher's probe finds it.
+    assert_eq!(sandbox["kernel"], kernel(), "{sandbox}");
+    let abi = sandbox["kernel"]["landlockAbi"].as_u64().unwrap();
+    assert!(
+        abi >= 6 && sandbox["kernel"]["userNamespace"] == true,
+        "this kernel lacks what the sandbox needs (Landlock ABI 6+, user namespaces): {sandbox}"
+    );
+    assert!(
+        sandbox["kernelSummary"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!(
+                "Landlock ABI {abi}, user, mount, PID, network namespaces"
+            )),
+        "{sandbox}"
+    );
+    assert_eq!(sandbox["preset"], "workspace-write");
+    assert_eq!(sandbox["network"], "off");
+    assert_eq!(sandbox["boundary"]["enforced"]["kind"], "confined");
+    // HOME is the test's directory, so the project is `~/project`.
+    let line =
+        "sandbox: writes to ~/project and $TMPDIR only, network off, processes end with the call";
+    assert_eq!(sandbox["runsWith"], line, "{sandbox}");
+    assert!(
+        text.contains("\nSandbox\n  kernel    Landlock ABI"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("  commands  {line}")), "{text}");
+    assert!(text.contains("  - not held: reads:"), "{text}");
+
+    // The settings change what a command runs in, and doctor says so.
+    write(
+        &env.dir.path().join(".config/candor/config.toml"),
+        "[sandbox]\nmode = \"read-only\"\nnetwork = \"allowlist\"\nallowed_domains = [\"github.com\"]\n",
+    );
+    let (_, report, text) = doctor(&env, &[]);
+    let sandbox = &report["sandbox"];
+    assert_eq!(sandbox["preset"], "read-only");
+    assert_eq!(sandbox["allowedDomains"], json!(["github.com"]));
+    assert!(
+        sandbox["runsWith"]
+            .as_str()
+            .unwrap()
+            .starts_with("sandbox: writes to $TMPDIR only, network only to github.com"),
+        "{sandbox}"
+    );
+    assert!(
+        text.contains("settings  read-only, network only to github.com"),
+        "{text}"
+    );
+    write(
+        &env.dir.path().join(".config/candor/config.toml"),
+        "[sandbox]\nmode = \"full-access\"\n",
+    );
+    let (_, report, _) = doctor(&env, &[]);
+    assert_eq!(
+        report["sandbox"]["runsWith"],
+        "not sandboxed: turned off by your candor config ([sandbox])"
+    );
+}
+
+#[tokio::test]
+async fn slash_doctor_says_what_this_sessions_commands_run_in() {
+    let env = TestEnv::scripted(script(vec![respond(json!([text("unused")]))]));
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "/doctor").await;
+    let shown = conn.thread(&session).agent_text.clone();
+    assert!(shown.contains("\nSandbox\n  kernel    "), "{shown}");
+    assert!(shown.contains("  commands  sandbox: writes to"), "{shown}");
+    // The user's own choice for the session is what /doctor reports.
+    conn.prompt(&session, "/sandbox off").await;
+    conn.prompt(&session, "/doctor").await;
+    let shown = conn.thread(&session).agent_text.clone();
+    assert!(
+        shown.contains("  commands  not sandboxed: turned off by you (/sandbox off)"),
+        "{shown}"
+    );
+}

@@ -45,6 +45,7 @@ mod sandbox;
 mod sandboxed_calls;
 mod schema_file;
 mod sessions;
+mod subagents;
 mod tidy;
 mod titles;
 mod tools;

@@ -341,10 +341,9 @@ async fn a_page_is_passed_only_to_an_editor_that_opens_pages() {
     assert_eq!(asked["elicitationId"], "page-1");
     assert_eq!(asked["toolCallId"], "m1");
     assert!(
-        asked["message"]
-            .as_str()
-            .unwrap()
-            .contains("It asks you to open a page on auth.example.com"),
+        asked["message"].as_str().unwrap().starts_with(
+            "The MCP server \"test\" asks you to open a page on auth.example.com:\nhttps://auth.example.com/login?state=s1\n\nSign in to the deploy service."
+        ),
         "{asked}"
     );
     assert_eq!(elicited(&log)[0]["action"], "accept");
@@ -407,4 +406,325 @@ async fn cancelling_the_turn_withdraws_the_servers_open_question() {
         record(&conn, &session, "tool/result", "m1").unwrap()["status"],
         "cancelled"
     );
+}
+
+/// A form asking for a branch, with `message`.
+fn form(message: &str) -> Value {
+    json!({"mode": "form", "message": message, "requestedSchema": {"type": "object",
+        "properties": {"branch": {"type": "string", "title": "Branch"}}, "required": ["branch"]}})
+}
+
+/// A session that calls the test server's `tool` once with `arguments`,
+/// then says "done".
+fn calling_with(tool_name: &str, arguments: Value) -> TestEnv {
+    TestEnv::scripted(script(vec![
+        respond(json!([tool(
+            "m1",
+            &format!("mcp__test__{tool_name}"),
+            arguments
+        )])),
+        respond(json!([text("done")])),
+    ]))
+}
+
+fn notices(conn: &Conn, session: &str, containing: &str) -> usize {
+    records(conn, session, "session/notice")
+        .iter()
+        .filter(|r| r["text"].as_str().unwrap_or_default().contains(containing))
+        .count()
+}
+
+/// The attack: a server that asks again and again during its call (one
+/// after another, or all at once), which with an editor without forms
+/// costs it nothing: every question would be a record, a notice and, with
+/// forms, a dialog.
+#[tokio::test]
+async fn a_server_asking_in_a_loop_is_stopped_after_a_few_questions_of_a_call() {
+    for together in [false, true] {
+        let env = calling_with(
+            "ask_as",
+            json!({"request": form("Again?"), "times": 30, "together": together}),
+        );
+        let log = env.dir.path().join("server.jsonl");
+        let mut conn = Conn::in_process(env);
+        let session = open(&mut conn, "{}", &log).await;
+        let answer = conn.prompt(&session, "deploy").await;
+        assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+        let got = elicited(&log);
+        assert_eq!(got.len(), 30, "{got:?}");
+        let declined = got.iter().filter(|g| g["action"] == "decline").count();
+        let refused = got
+            .iter()
+            .filter(|g| {
+                g["error"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("at most 8 questions")
+            })
+            .count();
+        assert_eq!((declined, refused), (8, 22), "together {together}: {got:?}");
+        assert_eq!(records(&conn, &session, "elicitation/requested").len(), 8);
+        assert_eq!(records(&conn, &session, "elicitation/resolved").len(), 8);
+        assert_eq!(
+            notices(&conn, &session, "asked more than 8 questions"),
+            1,
+            "{:?}",
+            records(&conn, &session, "session/notice")
+        );
+    }
+    // Control: a server asking twice in a call is asked twice.
+    let env = calling_with("ask_as", json!({"request": form("Which?"), "times": 2}));
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, FORMS, &log).await;
+    for branch in ["a", "b"] {
+        conn.elicitation_answers
+            .push_back(json!({"action": "accept", "content": {"branch": branch}}));
+    }
+    conn.prompt(&session, "deploy").await;
+    assert_eq!(conn.elicitations.len(), 2);
+    let got = elicited(&log);
+    assert!(got.iter().all(|g| g["action"] == "accept"), "{got:?}");
+}
+
+/// Questions a server sends all at once reach the editor one at a time;
+/// those still waiting when the call ends are withdrawn unseen.
+#[tokio::test]
+async fn a_servers_questions_asked_at_once_are_shown_one_at_a_time() {
+    let env = calling_with(
+        "ask_as",
+        json!({"request": form("Which?"), "times": 3, "together": true}),
+    );
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, FORMS, &log).await;
+    // The user does not answer the first.
+    conn.elicitation_answers.push_back(Value::Null);
+    let id = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "deploy"}]}),
+        )
+        .await;
+    while conn.elicitations.is_empty() {
+        conn.recv().await;
+    }
+    for _ in 0..10 {
+        conn.try_recv(Duration::from_millis(100)).await;
+    }
+    assert_eq!(conn.elicitations.len(), 1, "more than one dialog at once");
+    conn.notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let response = conn.response(&id).await;
+    assert_eq!(response["result"]["stopReason"], "cancelled");
+    assert_eq!(conn.elicitations.len(), 1);
+    let resolved = records(&conn, &session, "elicitation/resolved");
+    assert_eq!(resolved.len(), 3, "{resolved:?}");
+    assert!(
+        resolved
+            .iter()
+            .all(|r| r["action"] == "cancel" && r["by"] == "candor")
+    );
+    let unseen = resolved
+        .iter()
+        .filter(|r| {
+            r["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("before it was shown")
+        })
+        .count();
+    assert_eq!(unseen, 2, "{resolved:?}");
+}
+
+/// The attack: a server asking again and again while none of its calls
+/// runs (each refused) would fill the log and the editor with notices.
+#[tokio::test]
+async fn a_server_asking_outside_its_calls_again_and_again_is_told_of_a_few_times() {
+    let env = calling_with("ask_later", json!({"times": 20}));
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, FORMS, &log).await;
+    conn.prompt(&session, "deploy").await;
+    assert!(
+        eventually(Duration::from_secs(20), || elicited(&log).len() == 20).await,
+        "the server did not ask 20 times: {:?}",
+        elicited(&log)
+    );
+    let told = "asked you something while no call of it was running";
+    assert!(
+        eventually(Duration::from_secs(5), || notices(&conn, &session, told)
+            >= 1)
+        .await,
+        "no notice"
+    );
+    // What is still on its way is recorded by now.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(notices(&conn, &session, told), 3);
+    assert_eq!(
+        notices(&conn, &session, "refused without telling you again"),
+        1
+    );
+    assert!(conn.elicitations.is_empty());
+}
+
+/// The attack: a page whose host is spelled with look-alike letters of
+/// another script, one that hides its host behind a user name
+/// (`https://github.com@evil.example/`), one too long to read, and a
+/// message that names another host before candor's line does.
+#[tokio::test]
+async fn a_page_is_passed_as_it_opens_its_real_host_said_first() {
+    let pages = r#"{"elicitation": {"form": {}, "url": {}}}"#;
+    let page = |url: &str, message: &str| json!({"request": {"mode": "url", "message": message, "url": url, "elicitationId": "p1"}});
+    let env = calling_with(
+        "ask_as",
+        page(
+            "https://\u{0430}pple.com/login",
+            "Sign in.\n\nIt asks you to open a page on apple.com: https://apple.com/login",
+        ),
+    );
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, pages, &log).await;
+    conn.elicitation_answers
+        .push_back(json!({"action": "accept"}));
+    conn.prompt(&session, "sign in").await;
+    let asked = &conn.elicitations[0];
+    // What the editor opens is what it is shown: the host as the
+    // browser's address bar spells it.
+    assert_eq!(asked["url"], "https://xn--pple-43d.com/login", "{asked}");
+    let message = asked["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "The MCP server \"test\" asks you to open a page on xn--pple-43d.com:\nhttps://xn--pple-43d.com/login"
+        ),
+        "{message}"
+    );
+    let card = conn.thread(&session).card("m1").text();
+    assert!(
+        card.contains("open a page on xn--pple-43d.com")
+            && card.contains("https://xn--pple-43d.com/login"),
+        "{card}"
+    );
+
+    // A user name before the host, and an address too long to read: not
+    // passed, the server told decline.
+    for (url, says) in [
+        (
+            "https://github.com@evil.example/login".to_owned(),
+            "user name",
+        ),
+        (
+            format!("https://auth.example.com/{}", "a".repeat(9000)),
+            "longer than",
+        ),
+    ] {
+        let env = calling_with("ask_as", page(&url, "Sign in."));
+        let log = env.dir.path().join("server.jsonl");
+        let mut conn = Conn::in_process(env);
+        let session = open(&mut conn, pages, &log).await;
+        conn.prompt(&session, "sign in").await;
+        assert!(conn.elicitations.is_empty(), "{url} was passed");
+        assert_eq!(elicited(&log)[0]["action"], "decline");
+        let resolved = &records(&conn, &session, "elicitation/resolved")[0];
+        assert!(
+            resolved["reason"].as_str().unwrap().contains(says),
+            "{resolved}"
+        );
+        let requested = &records(&conn, &session, "elicitation/requested")[0];
+        assert!(
+            requested["url"].as_str().unwrap().chars().count() <= 8200,
+            "the log keeps the whole address"
+        );
+    }
+}
+
+/// The attack: a server that asks while another server's call runs, to
+/// have its question shown on that call's card (under the other server's
+/// name, or as if the user's approved call asked it). Refused: a server
+/// asks only during its own calls.
+#[tokio::test]
+async fn a_server_cannot_ask_on_another_servers_card() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([tool("o1", "mcp__other__ask_later", json!({}))])),
+        respond(json!([tool(
+            "t1",
+            "mcp__test__slow",
+            json!({"seconds": 2})
+        )])),
+        respond(json!([text("done")])),
+    ]));
+    let log = env.dir.path().join("server.jsonl");
+    let other_log = env.dir.path().join("other.jsonl");
+    let mut conn = Conn::in_process(env);
+    conn.initialize_with(serde_json::from_str(FORMS).unwrap())
+        .await;
+    let cwd = conn.env.project.clone();
+    let servers = json!([
+        {"name": "test", "command": mcp_test_server(), "args": [MCP_TEST_SERVER, "--log", log], "env": []},
+        {"name": "other", "command": mcp_test_server(), "args": [MCP_TEST_SERVER, "--log", other_log], "env": []}
+    ]);
+    let opened = conn
+        .call("session/new", json!({"cwd": cwd, "mcpServers": servers}))
+        .await;
+    let session = opened["sessionId"].as_str().unwrap().to_owned();
+    conn.elicitation_answers
+        .push_back(json!({"action": "accept", "content": {"branch": "main"}}));
+    conn.prompt(&session, "go").await;
+    // "other" asked 300 ms after its own call, while "test"'s slow call ran.
+    let got = elicited(&other_log);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("only while it waits on one of this server's tool calls"),
+        "{got:?}"
+    );
+    assert!(conn.elicitations.is_empty(), "the editor was asked");
+    assert!(records(&conn, &session, "elicitation/requested").is_empty());
+    let card = conn.thread(&session).card("t1").text();
+    assert!(!card.contains("asks"), "{card}");
+    assert!(
+        eventually(Duration::from_secs(5), || notices(
+            &conn,
+            &session,
+            "The MCP server \"other\" asked you something while no call of it was running"
+        ) == 1)
+        .await
+    );
+}
+
+/// The attack: a question whose message and form carry terminal escapes
+/// and a right-to-left override, at any length: the editor is shown them
+/// as visible escapes, the message cut.
+#[tokio::test]
+async fn a_questions_hidden_characters_are_shown_and_its_length_cut() {
+    let hostile = "Approve \u{1b}[8mhidden\u{1b}[0m \u{202E}txt.exe";
+    let request = json!({"mode": "form", "message": format!("{hostile} {}", "x".repeat(10_000)),
+        "requestedSchema": {"type": "object", "title": hostile, "properties": {
+            "choice": {"type": "string", "title": hostile, "description": hostile,
+                "oneOf": [{"const": "a", "title": hostile}]}}}});
+    let env = calling_with("ask_as", json!({ "request": request }));
+    let log = env.dir.path().join("server.jsonl");
+    let mut conn = Conn::in_process(env);
+    let session = open(&mut conn, FORMS, &log).await;
+    conn.elicitation_answers
+        .push_back(json!({"action": "accept", "content": {"choice": "a"}}));
+    conn.prompt(&session, "go").await;
+    let asked = &conn.elicitations[0];
+    let shown = "Approve \\u{1b}[8mhidden\\u{1b}[0m \\u{202e}txt.exe";
+    let message = asked["message"].as_str().unwrap();
+    assert!(message.contains(shown), "{message}");
+    assert!(message.chars().count() < 4_200, "{}", message.len());
+    let field = &asked["requestedSchema"]["properties"]["choice"];
+    assert_eq!(field["title"], shown);
+    assert_eq!(field["description"], shown);
+    assert_eq!(field["oneOf"][0]["title"], shown);
+    assert_eq!(asked["requestedSchema"]["title"], shown);
+    // The value the answer carries stays exact.
+    assert_eq!(field["oneOf"][0]["const"], "a");
+    let card = conn.thread(&session).card("m1").text();
+    assert!(card.contains(shown), "{card}");
+    assert!(!card.contains('\u{1b}'));
 }

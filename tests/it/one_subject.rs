@@ -145,6 +145,11 @@ fn arguments(rng: &mut fastrand::Rng, tool: Tool) -> Value {
             ],
             "multiSelect": rng.bool(),
         }] }),
+        Tool::Agent => json!({
+            "description": "a generated task",
+            "prompt": line(rng),
+            "subagent_type": if rng.bool() { "Explore" } else { "Plan" },
+        }),
         Tool::WebFetch => {
             let mut a = json!({ "url": url(rng), "prompt": "what does it say?" });
             if rng.bool() {

@@ -217,6 +217,9 @@ fn arguments(tool: &str, input: Option<&str>) -> Value {
         ("TodoWrite", None) => json!({ "todos": [] }),
         ("BashOutput", None) => json!({ "bash_id": "1" }),
         ("KillShell", None) => json!({ "shell_id": "1" }),
+        ("Agent", Some(t)) => {
+            json!({ "description": "a row", "prompt": "look", "subagent_type": t })
+        }
         ("WebFetch", Some(u)) => json!({ "url": u, "prompt": "a row of the table" }),
         _ => json!({}),
     }

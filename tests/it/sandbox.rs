@@ -18,6 +18,8 @@ use candor::sandbox::{
     RefuseUnlisted, Report, Setup,
 };
 
+use crate::support::http_server;
+
 fn candor() -> &'static str {
     env!("CARGO_BIN_EXE_candor")
 }
@@ -334,26 +336,6 @@ fn read_denied_paths_cannot_be_read_by_any_program() {
     );
     let out = plain(&place.proj, &format!("cat '{secret}'"));
     assert!(String::from_utf8_lossy(&out.stdout).contains("the-secret"));
-}
-
-/// A local HTTP server (the "outside") answering `hello` to every request,
-/// on its own thread; its port.
-fn http_server() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        use std::io::{Read, Write};
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-            let mut buf = [0u8; 4096];
-            let _ = stream.read(&mut buf);
-            let _ = stream.write_all(
-                b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nhello\n",
-            );
-        }
-    });
-    port
 }
 
 fn has(program: &str) -> bool {
@@ -681,9 +663,13 @@ async fn the_allowlist_proxy_lets_an_allowed_host_through_and_refuses_another() 
         &place.root.join("proxy.sock"),
         ProxyConfig {
             allowlist: Allowlist::new(&["127.0.0.1"]),
+            grants: candor::sandbox::Grants::default(),
             judge: std::sync::Arc::new(RefuseUnlisted),
             judge_wait: Duration::from_secs(1),
-            decisions,
+            max_asks: 8,
+            decisions: std::sync::Arc::new(move |d| {
+                let _ = decisions.send(d);
+            }),
         },
     )
     .unwrap();

@@ -174,6 +174,13 @@ async fn writes_outside_the_roots_and_into_git_fail_through_candor_and_work_unsa
                 out.display()
             ),
             format!(
+                "perl -e 'open(my $f, \">\", \"{}/pl\") or die \"$!\"; print $f \"x\"'",
+                out.display()
+            ),
+            format!("echo x > /proc/self/root{}/proc", out.display()),
+            // A rename over a protected file.
+            "echo '[y]' > new && mv -f new .git/config".to_owned(),
+            format!(
                 "echo x > \"$TMPDIR/src\" && cp \"$TMPDIR/src\" {}/cp",
                 out.display()
             ),
@@ -191,7 +198,7 @@ async fn writes_outside_the_roots_and_into_git_fail_through_candor_and_work_unsa
     let env = TestEnv::new();
     let out = setup(&env);
     let (conn, _) = run_commands(env, None, &escapes(&out)).await;
-    for name in ["py", "cp", "ln", "cd"] {
+    for name in ["py", "pl", "proc", "cp", "ln", "cd"] {
         assert!(!out.join(name).exists(), "{name} escaped the sandbox");
     }
     let git = std::fs::read_to_string(conn.env.project.join(".git/config")).unwrap();
@@ -205,11 +212,11 @@ async fn writes_outside_the_roots_and_into_git_fail_through_candor_and_work_unsa
     let out = setup(&env);
     let config = "[sandbox]\nmode = \"full-access\"\n";
     let (conn, session) = run_commands(env, Some(config), &escapes(&out)).await;
-    for name in ["py", "cp", "ln", "cd"] {
+    for name in ["py", "pl", "proc", "cp", "ln", "cd"] {
         assert!(out.join(name).exists(), "{name} did not run unsandboxed");
     }
     let git = std::fs::read_to_string(conn.env.project.join(".git/config")).unwrap();
-    assert!(git.contains("[x]"));
+    assert!(git.contains("[y]") && git.contains("[x]"), "{git}");
     let log = conn.env.log(&session);
     let call = call_record(&log, "c0");
     assert_eq!(call["sandbox"]["enforced"]["kind"], "unconfined");
@@ -420,6 +427,50 @@ async fn a_repository_cannot_widen_its_own_sandbox_before_it_is_trusted() {
     );
     let card = conn.thread(&session).card("c0").clone();
     assert!(card.text().contains("not sandboxed:"), "{}", card.text());
+}
+
+#[tokio::test]
+async fn an_excluded_command_runs_outside_only_when_it_is_all_the_line_runs() {
+    require_sandbox();
+    let env = TestEnv::new();
+    let out = outside(&env);
+    let o = out.display();
+    let commands = [
+        // The control: the excluded command alone runs outside.
+        format!("touch {o}/alone"),
+        // Its first word is excluded, but the line runs more.
+        format!("touch {o}/first; python3 -c \"open('{o}/then', 'w')\""),
+        // An assignment in front, as Claude Code reads it: still touch.
+        format!("FOO=1 touch {o}/assigned"),
+        // A variable that changes what runs: not the excluded command.
+        format!("PATH=/usr/bin:$PATH touch {o}/path"),
+        // Spelled oddly, it is still touch (what runs, not the spelling).
+        format!("t''ouch {o}/quoted"),
+    ];
+    let config = "[sandbox]\nexcluded_commands = [\"touch\"]\n";
+    let (conn, session) = run_commands(env, Some(config), &commands).await;
+    for name in ["alone", "assigned", "quoted"] {
+        assert!(
+            out.join(name).exists(),
+            "{name}: the excluded command was confined"
+        );
+    }
+    for name in ["first", "then", "path"] {
+        assert!(!out.join(name).exists(), "{name} ran outside the sandbox");
+    }
+    let card = conn.thread(&session).card("c0").clone();
+    assert!(
+        card.text()
+            .contains("not sandboxed: an excluded command (`touch`, sandbox.excludedCommands)"),
+        "{}",
+        card.text()
+    );
+    let card = conn.thread(&session).card("c1").clone();
+    assert!(
+        card.text().contains("sandbox: writes to"),
+        "{}",
+        card.text()
+    );
 }
 
 #[tokio::test]
@@ -657,4 +708,725 @@ async fn what_the_read_deny_rules_deny_no_command_reads_and_a_glob_they_cannot_h
         assert_eq!(card.status, "completed", "{name}: {}", card.text());
         assert!(card.text().contains(text), "{name}: {}", card.text());
     }
+}
+
+/// The attack: two writable roots, one inside the other (an editor's
+/// workspace and a folder of it, both given as additional directories; or
+/// a root holding the working directory). A command may rename the inner
+/// one and put a link to anywhere in its place; the next command's
+/// boundary, which the card says writes to the inner root, would then be
+/// set up where the link leads.
+#[tokio::test]
+async fn a_writable_root_a_command_swapped_for_a_link_is_not_followed_out_of_the_boundary() {
+    require_sandbox();
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([
+            tool("ok", "Bash", json!({"command": "echo ok > ../ws/lib/ok"})),
+            tool(
+                "swap",
+                "Bash",
+                json!({"command": "cd ../ws && mv lib lib.old && ln -s ../outside lib"})
+            ),
+            tool(
+                "escape",
+                "Bash",
+                json!({"command": "python3 -c \"open('../ws/lib/pwned', 'w').write('x')\""})
+            ),
+        ])),
+        respond(json!([text("done")])),
+    ]))
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let ws = env.dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("lib")).unwrap();
+    let out = outside(&env);
+    let mut conn = Conn::in_process(env);
+    conn.initialize().await;
+    let cwd = conn.env.project.clone();
+    let opened = conn
+        .call(
+            "session/new",
+            json!({"cwd": cwd, "mcpServers": [], "additionalDirectories": [ws, ws.join("lib")]}),
+        )
+        .await;
+    let session = opened["sessionId"].as_str().unwrap().to_owned();
+    conn.prompt(&session, "go").await;
+    let log = conn.env.log(&session);
+    // Control: the inner root is writable as the card says.
+    assert!(ws.join("lib.old/ok").exists(), "the control failed");
+    assert_eq!(
+        record(&conn, &session, "tool/result", "swap").unwrap()["status"],
+        "completed"
+    );
+    // The escape: nothing written where the link leads, and the command
+    // did not run.
+    assert!(
+        !out.join("pwned").exists(),
+        "the boundary followed the link"
+    );
+    let escape = call_record(&log, "escape");
+    assert!(
+        escape["sandbox"]["writableRoots"]
+            .to_string()
+            .contains("ws/lib"),
+        "{escape}"
+    );
+    let result = record(&conn, &session, "tool/result", "escape").unwrap();
+    assert_eq!(result["status"], "failed", "{result}");
+    assert!(
+        result["output"].as_str().unwrap().contains("symbolic link"),
+        "{result}"
+    );
+}
+
+/// The `config_option_update`s received so far: each one's options.
+fn option_updates(conn: &Conn) -> Vec<Value> {
+    conn.notifications
+        .iter()
+        .filter(|n| n["params"]["update"]["sessionUpdate"] == "config_option_update")
+        .map(|n| n["params"]["update"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_sandbox_is_an_editor_option_recorded_like_a_mode_and_a_load_keeps_it() {
+    require_sandbox();
+    let env = TestEnv::new();
+    let out = outside(&env);
+    let command = format!("echo x > {}/opt", out.display());
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![
+        respond(json!([tool("o", "Bash", json!({ "command": command }))])),
+        respond(json!([text("done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let mut conn = Conn::spawn(env);
+    conn.initialize().await;
+    let cwd = conn.env.project.clone();
+    let created = conn
+        .call("session/new", json!({"cwd": cwd, "mcpServers": []}))
+        .await;
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    let sandbox = config_option(&created, "sandbox");
+    assert_eq!(sandbox["currentValue"], "workspace-write", "{created}");
+    assert_eq!(sandbox["category"], "_sandbox");
+    let ids: Vec<&str> = sandbox["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["read-only", "workspace-write", "full-access"]);
+    assert_eq!(config_option(&created, "network")["currentValue"], "off");
+
+    // A value that is not a preset is refused, and nothing is recorded.
+    let bad = conn
+        .request(
+            "session/set_config_option",
+            json!({"sessionId": session, "configId": "sandbox", "value": "none"}),
+        )
+        .await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    // The person picks full access in the editor: recorded, and the next
+    // command runs outside, its card saying who lifted it.
+    let changed = conn
+        .call(
+            "session/set_config_option",
+            json!({"sessionId": session, "configId": "sandbox", "value": "full-access"}),
+        )
+        .await;
+    assert_eq!(
+        config_option(&changed, "sandbox")["currentValue"],
+        "full-access"
+    );
+    conn.prompt(&session, "write it").await;
+    assert!(
+        out.join("opt").exists(),
+        "the option did not lift the sandbox"
+    );
+    let card = conn.thread(&session).card("o").clone();
+    assert!(
+        card.text().contains(
+            "not sandboxed: turned off by you (the session's Sandbox option: full-access)"
+        ),
+        "{}",
+        card.text()
+    );
+    let log = conn.env.log(&session);
+    let recorded = log
+        .iter()
+        .find(|r| r["type"] == "config/changed" && r["configId"] == "sandbox")
+        .unwrap();
+    assert_eq!(recorded["value"], "full-access");
+    assert!(recorded.get("via").is_none(), "{recorded}");
+    // `/sandbox` typed changes the same setting, and the editor's options
+    // follow (a `config_option_update`).
+    conn.prompt(&session, "/sandbox read-only").await;
+    conn.prompt(&session, "/sandbox network allowlist").await;
+    let updates = option_updates(&conn);
+    let last = updates.last().expect("no config_option_update");
+    assert_eq!(config_option(last, "sandbox")["currentValue"], "read-only");
+    assert_eq!(config_option(last, "network")["currentValue"], "allowlist");
+    let log = conn.env.log(&session);
+    assert!(log.iter().any(|r| r["type"] == "config/changed"
+        && r["configId"] == "network"
+        && r["value"] == "allowlist"
+        && r["via"] == "command"));
+    // Loaded again, the session offers what the user last chose.
+    let env = conn.end().await;
+    let mut again = Conn::spawn(env);
+    again.initialize().await;
+    let loaded = again.load(&session).await;
+    assert_eq!(
+        config_option(&loaded, "sandbox")["currentValue"],
+        "read-only"
+    );
+    assert_eq!(
+        config_option(&loaded, "network")["currentValue"],
+        "allowlist"
+    );
+}
+
+/// A Bash command fetching `http://{host}:{port}/` through the sandbox's
+/// proxy (`NO_PROXY` cleared: 127.0.0.1 stands for the outside here).
+fn fetch(host: &str, port: u16) -> String {
+    format!(
+        "NO_PROXY= no_proxy= python3 -c \"import urllib.request as u; print(u.urlopen('http://{host}:{port}/', timeout=10).read().decode())\""
+    )
+}
+
+/// A session in `bypassPermissions` (no call asks) whose candor config
+/// turns the allowlist on with `domains`; its model runs `commands`.
+async fn allowlisted(domains: &str, commands: &[String], answers: &[&str]) -> (Conn, String) {
+    let env = TestEnv::new().with_policy(json!({"mode": "bypassPermissions"}));
+    let inputs: Vec<Value> = commands.iter().map(|c| json!({ "command": c })).collect();
+    let calls: Vec<Value> = inputs
+        .into_iter()
+        .enumerate()
+        .map(|(i, input)| respond(json!([tool(&format!("c{i}"), "Bash", input)])))
+        .collect();
+    let path = env.dir.path().join("script.json");
+    let mut responses = calls;
+    responses.push(respond(json!([text("done")])));
+    std::fs::write(&path, script(responses).to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let toml = format!("[sandbox]\nnetwork = \"allowlist\"\nallowed_domains = [{domains}]\n");
+    let (env, config) = with_candor_sandbox(env, &toml);
+    let mut conn = Conn::in_process_with(env, config);
+    let session = conn.ready().await;
+    conn.answer_permissions(answers);
+    conn.prompt(&session, "go").await;
+    (conn, session)
+}
+
+/// The `network/decided` records of call `id`.
+fn decided(log: &[Value], id: &str) -> Vec<Value> {
+    log.iter()
+        .filter(|r| r["type"] == "network/decided" && r["toolCallId"] == id)
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn an_allowlisted_command_reaches_its_domains_and_asks_on_its_card_for_another() {
+    require_sandbox();
+    let port = http_server();
+    let commands = [
+        fetch("127.0.0.1", port),
+        fetch("localhost", port),
+        fetch("localhost", port),
+        fetch("localhost", port),
+        fetch("localhost", port),
+    ];
+    let answers = ["allow_once", "reject_once", "allow_always"];
+    let (conn, session) = allowlisted("\"127.0.0.1\"", &commands, &answers).await;
+    let card = |id: &str| conn.thread(&session).card(id).clone();
+    // A listed domain: through, unasked; the card says where it may go.
+    let c0 = card("c0");
+    assert_eq!(c0.status, "completed", "{}", c0.text());
+    assert!(c0.text().contains("hello"), "{}", c0.text());
+    assert!(
+        c0.text()
+            .contains("network only to 127.0.0.1, processes end with the call"),
+        "{}",
+        c0.text()
+    );
+    // Another host: asked on the call's own card, three times (once per
+    // command), and never for the grant's later command.
+    assert_eq!(
+        conn.permission_requests.len(),
+        3,
+        "{:?}",
+        conn.permission_requests
+    );
+    let asked = &conn.permission_requests[0];
+    assert_eq!(asked["toolCall"]["toolCallId"], "c1");
+    let question = asked["toolCall"].to_string();
+    assert!(
+        question.contains("Allow network access to localhost?"),
+        "{question}"
+    );
+    assert_eq!(
+        asked["toolCall"]["_meta"]["candor"]["network"]["host"],
+        "localhost"
+    );
+    let names: Vec<&str> = asked["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "Allow localhost for this command",
+            "Allow localhost for the rest of this session",
+            "Refuse"
+        ]
+    );
+    // Allowed once: through, and the card says who let it.
+    let c1 = card("c1");
+    assert!(c1.text().contains("hello"), "{}", c1.text());
+    assert!(
+        c1.text().contains(&format!(
+            "network: you allowed localhost:{port} for this command"
+        )),
+        "{}",
+        c1.text()
+    );
+    // Refused: the command is told, and so is the model.
+    let c2 = card("c2");
+    assert_eq!(c2.status, "failed", "{}", c2.text());
+    assert!(!c2.text().contains("hello"), "{}", c2.text());
+    assert!(
+        c2.text()
+            .contains(&format!("network: you refused localhost:{port}"))
+    );
+    let result = result_text(&conn, 3, "c2");
+    assert!(
+        result.contains(&format!(
+            "[the sandbox's network allowlist refused localhost (port {port}): the user refused it when asked;"
+        )),
+        "{result}"
+    );
+    // Allowed for the session: the next command reaches it unasked, and
+    // its card names it among the domains.
+    assert!(card("c3").text().contains("hello"));
+    let c4 = card("c4");
+    assert!(c4.text().contains("hello"), "{}", c4.text());
+    assert!(
+        c4.text().contains("network only to 127.0.0.1, localhost,"),
+        "{}",
+        c4.text()
+    );
+    // The log: every host each command reached for, once; the questions
+    // and the answers; the grant.
+    let log = conn.env.log(&session);
+    let d0 = decided(&log, "c0");
+    assert_eq!(d0.len(), 1, "{d0:?}");
+    assert_eq!(d0[0]["by"], "allowlist");
+    assert_eq!(d0[0]["rule"], "127.0.0.1");
+    assert!(log.iter().any(|r| r["type"] == "network/requested"
+        && r["toolCallId"] == "c1"
+        && r["host"] == "localhost"));
+    assert_eq!(decided(&log, "c1")[0]["outcome"], "allowed_once");
+    assert_eq!(decided(&log, "c2")[0]["allowed"], false);
+    assert_eq!(decided(&log, "c3")[0]["grant"], "localhost");
+    assert_eq!(decided(&log, "c4")[0]["by"], "allowlist");
+    assert_eq!(
+        call_record(&log, "c4")["sandbox"]["network"]["domains"],
+        json!(["127.0.0.1", "localhost"])
+    );
+    // `candor audit` lists them under each call.
+    let audit = audit(&conn.env.home, &session, false);
+    assert!(
+        audit.contains(&format!(
+            "network: you allowed localhost:{port} for this command"
+        )),
+        "{audit}"
+    );
+    assert!(
+        audit.contains(&format!(
+            "network: 127.0.0.1:{port} allowed by the allowlist (`127.0.0.1`)"
+        )),
+        "{audit}"
+    );
+    // A load replays the same cards, and keeps the grant.
+    let env = conn.end().await;
+    let mut again = Conn::spawn(env);
+    again.initialize().await;
+    again.load(&session).await;
+    for id in ["c1", "c2"] {
+        let live_text = conn_card_text(&again, &session, id);
+        assert!(
+            live_text.contains("network: you"),
+            "{id} replayed without its answer: {live_text}"
+        );
+    }
+}
+
+fn conn_card_text(conn: &Conn, session: &str, id: &str) -> String {
+    conn.thread(session).card(id).text()
+}
+
+#[tokio::test]
+async fn a_command_asks_about_a_few_hosts_at_most_and_a_cancel_withdraws_the_question() {
+    require_sandbox();
+    let port = http_server();
+    // Ten hosts no rule names: eight questions, then refused unasked.
+    let hosts: Vec<String> = (1..=10).map(|i| format!("h{i}.invalid")).collect();
+    let loop_over = hosts
+        .iter()
+        .map(|h| fetch(h, port) + " || true")
+        .collect::<Vec<_>>()
+        .join("; ");
+    let answers: Vec<&str> = std::iter::repeat_n("reject_once", 10).collect();
+    let (conn, session) = allowlisted("", &[loop_over], &answers).await;
+    assert_eq!(conn.permission_requests.len(), 8);
+    let log = conn.env.log(&session);
+    let limited: Vec<&Value> = log
+        .iter()
+        .filter(|r| r["type"] == "network/decided" && r["by"] == "limit")
+        .collect();
+    assert_eq!(limited.len(), 2, "{limited:?}");
+    let card = conn.thread(&session).card("c0").clone();
+    assert!(
+        card.text()
+            .contains("refused unasked (this command asked about too many hosts)"),
+        "{}",
+        card.text()
+    );
+    assert!(
+        card.text().contains("network only to domains you allow"),
+        "{}",
+        card.text()
+    );
+
+    // A question left open is withdrawn by a cancel: the connection is
+    // refused, and the log says it was never answered.
+    let env = TestEnv::new().with_policy(json!({"mode": "bypassPermissions"}));
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![
+        respond(json!([tool(
+            "w",
+            "Bash",
+            json!({ "command": fetch("localhost", port) })
+        )])),
+        respond(json!([text("done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let (env, config) = with_candor_sandbox(env, "[sandbox]\nnetwork = \"allowlist\"\n");
+    let mut conn = Conn::in_process_with(env, config);
+    let session = conn.ready().await;
+    conn.hold_permissions();
+    let id = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+        )
+        .await;
+    while conn.permission_requests.is_empty() {
+        conn.recv().await;
+    }
+    conn.notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let answered = conn.response(&id).await;
+    assert_eq!(answered["result"]["stopReason"], "cancelled", "{answered}");
+    let log = conn.env.log(&session);
+    let d = decided(&log, "w");
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0]["allowed"], false);
+    assert_eq!(d[0]["by"], "no-answer");
+    let card = conn.thread(&session).card("w").clone();
+    assert!(!card.text().contains("hello"), "{}", card.text());
+}
+
+/// A UDP socket on the host's loopback, waiting briefly for a datagram.
+fn udp_listener() -> (std::net::UdpSocket, u16) {
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let port = udp.local_addr().unwrap().port();
+    (udp, port)
+}
+
+/// A Bash command sending a datagram `leak` to the host's `port`.
+fn send_udp(port: u16) -> String {
+    format!(
+        "python3 -c \"import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'leak', ('127.0.0.1', {port})); print('sent')\""
+    )
+}
+
+#[tokio::test]
+async fn no_datagram_name_lookup_or_raw_socket_gets_out_with_the_network_off() {
+    require_sandbox();
+    let (udp, port) = udp_listener();
+    let raw = "python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP); print('raw')\"";
+    let commands = [
+        send_udp(port),
+        // A datagram to an address off this machine (TEST-NET-1).
+        "python3 -c \"import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'x', ('192.0.2.1', 53))\"".to_owned(),
+        "getent hosts example.com".to_owned(),
+        raw.to_owned(),
+    ];
+    let (conn, session) = run_commands(TestEnv::new(), None, &commands).await;
+    let mut buf = [0u8; 16];
+    assert!(udp.recv_from(&mut buf).is_err(), "a datagram got out");
+    let card = |id: &str| conn.thread(&session).card(id).clone();
+    let off = card("c1");
+    assert_eq!(off.status, "failed", "{}", off.text());
+    assert!(
+        off.text().contains("Network is unreachable"),
+        "{}",
+        off.text()
+    );
+    assert_eq!(
+        card("c2").status,
+        "failed",
+        "a name resolved: {}",
+        card("c2").text()
+    );
+    let raw_card = card("c3");
+    assert_eq!(raw_card.status, "failed", "{}", raw_card.text());
+    assert!(!raw_card.text().contains("\nraw"), "{}", raw_card.text());
+    // The controls: with the network on, the same datagram arrives; as
+    // root, unsandboxed, the raw socket opens.
+    let config = "[sandbox]\nnetwork = \"on\"\n";
+    let (conn, session) = run_commands(TestEnv::new(), Some(config), &[send_udp(port)]).await;
+    let (n, _) = udp
+        .recv_from(&mut buf)
+        .unwrap_or_else(|e| panic!("{e}: {}", conn.thread(&session).card("c0").text()));
+    assert_eq!(&buf[..n], b"leak");
+    if nix::unistd::geteuid().is_root() {
+        let config = "[sandbox]\nmode = \"full-access\"\n";
+        let (conn, session) = run_commands(TestEnv::new(), Some(config), &[raw.to_owned()]).await;
+        let card = conn.thread(&session).card("c0").clone();
+        assert_eq!(card.status, "completed", "{}", card.text());
+    }
+}
+
+/// A Bash command sending SIGCONT (harmless) to candor (its pid read from
+/// `pid_file`, written once candor runs) and to the editor (`editor`: this
+/// test process), printing each `kill`'s status.
+fn signal_both(pid_file: &Path, editor: u32) -> String {
+    format!(
+        "kill -CONT $(cat {}); a=$?; kill -CONT {editor}; b=$?; echo \"candor=$a editor=$b\"",
+        pid_file.display()
+    )
+}
+
+/// candor (the binary: its pid is its own, the editor's is this test's)
+/// running `signal_both` in a session with `toml` as the user's candor
+/// config, in candor's own process or (`terminal`) the editor's terminal;
+/// what the command printed.
+async fn signalling(toml: Option<&str>, terminal: bool) -> String {
+    let env = TestEnv::new().with_policy(json!({"mode": "bypassPermissions"}));
+    let pid_file = env.dir.path().join("candor.pid");
+    let command = signal_both(&pid_file, std::process::id());
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![
+        respond(json!([tool("k", "Bash", json!({ "command": command }))])),
+        respond(json!([text("done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let env = match toml {
+        Some(toml) => env.with_user_config(toml),
+        None => env,
+    };
+    let mut conn = Conn::spawn(env);
+    let pid = conn.child().id().unwrap();
+    std::fs::write(&pid_file, pid.to_string()).unwrap();
+    conn.run_terminals();
+    conn.initialize_with(json!({ "terminal": terminal })).await;
+    let session = conn.new_session().await;
+    conn.prompt(&session, "go").await;
+    let mut text = conn.thread(&session).card("k").text();
+    assert_eq!(
+        conn.terminals.len(),
+        usize::from(terminal),
+        "the command did not run where the test meant"
+    );
+    for t in conn.terminals.values() {
+        if toml.is_none() {
+            // The editor ran candor's launcher, not bash itself.
+            assert_eq!(t.argv[1], "__sandbox", "{:?}", t.argv);
+        }
+        text.push_str(&t.output);
+    }
+    text
+}
+
+#[tokio::test]
+async fn a_command_cannot_signal_candor_or_the_editor_from_its_own_run_or_the_editors_terminal() {
+    require_sandbox();
+    for terminal in [false, true] {
+        let said = signalling(None, terminal).await;
+        assert!(
+            said.contains("candor=1 editor=1"),
+            "a signal got out (terminal: {terminal}): {said}"
+        );
+        // The control: unsandboxed, the same signals reach both.
+        let said = signalling(Some("[sandbox]\nmode = \"full-access\"\n"), terminal).await;
+        assert!(
+            said.contains("candor=0 editor=0"),
+            "the control (terminal: {terminal}): {said}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_editor_terminal_command_is_held_by_the_same_boundary() {
+    require_sandbox();
+    let (udp, port) = udp_listener();
+    let run = |toml: Option<&'static str>| async move {
+        let env = TestEnv::new().with_policy(json!({"mode": "bypassPermissions"}));
+        let out = outside(&env);
+        let command = format!(
+            "echo x > {}/term; echo evil >> .git/config; {}",
+            out.display(),
+            send_udp(port)
+        );
+        env.file(".git/config", "[core]\n");
+        let path = env.dir.path().join("script.json");
+        let s = script(vec![
+            respond(json!([tool("t", "Bash", json!({ "command": command }))])),
+            respond(json!([text("done")])),
+        ]);
+        std::fs::write(&path, s.to_string()).unwrap();
+        let env = TestEnv {
+            script: Some(path),
+            ..env
+        };
+        let env = match toml {
+            Some(toml) => env.with_user_config(toml),
+            None => env,
+        };
+        let mut conn = Conn::spawn(env);
+        conn.run_terminals();
+        conn.initialize_with(json!({"terminal": true})).await;
+        let session = conn.new_session().await;
+        conn.prompt(&session, "go").await;
+        assert_eq!(conn.terminals.len(), 1, "no editor terminal ran it");
+        let card = conn.thread(&session).card("t").clone();
+        let git = std::fs::read_to_string(conn.env.project.join(".git/config")).unwrap();
+        (out.join("term").exists(), git, card.text())
+    };
+    let (wrote, git, card) = run(None).await;
+    assert!(!wrote, "the terminal command wrote outside the roots");
+    assert_eq!(git, "[core]\n", "the terminal command wrote into .git");
+    let mut buf = [0u8; 16];
+    assert!(
+        udp.recv_from(&mut buf).is_err(),
+        "a datagram got out of the terminal"
+    );
+    assert!(card.contains("sandbox: writes to"), "{card}");
+    // The control: unsandboxed, the same terminal command does all three.
+    let (wrote, git, _) = run(Some("[sandbox]\nmode = \"full-access\"\n")).await;
+    assert!(wrote && git.contains("evil"));
+    let (n, _) = udp.recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"leak");
+}
+
+/// A command asking to leave the sandbox (`dangerouslyDisableSandbox`) in
+/// a session whose editor shows forms, the form answered with `answer`
+/// (`null`: no form expected); whether it wrote outside, the connection
+/// and the session.
+async fn lift_with_form(answer: Option<Value>) -> (bool, Conn, String) {
+    let env = TestEnv::new();
+    let out = outside(&env);
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![
+        respond(json!([tool(
+            "l",
+            "Bash",
+            json!({"command": format!("echo x > {}/lifted", out.display()), "dangerouslyDisableSandbox": true})
+        )])),
+        respond(json!([text("done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let mut conn = Conn::in_process(env);
+    let forms = answer.is_some();
+    if let Some(answer) = answer {
+        conn.elicitation_answers.push_back(answer);
+    }
+    conn.initialize_with(if forms {
+        json!({"elicitation": {"form": {}}})
+    } else {
+        json!({})
+    })
+    .await;
+    let session = conn.new_session().await;
+    conn.prompt(&session, "go").await;
+    (out.join("lifted").exists(), conn, session)
+}
+
+#[tokio::test]
+async fn where_the_editor_shows_forms_the_person_lifts_the_sandbox_for_one_command_in_one() {
+    require_sandbox();
+    let outside = json!({"action": "accept", "content": {"sandbox": "outside"}});
+    let (wrote, conn, session) = lift_with_form(Some(outside)).await;
+    assert!(wrote, "the person's answer did not lift the sandbox");
+    // Asked in a form scoped to the card, never by a permission request.
+    assert!(conn.permission_requests.is_empty());
+    assert_eq!(conn.elicitations.len(), 1);
+    let form = &conn.elicitations[0];
+    assert_eq!(form["toolCallId"], "l", "{form}");
+    assert!(
+        form["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Run `echo x > "),
+        "{form}"
+    );
+    let card = conn.thread(&session).card("l").clone();
+    assert_eq!(card.status, "completed", "{}", card.text());
+    assert!(
+        card.text().contains("not sandboxed: it asked to run outside the sandbox (dangerouslyDisableSandbox), and runs only if you lift it in the form"),
+        "{}",
+        card.text()
+    );
+    let log = conn.env.log(&session);
+    assert_eq!(
+        call_record(&log, "l")["sandbox"]["enforced"]["kind"],
+        "unconfined"
+    );
+    assert!(log.iter().any(|r| r["type"] == "permission/resolved"
+        && r["toolCallId"] == "l"
+        && r["outcome"] == "allowed_once"));
+    // Kept, declined, or a form an editor filled in by itself with
+    // nothing chosen: the command does not run, and the model is told.
+    for answer in [
+        json!({"action": "accept", "content": {"sandbox": "inside"}}),
+        json!({"action": "accept", "content": {}}),
+        json!({"action": "decline"}),
+    ] {
+        let (wrote, conn, session) = lift_with_form(Some(answer.clone())).await;
+        assert!(!wrote, "{answer}: lifted");
+        let card = conn.thread(&session).card("l").clone();
+        assert_eq!(card.status, "failed", "{answer}: {}", card.text());
+        let result = result_text(&conn, 1, "l");
+        assert!(result.contains("did not run"), "{result}");
+    }
+    // The control: without forms, refused unasked, as before.
+    let (wrote, conn, _) = lift_with_form(None).await;
+    assert!(!wrote);
+    assert!(conn.permission_requests.is_empty() && conn.elicitations.is_empty());
 }

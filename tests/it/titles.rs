@@ -150,3 +150,51 @@ async fn with_model_titles_off_no_request_is_made() {
     assert_eq!(update["title"], "write the changelog");
     assert_eq!(mock.requests().len(), 1);
 }
+
+/// Prompts queued behind the first do not wait for its title, and the
+/// title does not wait for all of them: it is recorded at the first
+/// boundary between turns after it is made.
+#[tokio::test]
+async fn a_title_made_while_queued_turns_run_is_recorded_between_them() {
+    let env = TestEnv::scripted(script(vec![
+        respond(json!([text("A")])),
+        json!({"delayMs": 600, "content": [text("B")]}),
+        respond(json!([text("C")])),
+    ]));
+    let mut conn = Conn::in_process(env);
+    let session = conn.ready().await;
+    let mut ids = Vec::new();
+    for text in ["one", "two", "three"] {
+        ids.push(
+            conn.send_request(
+                "session/prompt",
+                json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+            )
+            .await,
+        );
+    }
+    for id in &ids {
+        let answer = conn.response(id).await;
+        assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    }
+    let log = conn.env.log(&session);
+    let seq = |kind: &str, text: Option<&str>| {
+        log.iter()
+            .find(|r| {
+                r["type"] == kind && text.is_none_or(|t| r["content"].to_string().contains(t))
+            })
+            .map(|r| r["seq"].as_u64().unwrap())
+            .unwrap_or_else(|| panic!("no {kind} {text:?}: {:?}", types(&log)))
+    };
+    let titled = seq("session/titled", None);
+    assert!(
+        titled < seq("user/message", Some("three")),
+        "the title waited for every queued turn: {:?}",
+        types(&log)
+    );
+    assert!(seq("turn/ended", None) < titled);
+    assert_eq!(
+        log.iter().find(|r| r["type"] == "session/titled").unwrap()["title"],
+        "one"
+    );
+}

@@ -17,7 +17,8 @@ pub(super) fn bash_hit(rule: &Rule, lines: &DenyLines) -> bool {
             Pattern::ExactCommand(_)
             | Pattern::Path(_)
             | Pattern::ExactPath(_)
-            | Pattern::Domain(_),
+            | Pattern::Domain(_)
+            | Pattern::Agent(_),
         ) => return false,
     };
     lines.anything

@@ -271,7 +271,7 @@ impl Deciding<'_> {
                     None => Err(None),
                 }
             }
-            View::Other => match self
+            View::Other(_) => match self
                 .rules
                 .allow
                 .iter()

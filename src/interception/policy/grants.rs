@@ -45,10 +45,10 @@ pub fn grant_for(call: &Subject<'_>, root: &Path, home: Option<&Path>) -> Option
         // A WebFetch: this host, as Claude Code's "don't ask again".
         View::Web { host } => Rule::grant(&format!("{}(domain:{host})", call.name)).ok(),
         // An MCP tool: the whole tool, as Claude Code's "don't ask again".
-        View::Other if matches!(call.input, ToolInput::Mcp(_)) => {
+        View::Other(_) if matches!(call.input, ToolInput::Mcp(_)) => {
             Rule::parse(call.name, root, home).ok()
         }
-        View::Other => None,
+        View::Other(_) => None,
     }
 }
 

@@ -35,6 +35,8 @@ pub(super) enum Pattern {
     ExactCommand(String),
     /// A grant: exactly this path.
     ExactPath(PathBuf),
+    /// An `Agent(type)` rule: the subagent types it names.
+    Agent(Vec<String>),
     /// A WebFetch rule or grant: `example.com` is that host, `*.example.com`
     /// its subdomains (`sandbox::proxy::Allowlist`'s reading), `*` every
     /// host.
@@ -156,6 +158,9 @@ impl Rule {
             Some(p) if known.is_some_and(Tool::runs_commands) => {
                 Some(Pattern::Command(command_pattern(p)))
             }
+            Some(p) if known == Some(Tool::Agent) => Some(Pattern::Agent(
+                p.split(',').map(|t| t.trim().to_owned()).collect(),
+            )),
             Some(p) if known.is_some_and(Tool::reaches_web) => domain_pattern(text, p)?,
             Some(p) => {
                 let mut globs = Vec::new();
@@ -213,6 +218,8 @@ impl Rule {
     /// `Read` names the search tools too: [`Tool::ruled_with`]).
     pub(super) fn names(&self, tool: &str) -> bool {
         self.tool == tool
+            // `Task` is `Agent`'s older name: a rule on either names both.
+            || (self.known == Some(Tool::Agent) && Tool::from_name(tool) == Some(Tool::Agent))
             || self
                 .known
                 .is_some_and(|k| Tool::from_name(tool).and_then(Tool::ruled_with) == Some(k))
@@ -306,6 +313,14 @@ impl Rule {
         (paths, note)
     }
 
+    /// Whether an `Agent(type)` rule names the subagent type a call starts.
+    pub(super) fn matches_agent(&self, kind: Option<&str>) -> bool {
+        match (&self.pattern, kind) {
+            (Some(Pattern::Agent(types)), Some(kind)) => types.iter().any(|t| t == kind),
+            _ => false,
+        }
+    }
+
     /// Whether a WebFetch rule (or grant) names this host.
     pub(super) fn matches_domain(&self, host: &str) -> bool {
         match &self.pattern {
@@ -321,7 +336,12 @@ impl Rule {
             None => true,
             Some(Pattern::Path(globs)) => globs.iter().any(|g| g.is_match(path)),
             Some(Pattern::ExactPath(p)) => p == path,
-            Some(Pattern::Command(_) | Pattern::ExactCommand(_) | Pattern::Domain(_)) => false,
+            Some(
+                Pattern::Command(_)
+                | Pattern::ExactCommand(_)
+                | Pattern::Domain(_)
+                | Pattern::Agent(_),
+            ) => false,
         }
     }
 }

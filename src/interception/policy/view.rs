@@ -28,8 +28,9 @@ pub(super) enum View<'a> {
     },
     /// A WebFetch's host (lower-cased, without brackets or a final dot).
     Web { host: String },
-    /// A tool without a command or path.
-    Other,
+    /// A tool without a command or path (for an `Agent` call, the
+    /// subagent type it starts, which `Agent(type)` rules name).
+    Other(Option<&'a str>),
 }
 
 /// What the rules look at in the typed input: the Bash line and its
@@ -62,7 +63,7 @@ pub(super) fn view<'a>(call: &Subject<'a>, root: &Path) -> View<'a> {
             );
             View::Paths { targets, all }
         }
-        _ => View::Other,
+        _ => View::Other(call.input.delegation().map(|a| a.subagent_type.as_str())),
     }
 }
 
@@ -77,7 +78,7 @@ pub(super) fn any_match<'r>(rules: &'r [Rule], tool: &str, view: &View<'_>) -> O
                 }
                 View::Paths { all, .. } => all.iter().any(|p| r.matches_path(p)),
                 View::Web { host } => r.matches_domain(host),
-                View::Other => false,
+                View::Other(kind) => r.matches_agent(*kind),
             }
     })
 }
@@ -100,7 +101,7 @@ impl Rule {
             }
             View::Paths { all, .. } => all.iter().any(|p| self.matches_path(p)),
             View::Web { host } => self.matches_domain(&host),
-            View::Other => false,
+            View::Other(kind) => self.matches_agent(kind),
         }
     }
 }

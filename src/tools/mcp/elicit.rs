@@ -8,7 +8,8 @@
 //!   question goes on that call's card ([`Asker`], registered by
 //!   `Servers::call_with`); asked at any other time, it is refused with
 //!   an error (SEP-2260's answer to an unassociated request) and the user
-//!   is told (`Servers::take_notices`);
+//!   is told (`Servers::take_notices`), of the first [`TOLD_OUTSIDE`] of a
+//!   server's;
 //! * the editor's form says which server asks (`The MCP server "x"
 //!   asks: …`), and so does the card (`elicitation/requested`), before the
 //!   editor is asked;
@@ -18,9 +19,15 @@
 //!   never kept in the log (`[withheld]`) and never reaches the model;
 //! * a page (URL mode) is passed only to an editor that declared
 //!   `elicitation.url`, and only an `https:` one (or `http:` on
-//!   loopback); the message names its host;
+//!   loopback) without a user name before its host, in the form the
+//!   editor opens (a look-alike host as punycode); the message names its
+//!   host first, before the server's own words;
 //! * an editor without forms, a form candor cannot show, or a page it
 //!   will not pass: the server is told `decline` and the user a notice;
+//! * a call's questions reach the editor one at a time, and at most
+//!   [`MAX_PER_CALL`] of them: the rest are refused with an error, unseen
+//!   and unrecorded, and the user told once (a server asking in a loop
+//!   would otherwise fill the log, and the editor with dialogs);
 //! * every wait is bounded ([`ANSWER_WAIT`]) and withdrawn
 //!   (`$/cancel_request`) when the call is cancelled or ends, or the
 //!   server gives the question up;
@@ -55,6 +62,8 @@ const RECORD_WAIT: Duration = Duration::from_secs(5);
 const MESSAGE_MAX: usize = 4_000;
 /// The largest form passed on (bytes of JSON).
 const SCHEMA_MAX: usize = 64 * 1024;
+/// The most questions of one call passed on (and recorded).
+pub const MAX_PER_CALL: usize = 8;
 /// What the log keeps of an answer to a field that looks like a secret.
 pub const WITHHELD: &str = "[withheld]";
 
@@ -81,6 +90,10 @@ pub struct Asker {
     over: CancellationToken,
     /// Questions not yet recorded as ended.
     open: watch::Sender<usize>,
+    /// Questions asked so far (refused ones too).
+    asked: std::sync::atomic::AtomicUsize,
+    /// The one question shown at a time.
+    showing: tokio::sync::Semaphore,
 }
 
 impl Asker {
@@ -98,6 +111,8 @@ impl Asker {
             events,
             over: cancel.child_token(),
             open: watch::channel(0).0,
+            asked: std::sync::atomic::AtomicUsize::new(0),
+            showing: tokio::sync::Semaphore::new(1),
         }
     }
 
@@ -139,9 +154,18 @@ impl Drop for Open<'_> {
     }
 }
 
-/// The error a server gets for a question asked outside its calls, and
-/// the notice the user gets.
-pub(super) fn outside_call(server: &str, request: &ElicitRequestParams) -> (ErrorData, String) {
+/// How many of a server's questions asked outside its calls the user is
+/// told of; the rest are refused without a word (a server asking in a loop
+/// would otherwise fill the log with notices).
+pub const TOLD_OUTSIDE: usize = 3;
+
+/// The error a server gets for its `n`th question asked outside its
+/// calls, and the notice the user gets (for the first [`TOLD_OUTSIDE`]).
+pub(super) fn outside_call(
+    server: &str,
+    request: &ElicitRequestParams,
+    n: usize,
+) -> (ErrorData, Option<String>) {
     let message = match request {
         ElicitRequestParams::FormElicitationParams { message, .. }
         | ElicitRequestParams::UrlElicitationParams { message, .. } => message.as_str(),
@@ -152,10 +176,16 @@ pub(super) fn outside_call(server: &str, request: &ElicitRequestParams) -> (Erro
             "candor passes a server's questions to the user only while it waits on one of this server's tool calls",
             None,
         ),
-        format!(
-            "The MCP server {server:?} asked you something while no call of it was running ({:?}); candor refused to pass it on.",
-            crate::text::shorten(message, 200)
-        ),
+        (n <= TOLD_OUTSIDE).then(|| {
+            let mut notice = format!(
+                "The MCP server {server:?} asked you something while no call of it was running ({:?}); candor refused to pass it on.",
+                crate::text::shorten(message, 200)
+            );
+            if n == TOLD_OUTSIDE {
+                notice.push_str(" Its further questions outside its calls are refused without telling you again.");
+            }
+            notice
+        }),
     )
 }
 
@@ -173,6 +203,23 @@ pub(super) async fn answer(
     gave_up: &CancellationToken,
 ) -> Result<ElicitResult, ErrorData> {
     let _open = Open::new(&asker.open);
+    let n = asker
+        .asked
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        + 1;
+    if n > MAX_PER_CALL {
+        if n == MAX_PER_CALL + 1 {
+            asker
+                .record(Elicited::Notice(format!(
+                    "The MCP server {server:?} asked more than {MAX_PER_CALL} questions during one call; candor refused the rest of that call's questions without showing them."
+                )))
+                .await;
+        }
+        return Err(ErrorData::invalid_request(
+            format!("candor passes at most {MAX_PER_CALL} questions of one tool call to the user"),
+            None,
+        ));
+    }
     let (asked, plan) = plan(server, elicitation_id, &asker, &request);
     let secret = asked.secret.clone();
     let elicitation_id = asked.elicitation_id.clone();
@@ -193,7 +240,21 @@ pub(super) async fn answer(
         }
         Ok(request) => {
             let fields = keys(&request_schema(&request));
-            ask(&asker, request, &fields, gave_up).await
+            // One question at a time: the next waits for this one's end.
+            let turn = tokio::select! {
+                turn = asker.showing.acquire() => turn.map_err(|_| "the call ended"),
+                () = asker.over.cancelled() => Err("withdrawn before it was shown: the call was cancelled or ended first"),
+                () = gave_up.cancelled() => Err("the server withdrew it before it was shown"),
+            };
+            match turn {
+                Ok(_shown) => ask(&asker, request, &fields, gave_up).await,
+                Err(why) => (
+                    McpAction::Cancel,
+                    None,
+                    ElicitationBy::Candor,
+                    Some(why.to_owned()),
+                ),
+            }
         }
     };
     let kept = content.as_ref().map(|c| withheld(c, &secret));
@@ -237,9 +298,13 @@ fn plan(
             serde_json::to_value(requested_schema).ok(),
             None,
         ),
-        ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
-            (ElicitationKind::Url, message, None, Some(url.clone()))
-        }
+        ElicitRequestParams::UrlElicitationParams { message, url, .. } => (
+            ElicitationKind::Url,
+            message,
+            None,
+            // The log keeps what was asked, not any length of it.
+            Some(crate::text::shorten(url, URL_MAX + 1)),
+        ),
         // A mode rmcp learned after this candor: nothing to show.
         _ => (ElicitationKind::Form, &String::new(), None, None),
     };
@@ -294,8 +359,12 @@ fn plan(
                     .into(),
             ),
             (ElicitationKind::Url, _, Some(url)) => {
-                let host = page_host(&url)?;
-                text.push_str(&format!("\n\nIt asks you to open a page on {host}: {url}"));
+                let (url, host) = page(&url)?;
+                // Candor's line first: the server's message cannot come
+                // before it with another host.
+                text = format!(
+                    "The MCP server \"{server}\" asks you to open a page on {host}:\n{url}\n\n{message}"
+                );
                 let id = match request {
                     ElicitRequestParams::UrlElicitationParams { elicitation_id, .. }
                         if !elicitation_id.is_empty() =>
@@ -320,18 +389,34 @@ fn asked_id(asker: &Asker) -> String {
     format!("{}-page", asker.tool_call_id)
 }
 
-/// The host of a page a server asks the user to open, if candor passes
-/// it: `https:`, or `http:` on loopback.
-fn page_host(page: &str) -> Result<String, String> {
+/// The longest page address passed on (bytes).
+const URL_MAX: usize = 8 * 1024;
+
+/// A page a server asks the user to open, if candor passes it (`https:`,
+/// or `http:` on loopback; no user name or password before the host, a
+/// way to make one host read as another; at most [`URL_MAX`]): the
+/// address as the editor will open it and the user is shown it (in its
+/// ASCII form: a host spelled with letters of other scripts as punycode,
+/// as a browser's address bar shows a look-alike), and its host.
+fn page(page: &str) -> Result<(String, String), String> {
+    if page.len() > URL_MAX {
+        return Err(format!("its page's address is longer than {URL_MAX} bytes"));
+    }
     let parsed = url::Url::parse(page).map_err(|e| format!("its page is not a URL ({e})"))?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(
+            "its page's address puts a user name or password before the host (a way to make one host read as another)"
+                .into(),
+        );
+    }
     let host = parsed
         .host_str()
         .ok_or_else(|| "its page has no host".to_owned())?
         .to_owned();
     let loopback = matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]");
     match parsed.scheme() {
-        "https" => Ok(host),
-        "http" if loopback => Ok(host),
+        "https" => Ok((parsed.to_string(), host)),
+        "http" if loopback => Ok((parsed.to_string(), host)),
         other => Err(format!(
             "its page is an {other}: address (candor passes only https: pages)"
         )),
@@ -452,14 +537,25 @@ fn secret_fields(schema: &Value) -> Vec<String> {
 }
 
 /// Whether a field, by its name, title or description, asks for a
-/// secret: a password or passphrase, a token, an API, access, private or
-/// SSH key, a credential, a one-time code.
+/// secret: a password, passphrase or passcode, a token, an API, access,
+/// private or SSH key, a credential, a one-time or verification code, a
+/// PIN, a wallet's seed or recovery phrase, a card's number or CVV, a
+/// session cookie; or a word spelled with letters of another script
+/// among Latin ones (`Pаssword` with a Cyrillic `а`), which hides what
+/// it asks for from this very check.
 pub fn looks_secret(key: &str, property: &Value) -> bool {
     let said = |k: &str| property.get(k).and_then(Value::as_str).unwrap_or_default();
+    let whole = [key, said("title"), said("description")].join(" ");
+    if whole
+        .split(|c: char| !c.is_alphanumeric())
+        .any(mixes_scripts)
+    {
+        return true;
+    }
     // `apiKey` and `api_key` read as "api key".
     let mut text = String::new();
     let mut after_lower = false;
-    for c in [key, said("title"), said("description")].join(" ").chars() {
+    for c in whole.chars() {
         if c.is_uppercase() && after_lower {
             text.push(' ');
         }
@@ -474,14 +570,23 @@ pub fn looks_secret(key: &str, property: &Value) -> bool {
         "password",
         "passwd",
         "passphrase",
+        "passcode",
+        "passkey",
         "secret",
         "credential",
         "apikey",
         "token",
+        "mnemonic",
     ];
+    let exact = |w: &str| {
+        matches!(
+            w,
+            "otp" | "pin" | "2fa" | "mfa" | "totp" | "pass" | "pwd" | "pat" | "cvv" | "cvc" | "jwt"
+        )
+    };
     if words
         .iter()
-        .any(|w| starts.iter().any(|s| w.starts_with(s)) || matches!(*w, "otp" | "pin" | "2fa"))
+        .any(|w| starts.iter().any(|s| w.starts_with(s)) || exact(w))
     {
         return true;
     }
@@ -493,21 +598,35 @@ pub fn looks_secret(key: &str, property: &Value) -> bool {
                 "key"
             ) | ("one", "time")
                 | ("auth" | "bearer", "header")
+                | ("seed" | "recovery" | "secret", "phrase")
+                | ("recovery" | "verification" | "security" | "auth", "code")
+                | ("card", "number")
+                | ("session" | "auth", "cookie")
         )
     })
+}
+
+/// Whether a word mixes Latin letters with letters of another script
+/// (beyond Latin Extended-B), as a look-alike spelling does.
+fn mixes_scripts(word: &str) -> bool {
+    word.chars().any(|c| c.is_ascii_alphabetic())
+        && word.chars().any(|c| c.is_alphabetic() && c > '\u{024F}')
 }
 
 /// What the card (and the audit trail) says of a server's question.
 pub fn asked_text(asked: &ElicitationAsked) -> String {
     let server = &asked.server;
     let mut out = match (&asked.mode, &asked.url) {
-        (ElicitationKind::Url, Some(url)) => {
-            let host = page_host(url).unwrap_or_else(|_| "an address candor does not pass".into());
-            format!(
+        (ElicitationKind::Url, Some(url)) => match page(url) {
+            Ok((url, host)) => format!(
                 "The MCP server \"{server}\" asks you to open a page on {host}: {}\n{url}",
                 asked.message
-            )
-        }
+            ),
+            Err(_) => format!(
+                "The MCP server \"{server}\" asks you to open a page at an address candor does not pass: {}\n{url}",
+                asked.message
+            ),
+        },
         _ => format!("The MCP server \"{server}\" asks: {}", asked.message),
     };
     let fields: Vec<String> = asked
@@ -593,6 +712,23 @@ mod tests {
             ("code", json!({"title": "One-time code"})),
             ("key", json!({"title": "SSH key"})),
             ("db", json!({"title": "Database passphrase"})),
+            // Named the way login forms and wallets name them.
+            ("pass", json!({})),
+            ("pwd", json!({})),
+            ("passcode", json!({})),
+            ("value", json!({"title": "GitHub PAT"})),
+            ("words", json!({"title": "Recovery phrase"})),
+            ("words", json!({"description": "Your wallet's seed phrase"})),
+            ("mnemonic", json!({})),
+            ("cvv", json!({})),
+            ("card", json!({"title": "Card number"})),
+            ("cookie", json!({"title": "Session cookie"})),
+            ("code", json!({"title": "Verification code"})),
+            ("mfa", json!({})),
+            // A word spelled with letters of another script that look
+            // Latin hides what it asks for (Cyrillic а, Greek Ρ).
+            ("p", json!({"title": "P\u{0430}ssword"})),
+            ("t", json!({"description": "Your \u{03a1}AT"})),
         ] {
             assert!(looks_secret(key, &property), "{key} {property}");
         }
@@ -602,6 +738,10 @@ mod tests {
             ("footprint", json!({})),
             ("keyboard", json!({"title": "Keyboard layout"})),
             ("options", json!({})),
+            ("passenger", json!({"title": "Passenger name"})),
+            ("route", json!({"title": "Bypass the cache?"})),
+            ("name", json!({"title": "Café name"})),
+            ("city", json!({"title": "Город"})),
         ] {
             assert!(!looks_secret(key, &property), "{key} {property}");
         }
@@ -617,16 +757,28 @@ mod tests {
         );
     }
 
+    fn page_host_of(url: &str) -> Result<String, String> {
+        page(url).map(|(_, host)| host)
+    }
+
     #[test]
     fn only_https_pages_or_loopback_are_passed() {
         assert_eq!(
-            page_host("https://auth.example.com/x?y=1").unwrap(),
+            page_host_of("https://auth.example.com/x?y=1").unwrap(),
             "auth.example.com"
         );
-        assert!(page_host("http://127.0.0.1:8080/cb").is_ok());
-        assert!(page_host("http://example.com/").is_err());
-        assert!(page_host("javascript:alert(1)").is_err());
-        assert!(page_host("file:///etc/passwd").is_err());
-        assert!(page_host("not a url").is_err());
+        assert!(page_host_of("http://127.0.0.1:8080/cb").is_ok());
+        assert!(page_host_of("http://example.com/").is_err());
+        assert!(page_host_of("javascript:alert(1)").is_err());
+        assert!(page_host_of("file:///etc/passwd").is_err());
+        assert!(page_host_of("not a url").is_err());
+        assert!(page_host_of("https://github.com@evil.example/").is_err());
+        assert_eq!(
+            page("https://\u{0430}pple.com/x").unwrap(),
+            (
+                "https://xn--pple-43d.com/x".to_owned(),
+                "xn--pple-43d.com".to_owned()
+            )
+        );
     }
 }

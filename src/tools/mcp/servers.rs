@@ -123,6 +123,9 @@ struct Entry {
     notices: Mutex<Vec<String>>,
     /// Questions asked so far (their ids).
     asked: std::sync::atomic::AtomicU64,
+    /// Questions refused outside its calls so far (the user is told of the
+    /// first few: `elicit::TOLD_OUTSIDE`).
+    refused_outside: std::sync::atomic::AtomicUsize,
 }
 
 #[derive(Debug)]
@@ -235,6 +238,7 @@ impl Servers {
                     stderr: Arc::new(Mutex::new(Vec::new())),
                     notices: Mutex::new(Vec::new()),
                     asked: std::sync::atomic::AtomicU64::new(0),
+                    refused_outside: std::sync::atomic::AtomicUsize::new(0),
                 });
                 entries.push(entry.clone());
                 entry
@@ -793,9 +797,16 @@ impl ClientHandler for Handler {
         let server = &self.entry.spec.name;
         let asker = lock(&self.entry.live).asking.last().cloned();
         let Some(asker) = asker else {
-            let (error, notice) = super::elicit::outside_call(server, &request);
-            lock(&self.entry.notices).push(notice);
-            self.changed.send_modify(|n| *n += 1);
+            let n = self
+                .entry
+                .refused_outside
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1;
+            let (error, notice) = super::elicit::outside_call(server, &request, n);
+            if let Some(notice) = notice {
+                lock(&self.entry.notices).push(notice);
+                self.changed.send_modify(|n| *n += 1);
+            }
             return Err(error);
         };
         let n = self

@@ -71,8 +71,23 @@ pub struct Conn {
     pub elicitation_answers: std::collections::VecDeque<Value>,
     /// The `elicitation/create` requests received (their params).
     pub elicitations: Vec<Value>,
+    /// The editor terminals candor created (`terminal/*`, once the test
+    /// called [`Conn::run_terminals`]): each command as it ran, by id.
+    pub terminals: HashMap<String, Terminal>,
+    /// Whether `terminal/*` requests are answered (else left unanswered,
+    /// as by an editor that never creates the terminal).
+    run_terminals: bool,
     /// The environment used (home dir etc.), kept alive with the connection.
     pub env: TestEnv,
+}
+
+/// A command run for candor's `terminal/create`, as an editor runs it: the
+/// program and arguments given, in the directory given, to its end.
+pub struct Terminal {
+    /// `[command, args…]` as candor sent them.
+    pub argv: Vec<String>,
+    pub output: String,
+    pub exit_code: Option<i32>,
 }
 
 /// A temporary home (for logs) and project directory.
@@ -377,7 +392,79 @@ impl Conn {
             permission_delay: None,
             elicitation_answers: Default::default(),
             elicitations: Vec::new(),
+            terminals: HashMap::new(),
+            run_terminals: false,
             env,
+        }
+    }
+
+    /// From now on, answers `terminal/*` requests as an editor would (see
+    /// `answer_terminal`); advertise `terminal` too.
+    pub fn run_terminals(&mut self) {
+        self.run_terminals = true;
+    }
+
+    /// Answers a `terminal/*` request as a (simple) editor: `create` runs
+    /// the command to its end at once (stdout and stderr together, its
+    /// environment as given), and the others report on it.
+    async fn answer_terminal(&mut self, frame: &Value) {
+        let params = &frame["params"];
+        let id = params["terminalId"].as_str().unwrap_or("").to_owned();
+        let method = frame["method"].as_str().unwrap_or("");
+        let result = match method {
+            "terminal/create" => {
+                let command = params["command"].as_str().unwrap().to_owned();
+                let args: Vec<String> = params["args"]
+                    .as_array()
+                    .map(|a| a.iter().map(|v| v.as_str().unwrap().to_owned()).collect())
+                    .unwrap_or_default();
+                #[allow(clippy::disallowed_methods)] // the test is the editor
+                let mut cmd = tokio::process::Command::new(&command);
+                cmd.args(&args).stdin(Stdio::null());
+                if let Some(cwd) = params["cwd"].as_str() {
+                    cmd.current_dir(cwd);
+                }
+                for var in params["env"].as_array().into_iter().flatten() {
+                    cmd.env(
+                        var["name"].as_str().unwrap(),
+                        var["value"].as_str().unwrap(),
+                    );
+                }
+                let out = cmd.output().await.unwrap();
+                let id = format!("term-{}", self.terminals.len() + 1);
+                let mut argv = vec![command];
+                argv.extend(args);
+                self.terminals.insert(
+                    id.clone(),
+                    Terminal {
+                        argv,
+                        output: format!(
+                            "{}{}",
+                            String::from_utf8_lossy(&out.stdout),
+                            String::from_utf8_lossy(&out.stderr)
+                        ),
+                        exit_code: out.status.code(),
+                    },
+                );
+                json!({ "terminalId": id })
+            }
+            "terminal/wait_for_exit" => {
+                json!({"exitCode": self.terminals.get(&id).and_then(|t| t.exit_code)})
+            }
+            "terminal/output" => {
+                let t = self.terminals.get(&id);
+                json!({
+                    "output": t.map(|t| t.output.clone()).unwrap_or_default(),
+                    "truncated": false,
+                    "exitStatus": {"exitCode": t.and_then(|t| t.exit_code)},
+                })
+            }
+            // `terminal/kill`, `terminal/release`.
+            _ => json!({}),
+        };
+        let reply = json!({"jsonrpc": "2.0", "id": frame["id"], "result": result});
+        if self.tx.is_some() {
+            self.send_raw(&reply.to_string()).await;
         }
     }
 
@@ -479,6 +566,14 @@ impl Conn {
         if frame["method"] == "session/request_permission" && frame.get("id").is_some() {
             self.answer_permission(&frame).await;
         }
+        if self.run_terminals
+            && frame["method"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("terminal/"))
+            && frame.get("id").is_some()
+        {
+            self.answer_terminal(&frame).await;
+        }
         if frame["method"] == "elicitation/create" && frame.get("id").is_some() {
             self.elicitations.push(frame["params"].clone());
             let result = self
@@ -512,9 +607,16 @@ impl Conn {
         let outcome = if answer == "cancelled" {
             json!({"outcome": "cancelled"})
         } else {
+            // `name:<name>`: the option a person picks by what it says;
+            // else the first of a kind, as an editor answering by itself.
             let option = frame["params"]["options"]
                 .as_array()
-                .and_then(|o| o.iter().find(|o| o["kind"] == answer.as_str()))
+                .and_then(|o| {
+                    o.iter().find(|o| match answer.strip_prefix("name:") {
+                        Some(name) => o["name"] == name,
+                        None => o["kind"] == answer.as_str(),
+                    })
+                })
                 .unwrap_or_else(|| panic!("no {answer} option in {frame}"));
             json!({"outcome": "selected", "optionId": option["optionId"]})
         };
@@ -535,7 +637,9 @@ impl Conn {
     }
 
     /// Answers for the next permission requests, in order (`allow_once`,
-    /// `allow_always`, `reject_once`, `cancelled`); then `allow_once`.
+    /// `allow_always`, `reject_once`: the first option of that kind;
+    /// `name:<name>`: the option named so; `cancelled`); then
+    /// `allow_once`.
     pub fn answer_permissions(&mut self, answers: &[&str]) {
         self.permission_answers = answers.iter().map(|a| a.to_string()).collect();
     }
@@ -695,6 +799,11 @@ impl Conn {
 
     pub fn thread(&self, session: &str) -> &Thread {
         self.model.thread(session)
+    }
+
+    /// The subagent sessions announced under `session` (`subagent_update`).
+    pub fn subagents(&self, session: &str) -> Vec<String> {
+        self.model.children(session)
     }
 
     /// Closes candor's input (end of file).
@@ -898,4 +1007,35 @@ pub fn config_option<'a>(response: &'a Value, id: &str) -> &'a Value {
         .as_array()
         .and_then(|options| options.iter().find(|o| o["id"] == id))
         .unwrap_or(&Value::Null)
+}
+
+/// A local HTTP server (the "outside") answering `hello` to every request,
+/// on its own thread; its port.
+pub fn http_server() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nhello\n",
+            );
+        }
+    });
+    port
+}
+
+/// The updates for `session` from frame `from` on, less the commands
+/// offered (a loaded session offers them afresh).
+pub fn shown_updates(conn: &Conn, session: &str, from: usize) -> Vec<Value> {
+    conn.frames[from..]
+        .iter()
+        .filter(|f| f["method"] == "session/update" && f["params"]["sessionId"] == session)
+        .map(|f| f["params"]["update"].clone())
+        .filter(|u| u["sessionUpdate"] != "available_commands_update")
+        .collect()
 }

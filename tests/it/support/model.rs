@@ -83,6 +83,9 @@ fn rank(status: &str) -> u8 {
 #[derive(Debug, Default)]
 pub struct Model {
     threads: HashMap<String, Thread>,
+    /// Subagent sessions (announced by `subagent_update`) and the session
+    /// that announced each: a child's updates belong to its parent's turn.
+    parents: HashMap<String, String>,
 }
 
 impl Model {
@@ -103,7 +106,51 @@ impl Model {
             .open_prompts += 1;
     }
 
+    /// The session the user opened that `session` is (or is under).
+    fn root<'a>(&'a self, mut session: &'a str) -> &'a str {
+        for _ in 0..8 {
+            match self.parents.get(session) {
+                Some(parent) => session = parent,
+                None => break,
+            }
+        }
+        session
+    }
+
+    /// The subagent sessions announced under `session`.
+    pub fn children(&self, session: &str) -> Vec<String> {
+        let mut kids: Vec<String> = self
+            .parents
+            .iter()
+            .filter(|(_, p)| *p == session)
+            .map(|(c, _)| c.clone())
+            .collect();
+        kids.sort();
+        kids
+    }
+
     pub fn prompt_answered(&mut self, session: &str) {
+        // A subagent's cards are all terminal when its parent's prompt is
+        // answered.
+        let kids: Vec<String> = self
+            .parents
+            .iter()
+            .filter(|(c, _)| self.root(c) == session)
+            .map(|(c, _)| c.clone())
+            .collect();
+        for kid in kids {
+            if let Some(thread) = self.threads.get(&kid) {
+                for card in &thread.cards {
+                    assert!(
+                        card.terminal(),
+                        "subagent {kid}'s card {} ({}) is still {} when the prompt was answered",
+                        card.id,
+                        card.title,
+                        card.status
+                    );
+                }
+            }
+        }
         let thread = self.threads.entry(session.to_owned()).or_default();
         thread.open_prompts = thread.open_prompts.saturating_sub(1);
         if thread.open_prompts > 0 {
@@ -123,6 +170,13 @@ impl Model {
     }
 
     pub fn apply(&mut self, session: &str, update: &Value) {
+        if update["sessionUpdate"] == "subagent_update"
+            && let Some(child) = update["sessionId"].as_str()
+        {
+            self.parents.insert(child.to_owned(), session.to_owned());
+        }
+        let root = self.root(session).to_owned();
+        let running = self.threads.get(&root).map_or(0, |t| t.open_prompts);
         let thread = self.threads.entry(session.to_owned()).or_default();
         // Outside a prompt turn an agent may still say what the session
         // offers and what it noticed (ACP lets updates come any time), but
@@ -138,7 +192,7 @@ impl Model {
                 | "notice"
         );
         assert!(
-            thread.open_prompts > 0 || any_time,
+            running > 0 || any_time,
             "session/update for {session} while no prompt is running: {update}"
         );
         let said = update["content"]["text"].as_str().unwrap_or("");

@@ -648,12 +648,15 @@ fn render_line(out: &mut String, entry: &Entry) {
             results,
             error,
         } => {
+            // The provider's words on one line each: a line break in them
+            // must not write an entry of its own in the trail.
+            let line = |t: &str| t.replace(char::is_control, " ");
             let mut said = format!("web search at the provider: {query:?}");
             match error {
-                Some(e) => said.push_str(&format!(", failed: {e}")),
+                Some(e) => said.push_str(&format!(", failed: {}", line(e))),
                 None => {
                     for r in results {
-                        said.push_str(&format!("\n            {}", r.url));
+                        said.push_str(&format!("\n            {}", line(&r.url)));
                     }
                 }
             }

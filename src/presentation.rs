@@ -839,7 +839,8 @@ impl Presenter {
     }
 
     /// The web searches the provider ran in a turn, each a card that is
-    /// done when shown (`candor-search-<seq>-<n>`): the query, the titles
+    /// done when shown (`candor-search-<seq>-<n>`: no call's id begins
+    /// `candor-`, `session::turn`): the query, the titles
     /// and URLs it found, and that it ran at the provider.
     fn searches(&mut self, seq: u64, content: &[AssistantBlock]) -> Vec<SessionUpdate> {
         let at = match content.iter().find_map(|b| match b {
@@ -868,15 +869,19 @@ impl Presenter {
             let mut lines = vec![format!(
                 "Ran at {at}, inside the model's response: candor did not run this search and could not stop it before it ran. Your WebSearch permission rules decide whether the search is offered at all."
             )];
+            // What the provider and the pages it found wrote, each on its
+            // own line: a line break in a title must not add a line that
+            // poses as a result or as candor's words.
+            let line = |t: &str| t.replace(char::is_control, " ").trim().to_owned();
             match error {
-                Some(e) => lines.push(format!("The search failed: {e}")),
+                Some(e) => lines.push(format!("The search failed: {}", line(e))),
                 None if results.is_empty() => lines.push("No results.".into()),
                 None => lines.extend(results.iter().enumerate().map(|(i, r)| {
-                    let title = r.title.trim();
+                    let (title, url) = (line(&r.title), line(&r.url));
                     if title.is_empty() {
-                        format!("{}. {}", i + 1, r.url)
+                        format!("{}. {url}", i + 1)
                     } else {
-                        format!("{}. {title} — {}", i + 1, r.url)
+                        format!("{}. {title} — {url}", i + 1)
                     }
                 })),
             }
@@ -1321,7 +1326,8 @@ impl Presenter {
     }
 }
 
-/// The card of the `trust/requested` record numbered `seq`.
+/// The card of the `trust/requested` record numbered `seq` (`candor-…`,
+/// as every card of candor's own: no call's id begins so, `session::turn`).
 pub fn trust_card_id(seq: u64) -> String {
     format!("candor-trust-{seq}")
 }

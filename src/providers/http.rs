@@ -266,7 +266,7 @@ impl Http {
             return Ok(response);
         }
         let retry_after = retry_after(response.headers());
-        let text = response.text().await.unwrap_or_default();
+        let text = error_text(response).await;
         let (kind, message) = error_body(&text);
         let detail = self.scrub(&match (&kind, &message) {
             (Some(k), Some(m)) => format!("{k}: {m}"),
@@ -447,9 +447,22 @@ impl Http {
     pub(super) fn events(&self, response: reqwest::Response) -> EventStream {
         let label = self.label;
         let key = self.key.clone();
-        Box::pin(response.bytes_stream().eventsource().map(move |item| {
+        let mut bounds = Bounds::default();
+        let body = response.bytes_stream().map(move |chunk| {
+            let chunk = chunk.map_err(Body::Http)?;
+            bounds.take(&chunk).map_err(Body::TooLong)?;
+            Ok::<_, Body>(chunk)
+        });
+        Box::pin(body.eventsource().map(move |item| {
             item.map_err(|e| match e {
-                EventStreamError::Transport(e) => {
+                EventStreamError::Transport(Body::TooLong(what)) => {
+                    Failure::Fatal(ProviderError::Malformed {
+                        provider: label,
+                        event: "stream".into(),
+                        detail: format!("{what}, so candor stopped reading it"),
+                    })
+                }
+                EventStreamError::Transport(Body::Http(e)) => {
                     let text = format!("the stream broke: {}", chain(&e));
                     Failure::cut(match &key {
                         Some(k) if !k.expose().is_empty() => text.replace(k.expose(), "[redacted]"),
@@ -544,6 +557,92 @@ impl Http {
                 detail,
             }),
         }
+    }
+}
+
+/// The longest line of an event stream candor reads: an event's data (a
+/// Responses `response.completed` carries the whole response, an Anthropic
+/// search result its encrypted content), far past any a provider sends.
+/// The stream's parser reads a line again with each piece of it that
+/// arrives, so an endless one costs the square of its length: it is cut
+/// here.
+pub const MAX_EVENT_LINE: usize = 8 << 20;
+/// The most bytes of one response read (and recorded, `assistant/message`
+/// keeping the raw turn).
+pub const MAX_RESPONSE: usize = 256 << 20;
+
+/// The most of an error response's body read: an API's error is a short
+/// JSON object; only its first 600 characters are ever shown.
+pub const MAX_ERROR_BODY: usize = 64 << 10;
+/// The longest wait for an error response's body.
+const ERROR_BODY_TIME: Duration = Duration::from_secs(30);
+
+/// The start of an error response's body, up to [`MAX_ERROR_BODY`] bytes
+/// and [`ERROR_BODY_TIME`]: a body that goes on (or drips) is cut there,
+/// and what came is read as the error.
+async fn error_text(mut response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    let read = async {
+        while let Ok(Some(chunk)) = response.chunk().await {
+            let room = MAX_ERROR_BODY - body.len();
+            body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if body.len() >= MAX_ERROR_BODY {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(ERROR_BODY_TIME, read).await;
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// Why a response body was not read on.
+#[derive(Debug)]
+enum Body {
+    Http(reqwest::Error),
+    /// Past [`MAX_EVENT_LINE`] or [`MAX_RESPONSE`]: which.
+    TooLong(String),
+}
+
+impl std::fmt::Display for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Body::Http(e) => e.fmt(f),
+            Body::TooLong(what) => f.write_str(what),
+        }
+    }
+}
+
+impl std::error::Error for Body {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Body::Http(e) => e.source(),
+            Body::TooLong(_) => None,
+        }
+    }
+}
+
+/// The bytes of a response so far, and of its current line.
+#[derive(Debug, Default)]
+struct Bounds {
+    line: usize,
+    total: usize,
+}
+
+impl Bounds {
+    /// Counts `chunk`; `Err` says which cap it passed.
+    fn take(&mut self, chunk: &[u8]) -> Result<(), String> {
+        self.total = self.total.saturating_add(chunk.len());
+        if self.total > MAX_RESPONSE {
+            return Err(format!("a response longer than {} MiB", MAX_RESPONSE >> 20));
+        }
+        self.line = match chunk.iter().rposition(|b| matches!(b, b'\n' | b'\r')) {
+            Some(end) => chunk.len() - end - 1,
+            None => self.line.saturating_add(chunk.len()),
+        };
+        if self.line > MAX_EVENT_LINE {
+            return Err(format!("an event longer than {} MiB", MAX_EVENT_LINE >> 20));
+        }
+        Ok(())
     }
 }
 
@@ -651,6 +750,29 @@ pub(super) fn url(base: &str, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_or_a_response_past_its_cap_is_not_read_on() {
+        let mut b = Bounds::default();
+        let piece = vec![b'a'; 1 << 20];
+        for _ in 0..8 {
+            b.take(&piece).unwrap();
+        }
+        // A line end resets the line, wherever it is in a piece.
+        b.take(b"aaa\ndata: ").unwrap();
+        assert_eq!(b.line, 6);
+        for _ in 0..7 {
+            b.take(&piece).unwrap();
+        }
+        let e = b.take(&piece).unwrap_err();
+        assert_eq!(e, "an event longer than 8 MiB");
+        let mut b = Bounds::default();
+        let lines = [b"x\r".as_slice(), &piece[..(1 << 20) - 3], b"\n"].concat();
+        for _ in 0..256 {
+            b.take(&lines).unwrap();
+        }
+        assert_eq!(b.take(b"x").unwrap_err(), "a response longer than 256 MiB");
+    }
 
     #[test]
     fn backoff_grows_and_stays_capped() {

@@ -67,14 +67,10 @@ impl Allowlist {
     }
 }
 
-/// A host as the proxy compares it: trimmed, lowercase, no final dot, no
-/// brackets.
+/// One spelling of a host (an address's too): `web::address::host_key`,
+/// the one reading of a host in candor.
 pub fn normalize(host: &str) -> String {
-    host.trim()
-        .trim_end_matches('.')
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase()
+    crate::web::address::host_key(host)
 }
 
 /// What the judge says of a host no rule names.

@@ -507,6 +507,10 @@ async fn ask_model(
     }
 }
 
+/// How the ids of candor's own cards begin (`presentation`'s search and
+/// trust cards): never a call's.
+const OWN_CARDS: &str = "candor-";
+
 /// The turn's calls as (session-unique id, name, input), and the ids to
 /// record beside the turn (empty when every call kept the model's id).
 fn unique_calls(
@@ -532,8 +536,14 @@ fn unique_calls(
     let mut renamed = false;
     let mut calls = Vec::new();
     for (id, name, input) in turn.tool_uses() {
+        // `candor-…` names candor's own cards (a provider's search,
+        // `candor-search-<seq>-<n>`; the trust card): a call the provider
+        // names so gets another id, or its card would be taken for one of
+        // them and the call would run unseen.
         let mut card = if id.is_empty() {
             "call".to_owned()
+        } else if id.starts_with(OWN_CARDS) {
+            format!("call-{id}")
         } else {
             id.to_owned()
         };

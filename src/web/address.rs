@@ -59,6 +59,28 @@ impl Addresses {
     }
 }
 
+/// A host as the rules, grants and config keys compare it: trimmed,
+/// lower-cased, without IPv6 brackets or a final dot, and an address in
+/// one spelling, whichever it was written in (`0xa.0.0.5`, `167772165`,
+/// `[::ffff:a00:5]` and `10.0.0.5` are all `10.0.0.5`; `0:0::1` is `::1`):
+/// a rule that names an address names every spelling of it.
+pub fn host_key(host: &str) -> String {
+    let bare = host
+        .trim()
+        .trim_end_matches('.')
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase();
+    let ip = bare
+        .parse::<IpAddr>()
+        .ok()
+        .or_else(|| match url::Host::parse(&bare) {
+            Ok(url::Host::Ipv4(v4)) => Some(IpAddr::V4(v4)),
+            _ => None,
+        });
+    ip.map_or(bare, |ip| canonical(ip).to_string())
+}
+
 /// The address itself when it is IPv4 written as IPv6 (mapped, NAT64,
 /// 6to4), else `ip`.
 pub fn canonical(ip: IpAddr) -> IpAddr {
@@ -142,7 +164,15 @@ fn v6_range(ip: Ipv6Addr) -> Option<&'static str> {
         x if x & 0xffc0 == 0xfec0 => "site-local (fec0::/10)",
         x if x & 0xff00 == 0xff00 => "multicast (ff00::/8)",
         0x2001 if s[1] == 0x0db8 => "the documentation range (2001:db8::/32)",
-        0x0100 if s[1..4] == [0, 0, 0] => "the discard range (100::/64)",
+        0x2001 if s[1] < 0x0200 => "IETF protocol assignments (2001::/23)",
+        0x3fff if s[1] < 0x1000 => "the documentation range (3fff::/20)",
+        0x5f00 => "segment routing (5f00::/16)",
+        // Translated to IPv4 as the local network chose: where, candor
+        // cannot tell.
+        0x0064 if s[1..3] == [0xff9b, 1] => "local-use NAT64 (64:ff9b:1::/48)",
+        0x0100 if s[1..3] == [0, 0] && s[3] <= 1 => {
+            "the discard range (100::/64) or the dummy prefix (100:0:0:1::/64)"
+        }
         0 => "a reserved range (::/8)",
         _ => return None,
     })
@@ -189,6 +219,29 @@ mod tests {
     }
 
     #[test]
+    fn the_special_ipv6_ranges_that_are_not_reachable_are_refused_too() {
+        // IANA's special-purpose registry, "globally reachable: false".
+        for ip in [
+            "64:ff9b:1::a00:1",
+            "64:ff9b:1:ffff::1",
+            "100:0:0:1::1",
+            "2001::1",
+            "2001:2::1",
+            "2001:10::1",
+            "2001:1ff:ffff::1",
+            "3fff::1",
+            "3fff:fff::1",
+            "5f00::1",
+        ] {
+            assert!(refused(ip).is_some(), "{ip} should be refused");
+        }
+        // Their neighbours are the internet.
+        for ip in ["64:ff9b:2::1", "2001:200::1", "3fff:1000::1", "5f01::1"] {
+            assert_eq!(refused(ip), None, "{ip}");
+        }
+    }
+
+    #[test]
     fn cloud_metadata_addresses_are_named_and_refused_in_every_spelling() {
         for ip in [
             "169.254.169.254",
@@ -208,6 +261,24 @@ mod tests {
             "2002:7f00:1::",
         ] {
             assert!(refused(ip).is_some(), "{ip} should be refused");
+        }
+    }
+
+    #[test]
+    fn a_host_has_one_key_whatever_its_spelling() {
+        for (written, key) in [
+            ("10.0.0.5", "10.0.0.5"),
+            ("0xa.0.0.5", "10.0.0.5"),
+            ("167772165", "10.0.0.5"),
+            ("012.0.0.5.", "10.0.0.5"),
+            ("[::ffff:a00:5]", "10.0.0.5"),
+            ("::FFFF:10.0.0.5", "10.0.0.5"),
+            ("[0:0:0:0:0:0:0:1]", "::1"),
+            ("Docs.RS.", "docs.rs"),
+            ("*.Example.com", "*.example.com"),
+            ("xn--bcher-kva.de", "xn--bcher-kva.de"),
+        ] {
+            assert_eq!(host_key(written), key, "{written}");
         }
     }
 

@@ -40,13 +40,7 @@ impl WebKeys {
             .allow_http
             .iter()
             .flatten()
-            .map(|h| {
-                h.trim()
-                    .trim_start_matches('[')
-                    .trim_end_matches(']')
-                    .trim_end_matches('.')
-                    .to_ascii_lowercase()
-            })
+            .map(|h| address::host_key(h))
             .filter(|h| !h.is_empty())
             .collect();
         let timeout = self.fetch_timeout.map_or(fetch::DEFAULT_TIMEOUT, |s| {

@@ -965,3 +965,98 @@ async fn responses_rate_limit_then_failure_event() {
         "OpenAI Responses rejected the request: invalid_prompt: Invalid prompt"
     );
 }
+
+#[tokio::test]
+async fn an_event_longer_than_the_cap_is_refused_not_read_on() {
+    // A hostile or broken stream: one event of 9 MiB (a line with no end
+    // in sight would otherwise be read on, and kept, without bound).
+    let big = |n: usize| {
+        vec![
+            frame(
+                "message_start",
+                &json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}}),
+            ),
+            frame(
+                "content_block_start",
+                &json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ),
+            frame(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "a".repeat(n)}}),
+            ),
+            frame(
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": 0}),
+            ),
+            frame(
+                "message_delta",
+                &json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}}),
+            ),
+            frame("message_stop", &json!({"type": "message_stop"})),
+        ]
+    };
+    let mock = MockAnthropic::start(vec![
+        ant::Step::Frames(big(9 << 20)),
+        ant::Step::Frames(big(1 << 20)),
+    ])
+    .await;
+    let mut p = anthropic(&mock);
+    let started = Instant::now();
+    let r = run(&mut p, &request(vec![user("x")])).await;
+    let e = r.err().to_string();
+    assert!(e.contains("an event longer than 8 MiB"), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(mock.bodies().len(), 1, "not retried");
+    // A control: a long event within the cap is read.
+    let r = run(&mut p, &request(vec![user("x")])).await;
+    assert_eq!(r.text().len(), 1 << 20);
+}
+
+#[tokio::test]
+async fn an_error_body_that_never_ends_is_cut_and_its_start_reported() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // A hostile or broken server answers 400 with a body that goes on for
+    // ever; candor reads its start as the error and stops reading.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = sent.clone();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut buf = vec![0; 64 << 10];
+        let _ = socket.read(&mut buf).await;
+        let head = "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+        let mut out = head.as_bytes().to_vec();
+        out.extend_from_slice(b"9\r\nendless: \r\n");
+        if socket.write_all(&out).await.is_err() {
+            return;
+        }
+        let piece = format!("{:x}\r\n{}\r\n", 64 << 10, "x".repeat(64 << 10));
+        while socket.write_all(piece.as_bytes()).await.is_ok() {
+            counter.fetch_add(64 << 10, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    let mut p = Provider::Anthropic(AnthropicProvider::new(settings(&url, ant::KEY)).unwrap());
+    let r = tokio::time::timeout(
+        Duration::from_secs(20),
+        run(&mut p, &request(vec![user("x")])),
+    )
+    .await
+    .expect("the error body is read for ever");
+    let e = r.err().to_string();
+    assert!(
+        e.starts_with("Anthropic rejected the request (HTTP 400): endless: xxx"),
+        "{e}"
+    );
+    assert!(e.ends_with('…'), "{e}");
+    // The server's writes stop soon after candor stops reading.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let so_far = sent.load(std::sync::atomic::Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(sent.load(std::sync::atomic::Ordering::Relaxed), so_far);
+    assert!(so_far < 16 << 20, "{so_far} bytes sent");
+}

@@ -692,6 +692,87 @@ fn webfetch_rules_name_domains_as_claude_code_writes_them() {
 }
 
 #[test]
+fn a_rule_naming_an_address_names_it_in_every_spelling() {
+    // An address has many spellings in a URL; a deny rule that names one
+    // must hold for the others (the same socket address), and an allow
+    // rule or a grant too.
+    let fetch = |url: &str| json!({"url": url, "prompt": "p"});
+    let r = rules(
+        &["WebFetch"],
+        &[],
+        &["WebFetch(domain:10.0.0.5)", "WebFetch(domain:::1)"],
+    );
+    for url in [
+        "http://10.0.0.5/",
+        "http://167772165/",
+        "http://0xa.0.0.5/",
+        "http://[::ffff:10.0.0.5]/",
+        "http://[::ffff:a00:5]:8080/",
+        "http://[0:0:0:0:0:0:0:1]/",
+        "http://10.0.0.5./",
+    ] {
+        let d = decide_with("WebFetch", fetch(url), &r, Mode::Default);
+        assert!(matches!(d, Disposition::Deny { .. }), "{url}: {d:?}");
+    }
+    // A rule may spell the address as it likes, too.
+    let r = rules(
+        &["WebFetch"],
+        &[],
+        &["WebFetch(domain:[::ffff:a00:5])", "WebFetch(domain:0:0::1)"],
+    );
+    for url in ["http://10.0.0.5/", "http://[::1]/"] {
+        let d = decide_with("WebFetch", fetch(url), &r, Mode::Default);
+        assert!(matches!(d, Disposition::Deny { .. }), "{url}: {d:?}");
+    }
+    // A control: another address is not named.
+    let d = decide_with("WebFetch", fetch("http://10.0.0.6/"), &r, Mode::Default);
+    assert!(matches!(d, Disposition::Run { .. }), "{d:?}");
+    // "Always allow" on one spelling grants the address.
+    let grant = grant_for_args(
+        "WebFetch",
+        &fetch("http://[::ffff:10.0.0.5]/"),
+        Path::new("/p"),
+        None,
+    )
+    .unwrap();
+    assert_eq!(grant.text(), "WebFetch(domain:10.0.0.5)");
+}
+
+#[test]
+fn a_webfetch_rule_judges_the_host_the_fetch_reaches_however_the_url_is_written() {
+    let fetch = |url: &str| json!({"url": url, "prompt": "p"});
+    let r = rules(&["WebFetch(domain:docs.rs)"], &[], &[]);
+    let decide_url = |url: &str| decide_with("WebFetch", fetch(url), &r, Mode::Default);
+    // The same host, spelled otherwise: allowed.
+    for url in [
+        "https://DOCS.RS./a",
+        "https://docs%2Ers/a",
+        "https://docs\u{3002}rs/a",
+        "https://docs.rs:443/a",
+    ] {
+        let d = decide_url(url);
+        assert!(matches!(d, Disposition::Run { .. }), "{url}: {d:?}");
+    }
+    // Another host that looks like it, or hides behind it: asked about,
+    // named as the fetch would reach it.
+    for (url, host) in [
+        ("https://d\u{43e}cs.rs/", "xn--dcs-sed.rs"),
+        ("https://evil.example\\@docs.rs/", "evil.example"),
+        ("https://docs.rs.evil.example/", "docs.rs.evil.example"),
+        ("https://docs%2Ers%2Eevil.example/", "docs.rs.evil.example"),
+    ] {
+        let d = decide_url(url);
+        let Disposition::Ask {
+            reason: Some(why), ..
+        } = &d
+        else {
+            panic!("{url}: {d:?}")
+        };
+        assert!(why.contains(&format!(": {host} (")), "{url}: {why}");
+    }
+}
+
+#[test]
 fn a_webfetch_grant_is_its_host_and_lets_the_next_fetch_there_run() {
     let root = Path::new("/p");
     let args = json!({"url": "https://Docs.rs/a?b", "prompt": "p"});

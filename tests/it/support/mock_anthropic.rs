@@ -159,6 +159,12 @@ impl MockAnthropic {
         self.server.url.clone()
     }
 
+    /// Adds a step after those the mock started with (a response that
+    /// needs what an earlier one showed).
+    pub fn push(&self, step: Step) {
+        self.state.lock().unwrap().steps.push_back(step);
+    }
+
     /// Every request body received, parsed (key order kept).
     pub fn requests(&self) -> Vec<Value> {
         self.bodies()

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use candor::event_log::{Decision, Event, Record};
 use candor::interception::policy::Disposition;
-use candor::interception::scripted::PolicyFile;
+use candor::interception::policy_file::PolicyFile;
 use candor::interception::{Policy, settle};
 use candor::presentation::{Mode, Presenter};
 use serde_json::{Value, json};

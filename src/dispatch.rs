@@ -61,8 +61,8 @@ use crate::interception::policy::Mode;
 use crate::rpc::{self, InFlight, Message, Outgoing, Running};
 use crate::session::actor::Origin;
 use crate::session::queue::SteeringOutcome;
-use crate::session::restore;
 use crate::session::settings::{Change, View};
+use crate::session::stored;
 use crate::session::{SessionHandle, actor};
 use crate::sync::lock;
 use crate::transport::{Outbox, mirror_frame};
@@ -185,7 +185,7 @@ impl Agent {
                 "session {id} is already open; send prompts to it, or close it first"
             )));
         }
-        let read = restore::read(&self.config.sessions_dir(), id).map_err(load_error)?;
+        let read = stored::read(&self.config.sessions_dir(), id).map_err(load_error)?;
         let origin = Origin::Stored {
             id: id.to_owned(),
             read,
@@ -233,7 +233,7 @@ impl Agent {
                 .parse::<usize>()
                 .map_err(|_| AcpError::invalid_params().data(format!("unknown cursor {c:?}")))?,
         };
-        let all = restore::list(&self.config.sessions_dir(), request.cwd.as_deref());
+        let all = stored::list(&self.config.sessions_dir(), request.cwd.as_deref());
         // A cursor is untrusted input: near usize::MAX it must not wrap.
         let end = offset.saturating_add(PAGE);
         let next = (all.len() > end).then(|| end.to_string());
@@ -274,7 +274,7 @@ impl Agent {
         if let Some(session) = lock(&self.sessions).remove(&id) {
             session.close();
         }
-        restore::delete(&self.config.sessions_dir(), &id).map_err(load_error)?;
+        stored::delete(&self.config.sessions_dir(), &id).map_err(load_error)?;
         Ok(DeleteSessionResponse::new())
     }
 
@@ -506,7 +506,7 @@ fn with_fork(capabilities: SessionCapabilities) -> SessionCapabilities {
 
 impl Agent {
     /// `session/fork`: a new session whose log starts with the parent's
-    /// records up to its last ended turn (`restore::fork`), opened like a
+    /// records up to its last ended turn (`stored::fork`), opened like a
     /// resumed one (no replay: the client has the conversation; a
     /// `session/load` of the fork replays it); its mode, model, effort,
     /// grants and trust come back from those records as the parent's did.
@@ -517,7 +517,7 @@ impl Agent {
     ) -> Result<Reply, AcpError> {
         let parent = request.session_id.0.to_string();
         let id = uuid::Uuid::new_v4().to_string();
-        let read = restore::fork(&self.config.sessions_dir(), &parent, &id).map_err(load_error)?;
+        let read = stored::fork(&self.config.sessions_dir(), &parent, &id).map_err(load_error)?;
         let origin = Origin::Stored {
             id,
             read,
@@ -974,11 +974,11 @@ fn mode(id: &str) -> Result<Mode, AcpError> {
 }
 
 /// A stored session that cannot be opened, as an ACP error.
-fn load_error(e: restore::LoadError) -> AcpError {
+fn load_error(e: stored::LoadError) -> AcpError {
     match e {
-        restore::LoadError::NotFound(id) => {
+        stored::LoadError::NotFound(id) => {
             crate::rpc::Failure::NotFound.error(format!("session {id} not found"))
         }
-        restore::LoadError::Log(e) => crate::rpc::Failure::Internal.error(e.to_string()),
+        stored::LoadError::Log(e) => crate::rpc::Failure::Internal.error(e.to_string()),
     }
 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::bridges::hook::HookSummary;
-use crate::bridges::{self, SessionContext, trust};
+use crate::bridges::{self, SessionContext, project_trust};
 use crate::config::Config;
 use crate::event_log::NoticeLevel;
 use crate::providers::Provider;
@@ -218,7 +218,7 @@ pub struct SandboxInfo {
 /// settings give, with the additional directories and Read deny rules.
 fn sandbox_of(
     session: Option<&crate::sandbox::Sandbox>,
-    built: Option<&bridges::policy::Built>,
+    built: Option<&bridges::session_policy::Built>,
     roots: &[crate::event_log::AddedDirectory],
 ) -> crate::sandbox::Sandbox {
     match (session, built) {
@@ -295,24 +295,24 @@ fn subagent_info(d: &crate::subagents::Definition) -> SubagentInfo {
 fn standing(
     config: &Config,
     context: &Arc<SessionContext>,
-    untrusted: bridges::policy::Built,
+    untrusted: bridges::session_policy::Built,
     session: Option<(&str, &str)>,
     trust_info: &mut TrustInfo,
-) -> Option<bridges::policy::Built> {
+) -> Option<bridges::session_policy::Built> {
     let cwd = &context.project_dir;
-    let offer = trust::Offer::new(cwd, untrusted.wants.clone(), &untrusted.scripts);
+    let offer = project_trust::Offer::new(cwd, untrusted.wants.clone(), &untrusted.scripts);
     trust_info.wants = untrusted.wants.clone();
     trust_info.files = offer.render_files();
-    let store = trust::Store::new(&config.home);
+    let store = project_trust::Store::new(&config.home);
     let answer = || Some(format!("your answer ({})", store.path().display()));
-    let (state, by) = match trust::standing(config, &store, cwd, &offer) {
-        trust::Standing::Recorded { by } => ("trusted", Some(by)),
-        trust::Standing::Answered { trusted: true } => ("trusted", answer()),
+    let (state, by) = match project_trust::standing(config, &store, cwd, &offer) {
+        project_trust::Standing::Recorded { by } => ("trusted", Some(by)),
+        project_trust::Standing::Answered { trusted: true } => ("trusted", answer()),
         _ if session.is_some_and(|(digest, _)| digest == offer.digest) => {
             ("trusted", session.map(|(_, by)| by.to_owned()))
         }
-        trust::Standing::Answered { trusted: false } => ("refused", answer()),
-        trust::Standing::Unknown => ("untrusted", None),
+        project_trust::Standing::Answered { trusted: false } => ("refused", answer()),
+        project_trust::Standing::Unknown => ("untrusted", None),
     };
     trust_info.state = state.into();
     trust_info.by = by;
@@ -325,7 +325,7 @@ fn standing(
         }));
     }
     if trust_info.state == "trusted" {
-        bridges::policy::build(config, context, true).ok()
+        bridges::session_policy::build(config, context, true).ok()
     } else {
         Some(untrusted)
     }
@@ -395,7 +395,7 @@ pub fn report_in(
         files: Vec::new(),
         how: None,
     };
-    let built = match bridges::policy::build(config, &context, false) {
+    let built = match bridges::session_policy::build(config, &context, false) {
         Err(e) => {
             broken = true;
             settings.push(FileStatus {
@@ -485,7 +485,7 @@ pub fn report_in(
 
 /// What a session here may reach of the web: whether the provider's
 /// search is offered (and why not), and what WebFetch reaches.
-fn web(config: &Config, cwd: &Path, built: Option<&bridges::policy::Built>) -> WebInfo {
+fn web(config: &Config, cwd: &Path, built: Option<&bridges::session_policy::Built>) -> WebInfo {
     let p = Provider::for_session(config, cwd);
     let offered = match (p.web_search(), built) {
         (None, _) => Err(
@@ -523,7 +523,7 @@ fn web(config: &Config, cwd: &Path, built: Option<&bridges::policy::Built>) -> W
 fn loaded_beside(
     config: &Config,
     (cwd, roots): (&Path, &[crate::event_log::AddedDirectory]),
-    built: Option<&bridges::policy::Built>,
+    built: Option<&bridges::session_policy::Built>,
 ) -> (Vec<McpServerInfo>, Vec<InstructionInfo>, Vec<String>) {
     let specs = built.map(|b| b.mcp.clone()).unwrap_or_default();
     let servers = crate::tools::mcp::choose(specs)

@@ -62,6 +62,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::oneshot;
 
 pub use config::{Config, ProviderSetting};
+/// For the `environment` bench: what a new session would tell the model.
+pub use session::environment::system_prompt;
 pub use transport::{MAX_LINE, stdio};
 
 /// What `candor` with no subcommand says on stderr when a person started
@@ -71,30 +73,6 @@ pub fn terminal_hint(stdin_is_terminal: bool) -> Option<&'static str> {
     stdin_is_terminal.then_some(
         "candor is an ACP agent: an editor starts it and speaks JSON-RPC to it over stdin and stdout (the README shows the set-up for each editor). To see it work, run `candor demo`; for its commands, `candor --help`. It is serving this terminal now: Ctrl-D ends it.",
     )
-}
-
-/// What a new session in `cwd` would tell the model about where it works:
-/// the facts of its `session/environment` record, gathered as a session
-/// gathers them (git within 200 ms, the instruction files under the
-/// user's Read deny rules), and the system prompt assembled from them. The
-/// `environment` bench measures this.
-pub async fn system_prompt(
-    config: &Config,
-    cwd: &std::path::Path,
-) -> (event_log::Environment, String) {
-    let context = Arc::new(bridges::SessionContext::new(
-        "system-prompt".into(),
-        config.sessions_dir().join("system-prompt.jsonl"),
-        cwd.to_owned(),
-        config.user_home.clone(),
-    ));
-    let denies = bridges::policy::build(config, &context, false)
-        .map(|b| interception::policy::ReadDenies::of(&b.policy.rules))
-        .unwrap_or_default();
-    let sources = session::environment::Sources::new(config, cwd, denies);
-    let environment = session::environment::gather(sources).await;
-    let text = session::system::assemble(Some(&environment), cwd);
-    (environment, text)
 }
 
 /// How long shutdown waits for sessions to write their last records and

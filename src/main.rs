@@ -88,7 +88,7 @@ enum Command {
 fn main() -> ExitCode {
     // The sandbox launcher (`candor __sandbox …`) runs before anything
     // else: it must unshare namespaces while the process has one thread.
-    if let Some(code) = candor::sandbox::launch::main_if_sandbox() {
+    if let Some(code) = candor::sandbox::entry::main_if_sandbox() {
         return code;
     }
     let cli = Cli::parse();
@@ -177,7 +177,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // Only a person at a terminal answers the question.
             let terminal: Option<&mut dyn std::io::BufRead> =
                 std::io::stdin().is_terminal().then_some(&mut lines);
-            let trusted = candor::bridges::trust::command(
+            let trusted = candor::bridges::project_trust::command(
                 &config,
                 &dir,
                 yes,

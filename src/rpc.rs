@@ -19,7 +19,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use agent_client_protocol_schema::v1::{Error as AcpError, RequestId};
+use agent_client_protocol_schema::v1::{
+    CancelRequestNotification, Error as AcpError, ProtocolLevelNotification, RequestId,
+};
 use jsonrpsee::types::Id;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -214,7 +216,13 @@ impl Outgoing {
         tokio::select! {
             reply = rx => Some(reply.unwrap_or_else(|_| Err(json!({"code": -32603, "message": "connection closed"})))),
             _ = cancel.cancelled() => {
-                self.out.notify("$/cancel_request", &json!({"requestId": id}));
+                // The schema crate's notification, named by its own table.
+                let withdraw = ProtocolLevelNotification::CancelRequestNotification(
+                    CancelRequestNotification::new(RequestId::Number(
+                        i64::try_from(id).unwrap_or(i64::MAX),
+                    )),
+                );
+                self.out.notify(withdraw.method(), &withdraw);
                 None
             }
         }

@@ -27,12 +27,13 @@ use super::hook::{
     CommandHook, Dialect, DialectFuture, HookEvent, Stdout, Table, common_asides, read_stdout,
     specific, stderr_reason, string, tool_fields,
 };
+use super::loaded::Loaded;
 use super::runner::{Exit, HookRun};
-use super::{Loaded, SessionContext};
+use super::session_context::SessionContext;
 use crate::config::ClaudeLocations;
 use crate::event_log::ResultStatus;
-use crate::interception::events::{EventAnswer, SessionEvent};
 use crate::interception::policy::Mode;
+use crate::interception::session_hooks::{EventAnswer, SessionEvent};
 use crate::interception::{Aside, FinishedCall, HookFailure, PostToolDecision, PreToolDecision};
 
 /// Which settings file a hook or rule came from.
@@ -81,7 +82,7 @@ pub fn files(locations: &ClaudeLocations, cwd: &Path) -> Vec<(Source, PathBuf)> 
 /// Reads every settings file and builds the session's Claude Code hooks
 /// and rules (see the module docs for the order and the precedence).
 ///
-/// Unless `trusted` (`bridges::trust`), the project's files give only what
+/// Unless `trusted` (`bridges::project_trust`), the project's files give only what
 /// restricts (deny and ask rules, `plan` mode, turning off their own
 /// hooks); their hooks, allow rules and a mode that asks less are
 /// [`Loaded::wants`], listed whether applied or not.
@@ -89,7 +90,7 @@ pub fn load(locations: &ClaudeLocations, session: &Arc<SessionContext>, trusted:
     let mut loaded = Loaded::default();
     let mut settings: Vec<(Source, PathBuf, Map<String, Value>)> = Vec::new();
     for (source, path) in files(locations, &session.project_dir) {
-        let text = match super::read_settings(&path) {
+        let text = match super::settings_file::read_settings(&path) {
             Ok(Some(t)) => t,
             Ok(None) => continue,
             Err(e) => {

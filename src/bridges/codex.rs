@@ -8,7 +8,7 @@
 //! Sources, in this order: `$CODEX_HOME/hooks.json`, the `[hooks]` tables
 //! of `$CODEX_HOME/config.toml` (`$CODEX_HOME` defaults to `~/.codex`), then
 //! the project's `.codex/hooks.json` and `.codex/config.toml`, which load
-//! only when the project is trusted (`bridges::trust`: by Codex's own
+//! only when the project is trusted (`bridges::project_trust`: by Codex's own
 //! `[projects."<path>"] trust_level = "trusted"`, for the project or a
 //! directory above it, by Claude Code, or by the user's answer to candor).
 //! `[features] hooks = false` (or the older `codex_hooks = false`) turns
@@ -30,15 +30,16 @@ use super::hook::{
     CommandHook, Dialect, DialectFuture, HookEvent, Stdout, Table, common_asides, read_stdout,
     specific, stderr_reason, string, tool_fields,
 };
+use super::loaded::Loaded;
 use super::runner::{Exit, HookRun};
-use super::{Loaded, SessionContext};
+use super::session_context::SessionContext;
 use crate::config::CodexLocations;
-use crate::interception::events::{EventAnswer, SessionEvent};
+use crate::interception::session_hooks::{EventAnswer, SessionEvent};
 use crate::interception::{Aside, HookFailure, PostToolDecision, PreToolDecision};
 
 /// Reads a TOML file as JSON values; `Ok(None)` when it does not exist.
 pub(crate) fn read_toml(path: &Path) -> Result<Option<Map<String, Value>>, String> {
-    let Some(text) = super::read_settings(path)? else {
+    let Some(text) = super::settings_file::read_settings(path)? else {
         return Ok(None);
     };
     let table: toml::Table = toml::from_str(&text).map_err(|e| format!("invalid TOML ({e})"))?;
@@ -51,7 +52,7 @@ pub(crate) fn read_toml(path: &Path) -> Result<Option<Map<String, Value>>, Strin
 
 /// Reads a `hooks.json`; `Ok(None)` when it does not exist.
 fn read_json(path: &Path) -> Result<Option<Map<String, Value>>, String> {
-    let Some(text) = super::read_settings(path)? else {
+    let Some(text) = super::settings_file::read_settings(path)? else {
         return Ok(None);
     };
     match serde_json::from_str::<Value>(&text) {

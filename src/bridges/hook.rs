@@ -10,14 +10,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use regex::Regex;
 use serde_json::{Map, Value, json};
 
 use super::runner::{self, HookCommand, HookRun};
-use super::{Matcher, SessionContext};
+use super::session_context::SessionContext;
 use crate::interception::Subject;
-use crate::interception::events::EventAnswer;
-use crate::interception::events::{EventFuture, EventHook, EventInput, SessionEvent};
 use crate::interception::policy::{Mode, Rule};
+use crate::interception::session_hooks::EventAnswer;
+use crate::interception::session_hooks::{EventFuture, EventHook, EventInput, SessionEvent};
 use crate::interception::{
     Aside, FinishedCall, HookFailure, HookFuture, PostHookFuture, PostToolDecision, PostToolHook,
     PreToolDecision, PreToolHook, ProposedCall,
@@ -723,5 +724,91 @@ pub(crate) fn stderr_reason(run: &HookRun, default: &str) -> String {
         default.to_owned()
     } else {
         text.to_owned()
+    }
+}
+/// Which tool (or source, or reason) names a hook group applies to.
+#[derive(Debug, Clone)]
+pub enum Matcher {
+    /// `*`, empty, or absent.
+    All,
+    /// Exact names (`Bash`, `Edit|Write`, `Edit, Write`).
+    Names(Vec<String>),
+    /// Anything else: an unanchored regular expression.
+    Regex(Regex),
+}
+
+impl Matcher {
+    /// Parses a matcher; `exact` says which characters keep it a list of
+    /// names (the bridges differ). An invalid expression is an `Err`; the
+    /// hook then never matches, as upstream.
+    pub fn parse(text: Option<&str>, exact: fn(char) -> bool) -> Result<Matcher, String> {
+        let text = text.map(str::trim).unwrap_or("");
+        if text.is_empty() || text == "*" {
+            return Ok(Matcher::All);
+        }
+        if text.chars().all(exact) {
+            return Ok(Matcher::Names(
+                text.split(['|', ','])
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            ));
+        }
+        Regex::new(text)
+            .map(Matcher::Regex)
+            .map_err(|e| format!("the matcher {text:?} is not a valid regular expression: {e}"))
+    }
+
+    /// The matcher as configured: `*`, names joined by `|`, or the
+    /// expression.
+    pub fn describe(&self) -> String {
+        match self {
+            Matcher::All => "*".into(),
+            Matcher::Names(names) => names.join("|"),
+            Matcher::Regex(re) => re.as_str().to_owned(),
+        }
+    }
+
+    pub fn matches(&self, name: &str) -> bool {
+        match self {
+            Matcher::All => true,
+            Matcher::Names(names) => names.iter().any(|n| n == name),
+            Matcher::Regex(re) => re.is_match(name),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claude_exact(c: char) -> bool {
+        c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ' ' | ',' | '|')
+    }
+
+    #[test]
+    fn matchers_follow_claude_code() {
+        let m = |t: Option<&str>| Matcher::parse(t, claude_exact).unwrap();
+        assert!(
+            m(None).matches("Bash") && m(Some("")).matches("Read") && m(Some("*")).matches("x")
+        );
+        assert!(m(Some("Edit|Write")).matches("Write"));
+        assert!(m(Some("Edit, Write")).matches("Edit"));
+        assert!(
+            !m(Some("Edit|Write")).matches("MultiEdit"),
+            "names are exact"
+        );
+        assert!(
+            m(Some("Edit.*")).matches("NotebookEdit"),
+            "regexes are unanchored"
+        );
+        assert!(!m(Some("^Edit$")).matches("NotebookEdit"));
+        assert!(m(Some("mcp__memory__.*")).matches("mcp__memory__create"));
+        assert!(
+            !m(Some("mcp__memory")).matches("mcp__memory__create"),
+            "bare is exact"
+        );
+        assert!(Matcher::parse(Some("(unclosed"), claude_exact).is_err());
     }
 }

@@ -347,7 +347,7 @@ pub enum Event {
     },
     /// An older candor's question (read in old logs, never written now):
     /// the project's own settings want what only a trusted project may have
-    /// (hooks, allow rules, a mode that asks less: `bridges::trust`), asked
+    /// (hooks, allow rules, a mode that asks less: `bridges::project_trust`), asked
     /// through a permission request. Its answer no longer restores trust.
     #[serde(rename = "trust/requested")]
     TrustRequested {
@@ -378,7 +378,7 @@ pub enum Event {
         /// (`sha256:…`).
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         files: BTreeMap<String, String>,
-        /// What the grant binds to (`bridges::trust::digest`).
+        /// What the grant binds to (`bridges::project_trust::digest`).
         digest: String,
         /// `/trust always`: remembered in `$CANDOR_HOME/trust.json` too.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]

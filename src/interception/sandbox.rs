@@ -22,6 +22,18 @@ use crate::tools::{Tool, ToolInput};
 /// Who the sandbox's decisions are by (`decision.by`).
 pub const SANDBOX: &str = "sandbox";
 
+// The sandbox's own question about a settled call, beside the sandbox's
+// other code (`mod.rs`, which holds `Settled`, imports nothing of this
+// file's).
+impl Settled {
+    /// Whether the call asks to leave the sandbox and only the person's
+    /// answer in a form may let it ([`confine`]): it is never asked
+    /// through a permission request.
+    pub fn lifts_sandbox(&self) -> bool {
+        matches!(&self.disposition, Disposition::Ask { by, .. } if by == SANDBOX)
+    }
+}
+
 /// Where the session's commands run, for [`confine`].
 #[derive(Debug, Clone, Copy)]
 pub struct Place<'a> {

@@ -20,7 +20,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::http::{Assemble, Failure, Http, header, url};
-use super::{ProviderError, ProviderSettings, StreamDelta};
+use super::provider_settings::ProviderSettings;
+use super::stream::{ProviderError, StreamDelta};
 use crate::conversation::{
     AssistantBlock, AssistantTurn, Image, Message, ModelRequest, ModelStop, ToolOutcome, Usage,
     WireApi,

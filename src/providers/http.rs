@@ -18,7 +18,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{ProviderError, StreamDelta};
+use super::stream::{ProviderError, StreamDelta};
 use crate::config::ApiKey;
 use crate::conversation::AssistantTurn;
 

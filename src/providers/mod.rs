@@ -18,6 +18,10 @@
 //! With nothing configured, [`Provider::Unconfigured`] answers every prompt
 //! with a short message saying how to configure a model: it never pretends
 //! to be one.
+//!
+//! This file assembles them ([`Provider`] dispatches to each); what they
+//! share is in leaf files they import: `stream` (the deltas and
+//! [`ProviderError`]), `provider_settings` ([`ProviderSettings`]), [`http`].
 
 pub mod anthropic;
 pub mod effort;
@@ -25,7 +29,9 @@ pub mod http;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod prices;
+mod provider_settings;
 pub mod scripted;
+mod stream;
 
 use std::path::Path;
 
@@ -37,143 +43,8 @@ use crate::conversation::{
 };
 
 pub use http::RetryPolicy;
-
-/// A piece of a turn, as it streams in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StreamDelta {
-    Text(String),
-    Thinking(String),
-}
-
-/// Why a model request failed. No variant ever holds an API key.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ProviderError {
-    #[error("the scripted model failed: {0}")]
-    Script(String),
-    /// No key, or the provider refused it (HTTP 401/403). Maps to ACP's
-    /// "authentication required" (-32000).
-    #[error(
-        "{provider}: the API key {problem}. Set {variable} to a valid key in the environment candor is started with."
-    )]
-    Auth {
-        provider: &'static str,
-        /// The environment variable to set.
-        variable: &'static str,
-        status: Option<u16>,
-        /// What is wrong with the key ("is not set", "was refused (HTTP 401)").
-        problem: String,
-    },
-    /// Still rate-limited (HTTP 429) after every attempt.
-    #[error("{provider} is still rate-limiting requests after {attempts} attempts: {detail}")]
-    RateLimited {
-        provider: &'static str,
-        attempts: u32,
-        detail: String,
-    },
-    /// Still overloaded (HTTP 503/529, `overloaded_error`) after every attempt.
-    #[error("{provider} is still overloaded after {attempts} attempts: {detail}")]
-    Overloaded {
-        provider: &'static str,
-        attempts: u32,
-        detail: String,
-    },
-    /// Still failing with a server error after every attempt.
-    #[error("{provider} still fails with HTTP {status} after {attempts} attempts: {detail}")]
-    Server {
-        provider: &'static str,
-        status: u16,
-        attempts: u32,
-        detail: String,
-    },
-    /// The connection failed or the stream ended early on every attempt.
-    #[error("the connection to {provider} failed {attempts} times: {detail}")]
-    StreamCut {
-        provider: &'static str,
-        attempts: u32,
-        detail: String,
-    },
-    /// The provider refused the request (another 4xx); not retried.
-    #[error("{provider} rejected the request{}: {detail}", http_status(*status))]
-    Rejected {
-        provider: &'static str,
-        /// 0 for an error reported inside the stream.
-        status: u16,
-        detail: String,
-    },
-    /// The provider answered that the request does not fit the model's
-    /// context window (Anthropic's `prompt is too long`, OpenAI's
-    /// `context_length_exceeded`, a compatible server's "maximum context
-    /// length"); not retried as it is. The turn compacts the conversation
-    /// and tries once more; `after_compaction` says that did not help.
-    #[error("{}", context_too_long(provider, detail, *after_compaction))]
-    ContextTooLong {
-        provider: &'static str,
-        /// 0 for an error reported inside the stream.
-        status: u16,
-        detail: String,
-        after_compaction: bool,
-    },
-    /// An event the provider sent could not be understood; nothing of the
-    /// turn was kept.
-    #[error("{provider} sent a malformed `{event}` event: {detail}")]
-    Malformed {
-        provider: &'static str,
-        event: String,
-        detail: String,
-    },
-}
-
-fn http_status(status: u16) -> String {
-    match status {
-        0 => String::new(),
-        s => format!(" (HTTP {s})"),
-    }
-}
-
-fn context_too_long(provider: &str, detail: &str, after_compaction: bool) -> String {
-    if after_compaction {
-        format!(
-            "{provider} says the request is too long for the model's context window ({detail}), also after candor compacted the conversation and retried. What this prompt itself brought in (its own tool output) may be too big: try `/compact` with a focus, a smaller request, or a new session."
-        )
-    } else {
-        format!("{provider} says the request is too long for the model's context window: {detail}")
-    }
-}
-
-impl ProviderError {
-    /// Whether the request failed for being too long for the model (a
-    /// compaction may help).
-    pub fn is_context_too_long(&self) -> bool {
-        matches!(self, ProviderError::ContextTooLong { .. })
-    }
-
-    /// The same error, saying it came again after a compaction.
-    pub fn after_compaction(self) -> ProviderError {
-        match self {
-            ProviderError::ContextTooLong {
-                provider,
-                status,
-                detail,
-                ..
-            } => ProviderError::ContextTooLong {
-                provider,
-                status,
-                detail,
-                after_compaction: true,
-            },
-            other => other,
-        }
-    }
-
-    /// The environment variable to set, when the request failed for want of
-    /// a valid key (ACP `-32000` auth required).
-    pub fn auth_variable(&self) -> Option<&'static str> {
-        match self {
-            ProviderError::Auth { variable, .. } => Some(variable),
-            _ => None,
-        }
-    }
-}
+pub use provider_settings::ProviderSettings;
+pub use stream::{ProviderError, StreamDelta};
 
 /// The configured model of a session.
 #[derive(Debug)]
@@ -186,59 +57,6 @@ pub enum Provider {
     Unconfigured {
         reason: String,
     },
-}
-
-/// What every HTTP provider is built from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProviderSettings {
-    /// Anthropic: without `/v1`; OpenAI: with it (`https://api.openai.com/v1`).
-    pub base_url: String,
-    pub api_key: Option<ApiKey>,
-    pub model: String,
-    /// The most tokens one response may have (`max_tokens`,
-    /// `max_completion_tokens`, `max_output_tokens`).
-    pub max_tokens: Option<u32>,
-    /// Anthropic: extended thinking with this budget.
-    pub thinking_budget: Option<u32>,
-    /// OpenAI: the reasoning effort.
-    pub reasoning_effort: Option<String>,
-    /// What the configuration set for `thinking_budget` and
-    /// `reasoning_effort`: the effort option's default level
-    /// ([`effort::Source`]); the two above are the level in effect.
-    pub configured_effort: (Option<u32>, Option<String>),
-    /// Chat Completions only may use `InPlace`.
-    pub rewrite_strategy: RewriteStrategy,
-    pub retry: RetryPolicy,
-    /// Models offered for the session's model option.
-    pub models: Vec<String>,
-    pub context_window: Option<u64>,
-    pub max_turn_requests: Option<u32>,
-    /// The user's price tables (`[prices]`), over candor's.
-    pub prices: prices::Overrides,
-}
-
-impl ProviderSettings {
-    pub fn new(
-        base_url: impl Into<String>,
-        api_key: Option<ApiKey>,
-        model: impl Into<String>,
-    ) -> Self {
-        Self {
-            base_url: base_url.into(),
-            api_key,
-            model: model.into(),
-            max_tokens: None,
-            thinking_budget: None,
-            reasoning_effort: None,
-            configured_effort: (None, None),
-            rewrite_strategy: RewriteStrategy::Note,
-            retry: RetryPolicy::default(),
-            models: Vec::new(),
-            context_window: None,
-            max_turn_requests: None,
-            prices: prices::Overrides::new(),
-        }
-    }
 }
 
 /// The model a provider uses when none is configured.

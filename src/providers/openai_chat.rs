@@ -25,7 +25,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::http::{Assemble, Failure, Http, url};
-use super::{ProviderError, ProviderSettings, StreamDelta};
+use super::provider_settings::ProviderSettings;
+use super::stream::{ProviderError, StreamDelta};
 use crate::conversation::{
     AssistantBlock, AssistantTurn, Message, ModelRequest, ModelStop, Usage, WireApi,
 };

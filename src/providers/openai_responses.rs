@@ -18,7 +18,8 @@ use tokio::sync::mpsc;
 
 use super::http::{Assemble, Failure, Http, url};
 use super::openai_chat::parse_arguments;
-use super::{ProviderError, ProviderSettings, StreamDelta};
+use super::provider_settings::ProviderSettings;
+use super::stream::{ProviderError, StreamDelta};
 use crate::conversation::{
     AssistantBlock, AssistantTurn, Message, ModelRequest, ModelStop, Usage, WireApi,
 };

@@ -26,7 +26,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{ProviderError, StreamDelta};
+use super::stream::{ProviderError, StreamDelta};
 use crate::conversation::{
     AssistantBlock, AssistantTurn, ModelRequest, ModelStop, RewriteStrategy, Usage, WireApi,
 };

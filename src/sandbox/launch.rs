@@ -80,30 +80,8 @@ impl Launch {
     }
 }
 
-/// `main`'s first call: runs the launcher (or the probe) when the binary
-/// was started as one, and returns its exit code; `None` otherwise.
-pub fn main_if_sandbox() -> Option<ExitCode> {
-    let mut args = std::env::args_os().skip(1);
-    if args.next().as_deref() != Some(OsStr::new(SUBCOMMAND)) {
-        return None;
-    }
-    let rest: Vec<OsString> = args.collect();
-    Some(match rest.first().and_then(|a| a.to_str()) {
-        Some("--probe") => super::probe::child(),
-        Some("--probe-init") => super::probe::child_init(),
-        Some("--init") => match parse(&rest[1..]) {
-            Ok((launch, argv)) => super::init::run(&launch, &argv),
-            Err(e) => fail(None, &e),
-        },
-        _ => match parse(&rest) {
-            Ok((launch, argv)) => run(&launch, argv),
-            Err(e) => fail(None, &e),
-        },
-    })
-}
-
 /// `<JSON> -- argv…`.
-fn parse(args: &[OsString]) -> Result<(Launch, Vec<OsString>), String> {
+pub(super) fn parse(args: &[OsString]) -> Result<(Launch, Vec<OsString>), String> {
     let usage = || format!("usage: candor {SUBCOMMAND} <launch JSON> -- <program> [args…]");
     let (spec, rest) = args.split_first().ok_or_else(usage)?;
     let spec = spec.to_str().ok_or_else(usage)?;
@@ -148,7 +126,7 @@ pub(super) fn receive(reader: &mut std::io::BufReader<UnixStream>) -> Option<Rep
 }
 
 /// The first stage.
-fn run(launch: &Launch, argv: Vec<OsString>) -> ExitCode {
+pub(super) fn run(launch: &Launch, argv: Vec<OsString>) -> ExitCode {
     // candor (or the editor) dies: so does the launcher, and with it the
     // namespace.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);

@@ -25,6 +25,8 @@
 //! the later wiring build on it.
 
 pub mod boundary;
+mod enforceable;
+pub mod entry;
 pub mod explain;
 pub mod forwarder;
 pub mod init;

@@ -12,9 +12,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::commit::Committer;
-use super::context::Gate;
-use super::context::{TurnControl, TurnError};
 use super::handle::{Command, SessionHandle, Started};
+use super::kit::SessionKit;
+use super::kit::{TurnControl, TurnError};
 use super::queue::Queue;
 use super::settings;
 use super::turn;
@@ -132,7 +132,7 @@ pub(crate) fn start(
     let shells = Shells::default();
     let (view, shared_view) = options(&mut committer, &provider, &policy);
     let (changes, settings) = settings::Inbox::new();
-    let gate = Gate {
+    let kit = SessionKit {
         session_id: id.clone(),
         policy,
         grants,
@@ -151,7 +151,7 @@ pub(crate) fn start(
         agents: Arc::new(built_agents),
         family,
     };
-    gate.confiner.probe_soon(&gate.policy.sandbox);
+    kit.confiner.probe_soon(&kit.policy.sandbox);
     let handle = SessionHandle::new(
         id.clone(),
         log_path,
@@ -161,14 +161,14 @@ pub(crate) fn start(
         shared_view,
         changes,
     )
-    .with_subagents(gate.family.running.clone());
+    .with_subagents(kit.family.running.clone());
     tracing::info!(session = %id, provider = provider.name(), log = %handle.log_path().display(), "session started");
     let (opened, opening) = Opening::new(start_notices, context, damaged, gathering, source);
     let task = tokio::spawn(run(
         Actor {
             committer,
             provider,
-            gate,
+            kit,
             cwd,
             hard_stop,
             queue: handle.queue().clone(),
@@ -185,9 +185,9 @@ pub(crate) fn start(
 }
 
 /// The session's subagent limits, and what the client takes of them.
-fn family(config: &Config, client: &ClientCapabilities) -> super::context::Family {
+fn family(config: &Config, client: &ClientCapabilities) -> super::kit::Family {
     let notices = client.session.as_ref().is_some_and(|s| s.notices.is_some());
-    super::context::Family::root(
+    super::kit::Family::root(
         config.subagents_parallel(),
         config.subagents_live(),
         client.subagents.is_some(),
@@ -270,8 +270,8 @@ fn policy(
     origin: &Origin,
 ) -> Result<
     (
-        crate::bridges::policy::Built,
-        super::context::Trust,
+        crate::bridges::session_policy::Built,
+        super::kit::Trust,
         &'static str,
     ),
     StartError,
@@ -293,12 +293,12 @@ fn policy(
 /// last.
 fn offer_commands(
     committer: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     offered: &mut Vec<crate::event_log::OfferedCommand>,
 ) {
-    let mut commands = super::commands::offered();
-    commands.extend(super::mcp::offered(gate));
-    commands.extend(super::user_commands::offered(&gate.user_commands));
+    let mut commands = super::builtin_commands::offered();
+    commands.extend(super::prompt_mcp::offered(kit));
+    commands.extend(super::user_commands::offered(&kit.user_commands));
     if commands == *offered {
         return;
     }
@@ -529,7 +529,7 @@ const OPEN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 struct Actor {
     committer: Committer,
     provider: Provider,
-    gate: Gate,
+    kit: SessionKit,
     cwd: PathBuf,
     hard_stop: CancellationToken,
     queue: Queue,
@@ -540,7 +540,7 @@ async fn run(actor: Actor, mut commands: mpsc::Receiver<Command>, mut opening: O
     let Actor {
         mut committer,
         mut provider,
-        mut gate,
+        mut kit,
         cwd,
         hard_stop,
         queue,
@@ -555,14 +555,14 @@ async fn run(actor: Actor, mut commands: mpsc::Receiver<Command>, mut opening: O
     // candor's commands, the MCP servers' prompts and the user's command
     // files, offered again whenever a server's prompts change while the
     // session is idle, or the files changed when a prompt comes.
-    let mut mcp_changes = gate.mcp.changes();
+    let mut mcp_changes = kit.mcp.changes();
     let mut offered = Vec::new();
     let mut file_problems = Vec::new();
-    super::user_commands::refresh(&mut committer, &mut gate, &cwd, &mut file_problems);
-    offer_commands(&mut committer, &gate, &mut offered);
+    super::user_commands::refresh(&mut committer, &mut kit, &cwd, &mut file_problems);
+    offer_commands(&mut committer, &kit, &mut offered);
     begin(
         &mut committer,
-        &gate,
+        &kit,
         provider.model(),
         &cwd,
         &mut opening,
@@ -587,9 +587,9 @@ async fn run(actor: Actor, mut commands: mpsc::Receiver<Command>, mut opening: O
                 record_title(&mut committer, made);
                 continue;
             }
-            true = gate.settings.arrived() => {
+            true = kit.settings.arrived() => {
                 // Applied at once, while no turn runs.
-                if let Err(e) = gate.settings.apply(&mut committer, &mut gate.policy.mode, Some(&mut provider)) {
+                if let Err(e) = kit.settings.apply(&mut committer, &mut kit.policy.mode, Some(&mut provider)) {
                     tracing::error!(error = %e, "could not record a settings change");
                 }
                 continue;
@@ -599,9 +599,9 @@ async fn run(actor: Actor, mut commands: mpsc::Receiver<Command>, mut opening: O
                 None => break,
             },
             Ok(()) = mcp_changes.changed() => {
-                offer_commands(&mut committer, &gate, &mut offered);
+                offer_commands(&mut committer, &kit, &mut offered);
                 // A question a server asked while no call ran.
-                for text in gate.mcp.take_notices() {
+                for text in kit.mcp.take_notices() {
                     if let Err(e) = committer.commit(Event::Notice { level: NoticeLevel::Warning, text }) {
                         tracing::warn!(error = %e, "could not record a notice");
                     }
@@ -614,7 +614,7 @@ async fn run(actor: Actor, mut commands: mpsc::Receiver<Command>, mut opening: O
                 let mut turns = Turns {
                     committer: &mut committer,
                     provider: &mut provider,
-                    gate: &mut gate,
+                    kit: &mut kit,
                     cwd: &cwd,
                     hard_stop: &hard_stop,
                     queue: &queue,
@@ -633,10 +633,10 @@ async fn run(actor: Actor, mut commands: mpsc::Receiver<Command>, mut opening: O
     if let Err(e) = queue.next(&mut committer) {
         tracing::error!(error = %e, "could not record what was left in the queue");
     }
-    events::session_end(&mut committer, &gate, &cwd, "other").await;
+    events::session_end(&mut committer, &kit, &cwd, "other").await;
     // The session is over: nothing it started may outlive it.
-    gate.shells.kill_all();
-    gate.mcp.stop();
+    kit.shells.kill_all();
+    kit.mcp.stop();
 }
 
 /// Records the title made (`session/titled`).
@@ -657,17 +657,15 @@ fn record_title(
 /// Starts making the session's title (`session::title`): with a provider
 /// of its own for the session's model, when the model may be asked.
 fn start_title(
-    gate: &Gate,
+    kit: &SessionKit,
     provider: &Provider,
     cwd: &std::path::Path,
     prompt: String,
     hard_stop: &CancellationToken,
 ) -> tokio::task::JoinHandle<(String, crate::event_log::TitleSource)> {
-    let asked = (gate.config.model_titles()
-        && provider.is_model()
-        && provider.name() != "scripted")
+    let asked = (kit.config.model_titles() && provider.is_model() && provider.name() != "scripted")
         .then(|| {
-            let mut own = Provider::for_session(&gate.config, cwd);
+            let mut own = Provider::for_session(&kit.config, cwd);
             if let Some(model) = provider.model() {
                 own.set_model(model);
             }
@@ -680,7 +678,7 @@ fn start_title(
 struct Turns<'a> {
     committer: &'a mut Committer,
     provider: &'a mut Provider,
-    gate: &'a mut Gate,
+    kit: &'a mut SessionKit,
     cwd: &'a PathBuf,
     hard_stop: &'a CancellationToken,
     queue: &'a Queue,
@@ -711,8 +709,8 @@ impl Turns<'_> {
                     return;
                 }
             };
-            super::user_commands::refresh(self.committer, self.gate, self.cwd, file_problems);
-            offer_commands(self.committer, self.gate, offered);
+            super::user_commands::refresh(self.committer, self.kit, self.cwd, file_problems);
+            offer_commands(self.committer, self.kit, offered);
             self.opening.context.set_turn(TurnInfo {
                 turn_id: uuid::Uuid::new_v4().to_string(),
                 model: self.provider.model().map(str::to_owned),
@@ -728,7 +726,7 @@ impl Turns<'_> {
                 via: next.via,
             };
             let answer =
-                match turn::run(self.committer, self.provider, self.gate, prompt, &control).await {
+                match turn::run(self.committer, self.provider, self.kit, prompt, &control).await {
                     Ok(stop) => Ok(stop_reason(stop)),
                     Err(TurnError::Provider(e)) if e.auth_variable().is_some() => {
                         tracing::warn!(error = %e, "the model needs a key");
@@ -746,7 +744,7 @@ impl Turns<'_> {
                 && let Some(prompt) = super::title::wanted(self.committer.records())
             {
                 *self.titling = Some(start_title(
-                    self.gate,
+                    self.kit,
                     self.provider,
                     self.cwd,
                     prompt,
@@ -762,7 +760,7 @@ impl Turns<'_> {
 /// (`session/environment`), and what its SessionStart hooks said.
 async fn begin(
     committer: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     model: Option<&str>,
     cwd: &std::path::Path,
     opening: &mut Opening,
@@ -780,7 +778,7 @@ async fn begin(
     // session's run again, with `source: resume`).
     let _ = std::fs::remove_file(&opening.context.env_file);
     if let Err(e) =
-        events::session_start(committer, gate, cwd, opening.source, model, hard_stop).await
+        events::session_start(committer, kit, cwd, opening.source, model, hard_stop).await
     {
         tracing::error!(error = %e, "could not record what the SessionStart hooks said");
     }

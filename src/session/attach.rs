@@ -19,7 +19,7 @@
 use agent_client_protocol_schema::v1::ContentBlock;
 
 use super::commit::Committer;
-use super::context::{Gate, TurnControl, TurnError};
+use super::kit::{SessionKit, TurnControl, TurnError};
 use crate::event_log::{Event, LogError, NoticeLevel, PromptImage, TurnStop};
 use crate::interception::policy::Disposition;
 use crate::media;
@@ -35,7 +35,7 @@ pub(crate) const MAX_LINKED_FILES: usize = 20;
 /// saying so rather than kept.
 pub(crate) fn commit_prompt(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     cwd: &std::path::Path,
     mut content: Vec<ContentBlock>,
     via: Option<crate::event_log::Via>,
@@ -43,7 +43,7 @@ pub(crate) fn commit_prompt(
     let mut images = Vec::new();
     let mut withheld = Vec::new();
     for (block, item) in content.iter_mut().enumerate() {
-        if let Some(why) = denied_resource(item, gate, cwd) {
+        if let Some(why) = denied_resource(item, kit, cwd) {
             *item = ContentBlock::from(format!("[candor] {why}"));
             withheld.push(why);
             continue;
@@ -79,7 +79,11 @@ pub(crate) fn commit_prompt(
 /// written or where it leads). The user attached it themselves, so a file
 /// the Read tool would only ask about is given; a deny rule says the model
 /// never sees it. The block is recorded as this line instead of the file.
-fn denied_resource(block: &ContentBlock, gate: &Gate, cwd: &std::path::Path) -> Option<String> {
+fn denied_resource(
+    block: &ContentBlock,
+    kit: &SessionKit,
+    cwd: &std::path::Path,
+) -> Option<String> {
     use agent_client_protocol_schema::v1::EmbeddedResourceResource;
     let ContentBlock::Resource(resource) = block else {
         return None;
@@ -90,7 +94,7 @@ fn denied_resource(block: &ContentBlock, gate: &Gate, cwd: &std::path::Path) -> 
         _ => return None,
     };
     let path = file_path(uri).ok()?;
-    let (_, decision) = crate::interception::decide_read(&path, &gate.policy, &gate.grants, cwd);
+    let (_, decision) = crate::interception::decide_read(&path, &kit.policy, &kit.grants, cwd);
     match decision {
         Disposition::Deny { reason, .. } => Some(format!(
             "{} was attached to the prompt, but its contents were not given to the model: {reason}",
@@ -134,7 +138,7 @@ fn file_links(c: &Committer) -> (Vec<String>, (usize, u64)) {
 /// while reading).
 pub(crate) async fn attach_files(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     control: &TurnControl,
 ) -> Result<Option<TurnStop>, TurnError> {
     let (links, mut budget) = file_links(c);
@@ -151,7 +155,7 @@ pub(crate) async fn attach_files(
         if control.cancel.is_cancelled() {
             return Ok(Some(TurnStop::Cancelled));
         }
-        let Some(stop) = attach_one(c, gate, uri, &mut budget, control).await? else {
+        let Some(stop) = attach_one(c, kit, uri, &mut budget, control).await? else {
             continue;
         };
         return Ok(Some(stop));
@@ -180,7 +184,7 @@ fn file_path(uri: &str) -> Result<std::path::PathBuf, String> {
 /// Attaches one linked file; `Some` when the turn is cancelled.
 async fn attach_one(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     uri: &str,
     budget: &mut (usize, u64),
     control: &TurnControl,
@@ -194,7 +198,7 @@ async fn attach_one(
         }
     };
     let (path, decision) =
-        crate::interception::decide_read(&path, &gate.policy, &gate.grants, &control.cwd);
+        crate::interception::decide_read(&path, &kit.policy, &kit.grants, &control.cwd);
     let refusal = match decision {
         Disposition::Run { .. } => None,
         Disposition::Deny { reason, .. } => Some(reason),
@@ -233,14 +237,14 @@ async fn attach_one(
             notice(c, not_attached(why))?;
             return Ok(None);
         }
-        Ok(_) => gate.files.read(&path, &control.cancel).await,
+        Ok(_) => kit.files.read(&path, &control.cancel).await,
     };
     match text {
         Ok(Some(text)) => c.commit(Event::PromptResource {
             uri: uri.to_owned(),
             server: None,
             path: Some(path),
-            text: super::mcp::capped(text),
+            text: super::prompt_mcp::capped(text),
             image: None,
         })?,
         Ok(None) => notice(c, not_attached(format!("{shown} does not exist")))?,

@@ -21,7 +21,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::commit::Committer;
-use super::context::{Gate, KILL_GRACE, TurnControl, TurnError};
+use super::kit::{KILL_GRACE, SessionKit, TurnControl, TurnError};
 use super::permission::{Asked, ask_client};
 use crate::event_log::{
     Decision, Event, FileDiff, LogError, NoticeLevel, Outcome, PermissionChoice, PermissionOutcome,
@@ -30,7 +30,7 @@ use crate::event_log::{
 use crate::interception::policy::{Disposition, Rule};
 use crate::interception::{self, ApprovedCall, Aside, Asides, FinishedCall, HookNote, Settled};
 use crate::presentation::describe_decider;
-use crate::tools::mcp::Elicited;
+use crate::tools::Elicited;
 use crate::tools::{ToolContext, ToolEvent, ToolInput};
 
 /// The probe's place when the kernel was not asked (the sandbox is off).
@@ -68,16 +68,16 @@ pub(crate) enum Settles {
 /// Settles, presents, (asks,) runs and finishes one tool call.
 pub(crate) async fn run_call(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     id: &str,
     name: &str,
     input: &Value,
     control: &TurnControl,
 ) -> Result<Next, TurnError> {
-    match settle_call(c, gate, id, name, input, control).await? {
+    match settle_call(c, kit, id, name, input, control).await? {
         Settles::Done(next) => Ok(next),
         Settles::Approved { call, notes, next } => {
-            let ran = execute(c, &call, gate, control, notes).await?;
+            let ran = execute(c, &call, kit, control, notes).await?;
             Ok(match ran {
                 Next::Stop { .. } => ran,
                 Next::Continue => next,
@@ -91,17 +91,17 @@ pub(crate) async fn run_call(
 /// in [`run_call`].
 pub(crate) async fn settle_call(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     id: &str,
     name: &str,
     input: &Value,
     control: &TurnControl,
 ) -> Result<Settles, TurnError> {
     // A mode the client chose while this turn ran decides this call.
-    gate.settings.apply(c, &mut gate.policy.mode, None)?;
+    kit.settings.apply(c, &mut kit.policy.mode, None)?;
     let mut settled = tokio::select! {
         s = interception::settle(
-            id, name, input, &gate.policy, &gate.grants, &control.cwd, gate.mcp.tool(name),
+            id, name, input, &kit.policy, &kit.grants, &control.cwd, kit.mcp.tool(name),
         ) => s,
         _ = control.cancel.cancelled() => {
             finish(c, id, ResultStatus::Cancelled, "cancelled by the user before it ran")?;
@@ -110,24 +110,24 @@ pub(crate) async fn settle_call(
     };
     // A command's boundary is settled with its arguments.
     if settled.tool() == Some(crate::tools::Tool::Bash) {
-        let sandbox = super::sandbox::for_calls(gate, c.records());
+        let sandbox = super::sandbox::for_calls(kit, c.records());
         // The kernel is asked once per process, and not at all with the
         // sandbox off.
         let probe = if sandbox.preset == crate::sandbox::Preset::FullAccess {
             crate::sandbox::probe::cached().unwrap_or(&NOT_ASKED)
         } else {
-            gate.confiner.probe().await
+            kit.confiner.probe().await
         };
         let place = interception::sandbox::Place {
-            cwd: gate.confiner.workdir(),
-            tmpdir: gate.confiner.tmpdir(),
-            home: gate.config.user_home.as_deref(),
+            cwd: kit.confiner.workdir(),
+            tmpdir: kit.confiner.tmpdir(),
+            home: kit.config.user_home.as_deref(),
             probe,
-            launcher: gate.confiner.launcher().is_some(),
+            launcher: kit.confiner.launcher().is_some(),
             // A subagent whose questions go to its parent's card does not
             // ask in a form of its own.
-            forms: gate.client.elicit_form
-                && gate
+            forms: kit.client.elicit_form
+                && kit
                     .family
                     .place
                     .as_ref()
@@ -150,7 +150,7 @@ pub(crate) async fn settle_call(
     }
     say_asides(c, settled.asides().to_vec(), &mut notes, &mut next)?;
     Ok(
-        match settle_and_record(c, gate, &mut settled, control, notes).await? {
+        match settle_and_record(c, kit, &mut settled, control, notes).await? {
             Settles::Done(Next::Continue) => Settles::Done(next),
             Settles::Approved { call, notes, .. } => Settles::Approved { call, notes, next },
             done => done,
@@ -193,7 +193,7 @@ fn say_asides(
 /// The rest of [`settle_call`]: preview, record, ask.
 async fn settle_and_record(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     settled: &mut Settled,
     control: &TurnControl,
     notes: Vec<HookNote>,
@@ -224,10 +224,10 @@ async fn settle_and_record(
     let read = !matches!(settled.disposition(), Disposition::Ask { .. })
         || settled
             .input()
-            .is_none_or(|input| !kept_from_reading(input, gate, control));
+            .is_none_or(|input| !kept_from_reading(input, kit, control));
     if !matches!(settled.disposition(), Disposition::Deny { .. })
         && let Some(input) = settled.input()
-        && let Some(result) = input.preview(&gate.files, &control.cancel, read).await
+        && let Some(result) = input.preview(&kit.files, &control.cancel, read).await
     {
         match result {
             Ok(diff) => preview = Some(bounded(diff)),
@@ -255,7 +255,7 @@ async fn settle_and_record(
         }
         Disposition::Ask { .. } if settled.lifts_sandbox() => {
             c.commit_durable(record).await?;
-            match super::permission::lift_by_form(c, gate, settled, &control.cancel).await? {
+            match super::permission::lift_by_form(c, kit, settled, &control.cancel).await? {
                 super::permission::Lifted::Yes(call) => Ok(approved(*call, notes)),
                 super::permission::Lifted::No(text) => failed(c, &text, notes),
                 super::permission::Lifted::Cancelled => cancelled(c, notes),
@@ -263,7 +263,7 @@ async fn settle_and_record(
         }
         Disposition::Ask { .. } => {
             c.commit_durable(record).await?;
-            match ask(c, gate, settled, control, preview).await? {
+            match ask(c, kit, settled, control, preview).await? {
                 Answer::Allowed(call) => Ok(approved(*call, notes)),
                 Answer::Refused(text) => failed(c, &text, notes),
                 Answer::Cancelled => cancelled(c, notes),
@@ -274,13 +274,13 @@ async fn settle_and_record(
 
 /// Whether the file a call would change is one candor does not read
 /// before the user answers: outside the project, or denied to Read.
-fn kept_from_reading(input: &ToolInput, gate: &Gate, control: &TurnControl) -> bool {
+fn kept_from_reading(input: &ToolInput, kit: &SessionKit, control: &TurnControl) -> bool {
     let Some(path) = input.target() else {
         return false;
     };
     let inside = path.starts_with(&control.cwd)
-        || gate.policy.rules.roots.iter().any(|r| path.starts_with(r));
-    !inside || crate::interception::policy::ReadDenies::of(&gate.policy.rules).denies(path)
+        || kit.policy.rules.roots.iter().any(|r| path.starts_with(r));
+    !inside || crate::interception::policy::ReadDenies::of(&kit.policy.rules).denies(path)
 }
 
 /// How many times candor asks about one call whose file keeps changing
@@ -381,30 +381,30 @@ enum Answer {
 /// changed before the answer, candor previews again and asks again.
 async fn ask(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     s: &Settled,
     control: &TurnControl,
     mut shown: Option<FileDiff>,
 ) -> Result<Answer, TurnError> {
     let mut again = None;
     for _ in 0..MAX_ASKS {
-        let (answer, granted) = ask_once(c, gate, s, control, &shown, again.take()).await?;
+        let (answer, granted) = ask_once(c, kit, s, control, &shown, again.take()).await?;
         let Answer::Allowed(call) = answer else {
             return Ok(answer);
         };
         // An "always" holds only once the yes stands (the file unchanged).
-        let grant = |gate: &mut Gate| gate.grants.extend(granted.clone());
+        let grant = |kit: &mut SessionKit| kit.grants.extend(granted.clone());
         let Some(base) = shown.as_ref().and_then(|d| d.base.clone()) else {
-            grant(gate);
+            grant(kit);
             return Ok(Answer::Allowed(call));
         };
         let now = match s.input() {
-            Some(input) => input.preview(&gate.files, &control.cancel, true).await,
+            Some(input) => input.preview(&kit.files, &control.cancel, true).await,
             None => None,
         };
         match now {
             Some(Ok(diff)) if diff.base.as_deref() == Some(base.as_str()) => {
-                grant(gate);
+                grant(kit);
                 return Ok(Answer::Allowed(Box::new(call.bound_to_file(Some(base)))));
             }
             Some(Ok(diff)) => {
@@ -419,7 +419,7 @@ async fn ask(
                 )));
             }
             None => {
-                grant(gate);
+                grant(kit);
                 return Ok(Answer::Allowed(call));
             }
         }
@@ -434,7 +434,7 @@ async fn ask(
 /// "always" would add.
 async fn ask_once(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     s: &Settled,
     control: &TurnControl,
     shown: &Option<FileDiff>,
@@ -475,12 +475,12 @@ async fn ask_once(
     };
     // A subagent of a client that does not take subagent sessions asks on
     // its parent's card, naming itself, with its own call inside.
-    let (card, session) = match gate.family.place.as_ref().and_then(|p| p.asked_on.as_ref()) {
+    let (card, session) = match kit.family.place.as_ref().and_then(|p| p.asked_on.as_ref()) {
         Some(on) => (
-            super::context::on_parent_card(card, on, c.session_id()),
+            super::kit::on_parent_card(card, on, c.session_id()),
             on.session_id.clone(),
         ),
-        None => (card, gate.session_id.clone()),
+        None => (card, kit.session_id.clone()),
     };
     let failed = |why: String| {
         (
@@ -493,7 +493,7 @@ async fn ask_once(
         .queue
         .recording(
             c,
-            ask_client(gate, &session, card, &choices, &control.cancel),
+            ask_client(kit, &session, card, &choices, &control.cancel),
         )
         .await?;
     let (outcome, reason) = match asked {
@@ -621,12 +621,12 @@ fn record_event(c: &mut Committer, id: &str, e: ToolEvent) -> Result<(), LogErro
 /// they saw the call). Only a fetch they would run without asking follows
 /// the redirect; otherwise the model is given the new URL to fetch in a
 /// call of its own, which is judged (and asked about) like any.
-fn web_access(gate: &Gate, control: &TurnControl) -> crate::tools::web_fetch::WebAccess {
+fn web_access(kit: &SessionKit, control: &TurnControl) -> crate::tools::web_fetch::WebAccess {
     use crate::interception::policy::{HookVerdict, Subject, decide};
-    let access = gate.config.web_access().unwrap_or_default();
-    let rules = gate.policy.rules.clone();
-    let grants = gate.grants.clone();
-    let mode = gate.policy.mode;
+    let access = kit.config.web_access().unwrap_or_default();
+    let rules = kit.policy.rules.clone();
+    let grants = kit.grants.clone();
+    let mode = kit.policy.mode;
     let root = control.cwd.clone();
     let judge = move |url: &reqwest::Url| {
         let input = ToolInput::WebFetch(crate::tools::web_fetch::WebFetchInput {
@@ -663,7 +663,7 @@ fn web_access(gate: &Gate, control: &TurnControl) -> crate::tools::web_fetch::We
 async fn execute(
     c: &mut Committer,
     call: &ApprovedCall,
-    gate: &Gate,
+    kit: &SessionKit,
     control: &TurnControl,
     hook_notes: Vec<HookNote>,
 ) -> Result<Next, TurnError> {
@@ -678,27 +678,27 @@ async fn execute(
         hard_stop: control.hard_stop.clone(),
         kill_grace: KILL_GRACE,
         events: tx,
-        files: gate.files.clone(),
-        terminal: gate.terminal.clone(),
-        shells: gate.shells.clone(),
+        files: kit.files.clone(),
+        terminal: kit.terminal.clone(),
+        shells: kit.shells.clone(),
         read_denies: {
-            let denies = crate::interception::policy::ReadDenies::of(&gate.policy.rules);
+            let denies = crate::interception::policy::ReadDenies::of(&kit.policy.rules);
             crate::tools::ReadFilter::new(move |path| denies.denies(path))
         },
         spill: Some(crate::tools::output::spill_path(c.log_path(), &id)),
-        env_file: gate.env_file.clone(),
+        env_file: kit.env_file.clone(),
         file_base: call.file_base().map(str::to_owned),
-        mcp: Some(gate.mcp.clone()),
+        mcp: Some(kit.mcp.clone()),
         tool_call_id: id.clone(),
-        client: Some(gate.client.clone()),
+        client: Some(kit.client.clone()),
         boundary: call.boundary().cloned(),
-        confiner: Some(gate.confiner.clone()),
-        web: call.input().web_fetch().map(|_| web_access(gate, control)),
+        confiner: Some(kit.confiner.clone()),
+        web: call.input().web_fetch().map(|_| web_access(kit, control)),
     };
     let running = call.input().run(cx);
     tokio::pin!(running);
     // A confined command's questions about hosts (`session::network`).
-    let mut asks = super::network::Asks::new(&id, gate, &control.cancel);
+    let mut asks = super::network::Asks::new(&id, kit, &control.cancel);
     let mut output = loop {
         tokio::select! {
             biased;
@@ -719,20 +719,20 @@ async fn execute(
         }
         output.text.push_str(&line);
     }
-    conclude(c, call, gate, control, hook_notes, output).await
+    conclude(c, call, kit, control, hook_notes, output).await
 }
 
 /// The end of a run: the post-execute hooks' say, then `tool/result`.
 pub(crate) async fn conclude(
     c: &mut Committer,
     call: &ApprovedCall,
-    gate: &Gate,
+    kit: &SessionKit,
     control: &TurnControl,
     mut hook_notes: Vec<HookNote>,
     output: crate::tools::ToolOutput,
 ) -> Result<Next, TurnError> {
     let id = call.id().to_owned();
-    let policy = &gate.policy;
+    let policy = &kit.policy;
     let asides = Asides::default();
     let finished = FinishedCall {
         id: &id,

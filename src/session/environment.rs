@@ -257,6 +257,30 @@ fn clean(line: &str) -> String {
     crate::text::shorten(&kept, LINE_CHARS)
 }
 
+/// What a new session in `cwd` would tell the model about where it works:
+/// the facts of its `session/environment` record, gathered as a session
+/// gathers them (git within 200 ms, the instruction files under the
+/// user's Read deny rules), and the system prompt assembled from them. The
+/// `environment` bench measures this.
+pub async fn system_prompt(
+    config: &crate::Config,
+    cwd: &std::path::Path,
+) -> (crate::event_log::Environment, String) {
+    let context = std::sync::Arc::new(crate::bridges::SessionContext::new(
+        "system-prompt".into(),
+        config.sessions_dir().join("system-prompt.jsonl"),
+        cwd.to_owned(),
+        config.user_home.clone(),
+    ));
+    let denies = crate::bridges::session_policy::build(config, &context, false)
+        .map(|b| crate::interception::policy::ReadDenies::of(&b.policy.rules))
+        .unwrap_or_default();
+    let sources = Sources::new(config, cwd, denies);
+    let environment = gather(sources).await;
+    let text = super::system::assemble(Some(&environment), cwd);
+    (environment, text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,9 +13,9 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::commit::Committer;
-use super::context::Gate;
+use super::kit::SessionKit;
 use crate::event_log::{Event, LogError, NoticeLevel};
-use crate::interception::events::{EventInput, EventOutcome, SessionEvent, on_event};
+use crate::interception::session_hooks::{EventInput, EventOutcome, SessionEvent, on_event};
 
 /// How many times Stop hooks may send the model back to work in one
 /// prompt (a guard against two hooks, or a hook and a model, that never
@@ -27,25 +27,25 @@ pub(crate) const SESSION_END_BUDGET: Duration = Duration::from_millis(1500);
 
 /// Runs the hooks of `event`, unless cancelled first (`None`).
 async fn run(
-    gate: &Gate,
+    kit: &SessionKit,
     event: SessionEvent,
     cwd: &Path,
     subject: Option<&str>,
     fields: Map<String, Value>,
     cancel: &CancellationToken,
 ) -> Option<EventOutcome> {
-    if gate.policy.event_hooks.is_empty() {
+    if kit.policy.event_hooks.is_empty() {
         return Some(EventOutcome::default());
     }
     let input = EventInput {
         event,
         cwd,
-        mode: gate.policy.mode,
+        mode: kit.policy.mode,
         subject,
         fields: &fields,
     };
     tokio::select! {
-        outcome = on_event(&gate.policy, input) => Some(outcome),
+        outcome = on_event(&kit.policy.event_hooks, input) => Some(outcome),
         _ = cancel.cancelled() => None,
     }
 }
@@ -78,7 +78,7 @@ fn record(c: &mut Committer, event: SessionEvent, outcome: &EventOutcome) -> Res
 /// SessionStart (`source`: `startup`, or `resume` for a loaded session).
 pub(crate) async fn session_start(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     cwd: &Path,
     source: &str,
     model: Option<&str>,
@@ -90,7 +90,7 @@ pub(crate) async fn session_start(
         fields.insert("model".into(), json!(model));
     }
     if let Some(outcome) = run(
-        gate,
+        kit,
         SessionEvent::SessionStart,
         cwd,
         Some(source),
@@ -108,7 +108,7 @@ pub(crate) async fn session_start(
 /// hook refused the prompt (recorded as `prompt/blocked`).
 pub(crate) async fn prompt_submitted(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     cwd: &Path,
     prompt: &str,
     cancel: &CancellationToken,
@@ -116,7 +116,7 @@ pub(crate) async fn prompt_submitted(
     let mut fields = Map::new();
     fields.insert("prompt".into(), json!(prompt));
     let Some(outcome) = run(
-        gate,
+        kit,
         SessionEvent::UserPromptSubmit,
         cwd,
         None,
@@ -139,7 +139,7 @@ pub(crate) async fn prompt_submitted(
 /// sends it back to work (recorded as `hook/context` for `Stop`).
 pub(crate) async fn stop_requested(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     cwd: &Path,
     active: bool,
     last_message: &str,
@@ -149,7 +149,7 @@ pub(crate) async fn stop_requested(
     fields.insert("stop_hook_active".into(), json!(active));
     fields.insert("last_assistant_message".into(), json!(last_message));
     // A subagent's stop is SubagentStop, with who it is.
-    let agent = gate.policy.agent.clone();
+    let agent = kit.policy.agent.clone();
     let event = match &agent {
         Some(a) => {
             fields.insert("agent_id".into(), json!(a.agent_id));
@@ -163,7 +163,7 @@ pub(crate) async fn stop_requested(
         None => SessionEvent::Stop,
     };
     let subject = agent.as_ref().map(|a| a.agent_type.as_str());
-    let Some(outcome) = run(gate, event, cwd, subject, fields, cancel).await else {
+    let Some(outcome) = run(kit, event, cwd, subject, fields, cancel).await else {
         return Ok(None);
     };
     record(c, event, &outcome)?;
@@ -183,18 +183,18 @@ pub(crate) async fn stop_requested(
 /// matcher is tried on the type): their context is the subagent's.
 pub(crate) async fn subagent_start(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     cwd: &Path,
     cancel: &CancellationToken,
 ) -> Result<(), LogError> {
-    let Some(agent) = gate.policy.agent.clone() else {
+    let Some(agent) = kit.policy.agent.clone() else {
         return Ok(());
     };
     let mut fields = Map::new();
     fields.insert("agent_id".into(), json!(agent.agent_id));
     fields.insert("agent_type".into(), json!(agent.agent_type));
     let event = SessionEvent::SubagentStart;
-    match run(gate, event, cwd, Some(&agent.agent_type), fields, cancel).await {
+    match run(kit, event, cwd, Some(&agent.agent_type), fields, cancel).await {
         Some(outcome) => record(c, event, &outcome),
         None => Ok(()),
     }
@@ -202,14 +202,14 @@ pub(crate) async fn subagent_start(
 
 /// SessionEnd, as the session closes; its hooks get
 /// [`SESSION_END_BUDGET`] together, then they are stopped.
-pub(crate) async fn session_end(c: &mut Committer, gate: &Gate, cwd: &Path, reason: &str) {
+pub(crate) async fn session_end(c: &mut Committer, kit: &SessionKit, cwd: &Path, reason: &str) {
     let mut fields = Map::new();
     fields.insert("reason".into(), json!(reason));
     let never = CancellationToken::new();
     let ran = tokio::time::timeout(
         SESSION_END_BUDGET,
         run(
-            gate,
+            kit,
             SessionEvent::SessionEnd,
             cwd,
             Some(reason),

@@ -26,7 +26,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::commit::Committer;
-use super::context::Gate;
+use super::kit::SessionKit;
 use super::permission::{Asked, ask_client};
 use crate::event_log::{Event, LogError, NetworkDecider, PermissionChoice, PermissionOutcome};
 use crate::sandbox::{Answer, DecidedBy, Decision};
@@ -46,7 +46,7 @@ type Asking<'g> =
 /// One call's questions about hosts, and the hosts it reached for.
 pub(crate) struct Asks<'g> {
     id: String,
-    gate: &'g Gate,
+    kit: &'g SessionKit,
     /// Ends every open question (the turn's cancel, or the command's end).
     stop: CancellationToken,
     open: FuturesUnordered<Asking<'g>>,
@@ -56,10 +56,10 @@ pub(crate) struct Asks<'g> {
 }
 
 impl<'g> Asks<'g> {
-    pub(crate) fn new(id: &str, gate: &'g Gate, cancel: &CancellationToken) -> Asks<'g> {
+    pub(crate) fn new(id: &str, kit: &'g SessionKit, cancel: &CancellationToken) -> Asks<'g> {
         Asks {
             id: id.to_owned(),
-            gate,
+            kit,
             stop: cancel.child_token(),
             open: FuturesUnordered::new(),
             recorded: HashSet::new(),
@@ -109,12 +109,12 @@ impl<'g> Asks<'g> {
                 Asked::Failed("the call's card is closed".into()),
             );
         };
-        let (card, session) = super::permission::placed(self.gate, c, card);
-        let gate = self.gate;
+        let (card, session) = super::permission::placed(self.kit, c, card);
+        let kit = self.kit;
         let stop = self.stop.clone();
         self.open.push(Box::pin(async move {
             let asked =
-                tokio::time::timeout(ASK_WAIT, ask_client(gate, &session, card, &choices, &stop))
+                tokio::time::timeout(ASK_WAIT, ask_client(kit, &session, card, &choices, &stop))
                     .await
                     .unwrap_or_else(|_| {
                         Asked::Failed(format!(

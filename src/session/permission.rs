@@ -9,7 +9,7 @@ use agent_client_protocol_schema::v1::{
     SessionId,
 };
 
-use super::context::Gate;
+use super::kit::SessionKit;
 use crate::client::Failed;
 use crate::event_log::PermissionChoice;
 
@@ -29,7 +29,7 @@ pub(crate) enum Asked {
 /// `session` (a subagent's parent's, when the client does not take
 /// subagent sessions: [`placed`]); the answer is one of them, or why not.
 pub(crate) async fn ask_client(
-    gate: &Gate,
+    kit: &SessionKit,
     session: &str,
     card: agent_client_protocol_schema::v1::ToolCallUpdate,
     choices: &[PermissionChoice],
@@ -48,7 +48,7 @@ pub(crate) async fn ask_client(
         })
         .collect();
     let request = RequestPermissionRequest::new(SessionId::new(session.to_owned()), card, options);
-    match gate.client.request_permission(request, cancel).await {
+    match kit.client.request_permission(request, cancel).await {
         Err(Failed::Cancelled) => Asked::Cancelled,
         Err(error) => Asked::Failed(format!("the client could not ask the user ({error})")),
         Ok(response) => match response.outcome {
@@ -73,16 +73,16 @@ pub(crate) async fn ask_client(
 /// sessions, on its parent's card, naming the subagent, with its own call
 /// inside. The card as shown, and the session it is asked in.
 pub(crate) fn placed(
-    gate: &Gate,
+    kit: &SessionKit,
     c: &super::commit::Committer,
     card: agent_client_protocol_schema::v1::ToolCallUpdate,
 ) -> (agent_client_protocol_schema::v1::ToolCallUpdate, String) {
-    match gate.family.place.as_ref().and_then(|p| p.asked_on.as_ref()) {
+    match kit.family.place.as_ref().and_then(|p| p.asked_on.as_ref()) {
         Some(on) => (
-            super::context::on_parent_card(card, on, c.session_id()),
+            super::kit::on_parent_card(card, on, c.session_id()),
             on.session_id.clone(),
         ),
-        None => (card, gate.session_id.clone()),
+        None => (card, kit.session_id.clone()),
     }
 }
 
@@ -112,7 +112,7 @@ const OUTSIDE: &str = "outside";
 /// answer those by themselves.
 pub(crate) async fn lift_by_form(
     c: &mut super::commit::Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     s: &crate::interception::Settled,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Lifted, crate::event_log::LogError> {
@@ -166,13 +166,13 @@ pub(crate) async fn lift_by_form(
     let mut schema = ElicitationSchema::new();
     schema.properties.insert("sandbox".into(), field);
     schema.required = Some(vec!["sandbox".into()]);
-    let scope = ElicitationSessionScope::new(SessionId::new(gate.session_id.clone()))
+    let scope = ElicitationSessionScope::new(SessionId::new(kit.session_id.clone()))
         .tool_call_id(ToolCallId::new(id.to_owned()));
     let request = CreateElicitationRequest::new(
         ElicitationFormMode::new(scope, schema),
         format!("Run `{command}` outside the sandbox?"),
     );
-    let answer = gate
+    let answer = kit
         .client
         .create_elicitation(request, cancel, LIFT_WAIT)
         .await;

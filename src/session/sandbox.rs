@@ -10,7 +10,7 @@
 //! a loaded session keeps the user's choice.
 
 use super::commit::Committer;
-use super::context::{Gate, TurnError};
+use super::kit::{SessionKit, TurnError};
 use super::settings::Change;
 use crate::event_log::{ConfigId, ConfigVia, Event, Record};
 use crate::sandbox::settings::NetworkMode;
@@ -61,19 +61,19 @@ pub(crate) fn effective(settings: &Sandbox, records: &[Record]) -> Sandbox {
 /// What the session's next Bash call is confined by: [`effective`], with
 /// the session's additional directories as writable roots and the user's
 /// Read deny rules as read-denied paths.
-pub(crate) fn for_calls(gate: &Gate, records: &[Record]) -> Sandbox {
+pub(crate) fn for_calls(kit: &SessionKit, records: &[Record]) -> Sandbox {
     crate::interception::sandbox::for_rules(
-        effective(&gate.policy.sandbox, records),
-        &gate.policy.rules,
+        effective(&kit.policy.sandbox, records),
+        &kit.policy.rules,
     )
 }
 
 /// The shared view of the session's options follows its sandbox as it now
 /// is (after `/sandbox`, or `/trust` applying a project's sandbox
 /// settings), so the next `config_option_update` and option answers say it.
-pub(crate) fn refresh_view(gate: &Gate, records: &[Record]) {
-    let s = effective(&gate.policy.sandbox, records);
-    crate::sync::lock(&gate.view).sandbox = Some((s.preset, s.network));
+pub(crate) fn refresh_view(kit: &SessionKit, records: &[Record]) {
+    let s = effective(&kit.policy.sandbox, records);
+    crate::sync::lock(&kit.view).sandbox = Some((s.preset, s.network));
 }
 
 fn word(p: Preset) -> &'static str {
@@ -87,7 +87,7 @@ fn word(p: Preset) -> &'static str {
 /// Runs `/sandbox …` (`text` is the whole prompt); its answer.
 pub(crate) async fn command(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     text: &str,
 ) -> Result<String, TurnError> {
     let words: Vec<&str> = text.split_whitespace().skip(1).collect();
@@ -105,7 +105,7 @@ pub(crate) async fn command(
     };
     if let Some(change) = &change {
         // The options the client is told of follow (the record's update).
-        let _ = crate::sync::lock(&gate.view).set(change);
+        let _ = crate::sync::lock(&kit.view).set(change);
         let Event::ConfigChanged {
             config_id, value, ..
         } = change.record()
@@ -118,12 +118,12 @@ pub(crate) async fn command(
             via: Some(ConfigVia::Command),
         })?;
     }
-    let sandbox = for_calls(gate, c.records());
-    let probe = gate.confiner.probe().await;
+    let sandbox = for_calls(kit, c.records());
+    let probe = kit.confiner.probe().await;
     let boundary = sandbox.boundary(
-        gate.confiner.workdir(),
-        gate.confiner.tmpdir(),
-        gate.config.user_home.as_deref(),
+        kit.confiner.workdir(),
+        kit.confiner.tmpdir(),
+        kit.config.user_home.as_deref(),
         probe,
     );
     let mut out = format!(

@@ -36,7 +36,7 @@ use tokio::sync::mpsc;
 
 use super::call::{Next, Settles, conclude, finish, settle_call};
 use super::commit::{Committer, Observer};
-use super::context::{AskedOn, Family, Gate, Place, Trust, TurnControl, TurnError};
+use super::kit::{AskedOn, Family, Place, SessionKit, Trust, TurnControl, TurnError};
 use super::settings;
 use crate::conversation::AssistantBlock;
 use crate::event_log::{
@@ -57,7 +57,7 @@ pub(crate) type Runner = fn(Job) -> Pin<Box<dyn Future<Output = Ended> + Send>>;
 pub(crate) struct Job {
     pub(crate) committer: Committer,
     pub(crate) provider: Provider,
-    pub(crate) gate: Gate,
+    pub(crate) kit: SessionKit,
     pub(crate) control: TurnControl,
     /// The task: the child's first message.
     pub(crate) prompt: String,
@@ -108,11 +108,11 @@ struct Live {
 
 /// The `Agent` calls of one model response (`calls`, in order): each
 /// settled and recorded like any call, then run in parallel, at most
-/// `gate.family.parallel` at once. `model`: the parent's model (a
+/// `kit.family.parallel` at once. `model`: the parent's model (a
 /// definition's `inherit`). `Some`: a hook ended the turn (who, why).
 pub(crate) async fn run_batch(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     calls: Vec<(String, String, Value)>,
     control: &TurnControl,
     model: Option<String>,
@@ -131,7 +131,7 @@ pub(crate) async fn run_batch(
             )?;
             continue;
         }
-        let next = match settle_call(c, gate, &id, &name, &input, control).await? {
+        let next = match settle_call(c, kit, &id, &name, &input, control).await? {
             Settles::Done(next) => next,
             Settles::Approved { call, notes, next } => {
                 waiting.push_back(Approved { call, notes });
@@ -151,17 +151,17 @@ pub(crate) async fn run_batch(
         index: 0,
     };
     loop {
-        while batch.running.len() < gate.family.parallel
+        while batch.running.len() < kit.family.parallel
             && let Some(next) = waiting.pop_front()
         {
             if control.cancel.is_cancelled() {
                 let text = "cancelled by the user before the subagent started";
                 let output = ToolOutput::cancelled(text);
-                let stop = conclude(c, &next.call, gate, control, next.notes, output).await?;
+                let stop = conclude(c, &next.call, kit, control, next.notes, output).await?;
                 note_stop(&mut stopped, stop);
                 continue;
             }
-            if let Some(stop) = batch.start(c, gate, control, next).await? {
+            if let Some(stop) = batch.start(c, kit, control, next).await? {
                 note_stop(&mut stopped, stop);
             }
         }
@@ -179,12 +179,12 @@ pub(crate) async fn run_batch(
                     requests: 0,
                     error: Some(format!("the subagent's task stopped: {e}")),
                 });
-                let stop = batch.finish(c, gate, control, ended).await?;
+                let stop = batch.finish(c, kit, control, ended).await?;
                 note_stop(&mut stopped, stop);
             }
-            true = gate.settings.arrived() => {
-                gate.settings.apply(c, &mut gate.policy.mode, None)?;
-                batch.tell_mode(gate.policy.mode);
+            true = kit.settings.arrived() => {
+                kit.settings.apply(c, &mut kit.policy.mode, None)?;
+                batch.tell_mode(kit.policy.mode);
             }
             () = control.queue.arrived() => control.queue.record(c)?,
         }
@@ -223,19 +223,19 @@ impl Batch {
     async fn start(
         &mut self,
         c: &mut Committer,
-        gate: &mut Gate,
+        kit: &mut SessionKit,
         control: &TurnControl,
         next: Approved,
     ) -> Result<Option<Next>, TurnError> {
         let Some(task) = next.call.input().delegation().cloned() else {
             let output = ToolOutput::failed("candor could not read the subagent's task");
             return Ok(Some(
-                conclude(c, &next.call, gate, control, next.notes, output).await?,
+                conclude(c, &next.call, kit, control, next.notes, output).await?,
             ));
         };
         let refused = |why: String| ToolOutput::failed(why);
-        let Some(def) = gate.agents.get(&task.subagent_type).cloned() else {
-            let names: Vec<&str> = gate
+        let Some(def) = kit.agents.get(&task.subagent_type).cloned() else {
+            let names: Vec<&str> = kit
                 .agents
                 .definitions
                 .iter()
@@ -247,16 +247,16 @@ impl Batch {
                 names.join(", ")
             ));
             return Ok(Some(
-                conclude(c, &next.call, gate, control, next.notes, output).await?,
+                conclude(c, &next.call, kit, control, next.notes, output).await?,
             ));
         };
-        let Ok(permit) = gate.family.live.clone().try_acquire_owned() else {
+        let Ok(permit) = kit.family.live.clone().try_acquire_owned() else {
             let output = refused(format!(
                 "This session already has {} subagent(s) running, its limit (subagents_live); wait for their answers before starting more.",
-                gate.family.live_max
+                kit.family.live_max
             ));
             return Ok(Some(
-                conclude(c, &next.call, gate, control, next.notes, output).await?,
+                conclude(c, &next.call, kit, control, next.notes, output).await?,
             ));
         };
         c.commit(Event::ToolStarted {
@@ -266,7 +266,7 @@ impl Batch {
         self.index += 1;
         let made = prepare(
             c,
-            gate,
+            kit,
             control,
             Spec {
                 call: &next.call,
@@ -282,7 +282,7 @@ impl Batch {
             Err(e) => {
                 let output = refused(format!("candor could not start the subagent: {e}"));
                 return Ok(Some(
-                    conclude(c, &next.call, gate, control, next.notes, output).await?,
+                    conclude(c, &next.call, kit, control, next.notes, output).await?,
                 ));
             }
         };
@@ -293,8 +293,7 @@ impl Batch {
             agent_type: def.name.clone(),
             description: task.description.clone(),
         })?;
-        crate::sync::lock(&gate.family.running)
-            .insert(child_id.clone(), job.control.cancel.clone());
+        crate::sync::lock(&kit.family.running).insert(child_id.clone(), job.control.cancel.clone());
         let task = tokio::spawn((self.runner)(job));
         self.running
             .push(Box::pin(async move { (index, task.await) }));
@@ -330,7 +329,7 @@ impl Batch {
     async fn finish(
         &mut self,
         c: &mut Committer,
-        gate: &Gate,
+        kit: &SessionKit,
         control: &TurnControl,
         ended: Ended,
     ) -> Result<Next, TurnError> {
@@ -341,7 +340,7 @@ impl Batch {
             tracing::error!(error = ?ended.error, "a subagent ended that was not running");
             return Ok(Next::Continue);
         };
-        crate::sync::lock(&gate.family.running).remove(&live.child_id);
+        crate::sync::lock(&kit.family.running).remove(&live.child_id);
         c.commit(Event::SubagentEnded {
             tool_call_id: live.approved.call.id().to_owned(),
             session_id: live.child_id.clone(),
@@ -351,7 +350,7 @@ impl Batch {
         })?;
         let output = result_for_model(&live.agent_type, &ended);
         let Approved { call, notes } = live.approved;
-        conclude(c, &call, gate, control, notes, output).await
+        conclude(c, &call, kit, control, notes, output).await
     }
 
     /// Tells every running child the parent's new mode (each takes the
@@ -396,11 +395,11 @@ struct Spec<'a> {
 }
 
 /// Makes a child: its log (with its first records), its policy (the
-/// parent's, narrowed), its gate, its model, its committer (telling the
+/// parent's, narrowed), its kit, its model, its committer (telling the
 /// parent of its calls). Returns it with the way to tell it mode changes.
 fn prepare(
     c: &Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     control: &TurnControl,
     spec: Spec<'_>,
     (index, reports, permit): (
@@ -411,10 +410,10 @@ fn prepare(
 ) -> Result<(Job, mpsc::UnboundedSender<settings::Sent>), LogError> {
     let def = spec.def;
     let child_id = uuid::Uuid::new_v4().to_string();
-    let depth = gate.family.depth() + 1;
-    let log = EventLog::create(&gate.config.sessions_dir(), &child_id)?;
+    let depth = kit.family.depth() + 1;
+    let log = EventLog::create(&kit.config.sessions_dir(), &child_id)?;
     let cwd = control.cwd.clone();
-    let scope = child_scope(gate, def, depth);
+    let scope = child_scope(kit, def, depth);
     let delegate = Delegate {
         agent_id: child_id.clone(),
         agent_type: def.name.clone(),
@@ -422,15 +421,15 @@ fn prepare(
         tools: scope.clone(),
         depth,
     };
-    let (policy, mut notices) = child_policy(c, gate, def, delegate, &cwd);
-    let mut provider = Provider::for_session(&gate.config, &cwd);
+    let (policy, mut notices) = child_policy(c, kit, def, delegate, &cwd);
+    let mut provider = Provider::for_session(&kit.config, &cwd);
     let model = choose_model(&mut provider, def, spec.model, &mut notices);
     provider.for_subagent(&def.name, spec.prompt);
     let (settings_tx, inbox) = settings::Inbox::new();
-    let child_gate = child_gate(gate, &child_id, policy, spec.call, def, depth, inbox);
+    let child_kit = child_kit(kit, &child_id, policy, spec.call, def, depth, inbox);
     let presenter = Presenter::new(cwd.clone(), Shown::Live)
-        .with_notices(gate.family.notices)
-        .with_subagents(gate.family.native)
+        .with_notices(kit.family.notices)
+        .with_subagents(kit.family.native)
         .echoing_prompts();
     let mut committer = Committer::new(
         SessionId::new(child_id.clone()),
@@ -439,7 +438,7 @@ fn prepare(
         c.outbox().clone(),
     )
     .for_subagent(
-        !gate.family.native,
+        !kit.family.native,
         Some(observer(index, reports, cwd.clone())),
     );
     let assignment = Assignment {
@@ -449,11 +448,11 @@ fn prepare(
         system_prompt: def.system_prompt.clone(),
         tools: scope.listed().map(<[String]>::to_vec),
         disallowed_tools: def.disallowed_tools.clone(),
-        mode: child_gate.policy.mode,
+        mode: child_kit.policy.mode,
         model,
         max_turns: def.max_turns,
         may_start: scope
-            .startable(&gate.agents.definitions)
+            .startable(&kit.agents.definitions)
             .iter()
             .map(|d| d.name.clone())
             .collect(),
@@ -481,7 +480,7 @@ fn prepare(
     let job = Job {
         committer,
         provider,
-        gate: child_gate,
+        kit: child_kit,
         control: TurnControl {
             cwd,
             cancel: control.cancel.child_token(),
@@ -499,8 +498,8 @@ fn prepare(
 /// What a child may call: its parent's scope narrowed by its definition;
 /// it starts subagents only when its definition lists `Agent`, and never
 /// below the deepest level.
-fn child_scope(gate: &Gate, def: &Definition, depth: u32) -> ToolScope {
-    let parent_scope = gate
+fn child_scope(kit: &SessionKit, def: &Definition, depth: u32) -> ToolScope {
+    let parent_scope = kit
         .policy
         .agent
         .as_ref()
@@ -525,14 +524,14 @@ fn child_scope(gate: &Gate, def: &Definition, depth: u32) -> ToolScope {
 /// definition's own hooks after the others. With what to tell the user.
 fn child_policy(
     c: &Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     def: &Definition,
     delegate: Delegate,
     cwd: &Path,
 ) -> (crate::interception::Policy, Vec<String>) {
-    let mut policy = gate.policy.clone();
-    policy.mode = narrower(gate.policy.mode, def.permission_mode);
-    policy.sandbox = super::sandbox::effective(&gate.policy.sandbox, c.records());
+    let mut policy = kit.policy.clone();
+    policy.mode = narrower(kit.policy.mode, def.permission_mode);
+    policy.sandbox = super::sandbox::effective(&kit.policy.sandbox, c.records());
     policy.agent = Some(Arc::new(delegate));
     let mut notices: Vec<String> = def
         .not_honoured
@@ -547,62 +546,62 @@ fn child_policy(
     notices.extend(add_definition_hooks(
         &mut policy,
         def,
-        gate,
+        kit,
         c.log_path(),
         cwd,
     ));
     (policy, notices)
 }
 
-/// The child's gate: the parent's editor, files, servers, grants and
+/// The child's kit: the parent's editor, files, servers, grants and
 /// limits; its own shells, settings and place.
-fn child_gate(
-    gate: &Gate,
+fn child_kit(
+    kit: &SessionKit,
     child_id: &str,
     policy: crate::interception::Policy,
     call: &ApprovedCall,
     def: &Definition,
     depth: u32,
     inbox: settings::Inbox,
-) -> Gate {
-    let asked_on = (!gate.family.native).then(|| {
-        match gate.family.place.as_ref().and_then(|p| p.asked_on.clone()) {
+) -> SessionKit {
+    let asked_on = (!kit.family.native).then(|| {
+        match kit.family.place.as_ref().and_then(|p| p.asked_on.clone()) {
             Some(above) => AskedOn {
                 label: format!("{} (through the {} subagent)", above.label, def.name),
                 ..above
             },
             None => AskedOn {
-                session_id: gate.session_id.clone(),
+                session_id: kit.session_id.clone(),
                 card_id: call.id().to_owned(),
                 label: format!("The {} subagent", def.name),
             },
         }
     });
-    Gate {
-        session_id: if gate.family.native {
+    SessionKit {
+        session_id: if kit.family.native {
             child_id.to_owned()
         } else {
-            gate.session_id.clone()
+            kit.session_id.clone()
         },
         policy,
-        grants: gate.grants.clone(),
-        client: gate.client.clone(),
-        files: gate.files.clone(),
-        terminal: gate.terminal.clone(),
+        grants: kit.grants.clone(),
+        client: kit.client.clone(),
+        files: kit.files.clone(),
+        terminal: kit.terminal.clone(),
         shells: crate::tools::Shells::default(),
         settings: inbox,
-        env_file: gate.env_file.clone(),
-        config: gate.config.clone(),
-        mcp: gate.mcp.clone(),
+        env_file: kit.env_file.clone(),
+        config: kit.config.clone(),
+        mcp: kit.mcp.clone(),
         user_commands: Vec::new(),
         trust: Trust::NotNeeded,
-        confiner: gate.confiner.clone(),
+        confiner: kit.confiner.clone(),
         // The child's own copy: its options are not offered to a client.
-        view: Arc::new(std::sync::Mutex::new(crate::sync::lock(&gate.view).clone())),
-        agents: gate.agents.clone(),
+        view: Arc::new(std::sync::Mutex::new(crate::sync::lock(&kit.view).clone())),
+        agents: kit.agents.clone(),
         family: Family {
             place: Some(Place { depth, asked_on }),
-            ..gate.family.clone()
+            ..kit.family.clone()
         },
     }
 }
@@ -680,7 +679,7 @@ fn choose_model(
 fn add_definition_hooks(
     policy: &mut crate::interception::Policy,
     def: &Definition,
-    gate: &Gate,
+    kit: &SessionKit,
     parent_log: &Path,
     cwd: &Path,
 ) -> Vec<String> {
@@ -688,10 +687,10 @@ fn add_definition_hooks(
         return Vec::new();
     };
     let context = Arc::new(crate::bridges::SessionContext::new(
-        gate.session_id.clone(),
+        kit.session_id.clone(),
         parent_log.to_owned(),
         cwd.to_owned(),
-        gate.config.user_home.clone(),
+        kit.config.user_home.clone(),
     ));
     let mut table = crate::bridges::hook::Table::default();
     let file = PathBuf::from(def.source.describe());
@@ -809,7 +808,7 @@ fn observer(index: usize, reports: mpsc::UnboundedSender<Report>, cwd: PathBuf) 
 pub(crate) async fn begin(job: &mut Job) -> Result<(), LogError> {
     super::events::subagent_start(
         &mut job.committer,
-        &job.gate,
+        &job.kit,
         &job.control.cwd,
         &job.control.cancel,
     )
@@ -819,7 +818,7 @@ pub(crate) async fn begin(job: &mut Job) -> Result<(), LogError> {
 /// After a child's turn (`result`: how it ended): its answer, and nothing
 /// it started left running.
 pub(crate) fn end(job: Job, result: Result<TurnStop, TurnError>) -> Ended {
-    job.gate.shells.kill_all();
+    job.kit.shells.kill_all();
     let records = job.committer.records();
     let requests = records
         .iter()
@@ -871,8 +870,8 @@ pub(crate) fn end(job: Job, result: Result<TurnStop, TurnError>) -> Ended {
 }
 
 /// The scope a session's own calls have (a subagent's: its definition's).
-pub(crate) fn scope(gate: &Gate) -> ToolScope {
-    gate.policy
+pub(crate) fn scope(kit: &SessionKit) -> ToolScope {
+    kit.policy
         .agent
         .as_ref()
         .map(|a| a.tools.clone())
@@ -881,17 +880,17 @@ pub(crate) fn scope(gate: &Gate) -> ToolScope {
 
 /// The tools a request offers: the session's (a subagent's, only those
 /// its definition leaves it), `Agent` with the types it may start.
-pub(crate) fn tool_specs(gate: &Gate) -> Vec<crate::conversation::ToolSpec> {
-    let scope = scope(gate);
-    let depth_left = gate.family.depth() < MAX_DEPTH;
+pub(crate) fn tool_specs(kit: &SessionKit) -> Vec<crate::conversation::ToolSpec> {
+    let scope = scope(kit);
+    let depth_left = kit.family.depth() < MAX_DEPTH;
     let agents: Vec<(String, String)> = if depth_left {
         scope
-            .startable(&gate.agents.definitions)
+            .startable(&kit.agents.definitions)
             .iter()
             .map(|d| (d.name.clone(), d.description.clone()))
             .collect()
     } else {
         Vec::new()
     };
-    crate::tools::specs_for(&gate.mcp.tools(), &agents, |name| scope.offers(name))
+    crate::tools::specs_for(&kit.mcp.tools(), &agents, |name| scope.offers(name))
 }

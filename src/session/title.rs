@@ -49,7 +49,7 @@ pub(crate) fn wanted(records: &[Record]) -> Option<String> {
         match &record.event {
             Event::UserMessage { content, .. } if prompt.is_none() => {
                 let text = crate::history::flatten_prompt(content);
-                if super::commands::parse(&text).is_none() && !text.trim().is_empty() {
+                if super::builtin_commands::parse(&text).is_none() && !text.trim().is_empty() {
                     prompt = Some(text);
                 }
             }

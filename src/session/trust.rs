@@ -1,5 +1,5 @@
 //! A project's own settings that only trust gives (hooks, allow rules, a
-//! mode that asks less; `bridges::trust` says when the user's own records
+//! mode that asks less; `bridges::project_trust` says when the user's own records
 //! trust a project) wait for the user, who trusts them by typing:
 //!
 //! ```text
@@ -13,7 +13,7 @@
 //! Nothing an editor answers on its own grants trust: no auto-approver
 //! types `/trust`, and `candor trust DIR` asks on a terminal. A grant binds
 //! to the digest of what it gives (the wants and the project files the
-//! hooks run, `bridges::trust::Offer`); a loaded or resumed session trusts
+//! hooks run, `bridges::project_trust::Offer`); a loaded or resumed session trusts
 //! again what its last `trust/granted` bound to, while the files hold it.
 
 use std::collections::{BTreeMap, HashSet};
@@ -21,11 +21,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::commit::Committer;
-use super::context::{Gate, Trust, Withheld};
 use super::events;
+use super::kit::{SessionKit, Trust, Withheld};
 use crate::bridges::SessionContext;
-use crate::bridges::policy::{Built, build};
-use crate::bridges::trust::{self, Answer, Offer, Standing, Store};
+use crate::bridges::project_trust::{self, Answer, Offer, Standing, Store};
+use crate::bridges::session_policy::{Built, build};
 use crate::config::Config;
 use crate::event_log::{Event, LogError, NoticeLevel, Record};
 
@@ -72,7 +72,7 @@ pub(crate) fn start(
     }
     let offer = Offer::new(project, built.wants.clone(), &built.scripts);
     let store = Store::new(&config.home);
-    let standing = trust::standing(config, &store, project, &offer);
+    let standing = project_trust::standing(config, &store, project, &offer);
     let by = match &standing {
         Standing::Recorded { by } => Some((by.clone(), true)),
         Standing::Answered { trusted: true } => {
@@ -143,8 +143,8 @@ fn changed(
 
 /// Tells the user, once, inside the turn, what waits for their trust and
 /// how to give it.
-pub(crate) fn tell(c: &mut Committer, gate: &mut Gate) -> Result<(), LogError> {
-    let Trust::Withheld(w) = &mut gate.trust else {
+pub(crate) fn tell(c: &mut Committer, kit: &mut SessionKit) -> Result<(), LogError> {
+    let Trust::Withheld(w) = &mut kit.trust else {
         return Ok(());
     };
     if w.told {
@@ -203,12 +203,12 @@ pub(crate) fn withheld(trust: &Trust) -> Option<String> {
 /// they are now, applies them and says what they are.
 pub(crate) async fn grant(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     always: bool,
     model: Option<&str>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<String, LogError> {
-    match std::mem::replace(&mut gate.trust, Trust::NotNeeded) {
+    match std::mem::replace(&mut kit.trust, Trust::NotNeeded) {
         Trust::NotNeeded => Ok(
             "Nothing to trust: this project's settings want nothing that only trust gives (hooks, allow rules, a starting mode that asks less).".into(),
         ),
@@ -223,12 +223,12 @@ pub(crate) async fn grant(
             if always && !remembered {
                 c.commit_durable(granted_event(&project, &offer, true))
                     .await?;
-                now_remembered = remember(c, &gate.config, &project, &offer)?;
+                now_remembered = remember(c, &kit.config, &project, &offer)?;
                 if now_remembered {
                     answer = "Remembered: sessions in this project apply its settings from their start, until they change.".into();
                 }
             }
-            gate.trust = Trust::Trusted {
+            kit.trust = Trust::Trusted {
                 by,
                 project,
                 offer,
@@ -236,7 +236,7 @@ pub(crate) async fn grant(
             };
             Ok(answer)
         }
-        Trust::Withheld(w) => trust_withheld(c, gate, w, always, model, cancel).await,
+        Trust::Withheld(w) => trust_withheld(c, kit, w, always, model, cancel).await,
     }
 }
 
@@ -262,7 +262,7 @@ fn remember(
     let answer = Answer {
         trusted: true,
         digest: offer.digest.clone(),
-        at: trust::now(),
+        at: project_trust::now(),
         by: Some("/trust always".into()),
         files: offer.file_digests(),
     };
@@ -286,23 +286,23 @@ fn remember(
 /// nothing is, and the answer says what they are now).
 async fn trust_withheld(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     mut w: Box<Withheld>,
     always: bool,
     model: Option<&str>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<String, LogError> {
-    let config = gate.config.clone();
+    let config = kit.config.clone();
     let project = w.context.project_dir.clone();
-    let refuse = |gate: &mut Gate, w: Box<Withheld>, text: String| {
-        gate.trust = Trust::Withheld(w);
+    let refuse = |kit: &mut SessionKit, w: Box<Withheld>, text: String| {
+        kit.trust = Trust::Withheld(w);
         Ok(crate::text::visible(&text))
     };
     let now = match build(&config, &w.context, false) {
         Ok(b) => b,
         Err(e) => {
             return refuse(
-                gate,
+                kit,
                 w,
                 format!("Nothing was trusted: the policy no longer loads ({e})."),
             );
@@ -319,26 +319,26 @@ async fn trust_withheld(
             "Nothing was trusted: the project's settings changed since candor showed them. {}",
             question(&w)
         );
-        return refuse(gate, w, text);
+        return refuse(kit, w, text);
     }
     w.offer = offer;
     let (list, cut) = w.offer.render(true);
     if w.offer.blocked().is_some() || cut.is_some() {
         let text = format!("Nothing was trusted. {}", question(&w));
-        return refuse(gate, w, text);
+        return refuse(kit, w, text);
     }
     let trusted = match build(&config, &w.context, true) {
         Ok(b) if Offer::new(&project, b.wants.clone(), &b.scripts).digest == w.offer.digest => b,
         Ok(_) => {
             return refuse(
-                gate,
+                kit,
                 w,
                 "Nothing was trusted: the project's settings changed while candor read them; type /trust again to trust them as they are now.".into(),
             );
         }
         Err(e) => {
             return refuse(
-                gate,
+                kit,
                 w,
                 format!(
                     "Nothing was trusted: the policy no longer loads with the project's settings ({e})."
@@ -349,7 +349,7 @@ async fn trust_withheld(
     c.commit_durable(granted_event(&project, &w.offer, always))
         .await?;
     let remembered = always && remember(c, &config, &project, &w.offer)?;
-    apply(c, gate, trusted, &w, model, cancel).await?;
+    apply(c, kit, trusted, &w, model, cancel).await?;
     let scope = if remembered {
         "and remembered until they change (sessions in this project apply them from their start)"
     } else {
@@ -357,7 +357,7 @@ async fn trust_withheld(
     };
     let text =
         format!("Trusted {scope}: the project's settings apply from now on. They want:\n{list}");
-    gate.trust = Trust::Trusted {
+    kit.trust = Trust::Trusted {
         by: if remembered {
             "your /trust always".into()
         } else {
@@ -376,7 +376,7 @@ async fn trust_withheld(
 /// the session opened).
 async fn apply(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     built: Built,
     w: &Withheld,
     model: Option<&str>,
@@ -389,11 +389,11 @@ async fn apply(
     }
     // The project's MCP servers start now (those of the editor, of the
     // same names, stay).
-    gate.mcp.start(built.mcp, &w.context.project_dir);
+    kit.mcp.start(built.mcp, &w.context.project_dir);
     // The project's subagent definitions that waited are offered now.
-    gate.agents = std::sync::Arc::new(built.agents);
+    kit.agents = std::sync::Arc::new(built.agents);
     let mut policy = built.policy;
-    if policy.mode != gate.policy.mode {
+    if policy.mode != kit.policy.mode {
         c.commit(Event::Notice {
             level: NoticeLevel::Info,
             text: format!(
@@ -401,26 +401,26 @@ async fn apply(
                 policy.mode.id()
             ),
         })?;
-        policy.mode = gate.policy.mode;
+        policy.mode = kit.policy.mode;
     }
     // The session's additional directories stay what the client gave.
-    policy.rules.roots = std::mem::take(&mut gate.policy.rules.roots);
-    let before: HashSet<String> = gate
+    policy.rules.roots = std::mem::take(&mut kit.policy.rules.roots);
+    let before: HashSet<String> = kit
         .policy
         .event_hooks
         .iter()
         .map(|h| h.id().to_owned())
         .collect();
-    gate.policy = policy;
+    kit.policy = policy;
     // Only the hooks trust added run now; then the whole list is back.
-    let all = std::mem::take(&mut gate.policy.event_hooks);
-    gate.policy.event_hooks = all
+    let all = std::mem::take(&mut kit.policy.event_hooks);
+    kit.policy.event_hooks = all
         .iter()
         .filter(|h| !before.contains(h.id()))
         .cloned()
         .collect();
-    let ran = events::session_start(c, gate, &w.context.project_dir, w.source, model, cancel).await;
-    gate.policy.event_hooks = all;
+    let ran = events::session_start(c, kit, &w.context.project_dir, w.source, model, cancel).await;
+    kit.policy.event_hooks = all;
     ran
 }
 

@@ -35,8 +35,8 @@ use agent_client_protocol_schema::v1::ContentBlock;
 use super::call::{Next, finish, run_call};
 use super::commit::Committer;
 use super::compact::{self, Step};
-use super::context::{Gate, TurnControl, TurnError};
 use super::events;
+use super::kit::{SessionKit, TurnControl, TurnError};
 use crate::conversation::{AssistantBlock, AssistantTurn, ModelRequest, ModelStop};
 use crate::event_log::{DeltaChannel, Event, LogError, NoticeLevel, ResultStatus, TurnStop};
 use crate::providers::{Provider, StreamDelta};
@@ -56,11 +56,11 @@ pub(crate) struct Prompt {
 pub(crate) async fn run(
     c: &mut Committer,
     provider: &mut Provider,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     prompt: Prompt,
     control: &TurnControl,
 ) -> Result<TurnStop, TurnError> {
-    let mut outcome = steps(c, provider, gate, prompt, control).await;
+    let mut outcome = steps(c, provider, kit, prompt, control).await;
     // Steering for a cancelled turn never reaches the model; for one that
     // ended otherwise it opens a turn of its own (`queue::Queue::next`).
     if matches!(outcome, Ok(TurnStop::Cancelled))
@@ -91,30 +91,30 @@ pub(crate) async fn run(
 async fn steps(
     c: &mut Committer,
     provider: &mut Provider,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     prompt: Prompt,
     control: &TurnControl,
 ) -> Result<TurnStop, TurnError> {
     let Prompt { content, via } = prompt;
     let prompt_text = crate::history::flatten_prompt(&content);
-    let links = super::mcp::resource_links(&content);
-    super::attach::commit_prompt(c, gate, &control.cwd, content, via)?;
-    if let Some(command) = super::commands::parse(&prompt_text) {
-        return command_turn(c, provider, gate, control, command, &prompt_text).await;
+    let links = super::prompt_mcp::resource_links(&content);
+    super::attach::commit_prompt(c, kit, &control.cwd, content, via)?;
+    if let Some(command) = super::builtin_commands::parse(&prompt_text) {
+        return command_turn(c, provider, kit, control, command, &prompt_text).await;
     }
     // Once, in the first turn that is not a command: what of the
     // project's settings waits for the user's trust, and how to give it.
-    super::trust::tell(c, gate)?;
-    match events::prompt_submitted(c, gate, &control.cwd, &prompt_text, &control.cancel).await? {
+    super::trust::tell(c, kit)?;
+    match events::prompt_submitted(c, kit, &control.cwd, &prompt_text, &control.cancel).await? {
         None => return Ok(TurnStop::Cancelled),
         Some(true) => return Ok(TurnStop::Refusal),
         Some(false) => {}
     }
-    if let Some(stop) = prepare(c, gate, &prompt_text, &links, control).await? {
+    if let Some(stop) = prepare(c, kit, &prompt_text, &links, control).await? {
         return Ok(stop);
     }
     let limit = provider.max_turn_requests().unwrap_or(usize::MAX); // none set: no limit
-    agent_loop(c, provider, gate, control, limit).await
+    agent_loop(c, provider, kit, control, limit).await
 }
 
 /// A subagent's turn (`super::subagent`): its task as its first message,
@@ -123,7 +123,7 @@ async fn steps(
 pub(crate) async fn child(
     c: &mut Committer,
     provider: &mut Provider,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     task: &str,
     control: &TurnControl,
     limit: usize,
@@ -134,7 +134,7 @@ pub(crate) async fn child(
         via: None,
     });
     let outcome = match started {
-        Ok(()) => agent_loop(c, provider, gate, control, limit).await,
+        Ok(()) => agent_loop(c, provider, kit, control, limit).await,
         Err(e) => Err(e.into()),
     };
     let ended = match &outcome {
@@ -167,7 +167,7 @@ fn run_child(
                 child(
                     &mut job.committer,
                     &mut job.provider,
-                    &mut job.gate,
+                    &mut job.kit,
                     &task,
                     &control,
                     limit,
@@ -185,7 +185,7 @@ fn run_child(
 async fn agent_loop(
     c: &mut Committer,
     provider: &mut Provider,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     control: &TurnControl,
     limit: usize,
 ) -> Result<TurnStop, TurnError> {
@@ -199,14 +199,14 @@ async fn agent_loop(
         if control.cancel.is_cancelled() {
             return Ok(TurnStop::Cancelled);
         }
-        gate.settings
-            .apply(c, &mut gate.policy.mode, Some(&mut *provider))?;
-        if !deliver_steering(c, gate, control).await? {
+        kit.settings
+            .apply(c, &mut kit.policy.mode, Some(&mut *provider))?;
+        if !deliver_steering(c, kit, control).await? {
             return Ok(TurnStop::Cancelled);
         }
-        super::mcp::report(c, gate)?;
-        gate.mcp.refresh(&control.cancel).await;
-        let Some(turn) = respond(c, provider, gate, control, &mut warned).await? else {
+        super::prompt_mcp::report(c, kit)?;
+        kit.mcp.refresh(&control.cancel).await;
+        let Some(turn) = respond(c, provider, kit, control, &mut warned).await? else {
             return Ok(TurnStop::Cancelled);
         };
         // Each call gets a session-unique id before anything is recorded:
@@ -260,7 +260,7 @@ async fn agent_loop(
                 return Ok(ended);
             }
             let active = continued > 0;
-            match events::stop_requested(c, gate, &control.cwd, active, &said, &control.cancel)
+            match events::stop_requested(c, kit, &control.cwd, active, &said, &control.cancel)
                 .await?
             {
                 Some(_) => {
@@ -272,7 +272,7 @@ async fn agent_loop(
             }
         }
         let model = provider.model().map(str::to_owned);
-        if let Some(stop) = run_calls(c, gate, calls, control, model).await? {
+        if let Some(stop) = run_calls(c, kit, calls, control, model).await? {
             return Ok(stop);
         }
     }
@@ -284,7 +284,7 @@ async fn agent_loop(
 /// `Some`: a hook ended the turn.
 async fn run_calls(
     c: &mut Committer,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     calls: Vec<(String, String, serde_json::Value)>,
     control: &TurnControl,
     model: Option<String>,
@@ -300,7 +300,7 @@ async fn run_calls(
             }
             let runner: super::subagent::Runner = run_child;
             stopped =
-                super::subagent::run_batch(c, gate, batch, control, model.clone(), runner).await?;
+                super::subagent::run_batch(c, kit, batch, control, model.clone(), runner).await?;
             continue;
         }
         control.queue.record(c)?;
@@ -318,7 +318,7 @@ async fn run_calls(
             )?;
             continue;
         }
-        if let Next::Stop { hook, reason } = run_call(c, gate, &id, &name, &input, control).await? {
+        if let Next::Stop { hook, reason } = run_call(c, kit, &id, &name, &input, control).await? {
             stopped = Some((hook, reason));
         }
     }
@@ -339,7 +339,7 @@ async fn run_calls(
 /// that blocks a prompt blocks it; the turn goes on). `false`: cancelled.
 async fn deliver_steering(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     control: &TurnControl,
 ) -> Result<bool, TurnError> {
     control.queue.record(c)?;
@@ -349,7 +349,7 @@ async fn deliver_steering(
             steering_id,
             content,
         })?;
-        if events::prompt_submitted(c, gate, &control.cwd, &text, &control.cancel)
+        if events::prompt_submitted(c, kit, &control.cwd, &text, &control.cancel)
             .await?
             .is_none()
         {
@@ -364,18 +364,18 @@ async fn deliver_steering(
 /// the prompt links attached. `Some`: how the turn ends instead.
 async fn prepare(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     typed: &str,
     links: &[String],
     control: &TurnControl,
 ) -> Result<Option<TurnStop>, TurnError> {
-    if let Some(stop) = super::user_commands::expand(c, gate, typed)? {
+    if let Some(stop) = super::user_commands::expand(c, kit, typed)? {
         return Ok(Some(stop));
     }
-    if let Some(stop) = super::mcp::prepare(c, gate, typed, links, control).await? {
+    if let Some(stop) = super::prompt_mcp::prepare(c, kit, typed, links, control).await? {
         return Ok(Some(stop));
     }
-    super::attach::attach_files(c, gate, control).await
+    super::attach::attach_files(c, kit, control).await
 }
 
 /// A turn that is one of candor's commands: answered without the model,
@@ -383,38 +383,38 @@ async fn prepare(
 async fn command_turn(
     c: &mut Committer,
     provider: &mut Provider,
-    gate: &mut Gate,
+    kit: &mut SessionKit,
     control: &TurnControl,
     command: &str,
     prompt_text: &str,
 ) -> Result<TurnStop, TurnError> {
     if command == "compact" {
         let focus = prompt_text.trim_start().trim_start_matches("/compact");
-        let base = request(c, provider, gate, control);
+        let base = request(c, provider, kit, control);
         return Ok(compact::on_request(c, provider, &base, focus, &control.cancel).await?);
     }
     let output = if command == "trust" {
         let mut words = prompt_text.split_whitespace().skip(1);
         match (words.next(), words.next()) {
             (None, _) => {
-                super::trust::grant(c, gate, false, provider.model(), &control.cancel).await?
+                super::trust::grant(c, kit, false, provider.model(), &control.cancel).await?
             }
             (Some("always"), None) => {
-                super::trust::grant(c, gate, true, provider.model(), &control.cancel).await?
+                super::trust::grant(c, kit, true, provider.model(), &control.cancel).await?
             }
             _ => "`/trust` trusts this project's own settings for this session; `/trust always` remembers it until they change. It takes nothing else.".into(),
         }
     } else if command == "sandbox" {
-        super::sandbox::command(c, gate, prompt_text).await?
+        super::sandbox::command(c, kit, prompt_text).await?
     } else if command == "doctor" {
-        let kernel = gate.confiner.probe().await;
-        super::commands::doctor(gate, c.records(), &control.cwd, kernel)
+        let kernel = kit.confiner.probe().await;
+        super::builtin_commands::doctor(kit, c.records(), &control.cwd, kernel)
     } else {
-        super::commands::run(command, gate, provider, c, &control.cwd)
+        super::builtin_commands::run(command, kit, provider, c, &control.cwd)
     };
     // `/trust` may have applied the project's sandbox settings: the
     // options the client is shown follow (with the answer's record).
-    super::sandbox::refresh_view(gate, c.records());
+    super::sandbox::refresh_view(kit, c.records());
     c.commit(Event::CommandRan {
         command: command.to_owned(),
         output,
@@ -427,16 +427,16 @@ async fn command_turn(
 fn request(
     c: &mut Committer,
     provider: &Provider,
-    gate: &Gate,
+    kit: &SessionKit,
     control: &TurnControl,
 ) -> ModelRequest {
     let messages = c.request_history(provider.rewrite_strategy());
     ModelRequest {
         system: super::system::prompt(c.records(), &control.cwd),
         messages,
-        tools: super::subagent::tool_specs(gate),
+        tools: super::subagent::tool_specs(kit),
         web_search: provider.web_search().is_some()
-            && crate::interception::policy::search_offered(&gate.policy.rules).is_ok(),
+            && crate::interception::policy::search_offered(&kit.policy.rules).is_ok(),
     }
 }
 
@@ -447,14 +447,14 @@ fn request(
 async fn respond(
     c: &mut Committer,
     provider: &mut Provider,
-    gate: &Gate,
+    kit: &SessionKit,
     control: &TurnControl,
     warned: &mut bool,
 ) -> Result<Option<AssistantTurn>, TurnError> {
-    let mut next = request(c, provider, gate, control);
+    let mut next = request(c, provider, kit, control);
     let step = compact::before_request(c, provider, &next, &control.cancel, warned).await?;
     match step {
-        Step::Compacted => next = request(c, provider, gate, control),
+        Step::Compacted => next = request(c, provider, kit, control),
         Step::Cancelled => return Ok(None),
         Step::Unchanged => {}
     }
@@ -468,7 +468,7 @@ async fn respond(
         Step::Unchanged if step == Step::Compacted => return Err(error.after_compaction().into()),
         Step::Unchanged => return Err(error.into()),
     }
-    let next = request(c, provider, gate, control);
+    let next = request(c, provider, kit, control);
     ask_model(c, provider, &next, control)
         .await
         .map_err(|e| match e {

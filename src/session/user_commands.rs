@@ -1,5 +1,5 @@
 //! The user's own commands in a session (Claude Code's command files,
-//! Codex's prompts; found and expanded by `bridges::commands`): read when
+//! Codex's prompts; found and expanded by `bridges::command_files`): read when
 //! the session opens and again before each prompt ([`refresh`]), offered
 //! beside candor's commands and the MCP prompts ([`offered`]), and
 //! expanded into the prompt the model is given ([`expand`]).
@@ -7,23 +7,23 @@
 use std::path::Path;
 
 use super::commit::Committer;
-use super::context::{Gate, TurnError};
-use crate::bridges::commands::{self, UserCommand};
+use super::kit::{SessionKit, TurnError};
+use crate::bridges::command_files::{self, UserCommand};
 use crate::event_log::{Event, NoticeLevel, OfferedCommand, TurnStop};
 
 /// The names no command file may take: candor's own commands.
 fn reserved() -> Vec<String> {
-    super::commands::offered()
+    super::builtin_commands::offered()
         .into_iter()
         .map(|c| c.name)
         .collect()
 }
 
-/// Reads the command files afresh into the gate, and tells the user of
+/// Reads the command files afresh into the kit, and tells the user of
 /// problems not told at the last reading (`told`: those, replaced by this
 /// reading's).
-pub(crate) fn refresh(c: &mut Committer, gate: &mut Gate, cwd: &Path, told: &mut Vec<String>) {
-    let scan = commands::scan(&commands::roots(&gate.config, cwd), &reserved());
+pub(crate) fn refresh(c: &mut Committer, kit: &mut SessionKit, cwd: &Path, told: &mut Vec<String>) {
+    let scan = command_files::scan(&command_files::roots(&kit.config, cwd), &reserved());
     for problem in &scan.problems {
         if told.contains(problem) {
             continue;
@@ -36,7 +36,7 @@ pub(crate) fn refresh(c: &mut Committer, gate: &mut Gate, cwd: &Path, told: &mut
         }
     }
     *told = scan.problems;
-    gate.user_commands = scan.commands;
+    kit.user_commands = scan.commands;
 }
 
 /// The command files, as offered (`available_commands_update`).
@@ -57,20 +57,20 @@ pub(crate) fn offered(commands: &[UserCommand]) -> Vec<OfferedCommand> {
 /// (`command/ran`) and the turn ends without the model (`Some`).
 pub(crate) fn expand(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     typed: &str,
 ) -> Result<Option<TurnStop>, TurnError> {
-    let Some((command, args)) = commands::invoked(typed, &gate.user_commands) else {
+    let Some((command, args)) = command_files::invoked(typed, &kit.user_commands) else {
         return Ok(None);
     };
-    match commands::expand(command, args) {
+    match command_files::expand(command, args) {
         Ok(expansion) => {
             c.commit(Event::PromptExpanded {
                 command: command.name.clone(),
                 server: None,
                 source: Some(command.source),
                 path: Some(command.path.clone()),
-                text: super::mcp::capped(expansion.text),
+                text: super::prompt_mcp::capped(expansion.text),
                 ignored: expansion.ignored,
             })?;
             Ok(None)

@@ -43,7 +43,10 @@ use agent_client_protocol_schema::v1::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Presentation, Tool, ToolContext, ToolOutput, parse_input};
+use super::card::Presentation;
+use super::catalog::{Tool, parse_input};
+use super::context::ToolContext;
+use super::output::ToolOutput;
 use crate::client::{ClientLink, Failed};
 use crate::conversation::ToolSpec;
 

@@ -22,11 +22,14 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::time::Instant;
 
+use super::card::Presentation;
+use super::catalog::{Tool, parse_input};
+use super::context::ToolContext;
 use super::exec::{self, ProcessGroup};
+use super::files::ClientLink;
 use super::output::{Capture, Captured};
-use super::{
-    ClientLink, Presentation, Tool, ToolContext, ToolEvent, ToolOutput, cap_for_model, parse_input,
-};
+use super::output::{ToolOutput, cap_for_model};
+use super::tool_event::ToolEvent;
 use crate::client::Failed;
 use crate::conversation::ToolSpec;
 use crate::event_log::{OutputFile, ResultStatus};

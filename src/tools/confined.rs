@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::tool_event::ToolEvent;
 use crate::sandbox::{
     Answer, Boundary, Grants, Judge, Launch, Lifeline, Network, Probe, Proxy, ProxyConfig, Setup,
     Watch,
@@ -61,7 +62,7 @@ pub struct Launched {
 
 /// The user, asked on the call's card by the session (`ToolEvent::NetworkAsk`).
 struct CardJudge {
-    events: tokio::sync::mpsc::UnboundedSender<super::ToolEvent>,
+    events: tokio::sync::mpsc::UnboundedSender<ToolEvent>,
 }
 
 impl Judge for CardJudge {
@@ -71,7 +72,7 @@ impl Judge for CardJudge {
         port: u16,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Answer> + Send + '_>> {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let asked = self.events.send(super::ToolEvent::NetworkAsk {
+        let asked = self.events.send(ToolEvent::NetworkAsk {
             host: host.to_owned(),
             port,
             reply,
@@ -190,7 +191,7 @@ impl Confiner {
     pub fn launch(
         &self,
         boundary: &Boundary,
-        events: &tokio::sync::mpsc::UnboundedSender<super::ToolEvent>,
+        events: &tokio::sync::mpsc::UnboundedSender<ToolEvent>,
     ) -> Result<Launched, String> {
         let launcher = self
             .launcher()
@@ -233,7 +234,7 @@ impl Confiner {
     fn door(
         &self,
         domains: &[String],
-        events: &tokio::sync::mpsc::UnboundedSender<super::ToolEvent>,
+        events: &tokio::sync::mpsc::UnboundedSender<ToolEvent>,
     ) -> Result<Proxy, String> {
         let dir = self
             .inner
@@ -254,7 +255,7 @@ impl Confiner {
             judge_wait: JUDGE_WAIT,
             max_asks: MAX_ASKS,
             decisions: Arc::new(move |d| {
-                let _ = reports.send(super::ToolEvent::Network(d));
+                let _ = reports.send(ToolEvent::Network(d));
             }),
         };
         Proxy::start(&dir.path().join(format!("proxy-{n}.sock")), config)

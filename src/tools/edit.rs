@@ -10,8 +10,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::catalog::{Tool, parse_input};
+use super::context::ToolContext;
 use super::files::{FileAccess, base_of, first_changed_line};
-use super::{Tool, ToolContext, ToolOutput, parse_input};
+use super::output::ToolOutput;
 use crate::conversation::ToolSpec;
 use crate::event_log::FileDiff;
 

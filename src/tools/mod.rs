@@ -15,135 +15,51 @@
 //! Tool failures are data: a failed run produces a [`ToolOutput`] with
 //! status `failed` and a message for the model, never an error that ends
 //! the turn.
+//!
+//! This file declares the tools and assembles them: the dispatch from a
+//! [`Tool`] to its file's spec and card, [`ToolInput`] (one variant a
+//! tool) and its run. What the tools share lives in leaf files they
+//! import: `catalog` (the set and what each tool says about itself),
+//! `card`, `context`, `tool_event`, `output`, `paths`, `files`.
 
 pub mod agent;
 pub mod ask_user;
 pub mod bash;
+mod card;
+mod catalog;
 pub mod confined;
+mod context;
 pub mod edit;
 pub mod exec;
 pub mod files;
 pub mod mcp;
 pub mod output;
+mod paths;
 pub mod read;
 pub mod search;
 pub mod shells;
 pub mod todo;
+mod tool_event;
 pub mod web_fetch;
 pub mod write;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
 
-use agent_client_protocol_schema::v1::{ToolCallLocation, ToolKind};
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::ToolSpec;
-use crate::event_log::{FileDiff, ResultStatus};
+use crate::event_log::FileDiff;
+pub use card::{Presentation, present_mcp, present_unknown};
+pub use catalog::Tool;
+pub use context::{ReadFilter, ToolContext, WebAccess};
 pub use files::{ClientLink, FileAccess};
+pub use output::{MODEL_OUTPUT_MAX, ToolOutput, cap_for_model};
+pub use paths::{resolve, resolve_links};
 pub use shells::Shells;
-
-/// The closed set of tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Tool {
-    Bash,
-    BashOutput,
-    KillShell,
-    Read,
-    Write,
-    Edit,
-    Glob,
-    Grep,
-    TodoWrite,
-    AskUserQuestion,
-    Agent,
-    WebFetch,
-}
+pub use tool_event::{Elicited, ToolEvent};
 
 impl Tool {
-    /// Every tool, in the order offered to the model.
-    pub const ALL: [Tool; 12] = [
-        Tool::Bash,
-        Tool::BashOutput,
-        Tool::KillShell,
-        Tool::Read,
-        Tool::Write,
-        Tool::Edit,
-        Tool::Glob,
-        Tool::Grep,
-        Tool::TodoWrite,
-        Tool::AskUserQuestion,
-        Tool::Agent,
-        Tool::WebFetch,
-    ];
-
-    /// Looks a tool up by its wire name (exact, case-sensitive; `Task` is
-    /// `Agent`'s older name).
-    pub fn from_name(name: &str) -> Option<Tool> {
-        if name == "Task" {
-            return Some(Tool::Agent);
-        }
-        Tool::ALL.into_iter().find(|t| t.name() == name)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Tool::Bash => "Bash",
-            Tool::BashOutput => "BashOutput",
-            Tool::KillShell => "KillShell",
-            Tool::Read => "Read",
-            Tool::Write => "Write",
-            Tool::Edit => "Edit",
-            Tool::Glob => "Glob",
-            Tool::Grep => "Grep",
-            Tool::TodoWrite => "TodoWrite",
-            Tool::AskUserQuestion => "AskUserQuestion",
-            Tool::Agent => "Agent",
-            Tool::WebFetch => "WebFetch",
-        }
-    }
-
-    /// Whether the tool changes nothing outside candor (runs in plan mode;
-    /// runs without asking when its paths are inside the project).
-    pub fn is_read_only(self) -> bool {
-        match self {
-            Tool::Bash | Tool::Write | Tool::Edit => false,
-            Tool::BashOutput
-            | Tool::KillShell
-            | Tool::Read
-            | Tool::Glob
-            | Tool::Grep
-            | Tool::TodoWrite
-            | Tool::AskUserQuestion
-            // Starting a subagent changes nothing: each of its calls is
-            // decided on its own.
-            | Tool::Agent => true,
-            | Tool::WebFetch => true,
-        }
-    }
-
-    /// Whether the tool reaches the web: its rules name domains
-    /// (`WebFetch(domain:example.com)`), and a domain no rule allows asks,
-    /// though the tool changes nothing here.
-    pub fn reaches_web(self) -> bool {
-        matches!(self, Tool::WebFetch)
-    }
-
-    /// Whether the tool changes files (covered by `Edit(...)` rules and
-    /// acceptEdits mode).
-    pub fn edits_files(self) -> bool {
-        matches!(self, Tool::Write | Tool::Edit)
-    }
-
-    /// Whether a call gets a card. `TodoWrite` shows as the session's plan
-    /// instead (unless it is refused: then its card says why).
-    pub fn shows_card(self) -> bool {
-        !matches!(self, Tool::TodoWrite)
-    }
-
     pub fn spec(self) -> ToolSpec {
         match self {
             Tool::Bash => bash::spec(),
@@ -189,46 +105,6 @@ impl Tool {
             input,
             spelled,
         })
-    }
-
-    /// The field that names the tool's path, if it has one (`file_path`,
-    /// or `path` for the search tools).
-    pub fn path_key(self) -> Option<&'static str> {
-        match self {
-            Tool::Read | Tool::Write | Tool::Edit => Some("file_path"),
-            Tool::Glob | Tool::Grep => Some("path"),
-            Tool::Bash
-            | Tool::BashOutput
-            | Tool::KillShell
-            | Tool::TodoWrite
-            | Tool::AskUserQuestion
-            | Tool::Agent => None,
-            Tool::WebFetch => None,
-        }
-    }
-
-    /// Whether the tool searches a directory (Glob, Grep): without a path
-    /// it searches the working directory.
-    pub fn searches(self) -> bool {
-        matches!(self, Tool::Glob | Tool::Grep)
-    }
-
-    /// Whether the tool runs a command line: its rules' patterns are
-    /// commands, not paths.
-    pub fn runs_commands(self) -> bool {
-        matches!(self, Tool::Bash)
-    }
-
-    /// The tool whose rules also name this one: `Edit` rules cover every
-    /// tool that edits files, `Read` rules govern the search tools.
-    pub fn ruled_with(self) -> Option<Tool> {
-        if self.edits_files() {
-            Some(Tool::Edit)
-        } else if self.searches() {
-            Some(Tool::Read)
-        } else {
-            None
-        }
     }
 
     /// Card title, kind and locations for these arguments.
@@ -451,8 +327,8 @@ impl ToolInput {
     pub async fn run(&self, cx: ToolContext) -> ToolOutput {
         match self {
             ToolInput::Bash(i) => bash::run(i, cx).await,
-            ToolInput::BashOutput(i) => shells::output(i, cx).await,
-            ToolInput::KillShell(i) => shells::kill(i, cx).await,
+            ToolInput::BashOutput(i) => shells::output(i, &cx.shells).await,
+            ToolInput::KillShell(i) => shells::kill(i, &cx.shells, cx.kill_grace).await,
             ToolInput::Read(i) => read::run(i, cx).await,
             ToolInput::Write(i) => write::run(i, cx).await,
             ToolInput::Edit(i) => edit::run(i, cx).await,
@@ -505,297 +381,6 @@ pub fn specs_for(
                 }),
         )
         .collect()
-}
-
-/// What a card shows about a call before it runs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Presentation {
-    pub title: String,
-    pub kind: ToolKind,
-    pub locations: Vec<ToolCallLocation>,
-}
-
-/// A card for a call to a tool candor does not have.
-pub fn present_unknown(name: &str) -> Presentation {
-    Presentation {
-        title: format!("Unknown tool {name}"),
-        kind: ToolKind::Other,
-        locations: Vec::new(),
-    }
-}
-
-/// A card for a call to an MCP tool: `server: tool`, its kind from the
-/// tool's annotations (`read`, `fetch` when it also reaches the outside
-/// world, else `other`).
-pub fn present_mcp(target: &crate::event_log::McpTarget) -> Presentation {
-    // Names are the server's: no control characters, and a card-sized
-    // length.
-    let clean = |s: &str| crate::text::shorten(&s.replace(char::is_control, " "), 80);
-    Presentation {
-        title: format!("{}: {}", clean(&target.server), clean(&target.tool)),
-        kind: match (target.read_only, target.open_world) {
-            (true, true) => ToolKind::Fetch,
-            (true, false) => ToolKind::Read,
-            (false, _) => ToolKind::Other,
-        },
-        locations: Vec::new(),
-    }
-}
-
-/// Something a running tool tells the session.
-#[derive(Debug)]
-pub enum ToolEvent {
-    /// Output to show on the card (already throttled, see `output`).
-    Output(output::Chunk),
-    /// The command runs in this editor terminal: the card shows it.
-    Terminal(String),
-    /// What an MCP tool answered beside its text.
-    Content {
-        content: Vec<crate::event_log::ResultContent>,
-        structured: Option<Value>,
-    },
-    /// An MCP server's question to the user, or how it ended
-    /// (`mcp::elicit`): `recorded` is answered once it is in the log, and
-    /// nothing goes on before.
-    Elicitation(mcp::Elicited, tokio::sync::oneshot::Sender<()>),
-    /// A confined command is connecting to a host its network allowlist
-    /// does not name: the session asks the user on the call's card and
-    /// answers through `reply` (`session::network`).
-    NetworkAsk {
-        host: String,
-        port: u16,
-        reply: tokio::sync::oneshot::Sender<crate::sandbox::Answer>,
-    },
-    /// How the sandbox's proxy decided one of the command's connections.
-    Network(crate::sandbox::Decision),
-}
-
-/// What a tool gets besides its call.
-#[derive(Debug)]
-pub struct ToolContext {
-    /// The session's working directory; relative paths resolve against it.
-    pub cwd: PathBuf,
-    /// Tripped when the user cancels the turn: stop, politely.
-    pub cancel: CancellationToken,
-    /// Tripped at shutdown: stop now (no grace period).
-    pub hard_stop: CancellationToken,
-    /// How long a cancelled process gets between SIGTERM and SIGKILL.
-    pub kill_grace: Duration,
-    /// What the tool tells the session while it runs.
-    pub events: mpsc::UnboundedSender<ToolEvent>,
-    /// Where file reads and writes go (the editor, or the disk).
-    pub files: FileAccess,
-    /// The editor, when it offers terminals (`terminal/*`).
-    pub terminal: Option<ClientLink>,
-    /// The session's background shells.
-    pub shells: Shells,
-    /// Files a Read deny rule forbids: searches leave them out.
-    pub read_denies: ReadFilter,
-    /// Where this call's whole output goes if it is too big to keep
-    /// (`output::spill_path`); `None`: nowhere.
-    pub spill: Option<PathBuf>,
-    /// The session's `CLAUDE_ENV_FILE`: a Bash command's shell reads it
-    /// first (as `BASH_ENV`) when SessionStart hooks wrote to it.
-    pub env_file: Option<PathBuf>,
-    /// For a file tool the user allowed on a diff: the file's `base` then
-    /// (the tool writes only while the file is still that).
-    pub file_base: Option<String>,
-    /// The session's MCP servers (for `ToolInput::Mcp`).
-    pub mcp: Option<crate::tools::mcp::Servers>,
-    /// The call's id (a question is scoped to its card).
-    pub tool_call_id: String,
-    /// The editor, to ask the user through (`AskUserQuestion`).
-    pub client: Option<ClientLink>,
-    /// The boundary the call was settled with (a Bash call): it runs in
-    /// exactly that, through the launcher, or not at all.
-    pub boundary: Option<crate::sandbox::Boundary>,
-    /// The session's sandbox runtime (launcher, `TMPDIR`, lifeline).
-    pub confiner: Option<confined::Confiner>,
-    /// What a WebFetch may reach and who judges its redirects.
-    pub web: Option<web_fetch::WebAccess>,
-}
-
-impl ToolContext {
-    /// The env file to source, if a hook wrote something in it.
-    pub fn session_env(&self) -> Option<&std::path::Path> {
-        self.env_file
-            .as_deref()
-            .filter(|f| std::fs::metadata(f).is_ok_and(|m| m.is_file() && m.len() > 0))
-    }
-}
-
-/// Which files the session's rules forbid reading, as the search tools
-/// ask it (the session builds it from its policy; tools do not know rules).
-#[derive(Clone, Default)]
-pub struct ReadFilter(Option<Arc<PathTest>>);
-
-/// A test on a path.
-type PathTest = dyn Fn(&Path) -> bool + Send + Sync;
-
-impl ReadFilter {
-    pub fn new(denies: impl Fn(&Path) -> bool + Send + Sync + 'static) -> Self {
-        Self(Some(Arc::new(denies)))
-    }
-
-    /// Whether reading `path` is denied.
-    pub fn denies(&self, path: &Path) -> bool {
-        self.0.as_ref().is_some_and(|f| f(path))
-    }
-}
-
-impl std::fmt::Debug for ReadFilter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "ReadFilter(rules)"
-        } else {
-            "ReadFilter(none)"
-        })
-    }
-}
-
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolOutput {
-    pub status: ResultStatus,
-    /// What the model is told (capped, see [`cap_for_model`]).
-    pub text: String,
-    pub exit_code: Option<i32>,
-    pub signal: Option<String>,
-    /// The change a file tool made.
-    pub diff: Option<FileDiff>,
-    /// Where an output too big to keep went.
-    pub file: Option<crate::event_log::OutputFile>,
-}
-
-impl ToolOutput {
-    /// A failure the model should hear about (bad path, not found, …).
-    pub fn failed(text: impl Into<String>) -> Self {
-        Self {
-            status: ResultStatus::Failed,
-            text: text.into(),
-            exit_code: None,
-            signal: None,
-            diff: None,
-            file: None,
-        }
-    }
-
-    pub fn completed(text: impl Into<String>) -> Self {
-        Self {
-            status: ResultStatus::Completed,
-            text: text.into(),
-            exit_code: None,
-            signal: None,
-            diff: None,
-            file: None,
-        }
-    }
-
-    pub fn cancelled(text: impl Into<String>) -> Self {
-        Self {
-            status: ResultStatus::Cancelled,
-            ..Self::failed(text)
-        }
-    }
-}
-
-/// The most text a tool result may hand to the model.
-pub const MODEL_OUTPUT_MAX: usize = 30_000;
-
-/// Caps text for the model at [`MODEL_OUTPUT_MAX`] characters, keeping the
-/// beginning and the end and saying how much was left out in the middle.
-pub fn cap_for_model(text: &str) -> String {
-    let total = text.chars().count();
-    if total <= MODEL_OUTPUT_MAX {
-        return text.to_owned();
-    }
-    let keep = MODEL_OUTPUT_MAX / 2;
-    let head: String = text.chars().take(keep).collect();
-    let tail: String = text.chars().skip(total - keep).collect();
-    format!(
-        "{head}\n\n[… {} characters elided by candor …]\n\n{tail}",
-        total - 2 * keep
-    )
-}
-
-/// Resolves a path argument against the session's working directory and
-/// removes `.` and `..` components (lexically: symlinks are not followed),
-/// so that `/p/../etc/passwd` is shown, ruled on and logged as `/etc/passwd`.
-pub fn resolve(cwd: &Path, path: &str) -> PathBuf {
-    use std::path::Component;
-    let joined = cwd.join(path);
-    let mut out = PathBuf::new();
-    for part in joined.components() {
-        match part {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-/// Follows every symbolic link in an absolute path, as the kernel would
-/// when the file is opened, and returns where it leads. Unlike
-/// `fs::canonicalize`, a path that does not exist (yet) still resolves:
-/// its existing part is followed and the rest appended, so a Write through
-/// a symlinked directory, or to a dangling link, is judged where it will
-/// land. After 40 links (a loop) the rest is left as it is.
-pub fn resolve_links(path: &Path) -> PathBuf {
-    use std::collections::VecDeque;
-    use std::path::Component;
-    let mut pending: VecDeque<PathBuf> = path
-        .components()
-        .map(|c| PathBuf::from(c.as_os_str()))
-        .collect();
-    let mut out = PathBuf::new();
-    let mut hops = 0;
-    while let Some(part) = pending.pop_front() {
-        match part.components().next() {
-            Some(Component::RootDir | Component::Prefix(_)) => out.push(&part),
-            Some(Component::CurDir) | None => {}
-            Some(Component::ParentDir) => {
-                out.pop();
-            }
-            Some(Component::Normal(name)) => {
-                let next = out.join(name);
-                let link = std::fs::symlink_metadata(&next)
-                    .ok()
-                    .filter(|m| m.file_type().is_symlink())
-                    .and_then(|_| std::fs::read_link(&next).ok());
-                match link {
-                    Some(target) if hops < 40 => {
-                        hops += 1;
-                        if target.is_absolute() {
-                            out = PathBuf::new();
-                        }
-                        for c in target.components().rev() {
-                            pending.push_front(PathBuf::from(c.as_os_str()));
-                        }
-                    }
-                    Some(_) => {
-                        out = next;
-                        out.extend(pending.drain(..));
-                    }
-                    None => out = next,
-                }
-            }
-        }
-    }
-    if out.as_os_str().is_empty() {
-        return path.to_owned();
-    }
-    out
-}
-
-/// Parses a tool input into its typed form with a readable error.
-fn parse_input<T: serde::de::DeserializeOwned>(tool: Tool, input: &Value) -> Result<T, String> {
-    if !input.is_object() {
-        return Err(format!("{} input must be a JSON object", tool.name()));
-    }
-    serde_json::from_value(input.clone()).map_err(|e| format!("invalid {} input: {e}", tool.name()))
 }
 
 #[cfg(test)]

@@ -16,6 +16,9 @@
 //! So a command printing 1 GB costs a few hundred KiB of memory and of log
 //! whatever its length (the log grows by at most one [`LATE_CHUNK`] per
 //! second of a command's life, which its timeout bounds).
+//!
+//! What a tool gives back when it ends is a [`ToolOutput`], its text for
+//! the model capped by [`cap_for_model`].
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -23,6 +26,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+use crate::event_log::{FileDiff, ResultStatus};
 
 /// Bytes from the start kept for the model.
 pub const KEEP_HEAD: usize = 16 * 1024;
@@ -324,6 +329,71 @@ pub fn spill_path(log: &Path, id: &str) -> PathBuf {
     let short: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
     let dir = log.with_extension("outputs");
     dir.join(format!("{safe}-{short}.out"))
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub status: ResultStatus,
+    /// What the model is told (capped, see [`cap_for_model`]).
+    pub text: String,
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    /// The change a file tool made.
+    pub diff: Option<FileDiff>,
+    /// Where an output too big to keep went.
+    pub file: Option<crate::event_log::OutputFile>,
+}
+
+impl ToolOutput {
+    /// A failure the model should hear about (bad path, not found, …).
+    pub fn failed(text: impl Into<String>) -> Self {
+        Self {
+            status: ResultStatus::Failed,
+            text: text.into(),
+            exit_code: None,
+            signal: None,
+            diff: None,
+            file: None,
+        }
+    }
+
+    pub fn completed(text: impl Into<String>) -> Self {
+        Self {
+            status: ResultStatus::Completed,
+            text: text.into(),
+            exit_code: None,
+            signal: None,
+            diff: None,
+            file: None,
+        }
+    }
+
+    pub fn cancelled(text: impl Into<String>) -> Self {
+        Self {
+            status: ResultStatus::Cancelled,
+            ..Self::failed(text)
+        }
+    }
+}
+
+/// The most text a tool result may hand to the model.
+pub const MODEL_OUTPUT_MAX: usize = 30_000;
+
+/// Caps text for the model at [`MODEL_OUTPUT_MAX`] characters, keeping the
+/// beginning and the end and saying how much was left out in the middle.
+pub fn cap_for_model(text: &str) -> String {
+    let total = text.chars().count();
+    if total <= MODEL_OUTPUT_MAX {
+        return text.to_owned();
+    }
+    let keep = MODEL_OUTPUT_MAX / 2;
+    let head: String = text.chars().take(keep).collect();
+    let tail: String = text.chars().skip(total - keep).collect();
+    format!(
+        "{head}\n\n[… {} characters elided by candor …]\n\n{tail}",
+        total - 2 * keep
+    )
 }
 
 #[cfg(test)]

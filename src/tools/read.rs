@@ -20,7 +20,11 @@ use agent_client_protocol_schema::v1::{ToolCallLocation, ToolKind};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Presentation, Tool, ToolContext, ToolOutput, cap_for_model, parse_input, resolve};
+use super::card::Presentation;
+use super::catalog::{Tool, parse_input};
+use super::context::ToolContext;
+use super::output::{ToolOutput, cap_for_model};
+use super::paths::resolve;
 use crate::conversation::ToolSpec;
 
 /// Lines returned when no `limit` is given.
@@ -142,7 +146,7 @@ pub(crate) async fn run(input: &ReadInput, cx: ToolContext) -> ToolOutput {
 /// An image read: the image goes to the session (the card, the model),
 /// the text says what it is.
 fn image_output(path: &Path, mime_type: &str, bytes: &[u8], cx: &ToolContext) -> ToolOutput {
-    let _ = cx.events.send(super::ToolEvent::Content {
+    let _ = cx.events.send(super::tool_event::ToolEvent::Content {
         content: vec![crate::event_log::ResultContent::Image {
             mime_type: mime_type.to_owned(),
             data: crate::media::encode(bytes),

@@ -22,8 +22,12 @@ use ignore::types::TypesBuilder;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::ReadFilter;
-use super::{Presentation, Tool, ToolContext, ToolOutput, cap_for_model, parse_input, resolve};
+use super::card::Presentation;
+use super::catalog::{Tool, parse_input};
+use super::context::ReadFilter;
+use super::context::ToolContext;
+use super::output::{ToolOutput, cap_for_model};
+use super::paths::resolve;
 use crate::conversation::ToolSpec;
 
 /// Most paths Glob returns.

@@ -17,8 +17,10 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
+use super::card::Presentation;
+use super::catalog::{Tool, parse_input};
 use super::exec::{self, ProcessGroup};
-use super::{Presentation, Tool, ToolContext, ToolOutput, cap_for_model, parse_input};
+use super::output::{ToolOutput, cap_for_model};
 use crate::conversation::ToolSpec;
 use crate::sync::lock;
 
@@ -208,8 +210,8 @@ pub(crate) fn present(tool: Tool, input: &Value) -> Presentation {
     }
 }
 
-pub(crate) async fn output(input: &OutputInput, cx: ToolContext) -> ToolOutput {
-    let Some(shell) = cx.shells.get(&input.bash_id) else {
+pub(crate) async fn output(input: &OutputInput, shells: &Shells) -> ToolOutput {
+    let Some(shell) = shells.get(&input.bash_id) else {
         return ToolOutput::failed(format!("there is no background command {}", input.bash_id));
     };
     let (new, dropped, ended) = {
@@ -251,8 +253,10 @@ pub(crate) async fn output(input: &OutputInput, cx: ToolContext) -> ToolOutput {
     ToolOutput::completed(format!("{body}\n{status}"))
 }
 
-pub(crate) async fn kill(input: &KillInput, cx: ToolContext) -> ToolOutput {
-    let Some(shell) = cx.shells.get(&input.shell_id) else {
+/// Stops a background shell, waiting up to `grace` (the session's kill
+/// grace) and a second more for it to end.
+pub(crate) async fn kill(input: &KillInput, shells: &Shells, grace: Duration) -> ToolOutput {
+    let Some(shell) = shells.get(&input.shell_id) else {
         return ToolOutput::failed(format!("there is no background command {}", input.shell_id));
     };
     if let Some(how) = lock(&shell.state).ended.clone() {
@@ -260,6 +264,6 @@ pub(crate) async fn kill(input: &KillInput, cx: ToolContext) -> ToolOutput {
     }
     let done = shell.done.notified();
     shell.stop.cancel();
-    let _ = tokio::time::timeout(cx.kill_grace + Duration::from_secs(1), done).await;
+    let _ = tokio::time::timeout(grace + Duration::from_secs(1), done).await;
     ToolOutput::completed(format!("Stopped {}.", input.shell_id))
 }

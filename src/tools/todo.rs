@@ -7,7 +7,10 @@ use agent_client_protocol_schema::v1::{PlanEntry, PlanEntryPriority, PlanEntrySt
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Presentation, Tool, ToolContext, ToolOutput, parse_input};
+use super::card::Presentation;
+use super::catalog::{Tool, parse_input};
+use super::context::ToolContext;
+use super::output::ToolOutput;
 use crate::conversation::ToolSpec;
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

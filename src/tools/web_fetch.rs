@@ -11,15 +11,17 @@
 //! what was cut said and how to read on, and with the prompt; the card
 //! shows the URL, each redirect, the final URL and the status.
 
-use std::sync::Arc;
-
 use agent_client_protocol_schema::v1::ToolKind;
 use reqwest::Url;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::output::Chunk;
-use super::{Presentation, Tool, ToolContext, ToolEvent, ToolOutput, parse_input};
+use super::card::Presentation;
+use super::catalog::{Tool, parse_input};
+use super::context::ToolContext;
+pub use super::context::{JudgeFn, WebAccess};
+use super::output::{Chunk, ToolOutput};
+use super::tool_event::ToolEvent;
 use crate::conversation::ToolSpec;
 use crate::web::{Failure, Page, fetch};
 
@@ -51,26 +53,6 @@ impl WebFetchInput {
     /// dot.
     pub fn domain(&self) -> String {
         crate::web::fetch::host_of(&self.url)
-    }
-}
-
-/// What a WebFetch may reach, and who judges a redirect to another host
-/// (the session's rules, as `session::call` builds it: tools do not know
-/// rules).
-#[derive(Clone)]
-pub struct WebAccess {
-    pub access: crate::web::Access,
-    pub judge: Arc<JudgeFn>,
-}
-
-/// Whether the rules let a fetch go on to this URL (`Err`: why not).
-pub type JudgeFn = dyn Fn(&Url) -> Result<(), String> + Send + Sync;
-
-impl std::fmt::Debug for WebAccess {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WebAccess")
-            .field("access", &self.access)
-            .finish_non_exhaustive()
     }
 }
 

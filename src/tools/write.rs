@@ -9,8 +9,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::card::Presentation;
+use super::catalog::{Tool, parse_input};
+use super::context::ToolContext;
 use super::files::{FileAccess, first_changed_line};
-use super::{Presentation, Tool, ToolContext, ToolOutput, parse_input, resolve};
+use super::output::ToolOutput;
+use super::paths::resolve;
 use crate::conversation::ToolSpec;
 use crate::event_log::FileDiff;
 

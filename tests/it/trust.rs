@@ -1,5 +1,5 @@
 //! A repository's own settings apply only by the user's consent
-//! (`bridges::trust`): the attacks of a cloned repository, and what candor
+//! (`bridges::project_trust`): the attacks of a cloned repository, and what candor
 //! does instead (tells the user, and waits for a `/trust` a person types or
 //! `candor trust DIR` on a terminal; an editor's automatic approval never
 //! trusts).

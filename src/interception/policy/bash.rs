@@ -1,87 +1,12 @@
-//! Bash coverage: how deny and ask rules match a parsed line (any command
-//! it could run, [`DenyLines`]) and how far allow rules cover it (every
-//! command, nothing opaque, no risky variable, no write no Write/Edit allow
-//! rule allows: [`bash_cover`]).
+//! Bash coverage: how far allow rules cover a parsed line (every command,
+//! nothing opaque, no risky variable, no write no Write/Edit allow rule
+//! allows: [`bash_cover`]). How deny and ask rules match one (any command
+//! it could run) is `view`'s `DenyLines`.
 
 use super::paths::{Scope, protected};
-use super::rule::{Pattern, Rule, Tok, covers, overlaps, render};
-use crate::shell::{self, Command, Piece, Runs, Script, WrapperKind};
+use super::rule::{Pattern, Rule, Tok, covers, render};
+use crate::shell::{self, Command, Runs, Script, WrapperKind};
 use crate::tools::Tool;
-
-/// Whether a Bash deny/ask rule could match some command of the line.
-pub(super) fn bash_hit(rule: &Rule, lines: &DenyLines) -> bool {
-    let alts = match &rule.pattern {
-        None => return true,
-        Some(Pattern::Command(alts)) => alts,
-        Some(
-            Pattern::ExactCommand(_)
-            | Pattern::Path(_)
-            | Pattern::ExactPath(_)
-            | Pattern::Domain(_)
-            | Pattern::Agent(_),
-        ) => return false,
-    };
-    lines.anything
-        || lines
-            .lines
-            .iter()
-            .any(|l| alts.iter().any(|a| overlaps(a, l)))
-}
-
-/// How many words of a wrapper whose options candor cannot follow are
-/// searched for the command it runs; a longer one could be any command.
-pub(super) const MAX_LOOSE_WORDS: usize = 64;
-
-/// A Bash line as deny and ask rules see it, rendered once for all rules:
-/// every command as written, quoted and by basename (and every suffix of a
-/// loose wrapper), and whether the line could run any command at all.
-pub(super) struct DenyLines {
-    lines: Vec<Vec<Tok>>,
-    anything: bool,
-}
-
-impl DenyLines {
-    pub(super) fn of(script: &Script) -> DenyLines {
-        let mut lines = Vec::new();
-        let mut anything = false;
-        for c in script.all_commands() {
-            lines.push(render(&c.words, false, false));
-            // The other forms differ only when a word needs quotes or the
-            // name has a directory.
-            if c.words
-                .iter()
-                .any(|w| w.as_lit().is_some_and(shell::needs_quotes))
-            {
-                lines.push(render(&c.words, false, true));
-            }
-            if c.words.first().is_some_and(|w| {
-                w.0.iter()
-                    .any(|p| matches!(p, Piece::Lit(s) if s.contains('/')))
-            }) {
-                lines.push(render(&c.words, true, false));
-            }
-            if c.loose {
-                // Any suffix may be the command the wrapper runs; a long
-                // one could hide any command past what is worth rendering.
-                if c.words.len() > MAX_LOOSE_WORDS {
-                    anything = true;
-                } else {
-                    for i in 1..c.words.len() {
-                        lines.push(render(&c.words[i..], true, false));
-                    }
-                }
-            }
-            anything |= matches!(c.runs, Runs::Unknown { anything: true, .. });
-        }
-        lines.sort();
-        lines.dedup();
-        // Text evaluated as code, or a line the parser cannot read, could
-        // hide any command (`$'\x72m'` spells `rm`).
-        anything |= script.scripts().iter().any(|s| s.evaluates_text)
-            || !script.all_unreadable().is_empty();
-        DenyLines { lines, anything }
-    }
-}
 
 /// Variables whose value changes what a command runs or loads.
 pub(super) const RISKY_VARIABLES: &[&str] = &[

@@ -31,13 +31,13 @@
 
 use std::path::Path;
 
-use super::Mode;
-use super::Verdict;
 use super::bash::{bash_cover, risky_variable};
 use super::paths::{Scope, names_denied_path, protected_write};
 use super::rule::{Pattern, Rule, Rules};
-use super::subject::Subject;
 use super::view::{View, any_match, view};
+use crate::event_log::Verdict;
+use crate::interception::subject::Subject;
+use crate::mode::Mode;
 use crate::shell::Script;
 use crate::tools::Tool;
 

@@ -5,13 +5,13 @@
 
 use std::path::Path;
 
-use super::Mode;
 use super::bash::risky_variable;
 use super::decision::{Disposition, HookVerdict, decide};
 use super::paths::{Scope, protected, protected_write};
 use super::rule::{Rule, Rules};
-use super::subject::Subject;
 use super::view::{View, view};
+use crate::interception::subject::Subject;
+use crate::mode::Mode;
 use crate::tools::{Tool, ToolInput};
 
 /// The session grant an "allow always" answer creates: this tool with

@@ -44,7 +44,7 @@ mod view;
 #[cfg(test)]
 mod tests;
 
-use super::{Verdict, subject};
+pub use crate::interception::subject::Subject;
 pub use crate::mode::Mode;
 pub use bash::risky_variable;
 pub use decision::{Disposition, HookVerdict, decide};
@@ -52,4 +52,3 @@ pub use grants::{grant_for, offer_grant};
 pub use paths::protected;
 pub use rule::{Anchors, ReadDenies, Rule, Rules};
 pub use search::{WEB_SEARCH, search_offered};
-pub use subject::Subject;

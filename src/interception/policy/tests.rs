@@ -6,6 +6,7 @@ use super::bash::*;
 use super::decision::*;
 use super::rule::*;
 use super::*;
+use crate::event_log::Verdict;
 use crate::shell;
 use crate::tools::{Tool, ToolInput};
 

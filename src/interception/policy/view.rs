@@ -1,15 +1,14 @@
 //! What the rules look at in a call's typed input ([`View`]: the Bash line
 //! and its script, the path as it resolves and as written, or a WebFetch's
-//! host), and matching
-//! deny and ask rules on it (also for hooks' `if` filters,
+//! host), and matching deny and ask rules on it (a Bash line: any command
+//! it could run, [`DenyLines`]; also for hooks' `if` filters,
 //! [`Rule::matches_call`]).
 
 use std::path::{Path, PathBuf};
 
-use super::bash::{DenyLines, bash_hit};
-use super::rule::Rule;
-use super::subject::Subject;
-use crate::shell::Script;
+use super::rule::{Pattern, Rule, Tok, overlaps, render};
+use crate::interception::subject::Subject;
+use crate::shell::{self, Piece, Runs, Script};
 
 /// What rules look at in a call.
 pub(super) enum View<'a> {
@@ -103,5 +102,80 @@ impl Rule {
             View::Web { host } => self.matches_domain(&host),
             View::Other(kind) => self.matches_agent(kind),
         }
+    }
+}
+
+/// Whether a Bash deny/ask rule could match some command of the line.
+pub(super) fn bash_hit(rule: &Rule, lines: &DenyLines) -> bool {
+    let alts = match &rule.pattern {
+        None => return true,
+        Some(Pattern::Command(alts)) => alts,
+        Some(
+            Pattern::ExactCommand(_)
+            | Pattern::Path(_)
+            | Pattern::ExactPath(_)
+            | Pattern::Domain(_)
+            | Pattern::Agent(_),
+        ) => return false,
+    };
+    lines.anything
+        || lines
+            .lines
+            .iter()
+            .any(|l| alts.iter().any(|a| overlaps(a, l)))
+}
+
+/// How many words of a wrapper whose options candor cannot follow are
+/// searched for the command it runs; a longer one could be any command.
+pub(super) const MAX_LOOSE_WORDS: usize = 64;
+
+/// A Bash line as deny and ask rules see it, rendered once for all rules:
+/// every command as written, quoted and by basename (and every suffix of a
+/// loose wrapper), and whether the line could run any command at all.
+pub(super) struct DenyLines {
+    lines: Vec<Vec<Tok>>,
+    anything: bool,
+}
+
+impl DenyLines {
+    pub(super) fn of(script: &Script) -> DenyLines {
+        let mut lines = Vec::new();
+        let mut anything = false;
+        for c in script.all_commands() {
+            lines.push(render(&c.words, false, false));
+            // The other forms differ only when a word needs quotes or the
+            // name has a directory.
+            if c.words
+                .iter()
+                .any(|w| w.as_lit().is_some_and(shell::needs_quotes))
+            {
+                lines.push(render(&c.words, false, true));
+            }
+            if c.words.first().is_some_and(|w| {
+                w.0.iter()
+                    .any(|p| matches!(p, Piece::Lit(s) if s.contains('/')))
+            }) {
+                lines.push(render(&c.words, true, false));
+            }
+            if c.loose {
+                // Any suffix may be the command the wrapper runs; a long
+                // one could hide any command past what is worth rendering.
+                if c.words.len() > MAX_LOOSE_WORDS {
+                    anything = true;
+                } else {
+                    for i in 1..c.words.len() {
+                        lines.push(render(&c.words[i..], true, false));
+                    }
+                }
+            }
+            anything |= matches!(c.runs, Runs::Unknown { anything: true, .. });
+        }
+        lines.sort();
+        lines.dedup();
+        // Text evaluated as code, or a line the parser cannot read, could
+        // hide any command (`$'\x72m'` spells `rm`).
+        anything |= script.scripts().iter().any(|s| s.evaluates_text)
+            || !script.all_unreadable().is_empty();
+        DenyLines { lines, anything }
     }
 }

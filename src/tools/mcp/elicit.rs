@@ -52,7 +52,7 @@ use crate::client::{ClientLink, Failed};
 use crate::event_log::{
     ElicitationAction, ElicitationAnswered, ElicitationAsked, ElicitationBy, ElicitationKind,
 };
-use crate::tools::ToolEvent;
+use crate::tools::tool_event::{Elicited, ToolEvent};
 
 /// How long a server's question waits for the user.
 pub const ANSWER_WAIT: Duration = Duration::from_secs(10 * 60);
@@ -66,17 +66,6 @@ const SCHEMA_MAX: usize = 64 * 1024;
 pub const MAX_PER_CALL: usize = 8;
 /// What the log keeps of an answer to a field that looks like a secret.
 pub const WITHHELD: &str = "[withheld]";
-
-/// What the session records of a server's question.
-#[derive(Debug)]
-pub enum Elicited {
-    /// Asked (or about to be): `elicitation/requested`.
-    Asked(ElicitationAsked),
-    /// How it ended: `elicitation/resolved`.
-    Answered(ElicitationAnswered),
-    /// Something the user should know: candor answered for them.
-    Notice(String),
-}
 
 /// One running MCP call's way to the user: a question its server sends
 /// while it runs is scoped to its card.

@@ -13,6 +13,7 @@
 pub mod annotations;
 pub mod elicit;
 mod http;
+mod names;
 pub mod refusal;
 pub mod servers;
 pub mod spec;
@@ -21,11 +22,13 @@ mod stdio;
 
 use serde_json::{Map, Value};
 
-pub use elicit::{Asker, Elicited};
+pub use elicit::Asker;
 pub use servers::{CallOutcome, McpPrompt, McpTool, Servers, State, Status};
 pub use spec::{Chosen, ServerSpec, Source, Transport, choose, from_editor};
 
-use super::{ToolContext, ToolEvent, ToolOutput, cap_for_model};
+use super::context::ToolContext;
+use super::output::{ToolOutput, cap_for_model};
+use super::tool_event::ToolEvent;
 use crate::event_log::{McpTarget, ResultContent};
 
 /// Most base64 bytes of the images of one answer kept (all of them

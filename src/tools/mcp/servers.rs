@@ -16,12 +16,9 @@
 //! streamable HTTP client, or over the older HTTP+SSE transport (`sse`,
 //! candor's own: rmcp dropped it).
 //!
-//! Tool names: `mcp__<server>__<tool>` with every character outside
-//! `[A-Za-z0-9_-]` made `_`; a name over 64 characters (the providers'
-//! limit) keeps its first 55 and ends in `_` and 8 hex digits of the
-//! SHA-256 of the unsanitised name; a name already taken by an earlier tool
-//! (servers in configured order, tools in the server's order) gets the
-//! same suffix. The same servers with the same tools give the same names.
+//! Tool names are `names`' (`mcp__<server>__<tool>`, sanitised, a name
+//! already taken by an earlier tool, servers in configured order and tools
+//! in the server's order, suffixed with its digest).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -30,11 +27,11 @@ use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, Tool as M
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::names::name_for;
 use super::spec::{ServerSpec, Transport};
 
 use crate::sync::lock;
@@ -47,8 +44,6 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(600);
 const STDERR_TAIL: usize = 8 * 1024;
 /// Most tools taken from one server.
 const MAX_TOOLS: usize = 500;
-/// The providers' limit on a tool name.
-const MAX_NAME: usize = 64;
 
 /// A server's state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -263,7 +258,7 @@ impl Servers {
     }
 
     /// Remembers the entries a stronger source shadowed, for `/mcp`.
-    pub fn shadowed(&self, shadowed: Vec<(ServerSpec, super::Source)>) {
+    pub fn shadowed(&self, shadowed: Vec<(ServerSpec, super::spec::Source)>) {
         lock(&self.inner.shadowed).extend(
             shadowed
                 .into_iter()
@@ -422,11 +417,11 @@ impl Servers {
 
     /// Whether the annotations of a server from `source` are taken at
     /// their word.
-    fn trust(&self, source: &super::Source) -> super::annotations::Trust {
+    fn trust(&self, source: &super::spec::Source) -> super::annotations::Trust {
         use super::annotations::Trust;
         match source {
             _ if !self.inner.trust_annotations => Trust::Off,
-            super::Source::Project(path) => Trust::Project(path.clone()),
+            super::spec::Source::Project(path) => Trust::Project(path.clone()),
             _ => Trust::Taken,
         }
     }
@@ -725,44 +720,6 @@ fn tail_note(entry: &Entry) -> String {
     }
 }
 
-/// The name `original` is offered by, unless one `taken` already: sanitised,
-/// and suffixed with its digest when the sanitised name is taken.
-fn name_for(original: &str, taken: impl Fn(&str) -> bool) -> Option<String> {
-    let clean = sanitize(original);
-    if !taken(&clean) {
-        return Some(clean);
-    }
-    Some(suffixed(&clean, original)).filter(|n| !taken(n))
-}
-
-/// `name` with what providers refuse made `_`, and cut to their limit.
-fn sanitize(name: &str) -> String {
-    let clean: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if clean.len() <= MAX_NAME {
-        clean
-    } else {
-        suffixed(&clean, name)
-    }
-}
-
-/// `clean` cut to 55 characters and ended with `_` and 8 hex digits of
-/// `original`'s digest.
-fn suffixed(clean: &str, original: &str) -> String {
-    let digest = Sha256::digest(original.as_bytes());
-    let hex: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
-    let head: String = clean.chars().take(MAX_NAME - 9).collect();
-    format!("{head}_{hex}")
-}
-
 /// Candor as an MCP client: re-reads the tools when told they changed,
 /// passes a question asked during a call to the user (`elicit`).
 #[derive(Clone)]
@@ -1022,25 +979,6 @@ fn initialize_error(e: rmcp::service::ClientInitializeError) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn names_are_what_providers_accept_and_stable() {
-        assert_eq!(
-            sanitize("mcp__git hub__open.issue"),
-            "mcp__git_hub__open_issue"
-        );
-        let long = format!("mcp__server__{}", "x".repeat(80));
-        let a = sanitize(&long);
-        assert_eq!(a.len(), 64);
-        assert_eq!(a, sanitize(&long));
-        assert!(
-            a.chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        );
-        let other = format!("mcp__server__{}y", "x".repeat(80));
-        assert_ne!(a, sanitize(&other), "two long names stay apart");
-        assert_eq!(sanitize("mcp__é__t").len(), "mcp_____t".len());
-    }
-
     #[tokio::test]
     async fn a_server_name_that_would_blur_which_server_a_rule_names_is_refused() {
         let servers = Servers::default();
@@ -1057,15 +995,5 @@ mod tests {
         servers.start(vec![spec], std::path::Path::new("/"));
         let status = servers.status();
         assert!(matches!(&status[0].state, State::Failed(why) if why.contains("__")));
-    }
-
-    #[test]
-    fn a_name_taken_already_gets_its_digest_and_stays_the_same_each_time() {
-        let first = name_for("mcp__a__b.c", |_| false).unwrap();
-        assert_eq!(first, "mcp__a__b_c");
-        let second = name_for("mcp__a__b_c", |n| n == first).unwrap();
-        assert!(second.starts_with("mcp__a__b_c_") && second.len() == "mcp__a__b_c".len() + 9);
-        assert_eq!(second, name_for("mcp__a__b_c", |n| n == first).unwrap());
-        assert_eq!(name_for("mcp__a__b_c", |_| true), None);
     }
 }

@@ -2,7 +2,7 @@
 //! entry came from ([`Source`]), and which entry wins when several sources
 //! name the same server ([`choose`]: the editor's, then Claude Code's local
 //! scope, then the project's `.mcp.json`, then the user's own). The user's
-//! and the project's files are read by `bridges::mcp`.
+//! and the project's files are read by `bridges::mcp_config`.
 
 use std::path::PathBuf;
 use std::time::Duration;

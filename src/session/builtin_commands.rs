@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::context::Gate;
+use super::kit::SessionKit;
 use crate::event_log::OfferedCommand;
 
 /// The commands every session offers.
@@ -79,21 +79,21 @@ pub(crate) fn parse(prompt: &str) -> Option<&'static str> {
 /// The answer to a command.
 pub(crate) fn run(
     command: &str,
-    gate: &Gate,
+    kit: &SessionKit,
     provider: &crate::providers::Provider,
     c: &mut super::commit::Committer,
     cwd: &Path,
 ) -> String {
     let records = c.records();
     match command {
-        "hooks" => hooks(gate),
-        "mcp" => mcp(gate),
+        "hooks" => hooks(kit),
+        "mcp" => mcp(kit),
         "context" => {
             let messages = c.request_history(provider.rewrite_strategy());
             let mut out = super::system::report(&super::system::Request {
                 records: c.records(),
                 cwd,
-                tools: &crate::tools::specs(&gate.mcp.tools()),
+                tools: &crate::tools::specs(&kit.mcp.tools()),
                 messages: &messages,
                 window: provider.context_window(),
                 budget: provider.budget(),
@@ -103,7 +103,7 @@ pub(crate) fn run(
                 "\n\n**Cost so far**: {}",
                 crate::providers::prices::Total::of(c.records()).describe()
             );
-            if let Some(withheld) = super::trust::withheld(&gate.trust) {
+            if let Some(withheld) = super::trust::withheld(&kit.trust) {
                 out.push_str("\n\n");
                 out.push_str(&withheld);
             }
@@ -128,37 +128,35 @@ pub(crate) fn run(
 /// commands run in (its sandbox, the user's `/sandbox` choices included)
 /// on this kernel (`kernel`).
 pub(crate) fn doctor(
-    gate: &Gate,
+    kit: &SessionKit,
     records: &[crate::event_log::Record],
     cwd: &Path,
     kernel: &crate::sandbox::Probe,
 ) -> String {
-    let session = match &gate.trust {
-        super::context::Trust::Trusted { by, offer, .. } => {
-            Some((offer.digest.as_str(), by.as_str()))
-        }
+    let session = match &kit.trust {
+        super::kit::Trust::Trusted { by, offer, .. } => Some((offer.digest.as_str(), by.as_str())),
         _ => None,
     };
     // The session's own additional directories, as recorded.
     let roots = super::system::latest(records)
         .map(|e| e.additional_directories.clone())
         .unwrap_or_default();
-    let sandbox = super::sandbox::for_calls(gate, records);
+    let sandbox = super::sandbox::for_calls(kit, records);
     let report =
-        crate::doctor::report_in(&gate.config, cwd, session, &roots, kernel, Some(&sandbox));
+        crate::doctor::report_in(&kit.config, cwd, session, &roots, kernel, Some(&sandbox));
     format!("```text\n{}```\n", crate::doctor::render(&report))
 }
 
 /// `/mcp`: each server, where its entry came from, its state, its tools
 /// and the end of its stderr; then the entries a stronger source shadowed.
-fn mcp(gate: &Gate) -> String {
+fn mcp(kit: &SessionKit) -> String {
     use crate::tools::mcp::State;
-    let servers = gate.mcp.status();
+    let servers = kit.mcp.status();
     let mut out = String::new();
     if servers.is_empty() {
         out.push_str("No MCP servers: the editor gave none, and no Claude Code or Codex configuration (nor a trusted project's `.mcp.json`) names one.\n");
     }
-    let tools = gate.mcp.tools();
+    let tools = kit.mcp.tools();
     for s in &servers {
         let state = match &s.state {
             State::Starting => "starting".to_owned(),
@@ -198,7 +196,7 @@ fn mcp(gate: &Gate) -> String {
         }
         out.push('\n');
     }
-    for (name, source, won) in gate.mcp.shadowed_entries() {
+    for (name, source, won) in kit.mcp.shadowed_entries() {
         let _ = writeln!(
             out,
             "- not used: {name} from {source} (the entry from {won} wins)"
@@ -207,8 +205,8 @@ fn mcp(gate: &Gate) -> String {
     out
 }
 
-fn hooks(gate: &Gate) -> String {
-    let policy = &gate.policy;
+fn hooks(kit: &SessionKit) -> String {
+    let policy = &kit.policy;
     let mut out = String::new();
     let mut section = |title: &str, items: Vec<String>| {
         let _ = writeln!(out, "**{title}**");
@@ -257,10 +255,10 @@ fn hooks(gate: &Gate) -> String {
         rules(&policy.rules.deny),
         rules(&policy.rules.ask),
         rules(&policy.rules.allow),
-        rules(&gate.grants),
+        rules(&kit.grants),
         policy.mode.id()
     );
-    if let Some(withheld) = super::trust::withheld(&gate.trust) {
+    if let Some(withheld) = super::trust::withheld(&kit.trust) {
         out.push_str("\n\n");
         out.push_str(&withheld);
     }

@@ -1,8 +1,12 @@
-//! The session's context: what a turn and its calls work with ([`Gate`]:
-//! policy, grants, the editor, files, shells, settings), how a turn is
-//! controlled ([`TurnControl`]) and how it fails ([`TurnError`]). Its own
-//! module, so that `turn`, `call`, `events`, `commands` and `trust` all
-//! depend on it and on none of each other in a circle.
+//! The session's kit: what a turn, its calls and candor's commands work
+//! with ([`SessionKit`]: the policy and grants calls are judged by, the
+//! editor, files, shells, MCP servers, settings, trust, the sandbox
+//! runtime, the view of the session's options shared with its handle, the
+//! subagent types and the subagents' [`Family`]), how a turn
+//! is controlled ([`TurnControl`]) and how it fails ([`TurnError`]). Its
+//! own module, so that `turn`, `call`, `events`, `builtin_commands`,
+//! `trust` and `subagent` all depend on it and on none of each other in a
+//! circle.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,10 +20,14 @@ use crate::interception::policy::Rule;
 use crate::providers::ProviderError;
 use crate::tools::{ClientLink, FileAccess, Shells};
 
-/// What the session's calls go through: its policy, what the user has
-/// allowed for the rest of the session, and the way to ask the user.
+/// The session's equipment, which its turns, calls and commands work
+/// with: its policy, what the user has allowed for the rest of the
+/// session, the way to ask the user, where files and commands go, its MCP
+/// servers, settings and trust, its options as the client is told of
+/// them, the subagents it may start and where it stands among them
+/// (`interception` judges the calls).
 #[derive(Debug)]
-pub(crate) struct Gate {
+pub(crate) struct SessionKit {
     pub(crate) session_id: String,
     pub(crate) policy: Policy,
     pub(crate) grants: Vec<Rule>,
@@ -40,7 +48,7 @@ pub(crate) struct Gate {
     /// The session's MCP servers.
     pub(crate) mcp: crate::tools::mcp::Servers,
     /// The user's command files, as last read (`session::user_commands`).
-    pub(crate) user_commands: Vec<crate::bridges::commands::UserCommand>,
+    pub(crate) user_commands: Vec<crate::bridges::command_files::UserCommand>,
     /// Whether the project's own settings apply (`session::trust`).
     pub(crate) trust: Trust,
     /// The session's sandbox runtime (launcher, `TMPDIR`, lifeline).
@@ -129,7 +137,7 @@ pub(crate) enum Trust {
     Trusted {
         by: String,
         project: PathBuf,
-        offer: crate::bridges::trust::Offer,
+        offer: crate::bridges::project_trust::Offer,
         remembered: bool,
     },
     /// They wait for the user's `/trust`.
@@ -142,7 +150,7 @@ pub(crate) struct Withheld {
     /// What the project's hooks are told of the session (for the rebuild).
     pub(crate) context: Arc<crate::bridges::SessionContext>,
     /// What trusting gives, as last shown or read.
-    pub(crate) offer: crate::bridges::trust::Offer,
+    pub(crate) offer: crate::bridges::project_trust::Offer,
     /// The notices loading gave when the session opened (not repeated when
     /// the policy is rebuilt).
     pub(crate) said: std::collections::HashSet<String>,

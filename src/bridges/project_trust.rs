@@ -119,7 +119,7 @@ pub fn claude_trusts(global_file: &Path, project: &Path) -> bool {
 /// A JSON file of the user's, read as settings are (a regular file, not
 /// blocking on a FIFO, at most [`MAX_STORE`] bytes); `None` for anything else.
 fn read_json(path: &Path) -> Option<Value> {
-    let text = super::read_capped(path, MAX_STORE).ok()??;
+    let text = super::settings_file::read_capped(path, MAX_STORE).ok()??;
     serde_json::from_str(&text).ok()
 }
 
@@ -302,7 +302,7 @@ pub struct Offer {
 
 impl Offer {
     /// The offer of `project` for the `wants` its settings gave and the
-    /// `scripts` its hooks name (`policy::Built`).
+    /// `scripts` its hooks name (`session_policy::Built`).
     pub fn new(project: &Path, wants: Vec<String>, scripts: &[PathBuf]) -> Offer {
         let files = if wants.is_empty() {
             Vec::new()
@@ -577,13 +577,13 @@ pub fn now() -> String {
 /// What a session in `project` would be offered to trust (its settings
 /// read untrusted, as a session starts).
 pub fn offer_in(config: &Config, project: &Path) -> Result<Offer, String> {
-    let context = Arc::new(super::SessionContext::new(
+    let context = Arc::new(super::session_context::SessionContext::new(
         "trust".into(),
         config.sessions_dir().join("trust.jsonl"),
         project.to_owned(),
         config.user_home.clone(),
     ));
-    let built = super::policy::build(config, &context, false)?;
+    let built = super::session_policy::build(config, &context, false)?;
     Ok(Offer::new(project, built.wants, &built.scripts))
 }
 

@@ -60,7 +60,7 @@ pub fn configured(
 }
 
 fn read_json(path: &Path, out: &mut Configured) -> Option<Map<String, Value>> {
-    let text = match crate::bridges::read_settings(path) {
+    let text = match super::settings_file::read_settings(path) {
         Ok(Some(text)) => text,
         Ok(None) => return None,
         Err(e) => {
@@ -257,7 +257,7 @@ fn expand(text: &str, withheld: &[String]) -> String {
 }
 
 fn codex_servers(path: &Path, out: &mut Configured) {
-    let text = match crate::bridges::read_settings(path) {
+    let text = match super::settings_file::read_settings(path) {
         Ok(Some(text)) => text,
         Ok(None) => return,
         Err(e) => {

@@ -8,7 +8,7 @@ use agent_client_protocol_schema::v1::ContentBlock;
 use serde_json::{Map, Value};
 
 use super::commit::Committer;
-use super::context::{Gate, TurnControl, TurnError};
+use super::kit::{SessionKit, TurnControl, TurnError};
 use crate::event_log::{Event, NoticeLevel, OfferedCommand, TurnStop};
 
 /// Most characters of an expansion or an attached resource the model is
@@ -18,18 +18,22 @@ const MAX_TEXT: usize = 100_000;
 /// Waits for the session's MCP servers still starting (up to the
 /// configured bound), and tells the user of any that did not start, stopped
 /// or are not ready in time. `false`: cancelled while waiting.
-async fn ready(c: &mut Committer, gate: &Gate, control: &TurnControl) -> Result<bool, TurnError> {
-    if gate.mcp.is_empty() {
+async fn ready(
+    c: &mut Committer,
+    kit: &SessionKit,
+    control: &TurnControl,
+) -> Result<bool, TurnError> {
+    if kit.mcp.is_empty() {
         return Ok(true);
     }
-    let waiting = gate
+    let waiting = kit
         .mcp
-        .wait_ready(gate.config.mcp_startup_wait(), &control.cancel)
+        .wait_ready(kit.config.mcp_startup_wait(), &control.cancel)
         .await;
     if control.cancel.is_cancelled() {
         return Ok(false);
     }
-    report(c, gate)?;
+    report(c, kit)?;
     for name in waiting {
         c.commit(Event::Notice {
             level: NoticeLevel::Warning,
@@ -43,14 +47,14 @@ async fn ready(c: &mut Committer, gate: &Gate, control: &TurnControl) -> Result<
 
 /// Tells the user of MCP servers that failed or stopped since last told,
 /// and of questions a server asked outside its calls.
-pub(crate) fn report(c: &mut Committer, gate: &Gate) -> Result<(), TurnError> {
-    for (name, why) in gate.mcp.take_failures() {
+pub(crate) fn report(c: &mut Committer, kit: &SessionKit) -> Result<(), TurnError> {
+    for (name, why) in kit.mcp.take_failures() {
         c.commit(Event::Notice {
             level: NoticeLevel::Warning,
             text: format!("The MCP server {name} {why} (/mcp shows its state)"),
         })?;
     }
-    for text in gate.mcp.take_notices() {
+    for text in kit.mcp.take_notices() {
         c.commit(Event::Notice {
             level: NoticeLevel::Warning,
             text,
@@ -78,15 +82,15 @@ pub(crate) fn resource_links(prompt: &[ContentBlock]) -> Vec<String> {
 /// resources ([`expand`]). `Some`: how the turn ends instead.
 pub(crate) async fn prepare(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     typed: &str,
     links: &[String],
     control: &TurnControl,
 ) -> Result<Option<TurnStop>, TurnError> {
-    if !ready(c, gate, control).await? {
+    if !ready(c, kit, control).await? {
         return Ok(Some(TurnStop::Cancelled));
     }
-    expand(c, gate, typed, links, control).await
+    expand(c, kit, typed, links, control).await
 }
 
 /// An MCP prompt command (`/mcp__<server>__<prompt> args`) expanded through
@@ -95,19 +99,19 @@ pub(crate) async fn prepare(
 /// agree on what the model was given.
 async fn expand(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     typed: &str,
     links: &[String],
     control: &TurnControl,
 ) -> Result<Option<TurnStop>, TurnError> {
-    if let Some(stop) = expand_command(c, gate, typed, control).await? {
+    if let Some(stop) = expand_command(c, kit, typed, control).await? {
         return Ok(Some(stop));
     }
     for uri in links {
-        let Some(server) = gate.mcp.resource_server(uri, &control.cancel).await else {
+        let Some(server) = kit.mcp.resource_server(uri, &control.cancel).await else {
             continue;
         };
-        match gate.mcp.read_resource(&server, uri, &control.cancel).await {
+        match kit.mcp.read_resource(&server, uri, &control.cancel).await {
             Ok(text) => c.commit(Event::PromptResource {
                 uri: uri.clone(),
                 server: Some(server),
@@ -143,7 +147,7 @@ pub(crate) fn capped(text: String) -> String {
 /// [`expand`] for the command: `None` when the turn goes on.
 async fn expand_command(
     c: &mut Committer,
-    gate: &Gate,
+    kit: &SessionKit,
     typed: &str,
     control: &TurnControl,
 ) -> Result<Option<TurnStop>, TurnError> {
@@ -151,11 +155,11 @@ async fn expand_command(
         return Ok(None);
     };
     let (word, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    let Some(prompt) = gate.mcp.prompts().into_iter().find(|p| p.command == word) else {
+    let Some(prompt) = kit.mcp.prompts().into_iter().find(|p| p.command == word) else {
         return Ok(None);
     };
     let arguments = arguments(&prompt.arguments, args.trim());
-    match gate
+    match kit
         .mcp
         .get_prompt(&prompt.server, &prompt.prompt, arguments, &control.cancel)
         .await
@@ -199,8 +203,8 @@ fn arguments(names: &[String], args: &str) -> Map<String, Value> {
 }
 
 /// The commands the servers' prompts are, for `available_commands_update`.
-pub(crate) fn offered(gate: &Gate) -> Vec<OfferedCommand> {
-    gate.mcp
+pub(crate) fn offered(kit: &SessionKit) -> Vec<OfferedCommand> {
+    kit.mcp
         .prompts()
         .into_iter()
         .map(|p| OfferedCommand {

@@ -1,16 +1,16 @@
 //! A session's policy as it is loaded: the policy file's hooks and rules,
 //! then the user's Claude Code and Codex hooks and rules, and the project's
-//! own when it is trusted (`super::trust`). A session starts with it
+//! own when it is trusted (`super::project_trust`). A session starts with it
 //! (`session::trust`), and `candor doctor` reports on it.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use super::SessionContext;
+use super::session_context::SessionContext;
 use crate::config::Config;
 use crate::event_log::NoticeLevel;
 use crate::interception::Policy;
-use crate::interception::scripted::PolicyFile;
+use crate::interception::policy_file::PolicyFile;
 
 /// A session's policy as loaded: the policy file's, then the user's Claude
 /// Code and Codex hooks and rules (and the project's, when trusted).
@@ -22,7 +22,7 @@ pub struct Built {
     /// when the build trusted the project).
     pub wants: Vec<String>,
     /// The paths the project's hooks name (trust binds to the project's
-    /// files among them: `super::trust::Offer`).
+    /// files among them: `super::project_trust::Offer`).
     pub scripts: Vec<std::path::PathBuf>,
     /// The hooks loaded, described.
     pub hooks: Vec<super::hook::HookSummary>,
@@ -92,7 +92,7 @@ pub fn build(
     policy.sandbox = crate::sandbox::Sandbox::resolve(&layers, trusted).0;
     // Its roots where their links lead now (`sandbox::ruleset`).
     policy.sandbox.pin_roots();
-    let mcp = crate::bridges::mcp::configured(
+    let mcp = crate::bridges::mcp_config::configured(
         config.claude.as_ref(),
         config.codex.as_ref(),
         cwd,

@@ -13,8 +13,7 @@ use std::pin::Pin;
 
 use serde_json::{Map, Value};
 
-use super::Policy;
-use super::policy::Mode;
+use crate::mode::Mode;
 
 pub use crate::event_log::SessionEvent;
 
@@ -79,10 +78,13 @@ pub struct EventOutcome {
     pub ran: usize,
 }
 
-/// Runs the hooks that apply to `input` and puts their answers together.
-pub async fn on_event(policy: &Policy, input: EventInput<'_>) -> EventOutcome {
-    let running = policy
-        .event_hooks
+/// Runs the hooks of `hooks` (the session's event hooks) that apply to
+/// `input` and puts their answers together.
+pub async fn on_event(
+    hooks: &[std::sync::Arc<dyn EventHook>],
+    input: EventInput<'_>,
+) -> EventOutcome {
+    let running = hooks
         .iter()
         .filter(|hook| hook.applies_to(&input))
         .map(|hook| async move { (hook.id().to_owned(), hook.run(input).await) });

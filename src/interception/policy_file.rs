@@ -1,4 +1,4 @@
-//! Scripted hooks and the policy file (`CANDOR_POLICY`).
+//! The policy file (`CANDOR_POLICY`) and its scripted (declarative) hooks.
 //!
 //! A policy file gives a session its pre-execute hooks, permission rules
 //! and starting mode; its format is in `protocol/hooks.md`:

@@ -40,6 +40,14 @@ fn parse_nested(command: &str, nesting: usize) -> Script {
         script.raw = Some(command.to_owned());
         return script;
     }
+    if parser::too_many_pending_heredocs(command) {
+        script.unreadable = Some(format!(
+            "a line opens more than {} here-documents, more than candor reads",
+            parser::MAX_PENDING_HEREDOCS
+        ));
+        script.raw = Some(command.to_owned());
+        return script;
+    }
     if nesting > MAX_NESTING {
         script.unreadable = Some("shell code nested too deeply for candor to read".into());
         script.raw = Some(command.to_owned());

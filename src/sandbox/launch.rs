@@ -2,9 +2,10 @@
 //! handled by `main` before anything else starts (no thread, no runtime),
 //! so the same path serves a command `tools::exec` spawns and one the
 //! editor's terminal runs. Its first stage (this file) connects the
-//! lifeline, enters the namespaces, binds and hides paths, brings `lo` up
-//! and starts the second stage (`sandbox::init`, the same binary again),
-//! the init of the new PID namespace, which confines itself and runs the
+//! lifeline, enters the namespaces, starts the second stage
+//! (`sandbox::init`, the same binary again), the init of the new PID
+//! namespace, and while that starts binds and hides paths and brings `lo`
+//! up; then it tells the second stage, which confines itself and runs the
 //! command. The first stage waits for it, forwards a termination request
 //! to it, kills it when the lifeline or its parent goes, and exits as the
 //! command did.
@@ -53,6 +54,9 @@ const TERM_GRACE: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Launch {
+    /// The build of candor that wrote it (`sandbox::launcher::BUILD`): a
+    /// launcher of another build refuses it rather than read it otherwise.
+    pub build: String,
     pub boundary: Boundary,
     /// candor's lifeline socket (`sandbox::lifeline`): the launcher lives
     /// as long as its connection.
@@ -109,11 +113,22 @@ fn parse(args: &[OsString]) -> Result<(Launch, Vec<OsString>), String> {
     let spec = spec.to_str().ok_or_else(usage)?;
     let launch: Launch =
         serde_json::from_str(spec).map_err(|e| format!("the launch is not readable: {e}"))?;
+
     let argv = match rest.split_first() {
         Some((dashes, argv)) if dashes == "--" && !argv.is_empty() => argv.to_vec(),
         _ => return Err(usage()),
     };
     Ok((launch, argv))
+}
+
+/// Why `launch` is not this launcher's to run: written by another build.
+pub(super) fn foreign(launch: &Launch) -> Option<String> {
+    (launch.build != super::launcher::BUILD).then(|| {
+        format!(
+            "this launcher ({}) is of another build of candor than the one that started it; build both again",
+            std::env::current_exe().unwrap_or_default().display()
+        )
+    })
 }
 
 /// Says why setup failed (stderr, and the lifeline if there is one), and
@@ -173,6 +188,9 @@ fn run(launch: &Launch, argv: Vec<OsString>) -> ExitCode {
             },
         );
     }
+    if let Some(why) = foreign(launch) {
+        return fail(life.as_mut(), &why);
+    }
     let Some(confinement) = launch.boundary.confinement() else {
         return unconfined(life, argv);
     };
@@ -219,32 +237,13 @@ struct Stage {
     nonce: String,
 }
 
-/// Namespaces, mounts, `lo`, and the second stage started.
+/// Namespaces, the second stage started, then (while it starts) the
+/// mounts and `lo`. The second stage waits for the word that they are in
+/// place before it confines itself (`supervise`).
 fn prepare(launch: &Launch, c: &Confinement, argv: &[OsString]) -> Result<Stage, String> {
-    let boundary = &launch.boundary;
-    let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
     super::namespaces::enter(&c.namespaces)?;
     if c.namespaces.mount {
         super::namespaces::make_private()?;
-        let roots = super::ruleset::write_paths(boundary);
-        let mut keep = boundary.protected.clone();
-        keep.extend(boundary.write_denied.iter().cloned());
-        keep.extend(super::protected::existing(&roots, boundary.home.as_deref()));
-        super::namespaces::protect(&keep)?;
-        let scratch = ["/dev/shm", "/tmp", "/mnt"]
-            .into_iter()
-            .map(PathBuf::from)
-            .find(|p| p.is_dir())
-            .unwrap_or_else(|| PathBuf::from("/dev"));
-        super::namespaces::hide(&boundary.read_denied, &scratch)?;
-        super::namespaces::private_shm()?;
-        // The working directory as the new mounts show it (a command
-        // started inside `.git` must not write through the old one).
-        std::env::set_current_dir(&cwd)
-            .map_err(|e| format!("the working directory {}: {e}", cwd.display()))?;
-    }
-    if c.namespaces.network {
-        super::namespaces::loopback_up()?;
     }
     let nonce = uuid::Uuid::new_v4().simple().to_string();
     let address = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}"))
@@ -260,7 +259,7 @@ fn prepare(launch: &Launch, c: &Confinement, argv: &[OsString]) -> Result<Stage,
         ..launch.clone()
     };
     let spec = serde_json::to_string(&inner).map_err(|e| e.to_string())?;
-    let exe = std::env::current_exe().map_err(|e| format!("the candor binary: {e}"))?;
+    let exe = std::env::current_exe().map_err(|e| format!("the launcher's binary: {e}"))?;
     let child = std::process::Command::new(exe)
         .arg(SUBCOMMAND)
         .arg("--init")
@@ -270,15 +269,46 @@ fn prepare(launch: &Launch, c: &Confinement, argv: &[OsString]) -> Result<Stage,
         .env(NONCE_VAR, &nonce)
         .spawn()
         .map_err(|e| format!("starting the sandbox's init: {e}"))?;
-    Ok(Stage {
+    let mut stage = Stage {
         child,
         listener,
         nonce,
-    })
+    };
+    if let Err(e) = mounts(&launch.boundary, c) {
+        let _ = stage.child.kill();
+        let _ = stage.child.wait();
+        return Err(e);
+    }
+    Ok(stage)
 }
 
-/// Waits for the second stage's word, reports it, then waits for the
-/// command's end.
+/// The binds and hidden paths, the private `/dev/shm`, and `lo` up: what
+/// must be in place before the command starts (the second stage, started
+/// already, confines itself only after them, and enters the working
+/// directory again, as the new mounts show it).
+fn mounts(boundary: &Boundary, c: &Confinement) -> Result<(), String> {
+    if c.namespaces.mount {
+        let roots = super::ruleset::write_paths(boundary);
+        let mut keep = boundary.protected.clone();
+        keep.extend(boundary.write_denied.iter().cloned());
+        keep.extend(super::protected::existing(&roots, boundary.home.as_deref()));
+        super::namespaces::protect(&keep)?;
+        let scratch = ["/dev/shm", "/tmp", "/mnt"]
+            .into_iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_dir())
+            .unwrap_or_else(|| PathBuf::from("/dev"));
+        super::namespaces::hide(&boundary.read_denied, &scratch)?;
+        super::namespaces::private_shm()?;
+    }
+    if c.namespaces.network {
+        super::namespaces::loopback_up()?;
+    }
+    Ok(())
+}
+
+/// Tells the second stage the mounts are in place, waits for its word,
+/// reports it, then waits for the command's end.
 fn supervise(mut stage: Stage, mut life: Option<UnixStream>, signals: SigSet) -> ExitCode {
     let mut status = match accept_init(&mut stage) {
         Ok(reader) => reader,
@@ -288,6 +318,8 @@ fn supervise(mut stage: Stage, mut life: Option<UnixStream>, signals: SigSet) ->
             return fail(life.as_mut(), &e);
         }
     };
+    // The mounts are in place: the second stage may confine itself.
+    send(status.get_mut(), &Report::Ready);
     let first = receive(&mut status);
     match first {
         Some(Report::Ready) => {}

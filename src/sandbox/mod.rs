@@ -8,9 +8,10 @@
 //! - [`Probe`] (`probe`) is what this kernel gives, found once per process
 //!   by a child that tries (`tools::exec::sandbox_probe`);
 //!   [`Boundary::enforceable`] never claims more.
-//! - The launcher (`launch`, then `init`) is candor's own binary run as
-//!   `candor __sandbox <Launch JSON> -- argv…` (`main` hands it over before
-//!   anything else starts): it confines itself with namespaces
+//! - The launcher (`launch`, then `init`) is the lean `candor-sandbox`
+//!   beside candor's binary, or candor's own binary (`launcher` chooses),
+//!   run as `… __sandbox <Launch JSON> -- argv…` (`main` hands it over
+//!   before anything else starts): it confines itself with namespaces
 //!   (`namespaces`), Landlock (`ruleset`) and seccomp (`seccomp`), runs the
 //!   command as its child in a PID namespace, and dies with candor
 //!   (`lifeline`). Setup that fails runs nothing, and says so on the
@@ -29,6 +30,7 @@ pub mod explain;
 pub mod forwarder;
 pub mod init;
 pub mod launch;
+pub mod launcher;
 pub mod lifeline;
 pub mod namespaces;
 pub mod probe;

@@ -1,5 +1,6 @@
 //! What a session's commands need to run confined (`protocol/sandbox.md`):
-//! candor's own binary as the launcher, the session's private directory
+//! the launcher (the lean `candor-sandbox` beside candor's binary, or that
+//! binary itself: `sandbox::launcher`), the session's private directory
 //! (its `TMPDIR`, and the lifeline every launcher of the session holds,
 //! so a sandbox ends with the session and with candor, even SIGKILLed),
 //! and what this kernel gives (probed once per process). A [`Confiner`]
@@ -48,7 +49,7 @@ struct Inner {
     _dir: Option<tempfile::TempDir>,
 }
 
-/// A command ready to start: candor's binary, the launch to give it, the
+/// A command ready to start: the launcher, the launch to give it, the
 /// watch on its reports, and its door of the session's proxy (an
 /// allowlist), which must live as long as the command.
 #[derive(Debug)]
@@ -153,7 +154,8 @@ impl Confiner {
         &self.inner.tmpdir
     }
 
-    /// candor's binary, the launcher, when known and usable.
+    /// candor's binary (the launcher, or what finds the lean one beside
+    /// it), when known and usable.
     pub fn launcher(&self) -> Option<&Path> {
         self.inner
             .launcher
@@ -192,14 +194,15 @@ impl Confiner {
         boundary: &Boundary,
         events: &tokio::sync::mpsc::UnboundedSender<super::ToolEvent>,
     ) -> Result<Launched, String> {
-        let launcher = self
-            .launcher()
-            .ok_or_else(|| {
-                self.inner
-                    .broken
-                    .clone()
-                    .unwrap_or_else(|| "candor's launcher is not known".into())
-            })?
+        let candor = self.launcher().ok_or_else(|| {
+            self.inner
+                .broken
+                .clone()
+                .unwrap_or_else(|| "candor's launcher is not known".into())
+        })?;
+        // The lean launcher when the probe chose it (`sandbox::launcher`).
+        let launcher = crate::sandbox::launcher::chosen()
+            .unwrap_or(candor)
             .to_owned();
         let lifeline = self
             .inner
@@ -214,6 +217,7 @@ impl Confiner {
         };
         let (token, watch) = lifeline.expect();
         let launch = Launch {
+            build: crate::sandbox::launcher::BUILD.into(),
             boundary: boundary.clone(),
             lifeline: Some(lifeline.path().to_owned()),
             token: Some(token),

@@ -105,6 +105,7 @@ impl Place {
 
 fn launch(boundary: &Boundary) -> Launch {
     Launch {
+        build: candor::sandbox::launcher::BUILD.into(),
         boundary: boundary.clone(),
         lifeline: None,
         token: None,

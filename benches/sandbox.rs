@@ -8,7 +8,9 @@
 //! Third, what a session waits for before a command's first byte: from
 //! spawning the launcher (with a session's lifeline) to its `ready` report
 //! (namespaces, binds, the init, Landlock and seccomp in place; the
-//! command not started yet).
+//! command not started yet). Fourth, the same when the session started a
+//! spare launcher ahead (`sandbox::spare`, every command after a
+//! session's first): from sending it the command to its `ready`.
 //!
 //! The launcher is the one candor would use: the lean `candor-sandbox`
 //! beside candor's binary when it is of the same build, else candor's own
@@ -196,6 +198,9 @@ fn main() {
         .collect();
     let ready = until_ready(&launcher, &off, &proj, dir.path());
     report("launcher exec → ready (network off)", ready);
+    if let Some(spared) = spare_ready(&launcher, &off, &proj, dir.path()) {
+        report("spare: command sent → ready (network off)", spared);
+    }
     let (plain, sandboxed, allowlisted) = (figures[0], figures[1], figures[2]);
     println!(
         "extra per command (median; p10; CPU): network off {:.3}; {:.3}; {:.3} ms, allowlist {:.3}; {:.3}; {:.3} ms (target: exec → ready, median at most 2 ms)",
@@ -248,4 +253,70 @@ fn until_ready(launcher: &Path, off: &Launch, cwd: &Path, dir: &Path) -> Vec<(Du
         }
         samples
     })
+}
+
+/// What a session's command waits for when a spare launcher was started
+/// ahead (`sandbox::spare`): from sending it the command to its `ready`,
+/// `runs()` times; each spare is given 20 ms to get ready first, as the
+/// model's answer would give it (and the CPU time of the whole run).
+/// `None` for a build without spares.
+fn spare_ready(
+    launcher: &Path,
+    off: &Launch,
+    cwd: &Path,
+    dir: &Path,
+) -> Option<Vec<(Duration, Duration)>> {
+    let answer = probe_of(launcher);
+    launcher::build_of(&answer)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let namespaces = off.boundary.confinement().unwrap().namespaces;
+    Some(rt.block_on(async {
+        let lifeline = candor::sandbox::Lifeline::bind(&dir.join("spare.sock")).unwrap();
+        let mut samples = Vec::new();
+        for round in 0..runs() + 5 {
+            let (token, mut watch) = lifeline.expect();
+            let spare = candor::sandbox::Spare {
+                build: off.build.clone(),
+                lifeline: lifeline.path().to_owned(),
+                token: token.clone(),
+                namespaces,
+            };
+            let cpu = common::children_cpu();
+            let mut child = tokio::process::Command::new(launcher)
+                .args(spare.args().unwrap())
+                .current_dir(cwd)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let start = candor::sandbox::Start {
+                launch: Launch {
+                    lifeline: Some(lifeline.path().to_owned()),
+                    token: Some(token),
+                    ..off.clone()
+                },
+                argv: vec!["true".into()],
+                cwd: cwd.to_owned(),
+                env: Vec::new(),
+            };
+            let began = Instant::now();
+            watch
+                .send(&start.line().unwrap(), Duration::from_secs(10))
+                .await
+                .unwrap();
+            let setup = watch.setup(Duration::from_secs(10)).await;
+            let took = began.elapsed();
+            assert_eq!(setup, candor::sandbox::Setup::Ready);
+            assert!(child.wait().await.unwrap().success());
+            if round >= 5 {
+                samples.push((took, common::children_cpu().saturating_sub(cpu)));
+            }
+        }
+        samples
+    }))
 }

@@ -38,27 +38,10 @@ pub fn run(launch: &Launch, argv: &[OsString]) -> ExitCode {
     if let Some(why) = super::launch::foreign(launch) {
         return fail(None, &why);
     }
-    let Some(nonce) = std::env::var_os(NONCE_VAR).and_then(|n| n.into_string().ok()) else {
-        return fail(
-            None,
-            "the sandbox's init was started without its first stage",
-        );
+    let mut status = match connect() {
+        Ok(status) => status,
+        Err(e) => return fail(None, &e),
     };
-    // The first stage is there (and, with the death signal set, it ends
-    // this one when it goes): connecting proves it.
-    let mut status = match SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}"))
-        .and_then(|a| UnixStream::connect_addr(&a))
-    {
-        Ok(stream) => stream,
-        Err(e) => return fail(None, &format!("the launcher is gone: {e}")),
-    };
-    send(
-        &mut status,
-        &Report::Hello {
-            token: nonce,
-            pid: std::process::id(),
-        },
-    );
     let Some(c) = launch.boundary.confinement() else {
         return refuse(
             &mut status,
@@ -78,6 +61,38 @@ pub fn run(launch: &Launch, argv: &[OsString]) -> ExitCode {
         Ok(env) => env,
         Err(e) => return refuse(&mut status, &e),
     };
+    command(status, c, argv, env)
+}
+
+/// Connects to the first stage's status socket (named by the nonce it
+/// gave) and says hello with the nonce. The first stage is there (and,
+/// with the death signal set, it ends this one when it goes): connecting
+/// proves it.
+pub(super) fn connect() -> Result<UnixStream, String> {
+    let Some(nonce) = std::env::var_os(NONCE_VAR).and_then(|n| n.into_string().ok()) else {
+        return Err("the sandbox's init was started without its first stage".into());
+    };
+    let mut status = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}"))
+        .and_then(|a| UnixStream::connect_addr(&a))
+        .map_err(|e| format!("the launcher is gone: {e}"))?;
+    send(
+        &mut status,
+        &Report::Hello {
+            token: nonce,
+            pid: std::process::id(),
+        },
+    );
+    Ok(status)
+}
+
+/// Confined: says so, starts the command (`argv`) with `env` added, reaps
+/// every process until it ends, reports how, and exits the same way.
+pub(super) fn command(
+    mut status: UnixStream,
+    c: &Confinement,
+    argv: &[OsString],
+    env: Vec<(String, String)>,
+) -> ExitCode {
     send(&mut status, &Report::Ready);
     let (program, args) = match argv.split_first() {
         Some((p, a)) => (p, a),
@@ -117,7 +132,7 @@ pub fn run(launch: &Launch, argv: &[OsString]) -> ExitCode {
 
 /// Tells the first stage why setup failed (it says so on stderr and the
 /// lifeline) and fails.
-fn refuse(status: &mut UnixStream, reason: &str) -> ExitCode {
+pub(super) fn refuse(status: &mut UnixStream, reason: &str) -> ExitCode {
     send(
         status,
         &Report::SetupFailed {
@@ -149,7 +164,7 @@ fn mounted(status: &UnixStream, c: &Confinement) -> Result<(), String> {
 
 /// Everything but the mounts and starting the command; returns the
 /// variables the command gets.
-fn confine(launch: &Launch, c: &Confinement) -> Result<Vec<(String, String)>, String> {
+pub(super) fn confine(launch: &Launch, c: &Confinement) -> Result<Vec<(String, String)>, String> {
     let boundary = &launch.boundary;
     let private_shm = c.namespaces.mount && std::path::Path::new("/dev/shm").is_dir();
     if !c.namespaces.pid {

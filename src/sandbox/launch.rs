@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{SigSet, Signal};
 use serde::{Deserialize, Serialize};
 
-use super::boundary::{Boundary, Confinement};
+use super::boundary::{Boundary, Confinement, Namespaces};
 use super::lifeline::Report;
 
 /// The hidden subcommand.
@@ -99,6 +99,8 @@ pub fn main_if_sandbox() -> Option<ExitCode> {
             Ok((launch, argv)) => super::init::run(&launch, &argv),
             Err(e) => fail(None, &e),
         },
+        Some(super::spare::SPARE) => super::spare::run(&rest[1..]),
+        Some(super::spare::INIT) => super::spare::run_init(&rest[1..]),
         _ => match parse(&rest) {
             Ok((launch, argv)) => run(&launch, argv),
             Err(e) => fail(None, &e),
@@ -194,18 +196,24 @@ fn run(launch: &Launch, argv: Vec<OsString>) -> ExitCode {
     let Some(confinement) = launch.boundary.confinement() else {
         return unconfined(life, argv);
     };
-    // A termination request is the command's to answer: the first stage
-    // forwards it (see `watch_signals`) and does not die of it.
-    let mut signals = SigSet::empty();
-    for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
-        signals.add(s);
-    }
-    let _ = signals.thread_block();
+    let signals = block_termination();
     let stage = match prepare(launch, confinement, &argv) {
         Ok(stage) => stage,
         Err(e) => return fail(life.as_mut(), &e),
     };
     supervise(stage, life, signals)
+}
+
+/// A termination request is the command's to answer: the first stage
+/// forwards it (`wait_for`) and does not die of it. Blocks those signals
+/// and returns them.
+pub(super) fn block_termination() -> SigSet {
+    let mut signals = SigSet::empty();
+    for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        signals.add(s);
+    }
+    let _ = signals.thread_block();
+    signals
 }
 
 /// Runs an unconfined command as the launcher's child, still ended with
@@ -231,18 +239,46 @@ fn unconfined(mut life: Option<UnixStream>, argv: Vec<OsString>) -> ExitCode {
 }
 
 /// What the first stage set up, and the second stage starting.
-struct Stage {
+pub(super) struct Stage {
     child: std::process::Child,
     listener: UnixListener,
     nonce: String,
+}
+
+impl Stage {
+    /// Ends the second stage (setup failed here).
+    pub(super) fn end(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// Namespaces, the second stage started, then (while it starts) the
 /// mounts and `lo`. The second stage waits for the word that they are in
 /// place before it confines itself (`supervise`).
 fn prepare(launch: &Launch, c: &Confinement, argv: &[OsString]) -> Result<Stage, String> {
-    super::namespaces::enter(&c.namespaces)?;
-    if c.namespaces.mount {
+    let inner = Launch {
+        lifeline: None,
+        token: None,
+        ..launch.clone()
+    };
+    let spec = serde_json::to_string(&inner).map_err(|e| e.to_string())?;
+    let mut init = vec![OsString::from("--init"), spec.into(), "--".into()];
+    init.extend(argv.iter().cloned());
+    let mut stage = start_init(&c.namespaces, init)?;
+    if let Err(e) = mounts(&launch.boundary, c) {
+        stage.end();
+        return Err(e);
+    }
+    Ok(stage)
+}
+
+/// Enters the namespaces `ns` asks for and starts the second stage, the
+/// same binary with `init` after the subcommand, given the status
+/// socket's nonce.
+pub(super) fn start_init(ns: &Namespaces, init: Vec<OsString>) -> Result<Stage, String> {
+    super::namespaces::enter(ns)?;
+    if ns.mount {
         super::namespaces::make_private()?;
     }
     let nonce = uuid::Uuid::new_v4().simple().to_string();
@@ -250,43 +286,28 @@ fn prepare(launch: &Launch, c: &Confinement, argv: &[OsString]) -> Result<Stage,
         .map_err(|e| format!("the status socket: {e}"))?;
     let listener =
         UnixListener::bind_addr(&address).map_err(|e| format!("the status socket: {e}"))?;
-    if c.namespaces.user {
+    if ns.user {
         super::namespaces::keep_for_init()?;
     }
-    let inner = Launch {
-        lifeline: None,
-        token: None,
-        ..launch.clone()
-    };
-    let spec = serde_json::to_string(&inner).map_err(|e| e.to_string())?;
     let exe = std::env::current_exe().map_err(|e| format!("the launcher's binary: {e}"))?;
     let child = std::process::Command::new(exe)
         .arg(SUBCOMMAND)
-        .arg("--init")
-        .arg(spec)
-        .arg("--")
-        .args(argv)
+        .args(init)
         .env(NONCE_VAR, &nonce)
         .spawn()
         .map_err(|e| format!("starting the sandbox's init: {e}"))?;
-    let mut stage = Stage {
+    Ok(Stage {
         child,
         listener,
         nonce,
-    };
-    if let Err(e) = mounts(&launch.boundary, c) {
-        let _ = stage.child.kill();
-        let _ = stage.child.wait();
-        return Err(e);
-    }
-    Ok(stage)
+    })
 }
 
 /// The binds and hidden paths, the private `/dev/shm`, and `lo` up: what
 /// must be in place before the command starts (the second stage, started
 /// already, confines itself only after them, and enters the working
 /// directory again, as the new mounts show it).
-fn mounts(boundary: &Boundary, c: &Confinement) -> Result<(), String> {
+pub(super) fn mounts(boundary: &Boundary, c: &Confinement) -> Result<(), String> {
     if c.namespaces.mount {
         let roots = super::ruleset::write_paths(boundary);
         let mut keep = boundary.protected.clone();
@@ -307,29 +328,36 @@ fn mounts(boundary: &Boundary, c: &Confinement) -> Result<(), String> {
     Ok(())
 }
 
-/// Tells the second stage the mounts are in place, waits for its word,
-/// reports it, then waits for the command's end.
+/// Tells the second stage the mounts are in place, then [`follow`]s it.
 fn supervise(mut stage: Stage, mut life: Option<UnixStream>, signals: SigSet) -> ExitCode {
     let mut status = match accept_init(&mut stage) {
         Ok(reader) => reader,
         Err(e) => {
-            let _ = stage.child.kill();
-            let _ = stage.child.wait();
+            stage.end();
             return fail(life.as_mut(), &e);
         }
     };
     // The mounts are in place: the second stage may confine itself.
     send(status.get_mut(), &Report::Ready);
-    let first = receive(&mut status);
-    match first {
+    follow(stage, status, life, signals)
+}
+
+/// Waits for the second stage's word (it is confining itself), reports
+/// it, then waits for the command's end.
+pub(super) fn follow(
+    mut stage: Stage,
+    mut status: std::io::BufReader<UnixStream>,
+    mut life: Option<UnixStream>,
+    signals: SigSet,
+) -> ExitCode {
+    match receive(&mut status) {
         Some(Report::Ready) => {}
         Some(Report::SetupFailed { reason }) => {
             let _ = stage.child.wait();
             return fail(life.as_mut(), &reason);
         }
         _ => {
-            let _ = stage.child.kill();
-            let _ = stage.child.wait();
+            stage.end();
             return fail(
                 life.as_mut(),
                 "the sandbox's init ended before it was set up",
@@ -344,7 +372,7 @@ fn supervise(mut stage: Stage, mut life: Option<UnixStream>, signals: SigSet) ->
 }
 
 /// The second stage's connection, checked by its nonce.
-fn accept_init(stage: &mut Stage) -> Result<std::io::BufReader<UnixStream>, String> {
+pub(super) fn accept_init(stage: &mut Stage) -> Result<std::io::BufReader<UnixStream>, String> {
     let deadline = Instant::now() + SETUP_WAIT;
     stage
         .listener

@@ -16,6 +16,8 @@
 //!   command as its child in a PID namespace, and dies with candor
 //!   (`lifeline`). Setup that fails runs nothing, and says so on the
 //!   lifeline.
+//! - A spare launcher (`spare`) is one started ahead, namespaces entered
+//!   and its init running, waiting on its lifeline for the command.
 //! - The network allowlist is a proxy candor runs (`proxy`: the session's
 //!   grants and one door a command, whose judge is the user asked on the
 //!   command's card), reached from inside only through the forwarder
@@ -39,6 +41,7 @@ pub mod proxy;
 pub mod ruleset;
 pub mod seccomp;
 pub mod settings;
+pub mod spare;
 
 pub use boundary::{Boundary, Confinement, Enforced, LandlockRules, Namespaces, Network, Preset};
 pub use explain::explain;
@@ -49,3 +52,4 @@ pub use proxy::{
     Allowlist, Answer, DecidedBy, Decision, Grants, Judge, Proxy, ProxyConfig, RefuseUnlisted,
 };
 pub use settings::{Layer, Sandbox};
+pub use spare::{Spare, Start};

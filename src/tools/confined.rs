@@ -39,6 +39,9 @@ struct Inner {
     tmpdir: PathBuf,
     /// Why the session's directory or lifeline could not be made.
     broken: Option<String>,
+    /// The spare launcher for the next command (ended before the
+    /// lifeline and the directory).
+    spare: std::sync::Mutex<Option<SpareLauncher>>,
     // Dropped before the directory holding its socket.
     lifeline: Option<Lifeline>,
     /// The hosts the user allowed for the rest of the session (every
@@ -58,6 +61,21 @@ pub struct Launched {
     pub launch: Launch,
     pub watch: Watch,
     pub door: Option<Proxy>,
+    /// A spare launcher already running (its process group and output):
+    /// the command goes to it as a `sandbox::Start` on the lifeline
+    /// ([`Watch::send`]) instead of on a new launcher's command line.
+    pub spare: Option<(super::exec::ProcessGroup, tokio::net::unix::pipe::Receiver)>,
+}
+
+/// A spare launcher started ahead for the session's next confined
+/// command.
+#[derive(Debug)]
+struct SpareLauncher {
+    group: super::exec::ProcessGroup,
+    output: tokio::net::unix::pipe::Receiver,
+    watch: Watch,
+    token: String,
+    namespaces: crate::sandbox::Namespaces,
 }
 
 /// The user, asked on the call's card by the session (`ToolEvent::NetworkAsk`).
@@ -118,6 +136,7 @@ impl Confiner {
                 workdir,
                 tmpdir,
                 broken: None,
+                spare: std::sync::Mutex::new(None),
                 lifeline: Some(lifeline),
                 grants: Grants::default(),
                 doors: std::sync::atomic::AtomicU64::new(0),
@@ -130,6 +149,7 @@ impl Confiner {
                     workdir,
                     tmpdir: std::env::temp_dir(),
                     broken: Some(why),
+                    spare: std::sync::Mutex::new(None),
                     lifeline: None,
                     grants: Grants::default(),
                     doors: std::sync::atomic::AtomicU64::new(0),
@@ -194,13 +214,101 @@ impl Confiner {
         boundary: &Boundary,
         events: &tokio::sync::mpsc::UnboundedSender<super::ToolEvent>,
     ) -> Result<Launched, String> {
+        let (launcher, lifeline) = self.launcher_and_lifeline()?;
+        let door = self.door_for(boundary, events)?;
+        let (token, watch) = lifeline.expect();
+        Ok(Launched {
+            launcher,
+            launch: launch_of(boundary, lifeline, token, door.as_ref()),
+            watch,
+            door,
+            spare: None,
+        })
+    }
+
+    /// [`launch`](Self::launch) for a command candor starts itself: the
+    /// session's spare launcher when there is one for these namespaces
+    /// (`Launched::spare` holds it, to be sent the command), else a
+    /// launcher to start. A spare for other namespaces is let go.
+    pub fn launch_local(
+        &self,
+        boundary: &Boundary,
+        events: &tokio::sync::mpsc::UnboundedSender<super::ToolEvent>,
+    ) -> Result<Launched, String> {
+        let taken = {
+            let mut slot = crate::sync::lock(&self.inner.spare);
+            let fits = boundary
+                .confinement()
+                .is_some_and(|c| slot.as_ref().is_some_and(|s| s.namespaces == c.namespaces));
+            // Taken, or let go (killed with its group) when it does not fit.
+            let spare = slot.take();
+            spare.filter(|_| fits)
+        };
+        let Some(spare) = taken else {
+            return self.launch(boundary, events);
+        };
+        let (launcher, lifeline) = self.launcher_and_lifeline()?;
+        let door = self.door_for(boundary, events)?;
+        Ok(Launched {
+            launcher,
+            launch: launch_of(boundary, lifeline, spare.token, door.as_ref()),
+            watch: spare.watch,
+            door,
+            spare: Some((spare.group, spare.output)),
+        })
+    }
+
+    /// Starts a spare launcher for the session's next command in
+    /// `boundary`'s namespaces (`sandbox::spare`), unless there is one, the
+    /// boundary does not confine, or no launcher was chosen yet (the
+    /// probe has not run). Its setup runs while the session does other
+    /// work; the next command only sends it the command.
+    pub fn spare_soon(&self, boundary: &Boundary) {
+        let Some(c) = boundary.confinement() else {
+            return;
+        };
+        let Some(launcher) = crate::sandbox::launcher::chosen() else {
+            return;
+        };
+        let Ok((_, lifeline)) = self.launcher_and_lifeline() else {
+            return;
+        };
+        let mut slot = crate::sync::lock(&self.inner.spare);
+        if slot.is_some() {
+            return;
+        }
+        let (token, watch) = lifeline.expect();
+        let spare = crate::sandbox::Spare {
+            build: crate::sandbox::launcher::BUILD.into(),
+            lifeline: lifeline.path().to_owned(),
+            token: token.clone(),
+            namespaces: c.namespaces,
+        };
+        let started = super::exec::sandbox_spare(launcher, &spare, self.workdir())
+            .and_then(|(cmd, output)| Ok((super::exec::ProcessGroup::spawn(cmd)?, output)));
+        match started {
+            Ok((group, output)) => {
+                *slot = Some(SpareLauncher {
+                    group,
+                    output,
+                    watch,
+                    token,
+                    namespaces: c.namespaces,
+                });
+            }
+            Err(e) => tracing::debug!("no spare sandbox launcher: {e}"),
+        }
+    }
+
+    /// The launcher to run (the lean one when the probe chose it,
+    /// `sandbox::launcher`) and the session's lifeline.
+    fn launcher_and_lifeline(&self) -> Result<(PathBuf, &Lifeline), String> {
         let candor = self.launcher().ok_or_else(|| {
             self.inner
                 .broken
                 .clone()
                 .unwrap_or_else(|| "candor's launcher is not known".into())
         })?;
-        // The lean launcher when the probe chose it (`sandbox::launcher`).
         let launcher = crate::sandbox::launcher::chosen()
             .unwrap_or(candor)
             .to_owned();
@@ -209,26 +317,22 @@ impl Confiner {
             .lifeline
             .as_ref()
             .ok_or("the sandbox's lifeline is not there")?;
-        let door = match &boundary.network {
+        Ok((launcher, lifeline))
+    }
+
+    /// The command's door of the proxy, when `boundary` confines it to an
+    /// allowlist.
+    fn door_for(
+        &self,
+        boundary: &Boundary,
+        events: &tokio::sync::mpsc::UnboundedSender<super::ToolEvent>,
+    ) -> Result<Option<Proxy>, String> {
+        match &boundary.network {
             Network::Allowlist { domains } if boundary.confinement().is_some() => {
-                Some(self.door(domains, events)?)
+                self.door(domains, events).map(Some)
             }
-            _ => None,
-        };
-        let (token, watch) = lifeline.expect();
-        let launch = Launch {
-            build: crate::sandbox::launcher::BUILD.into(),
-            boundary: boundary.clone(),
-            lifeline: Some(lifeline.path().to_owned()),
-            token: Some(token),
-            proxy: door.as_ref().map(|d| d.path().to_owned()),
-        };
-        Ok(Launched {
-            launcher,
-            launch,
-            watch,
-            door,
-        })
+            _ => Ok(None),
+        }
     }
 
     /// A command's door of the session's proxy, in the session's
@@ -263,6 +367,22 @@ impl Confiner {
         };
         Proxy::start(&dir.path().join(format!("proxy-{n}.sock")), config)
             .map_err(|e| format!("the network allowlist's proxy cannot listen: {e}"))
+    }
+}
+
+/// The launch a launcher is given for a command in `boundary`.
+fn launch_of(
+    boundary: &Boundary,
+    lifeline: &Lifeline,
+    token: String,
+    door: Option<&Proxy>,
+) -> Launch {
+    Launch {
+        build: crate::sandbox::launcher::BUILD.into(),
+        boundary: boundary.clone(),
+        lifeline: Some(lifeline.path().to_owned()),
+        token: Some(token),
+        proxy: door.map(|d| d.path().to_owned()),
     }
 }
 

@@ -106,6 +106,23 @@ pub fn confined_bash(
     piped(cmd, cwd)
 }
 
+/// A spare launcher (`<launcher> __sandbox --spare <spare>`,
+/// `sandbox::spare`): started ahead, in `cwd`, piped as [`bash`]; it
+/// waits on its lifeline for the command.
+pub fn sandbox_spare(
+    launcher: &Path,
+    spare: &crate::sandbox::Spare,
+    cwd: &Path,
+) -> io::Result<(Command, pipe::Receiver)> {
+    let args = spare
+        .args()
+        .map_err(|e| io::Error::other(format!("the spare cannot be written: {e}")))?;
+    #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
+    let mut cmd = Command::new(launcher);
+    cmd.args(args);
+    piped(cmd, cwd)
+}
+
 /// `cmd` in `cwd`, stdin closed, stdout and stderr into one pipe, its own
 /// process group, scrubbed (see [`bash`]).
 fn piped(mut cmd: Command, cwd: &Path) -> io::Result<(Command, pipe::Receiver)> {

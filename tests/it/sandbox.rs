@@ -203,7 +203,12 @@ fn candor_itself_launches_and_confines_the_same_where_the_lean_launcher_is_not()
     assert!(!place.outside.join("by-candor").exists());
     // The control: inside the writable root, the same write works.
     let out = sandboxed_by(candor(), &l, &place.proj, "echo x > inside && cat inside");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "x\n", "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "x\n",
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]

@@ -1566,3 +1566,96 @@ async fn without_a_lean_launcher_of_its_build_beside_it_candor_launches_commands
     }
     assert!(!mark.exists(), "the launcher of another build was run");
 }
+
+/// The processes whose working directory is `dir` (where a spare
+/// launcher and its init wait; `dir` without links).
+fn processes_in(dir: &Path) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == dir))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_next_command_goes_to_a_spare_launcher_confined_alike_which_ends_with_candor() {
+    require_sandbox();
+    for killed in [false, true] {
+        let env = TestEnv::new().with_policy(json!({"mode": "bypassPermissions"}));
+        let outside = outside(&env);
+        let command = |n: u32| {
+            format!(
+                "tr '\\0' ' ' < /proc/1/cmdline; echo; echo x > {}/w{n}; echo wrote=$?",
+                outside.display()
+            )
+        };
+        let path = env.dir.path().join("script.json");
+        let s = script(vec![
+            respond(json!([tool(
+                "one",
+                "Bash",
+                json!({ "command": command(1) })
+            )])),
+            respond(json!([tool(
+                "two",
+                "Bash",
+                json!({ "command": command(2) })
+            )])),
+            respond(json!([tool(
+                "three",
+                "Bash",
+                json!({ "command": command(3) })
+            )])),
+            respond(json!([text("done")])),
+        ]);
+        std::fs::write(&path, s.to_string()).unwrap();
+        let env = TestEnv {
+            script: Some(path),
+            ..env
+        };
+        let project = env.project.canonicalize().unwrap();
+        let mut conn = Conn::spawn(env);
+        let session = conn.ready().await;
+        conn.prompt(&session, "go").await;
+        let thread = conn.thread(&session);
+        let (one, two, three) = (
+            thread.card("one").text(),
+            thread.card("two").text(),
+            thread.card("three").text(),
+        );
+        // The first command's launcher was started for it; the next ones
+        // were waiting, started ahead.
+        assert!(one.contains("__sandbox --init {"), "{one}");
+        for card in [&two, &three] {
+            assert!(card.contains("__sandbox --init-spare"), "{card}");
+        }
+        for card in [&one, &two, &three] {
+            assert!(card.contains("wrote=1"), "{card}");
+        }
+        assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
+        // A spare waits for the next command, in the project.
+        assert!(
+            eventually(Duration::from_secs(5), || !processes_in(&project)
+                .is_empty())
+            .await,
+            "no spare launcher waits"
+        );
+        if killed {
+            conn.child().start_kill().unwrap();
+            let _ = conn.child().wait().await;
+            assert!(
+                eventually(Duration::from_secs(5), || processes_in(&project).is_empty()).await,
+                "a spare launcher outlived candor, killed: {:?}",
+                processes_in(&project)
+            );
+        } else {
+            let _env = conn.end().await;
+            assert!(
+                eventually(Duration::from_secs(5), || processes_in(&project).is_empty()).await,
+                "a spare launcher outlived its session: {:?}",
+                processes_in(&project)
+            );
+        }
+    }
+}

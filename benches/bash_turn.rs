@@ -164,6 +164,9 @@ fn run(rt: &tokio::runtime::Runtime, sampled: bool, sandboxed: bool) -> Run {
         ("ANTHROPIC_BASE_URL", url.as_ref()),
         ("ANTHROPIC_API_KEY", KEY.as_ref()),
         ("CANDOR_POLICY", policy.as_os_str()),
+        // The title from the prompt's first line: the mock is asked only
+        // the turn's requests (a title request could come first or not).
+        ("CANDOR_SESSION_TITLES", "prompt".as_ref()),
     ]);
     let pid = child.id();
     let mut stdin = child.stdin.take().unwrap();

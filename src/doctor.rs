@@ -194,6 +194,10 @@ pub struct SandboxInfo {
     /// The same in words ("Landlock ABI 7, user, mount, PID, network
     /// namespaces, seccomp").
     pub kernel_summary: String,
+    /// The binary that launches sandboxed commands, once chosen
+    /// (`sandbox::launcher`): the lean `candor-sandbox`, or candor's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<std::path::PathBuf>,
     /// `read-only`, `workspace-write` or `full-access`.
     pub preset: String,
     /// `off`, `allowlist` or `on`.
@@ -246,6 +250,7 @@ fn sandbox_info(
     SandboxInfo {
         kernel: kernel.clone(),
         kernel_summary: kernel.describe(),
+        launcher: crate::sandbox::launcher::chosen().map(std::path::Path::to_owned),
         preset: sandbox.preset.id().into(),
         network: sandbox.network.id().into(),
         allowed_domains: sandbox.allowed_domains.clone(),
@@ -851,6 +856,17 @@ pub fn render(r: &Report) -> String {
 fn render_sandbox(out: &mut String, s: &SandboxInfo) {
     let _ = writeln!(out, "\nSandbox");
     let _ = writeln!(out, "  kernel    {}", s.kernel_summary);
+    if let Some(launcher) = &s.launcher {
+        let lean = launcher
+            .file_name()
+            .is_some_and(|n| n == crate::sandbox::launcher::LEAN);
+        let note = if lean {
+            ""
+        } else {
+            " (candor itself: no candor-sandbox of this build beside it, so each command starts a few milliseconds slower)"
+        };
+        let _ = writeln!(out, "  launcher  {}{note}", launcher.display());
+    }
     let _ = writeln!(out, "  settings  {}", s.settings);
     let _ = writeln!(out, "  commands  {}", s.runs_with);
     for gap in &s.not_held {

@@ -15,8 +15,12 @@
 //! to end, peak RSS of candor and its children under 20 MiB, and under 1 ms
 //! from the provider's last byte to each `tool_call` frame.
 //!
-//! Reported, median of 5 runs:
+//! The two boundaries' runs are interleaved. `CANDOR_BIN` measures
+//! another build (`benches/common`). Reported, median of 5 runs:
 //! - end to end: `session/prompt` written → its response read;
+//! - CPU: the CPU time of candor and everything it started, the whole
+//!   run (start-up and the session included), which the machine's other
+//!   load does not change;
 //! - the floor: the same 21 request bodies posted to a fresh mock and read
 //!   to the end, plus 20 `bash -c 'echo step N'` spawns, from this process;
 //! - last byte → `tool_call`: the time the mock wrote the last frame it had
@@ -57,7 +61,13 @@ use mock_anthropic::{KEY, MockAnthropic, Step, message, text, tool_use};
 use serde_json::{Value, json};
 
 const CALLS: usize = 20;
-const RUNS: usize = 5;
+/// Runs per boundary (`BENCH_RUNS`, default 5).
+fn runs() -> usize {
+    std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+}
 
 fn steps() -> Vec<Step> {
     let mut steps: Vec<Step> = (1..=CALLS)
@@ -79,6 +89,8 @@ fn steps() -> Vec<Step> {
 /// One run's figures.
 struct Run {
     took: Duration,
+    /// The CPU time of candor and everything it started.
+    cpu: Duration,
     to_card: Vec<Duration>,
     hwm_kib: u64,
     sampled_kib: u64,
@@ -143,6 +155,7 @@ fn run(rt: &tokio::runtime::Runtime, sampled: bool, sandboxed: bool) -> Run {
     let home = dir.path().join("home");
     let config = dir.path().join("config");
     let url = mock.url();
+    let cpu = common::children_cpu();
     let mut child = common::candor(&[
         ("HOME", dir.path().as_os_str()),
         ("CANDOR_HOME", home.as_os_str()),
@@ -151,6 +164,9 @@ fn run(rt: &tokio::runtime::Runtime, sampled: bool, sandboxed: bool) -> Run {
         ("ANTHROPIC_BASE_URL", url.as_ref()),
         ("ANTHROPIC_API_KEY", KEY.as_ref()),
         ("CANDOR_POLICY", policy.as_os_str()),
+        // The title from the prompt's first line: the mock is asked only
+        // the turn's requests (a title request could come first or not).
+        ("CANDOR_SESSION_TITLES", "prompt".as_ref()),
     ]);
     let pid = child.id();
     let mut stdin = child.stdin.take().unwrap();
@@ -230,11 +246,13 @@ fn run(rt: &tokio::runtime::Runtime, sampled: bool, sandboxed: bool) -> Run {
         .collect();
     drop(stdin);
     let _ = child.wait();
+    let cpu = common::children_cpu().saturating_sub(cpu);
     let _ = reader.join();
     let bodies = mock.bodies();
     assert_eq!(bodies.len(), CALLS + 1, "one model request per step");
     Run {
         took,
+        cpu,
         to_card,
         hwm_kib,
         sampled_kib,
@@ -314,22 +332,34 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let mut medians = Vec::new();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("load average: {}", load.trim());
+    // One warm-up run each (page cache, the binary's first start); then the
+    // two boundaries interleaved, so that the machine's other load falls
+    // on both alike.
     for sandboxed in [false, true] {
-        medians.push(report(&rt, sandboxed));
+        let _ = run(&rt, false, sandboxed);
     }
+    let mut all: [Vec<Run>; 2] = Default::default();
+    for _ in 0..runs() {
+        for sandboxed in [false, true] {
+            all[usize::from(sandboxed)].push(run(&rt, false, sandboxed));
+        }
+    }
+    let [plain, confined] = all;
+    let medians = [report(&rt, false, plain), report(&rt, true, confined)];
     println!(
-        "  sandboxed / unsandboxed end to end: {:.2}×   (target ≤ 1.2×)",
-        medians[1].as_secs_f64() / medians[0].as_secs_f64()
+        "  sandboxed / unsandboxed end to end: {:.2}×   (target ≤ 1.2×); CPU per turn {:.2}×",
+        medians[1].0.as_secs_f64() / medians[0].0.as_secs_f64(),
+        medians[1].1.as_secs_f64() / medians[0].1.as_secs_f64()
     );
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("load average: {}", load.trim());
 }
 
-/// Runs the turn `RUNS` times in one boundary and prints its figures; the
-/// median end to end.
-fn report(rt: &tokio::runtime::Runtime, sandboxed: bool) -> Duration {
-    // One warm-up run (page cache, the binary's first start).
-    let _ = run(rt, false, sandboxed);
-    let runs: Vec<Run> = (0..RUNS).map(|_| run(rt, false, sandboxed)).collect();
+/// Prints the figures of `runs` in one boundary; the medians of the time
+/// end to end and of the CPU time.
+fn report(rt: &tokio::runtime::Runtime, sandboxed: bool, runs: Vec<Run>) -> (Duration, Duration) {
     // Memory is sampled in separate runs: the sampler competes for the two
     // cores and would inflate the times.
     let sampled = (0..2)
@@ -339,18 +369,20 @@ fn report(rt: &tokio::runtime::Runtime, sandboxed: bool) -> Duration {
     let floors: Vec<Duration> = runs.iter().map(|r| floor(rt, &r.bodies)).collect();
     let bash_kib = bash_peak_kib();
     let took = median(runs.iter().map(|r| r.took).collect());
+    let cpu = median(runs.iter().map(|r| r.cpu).collect());
     let floor = median(floors);
     let hwm = median(runs.iter().map(|r| r.hwm_kib).collect());
     let mut to_card: Vec<Duration> = runs.iter().flat_map(|r| r.to_card.clone()).collect();
     to_card.sort();
     let p = |q: f64| to_card[((to_card.len() - 1) as f64 * q).round() as usize];
     println!(
-        "bash_turn ({}): {CALLS} sequential Bash calls, model from a local mock Anthropic server (release binary, real pipes, median of {RUNS})",
+        "bash_turn ({}): {CALLS} sequential Bash calls, model from a local mock Anthropic server (release binary, real pipes, median of {})",
         if sandboxed {
             "sandboxed, the default"
         } else {
             "unsandboxed, [sandbox] mode = \"full-access\""
-        }
+        },
+        runs.len()
     );
     println!(
         "  end to end            {:8.1} ms   (runs: {})",
@@ -359,6 +391,11 @@ fn report(rt: &tokio::runtime::Runtime, sandboxed: bool) -> Duration {
             .map(|r| format!("{:.1}", ms(r.took)))
             .collect::<Vec<_>>()
             .join(", ")
+    );
+    println!(
+        "  CPU, candor + children {:7.1} ms   ({:.2} ms per call)",
+        ms(cpu),
+        ms(cpu) / CALLS as f64
     );
     println!(
         "  floor                 {:8.1} ms   ({} mock round trips + {CALLS} bash spawns, no agent)",
@@ -384,5 +421,5 @@ fn report(rt: &tokio::runtime::Runtime, sandboxed: bool) -> Duration {
         bash_kib as f64 / 1024.0,
         (hwm + bash_kib) as f64 / 1024.0
     );
-    took
+    (took, cpu)
 }

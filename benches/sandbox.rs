@@ -1,5 +1,5 @@
-//! The sandbox's setup cost per command: `candor __sandbox <launch> --
-//! true` against plain `true`, each spawned the same way (std `Command`,
+//! The sandbox's setup cost per command: `<launcher> __sandbox <launch>
+//! -- true` against plain `true`, each spawned the same way (std `Command`,
 //! stdio null, waited for), on the release binary, with the boundary a
 //! session gets by default (workspace-write on a temporary project with a
 //! `.git`, `TMPDIR`, network off) and, second, with a network allowlist
@@ -8,13 +8,21 @@
 //! Third, what a session waits for before a command's first byte: from
 //! spawning the launcher (with a session's lifeline) to its `ready` report
 //! (namespaces, binds, the init, Landlock and seccomp in place; the
-//! command not started yet).
+//! command not started yet). Fourth, the same when the session started a
+//! spare launcher ahead (`sandbox::spare`, every command after a
+//! session's first): from sending it the command to its `ready`.
+//!
+//! The launcher is the one candor would use: the lean `candor-sandbox`
+//! beside candor's binary when it is of the same build, else candor's own
+//! binary (then also measured, for comparison, when the lean one is used).
 //!
 //! Run: `cargo bench --bench sandbox` (`CANDOR_BIN=<path>` measures that
-//! build of candor instead, e.g. a stripped release binary). Target
-//! (issue 26): the median
-//! setup cost (launcher exec → ready) at most 2 ms. Prints the median and
-//! p99 of each, and the difference of the medians.
+//! build of candor instead, e.g. a stripped release binary, and the
+//! launcher beside it; `BENCH_RUNS`, default 200). Target (issue 26): the
+//! median setup cost (launcher exec → ready) at most 2 ms. Prints the
+//! median, p10 and p99 wall-clock time of each and its mean CPU time (the
+//! process and everything it started: the figure the machine's other load
+//! does not change), and the differences from plain `true`.
 
 // A bench is a program whose output is its report.
 #![allow(
@@ -24,12 +32,14 @@
     clippy::disallowed_methods // the bench starts the binary under test
 )]
 
+mod common;
+
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use candor::sandbox::{Boundary, Launch, Network, Preset, Probe};
+use candor::sandbox::{Boundary, Launch, Network, Preset, Probe, launcher};
 
 fn runs() -> usize {
     std::env::var("BENCH_RUNS")
@@ -38,7 +48,10 @@ fn runs() -> usize {
         .unwrap_or(200)
 }
 
-fn time(program: &OsString, args: &[OsString], cwd: &Path) -> Duration {
+/// One run: its wall-clock time, and the CPU time it and everything it
+/// started took.
+fn time(program: &OsString, args: &[OsString], cwd: &Path) -> (Duration, Duration) {
+    let cpu = common::children_cpu();
     let start = Instant::now();
     let status = Command::new(program)
         .args(args)
@@ -50,35 +63,69 @@ fn time(program: &OsString, args: &[OsString], cwd: &Path) -> Duration {
         .unwrap();
     let took = start.elapsed();
     assert!(status.success(), "{program:?} {args:?} failed: {status}");
-    took
+    (took, common::children_cpu().saturating_sub(cpu))
 }
 
-/// Median, 10th and 99th percentile, in ms.
-fn report(name: &str, mut samples: Vec<Duration>) -> (f64, f64) {
-    samples.sort();
-    let at =
-        |q: usize| samples[(samples.len() * q / 100).min(samples.len() - 1)].as_secs_f64() * 1e3;
+/// Median, 10th and 99th percentile of the wall-clock times, and the mean
+/// CPU time, in ms: (median, p10, CPU).
+fn report(name: &str, samples: Vec<(Duration, Duration)>) -> (f64, f64, f64) {
+    let cpu = samples.iter().map(|s| s.1.as_secs_f64()).sum::<f64>() * 1e3 / samples.len() as f64;
+    let mut wall: Vec<Duration> = samples.into_iter().map(|s| s.0).collect();
+    wall.sort();
+    let at = |q: usize| wall[(wall.len() * q / 100).min(wall.len() - 1)].as_secs_f64() * 1e3;
     println!(
-        "{name:<40} median {:>7.3} ms   p10 {:>7.3} ms   p99 {:>7.3} ms",
+        "{name:<46} median {:>7.3} ms   p10 {:>7.3} ms   p99 {:>7.3} ms   CPU {cpu:>6.3} ms",
         at(50),
         at(10),
         at(99)
     );
-    (at(50), at(10))
+    (at(50), at(10), cpu)
+}
+
+/// `program __sandbox --probe`'s answer.
+fn probe_of(program: &Path) -> Vec<u8> {
+    Command::new(program)
+        .args(["__sandbox", "--probe"])
+        .output()
+        .unwrap()
+        .stdout
+}
+
+/// The launcher `candor` would use, as it chooses (`tools::exec::
+/// sandbox_probe`): the lean one beside it when that answers as the same
+/// build, else `candor` itself; with the kernel's answer and the build to
+/// write into a launch.
+fn choose(candor: &Path) -> (PathBuf, Probe, String) {
+    let answer = probe_of(candor);
+    let probe = Probe::parse(&answer);
+    // A build of candor from before the lean launcher names none.
+    let build = launcher::build_of(&answer);
+    if let Some(lean) = launcher::beside(candor)
+        && build.is_some()
+        && launcher::build_of(&probe_of(&lean)) == build
+    {
+        return (lean, probe, build.unwrap_or_default());
+    }
+    (
+        candor.to_owned(),
+        probe,
+        build.unwrap_or_else(|| launcher::BUILD.to_owned()),
+    )
 }
 
 fn main() {
     // `CANDOR_BIN`: another build of candor to measure (the bench
-    // profile keeps line tables; a shipped release binary is stripped,
-    // and a launcher's start touches its pages twice).
-    let candor = std::env::var_os("CANDOR_BIN")
-        .unwrap_or_else(|| OsString::from(env!("CARGO_BIN_EXE_candor")));
-    let out = Command::new(&candor)
-        .args(["__sandbox", "--probe"])
-        .output()
-        .unwrap();
-    let probe = Probe::parse(&out.stdout);
+    // profile keeps line tables; a shipped release binary is stripped).
+    let candor = PathBuf::from(common::candor_bin());
+    let (launcher, probe, build) = choose(&candor);
     println!("kernel: {}", probe.describe());
+    println!(
+        "launcher: {} ({} bytes)",
+        launcher.display(),
+        std::fs::metadata(&launcher).unwrap().len()
+    );
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("load average: {}", load.trim());
     let dir = tempfile::tempdir().unwrap();
     let proj = dir.path().join("proj");
     let tmp = dir.path().join("tmp");
@@ -95,6 +142,7 @@ fn main() {
         .enforceable(&probe)
     };
     let off = Launch {
+        build,
         boundary: boundary(Network::Off),
         lifeline: None,
         token: None,
@@ -112,21 +160,29 @@ fn main() {
         proxy: Some(dir.path().join("proxy.sock")),
         ..off.clone()
     };
-    let subjects: [(&str, OsString, Vec<OsString>); 3] = [
+    let launcher_os = launcher.clone().into_os_string();
+    let mut subjects: Vec<(&str, OsString, Vec<OsString>)> = vec![
         ("true", OsString::from("true"), Vec::new()),
         (
-            "candor __sandbox (network off) -- true",
-            candor.clone(),
+            "sandboxed true (network off)",
+            launcher_os.clone(),
             off.args(&["true"]).unwrap(),
         ),
         (
-            "candor __sandbox (allowlist) -- true",
-            candor.clone(),
+            "sandboxed true (allowlist)",
+            launcher_os,
             allow.args(&["true"]).unwrap(),
         ),
     ];
-    // Interleaved, so that the machine's other load falls on all three alike.
-    let mut samples: [Vec<Duration>; 3] = Default::default();
+    if launcher != candor {
+        subjects.push((
+            "the same through candor __sandbox (off)",
+            candor.clone().into_os_string(),
+            off.args(&["true"]).unwrap(),
+        ));
+    }
+    // Interleaved, so that the machine's other load falls on all alike.
+    let mut samples: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); subjects.len()];
     for round in 0..runs() + 5 {
         for (i, (_, program, args)) in subjects.iter().enumerate() {
             let took = time(program, args, &proj);
@@ -135,24 +191,34 @@ fn main() {
             }
         }
     }
-    let [a, b, c] = samples;
-    let plain = report(subjects[0].0, a);
-    let sandboxed = report(subjects[1].0, b);
-    let allowlisted = report(subjects[2].0, c);
-    let ready = until_ready(&candor, &off, &proj, dir.path());
+    let figures: Vec<(f64, f64, f64)> = subjects
+        .iter()
+        .zip(samples)
+        .map(|((name, _, _), samples)| report(name, samples))
+        .collect();
+    let ready = until_ready(&launcher, &off, &proj, dir.path());
     report("launcher exec → ready (network off)", ready);
+    if let Some(spared) = spare_ready(&launcher, &off, &proj, dir.path()) {
+        report("spare: command sent → ready (network off)", spared);
+    }
+    let (plain, sandboxed, allowlisted) = (figures[0], figures[1], figures[2]);
     println!(
-        "extra per command (median; p10): network off {:.3} ms; {:.3} ms, allowlist {:.3} ms; {:.3} ms (target: median at most 2 ms)",
+        "extra per command (median; p10; CPU): network off {:.3}; {:.3}; {:.3} ms, allowlist {:.3}; {:.3}; {:.3} ms (target: exec → ready, median at most 2 ms)",
         sandboxed.0 - plain.0,
         sandboxed.1 - plain.1,
+        sandboxed.2 - plain.2,
         allowlisted.0 - plain.0,
-        allowlisted.1 - plain.1
+        allowlisted.1 - plain.1,
+        allowlisted.2 - plain.2,
     );
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("load average: {}", load.trim());
 }
 
-/// From spawning `candor __sandbox <off> -- true` with a session's
-/// lifeline to the launcher's `ready` report, `runs()` times.
-fn until_ready(candor: &OsString, off: &Launch, cwd: &Path, dir: &Path) -> Vec<Duration> {
+/// From spawning `<launcher> __sandbox <off> -- true` with a session's
+/// lifeline to the launcher's `ready` report, `runs()` times (and the CPU
+/// time of the whole run).
+fn until_ready(launcher: &Path, off: &Launch, cwd: &Path, dir: &Path) -> Vec<(Duration, Duration)> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -167,8 +233,9 @@ fn until_ready(candor: &OsString, off: &Launch, cwd: &Path, dir: &Path) -> Vec<D
                 token: Some(token),
                 ..off.clone()
             };
+            let cpu = common::children_cpu();
             let start = Instant::now();
-            let mut child = tokio::process::Command::new(candor)
+            let mut child = tokio::process::Command::new(launcher)
                 .args(launch.args(&["true"]).unwrap())
                 .current_dir(cwd)
                 .stdin(Stdio::null())
@@ -181,9 +248,75 @@ fn until_ready(candor: &OsString, off: &Launch, cwd: &Path, dir: &Path) -> Vec<D
             assert_eq!(setup, candor::sandbox::Setup::Ready);
             assert!(child.wait().await.unwrap().success());
             if round >= 5 {
-                samples.push(took);
+                samples.push((took, common::children_cpu().saturating_sub(cpu)));
             }
         }
         samples
     })
+}
+
+/// What a session's command waits for when a spare launcher was started
+/// ahead (`sandbox::spare`): from sending it the command to its `ready`,
+/// `runs()` times; each spare is given 20 ms to get ready first, as the
+/// model's answer would give it (and the CPU time of the whole run).
+/// `None` for a build without spares.
+fn spare_ready(
+    launcher: &Path,
+    off: &Launch,
+    cwd: &Path,
+    dir: &Path,
+) -> Option<Vec<(Duration, Duration)>> {
+    let answer = probe_of(launcher);
+    launcher::build_of(&answer)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let namespaces = off.boundary.confinement().unwrap().namespaces;
+    Some(rt.block_on(async {
+        let lifeline = candor::sandbox::Lifeline::bind(&dir.join("spare.sock")).unwrap();
+        let mut samples = Vec::new();
+        for round in 0..runs() + 5 {
+            let (token, mut watch) = lifeline.expect();
+            let spare = candor::sandbox::Spare {
+                build: off.build.clone(),
+                lifeline: lifeline.path().to_owned(),
+                token: token.clone(),
+                namespaces,
+            };
+            let cpu = common::children_cpu();
+            let mut child = tokio::process::Command::new(launcher)
+                .args(spare.args().unwrap())
+                .current_dir(cwd)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let start = candor::sandbox::Start {
+                launch: Launch {
+                    lifeline: Some(lifeline.path().to_owned()),
+                    token: Some(token),
+                    ..off.clone()
+                },
+                argv: vec!["true".into()],
+                cwd: cwd.to_owned(),
+                env: Vec::new(),
+            };
+            let began = Instant::now();
+            watch
+                .send(&start.line().unwrap(), Duration::from_secs(10))
+                .await
+                .unwrap();
+            let setup = watch.setup(Duration::from_secs(10)).await;
+            let took = began.elapsed();
+            assert_eq!(setup, candor::sandbox::Setup::Ready);
+            assert!(child.wait().await.unwrap().success());
+            if round >= 5 {
+                samples.push((took, common::children_cpu().saturating_sub(cpu)));
+            }
+        }
+        samples
+    }))
 }

@@ -15,6 +15,10 @@
 //!   wall ≤ 1.5× one child's.
 //! - **peak RSS**: candor's `VmHWM` after the 8-child prompt against the
 //!   1-child one; (8 − 1) / 7 per live child. Target ≤ 1 MiB.
+//! - **parallel, calls that wait**: the same 8 against 1, each child's 10
+//!   calls `sleep 0.05`, sandboxed and not: whether children overlap when
+//!   the CPU is not what limits them (`BENCH_WAIT_ONLY=1` runs this
+//!   alone). `CANDOR_BIN` measures another build (`benches/common`).
 
 // A bench is a program whose output is its report.
 #![allow(
@@ -52,13 +56,20 @@ fn agent(n: usize) -> Value {
 
 /// A child that makes `calls` Bash calls, then answers.
 fn child(n: usize, calls: usize) -> Value {
+    child_running(n, calls, |i| format!("echo child {n} step {i}"))
+}
+
+/// A child that makes `calls` Bash calls that wait rather than compute
+/// (`sleep 0.05`, 50 ms each), then answers.
+fn waiting_child(n: usize, calls: usize) -> Value {
+    child_running(n, calls, |_| "sleep 0.05".to_owned())
+}
+
+/// A child that makes `calls` Bash calls, the `i`th running
+/// `command(i)`, then answers.
+fn child_running(n: usize, calls: usize, command: impl Fn(usize) -> String) -> Value {
     let mut responses: Vec<Value> = (1..=calls)
-        .map(|i| {
-            call(
-                "Bash",
-                json!({"command": format!("echo child {n} step {i}")}),
-            )
-        })
+        .map(|i| call("Bash", json!({"command": command(i)})))
         .collect();
     responses.push(text(&format!("child {n} done")));
     json!({"type": "general-purpose", "prompt": format!("child {n}."), "responses": responses})
@@ -76,7 +87,7 @@ fn prompt(script: &Value, parallel: usize, sandboxed: bool) -> (Duration, u64) {
     let policy = dir.path().join("policy.json");
     std::fs::write(
         &policy,
-        json!({"permissions": {"allow": ["Bash(echo:*)"]}}).to_string(),
+        json!({"permissions": {"allow": ["Bash(echo:*)", "Bash(sleep:*)"]}}).to_string(),
     )
     .unwrap();
     let user = dir.path().join("config/candor/config.toml");
@@ -138,6 +149,10 @@ fn main() {
         "subagents bench (median of {RUNS}); load average at start: {}",
         load.trim()
     );
+    if std::env::var_os("BENCH_WAIT_ONLY").is_some() {
+        waiting();
+        return;
+    }
     // Start overhead.
     let only_text = json!({"responses": [text("done")]});
     let glob = json!({"responses": [call("Glob", json!({"pattern": "*.rs"})), text("done")]});
@@ -198,6 +213,41 @@ fn main() {
         "  per live child: {} KiB (target ≤ 1024)",
         hwm_eight.saturating_sub(hwm_one) / 7
     );
+    waiting();
+}
+
+/// Children whose calls wait rather than compute: 8 at once against one,
+/// sandboxed and not, so the ratio shows whether children overlap when
+/// the CPU is not what limits them.
+fn waiting() {
+    let one = json!({
+        "responses": [{"content": [agent(1)]}, text("done")],
+        "subagents": [waiting_child(1, CALLS)]
+    });
+    let eight = json!({
+        "responses": [{"content": (1..=8).map(agent).collect::<Vec<_>>()}, text("done")],
+        "subagents": (1..=8).map(|n| waiting_child(n, CALLS)).collect::<Vec<_>>()
+    });
+    println!("parallel, calls that wait ({CALLS} × `sleep 0.05` a child):");
+    for sandboxed in [true, false] {
+        // Interleaved, one child then eight.
+        let mut t_one = Vec::new();
+        let mut t_eight = Vec::new();
+        for _ in 0..RUNS {
+            t_one.push(prompt(&one, 8, sandboxed).0);
+            t_eight.push(prompt(&eight, 8, sandboxed).0);
+        }
+        let (t_one, t_eight) = (median(t_one), median(t_eight));
+        println!(
+            "  {}: one child {t_one:?}, 8 children {t_eight:?}, ratio {:.2} (target ≤ 1.5)",
+            if sandboxed {
+                "sandboxed"
+            } else {
+                "unsandboxed"
+            },
+            t_eight.as_secs_f64() / t_one.as_secs_f64()
+        );
+    }
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average at the end: {}", load.trim());
 }

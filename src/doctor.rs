@@ -194,6 +194,10 @@ pub struct SandboxInfo {
     /// The same in words ("Landlock ABI 7, user, mount, PID, network
     /// namespaces, seccomp").
     pub kernel_summary: String,
+    /// The binary that launches sandboxed commands, once chosen
+    /// (`sandbox::launcher`): the lean `candor-sandbox`, or candor's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<std::path::PathBuf>,
     /// `read-only`, `workspace-write` or `full-access`.
     pub preset: String,
     /// `off`, `allowlist` or `on`.
@@ -246,6 +250,7 @@ fn sandbox_info(
     SandboxInfo {
         kernel: kernel.clone(),
         kernel_summary: kernel.describe(),
+        launcher: crate::sandbox::launcher::chosen().map(std::path::Path::to_owned),
         preset: sandbox.preset.id().into(),
         network: sandbox.network.id().into(),
         allowed_domains: sandbox.allowed_domains.clone(),
@@ -573,9 +578,10 @@ fn provider(config: &Config, cwd: &Path) -> ProviderInfo {
         _ => (None, false),
     };
     let key_needed = key_variable.is_some()
-        && !config
-            .model_config(Some(cwd))
-            .is_ok_and(|m| p.name().starts_with("openai") && local_endpoint(&m.openai_base_url));
+        && !config.model_config(Some(cwd)).is_ok_and(|m| {
+            p.name().starts_with("openai")
+                && crate::providers::is_local_endpoint(&m.openai_base_url)
+        });
     let problem = match &p {
         Provider::Unconfigured { reason } => Some(reason.clone()),
         _ if key_needed && !key_present => Some(format!(
@@ -591,31 +597,6 @@ fn provider(config: &Config, cwd: &Path) -> ProviderInfo {
         key_present,
         key_needed,
         problem,
-    }
-}
-
-/// Whether `url` is a server on this machine or on a private network
-/// (loopback, `localhost`, RFC 1918, link-local, IPv6 unique-local): one
-/// that is usually run without a key.
-fn local_endpoint(url: &str) -> bool {
-    let Ok(url) = url::Url::parse(url) else {
-        return false;
-    };
-    match url.host() {
-        Some(url::Host::Domain(d)) => {
-            let d = d.trim_end_matches('.').to_ascii_lowercase();
-            d == "localhost" || d.ends_with(".localhost")
-        }
-        Some(url::Host::Ipv4(ip)) => {
-            ip.is_loopback() || ip.is_private() || ip.is_link_local() || ip.is_unspecified()
-        }
-        Some(url::Host::Ipv6(ip)) => {
-            ip.is_loopback()
-                || ip.is_unspecified()
-                || ip.is_unique_local()
-                || ip.is_unicast_link_local()
-        }
-        None => false,
     }
 }
 
@@ -851,6 +832,13 @@ pub fn render(r: &Report) -> String {
 fn render_sandbox(out: &mut String, s: &SandboxInfo) {
     let _ = writeln!(out, "\nSandbox");
     let _ = writeln!(out, "  kernel    {}", s.kernel_summary);
+    if let Some(launcher) = &s.launcher {
+        let _ = writeln!(
+            out,
+            "  launcher  {}",
+            crate::sandbox::launcher::describe(launcher)
+        );
+    }
     let _ = writeln!(out, "  settings  {}", s.settings);
     let _ = writeln!(out, "  commands  {}", s.runs_with);
     for gap in &s.not_held {

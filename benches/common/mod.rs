@@ -7,11 +7,35 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{Value, json};
 
-/// The release binary with `env` added, stdin/stdout piped, stderr
-/// dropped, logs off.
+/// The binary under test: `CANDOR_BIN` when set (another build, to
+/// compare two), else the one cargo built for the bench.
+pub fn candor_bin() -> std::ffi::OsString {
+    std::env::var_os("CANDOR_BIN")
+        .unwrap_or_else(|| std::ffi::OsString::from(env!("CARGO_BIN_EXE_candor")))
+}
+
+/// The CPU time (user + system) of this process's children that have
+/// ended and been waited for, with theirs: around one child, what it and
+/// everything it started cost, whatever else the machine is doing.
+pub fn children_cpu() -> std::time::Duration {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let Ok(usage) = getrusage(UsageWho::RUSAGE_CHILDREN) else {
+        return std::time::Duration::ZERO;
+    };
+    let us = |t: nix::sys::time::TimeVal| {
+        std::time::Duration::from_micros(
+            u64::try_from(t.tv_sec()).unwrap_or(0) * 1_000_000
+                + u64::try_from(t.tv_usec()).unwrap_or(0),
+        )
+    };
+    us(usage.user_time()) + us(usage.system_time())
+}
+
+/// The binary under test ([`candor_bin`]) with `env` added, stdin/stdout
+/// piped, stderr dropped, logs off.
 #[allow(clippy::disallowed_methods)] // the benches start the binary under test
 pub fn candor(env: &[(&str, &std::ffi::OsStr)]) -> Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_candor"));
+    let mut cmd = Command::new(candor_bin());
     // Only what the bench gives: a developer's settings must not take part.
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())

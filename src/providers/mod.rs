@@ -43,7 +43,7 @@ use crate::conversation::{
 };
 
 pub use http::RetryPolicy;
-pub use provider_settings::ProviderSettings;
+pub use provider_settings::{ProviderSettings, is_local_endpoint};
 pub use stream::{ProviderError, StreamDelta};
 
 /// The configured model of a session.

@@ -1,5 +1,6 @@
 //! What every HTTP provider is built from ([`ProviderSettings`]): the
-//! endpoint, key, model and limits the configuration gives.
+//! endpoint, key, model and limits the configuration gives; and whether an
+//! endpoint is a local server ([`is_local_endpoint`]).
 
 use super::http::RetryPolicy;
 use super::prices;
@@ -57,5 +58,30 @@ impl ProviderSettings {
             max_turn_requests: None,
             prices: prices::Overrides::new(),
         }
+    }
+}
+
+/// Whether `url` is a server on this machine or on a private network
+/// (loopback, `localhost`, RFC 1918, link-local, IPv6 unique-local): one
+/// that is usually run without a key.
+pub fn is_local_endpoint(url: &str) -> bool {
+    let Ok(url) = url::Url::parse(url) else {
+        return false;
+    };
+    match url.host() {
+        Some(url::Host::Domain(d)) => {
+            let d = d.trim_end_matches('.').to_ascii_lowercase();
+            d == "localhost" || d.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => {
+            ip.is_loopback() || ip.is_private() || ip.is_link_local() || ip.is_unspecified()
+        }
+        Some(url::Host::Ipv6(ip)) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || ip.is_unique_local()
+                || ip.is_unicast_link_local()
+        }
+        None => false,
     }
 }

@@ -1,13 +1,14 @@
 //! `candor __sandbox …`: which stage of the sandbox this process is, told
 //! by its arguments before anything else runs (`main`'s first call): the
 //! launcher ([`launch`]), the init inside the new namespaces ([`init`]),
-//! or the probe ([`probe`]).
+//! a spare launcher and its init waiting for a session's next command
+//! ([`spare`]), or the probe ([`probe`]).
 
 use std::ffi::{OsStr, OsString};
 use std::process::ExitCode;
 
 use super::launch::{self, SUBCOMMAND};
-use super::{init, probe};
+use super::{init, probe, spare};
 
 /// `main`'s first call: runs the launcher (or the probe) when the binary
 /// was started as one, and returns its exit code; `None` otherwise.
@@ -24,6 +25,8 @@ pub fn main_if_sandbox() -> Option<ExitCode> {
             Ok((spec, argv)) => init::run(&spec, &argv),
             Err(e) => launch::fail(None, &e),
         },
+        Some(spare::SPARE) => spare::run(&rest[1..]),
+        Some(spare::INIT) => spare::run_init(&rest[1..]),
         _ => match launch::parse(&rest) {
             Ok((spec, argv)) => launch::run(&spec, argv),
             Err(e) => launch::fail(None, &e),

@@ -1,6 +1,8 @@
-//! The launcher's second stage, `candor __sandbox --init …`: the init
-//! (PID 1) of the sandbox's PID namespace. It mounts a fresh `/proc`,
-//! starts the proxy forwarder when an allowlist is on, makes itself
+//! The launcher's second stage, `… __sandbox --init …`: the init (PID 1)
+//! of the sandbox's PID namespace. It mounts a fresh `/proc` while the
+//! first stage binds and hides paths, waits for its word that they are in
+//! place and enters the working directory again, starts the proxy
+//! forwarder when an allowlist is on, makes itself
 //! undumpable, drops every capability, sets `no_new_privs`, applies the
 //! Landlock ruleset and the seccomp filter, tells the first stage it is
 //! set up, starts the command with `TMPDIR` (and the proxy variables) set,
@@ -27,23 +29,52 @@ use super::boundary::{Confinement, Network};
 use super::launch::{Launch, MESSAGE_PREFIX, NONCE_VAR, fail, send};
 use super::lifeline::Report;
 
+/// How long the init waits for the first stage's mounts.
+const MOUNTS_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The second stage.
 pub fn run(launch: &Launch, argv: &[OsString]) -> ExitCode {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-    let Some(nonce) = std::env::var_os(NONCE_VAR).and_then(|n| n.into_string().ok()) else {
-        return fail(
-            None,
-            "the sandbox's init was started without its first stage",
+    if let Some(why) = super::launch::foreign(launch) {
+        return fail(None, &why);
+    }
+    let mut status = match connect() {
+        Ok(status) => status,
+        Err(e) => return fail(None, &e),
+    };
+    let Some(c) = launch.boundary.confinement() else {
+        return refuse(
+            &mut status,
+            "the sandbox's init was started for an unconfined boundary",
         );
     };
-    // The first stage is there (and, with the death signal set, it ends
-    // this one when it goes): connecting proves it.
-    let mut status = match SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}"))
-        .and_then(|a| UnixStream::connect_addr(&a))
+    // While the first stage binds and hides paths.
+    if c.namespaces.pid
+        && let Err(e) = super::namespaces::mount_proc()
     {
-        Ok(stream) => stream,
-        Err(e) => return fail(None, &format!("the launcher is gone: {e}")),
+        return refuse(&mut status, &e);
+    }
+    if let Err(e) = mounted(&status, c) {
+        return refuse(&mut status, &e);
+    }
+    let env = match confine(launch, c) {
+        Ok(env) => env,
+        Err(e) => return refuse(&mut status, &e),
     };
+    command(status, c, argv, env)
+}
+
+/// Connects to the first stage's status socket (named by the nonce it
+/// gave) and says hello with the nonce. The first stage is there (and,
+/// with the death signal set, it ends this one when it goes): connecting
+/// proves it.
+pub(super) fn connect() -> Result<UnixStream, String> {
+    let Some(nonce) = std::env::var_os(NONCE_VAR).and_then(|n| n.into_string().ok()) else {
+        return Err("the sandbox's init was started without its first stage".into());
+    };
+    let mut status = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}"))
+        .and_then(|a| UnixStream::connect_addr(&a))
+        .map_err(|e| format!("the launcher is gone: {e}"))?;
     send(
         &mut status,
         &Report::Hello {
@@ -51,16 +82,17 @@ pub fn run(launch: &Launch, argv: &[OsString]) -> ExitCode {
             pid: std::process::id(),
         },
     );
-    let Some(c) = launch.boundary.confinement() else {
-        return refuse(
-            &mut status,
-            "the sandbox's init was started for an unconfined boundary",
-        );
-    };
-    let env = match confine(launch, c) {
-        Ok(env) => env,
-        Err(e) => return refuse(&mut status, &e),
-    };
+    Ok(status)
+}
+
+/// Confined: says so, starts the command (`argv`) with `env` added, reaps
+/// every process until it ends, reports how, and exits the same way.
+pub(super) fn command(
+    mut status: UnixStream,
+    c: &Confinement,
+    argv: &[OsString],
+    env: Vec<(String, String)>,
+) -> ExitCode {
     send(&mut status, &Report::Ready);
     let (program, args) = match argv.split_first() {
         Some((p, a)) => (p, a),
@@ -100,7 +132,7 @@ pub fn run(launch: &Launch, argv: &[OsString]) -> ExitCode {
 
 /// Tells the first stage why setup failed (it says so on stderr and the
 /// lifeline) and fails.
-fn refuse(status: &mut UnixStream, reason: &str) -> ExitCode {
+pub(super) fn refuse(status: &mut UnixStream, reason: &str) -> ExitCode {
     send(
         status,
         &Report::SetupFailed {
@@ -110,14 +142,32 @@ fn refuse(status: &mut UnixStream, reason: &str) -> ExitCode {
     ExitCode::from(super::launch::SETUP_FAILED)
 }
 
-/// Everything but starting the command; returns the variables the
-/// command gets.
-fn confine(launch: &Launch, c: &Confinement) -> Result<Vec<(String, String)>, String> {
+/// Waits (bounded) for the first stage's word that its mounts are in
+/// place, then enters the working directory again, as they show it (a
+/// command started inside `.git` must not write through the old one).
+fn mounted(status: &UnixStream, c: &Confinement) -> Result<(), String> {
+    let gone = |e: std::io::Error| format!("the launcher is gone: {e}");
+    let stream = status.try_clone().map_err(gone)?;
+    stream.set_read_timeout(Some(MOUNTS_WAIT)).map_err(gone)?;
+    let mut reader = std::io::BufReader::new(stream);
+    match super::launch::receive(&mut reader) {
+        Some(Report::Ready) => {}
+        _ => return Err("the launcher did not set up the mounts".into()),
+    }
+    if c.namespaces.mount {
+        let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
+        std::env::set_current_dir(&cwd)
+            .map_err(|e| format!("the working directory {}: {e}", cwd.display()))?;
+    }
+    Ok(())
+}
+
+/// Everything but the mounts and starting the command; returns the
+/// variables the command gets.
+pub(super) fn confine(launch: &Launch, c: &Confinement) -> Result<Vec<(String, String)>, String> {
     let boundary = &launch.boundary;
     let private_shm = c.namespaces.mount && std::path::Path::new("/dev/shm").is_dir();
-    if c.namespaces.pid {
-        super::namespaces::mount_proc()?;
-    } else {
+    if !c.namespaces.pid {
         nix::sys::prctl::set_child_subreaper(true)
             .map_err(|e| format!("becoming the command's subreaper: {e}"))?;
     }

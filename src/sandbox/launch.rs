@@ -2,9 +2,10 @@
 //! handled by `main` before anything else starts (no thread, no runtime),
 //! so the same path serves a command `tools::exec` spawns and one the
 //! editor's terminal runs. Its first stage (this file) connects the
-//! lifeline, enters the namespaces, binds and hides paths, brings `lo` up
-//! and starts the second stage (`sandbox::init`, the same binary again),
-//! the init of the new PID namespace, which confines itself and runs the
+//! lifeline, enters the namespaces, starts the second stage
+//! (`sandbox::init`, the same binary again), the init of the new PID
+//! namespace, and while that starts binds and hides paths and brings `lo`
+//! up; then it tells the second stage, which confines itself and runs the
 //! command. The first stage waits for it, forwards a termination request
 //! to it, kills it when the lifeline or its parent goes, and exits as the
 //! command did.
@@ -30,7 +31,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{SigSet, Signal};
 use serde::{Deserialize, Serialize};
 
-use super::boundary::{Boundary, Confinement};
+use super::boundary::{Boundary, Confinement, Namespaces};
 use super::lifeline::Report;
 
 /// The hidden subcommand.
@@ -53,6 +54,9 @@ const TERM_GRACE: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Launch {
+    /// The build of candor that wrote it (`sandbox::launcher::BUILD`): a
+    /// launcher of another build refuses it rather than read it otherwise.
+    pub build: String,
     pub boundary: Boundary,
     /// candor's lifeline socket (`sandbox::lifeline`): the launcher lives
     /// as long as its connection.
@@ -87,11 +91,22 @@ pub(super) fn parse(args: &[OsString]) -> Result<(Launch, Vec<OsString>), String
     let spec = spec.to_str().ok_or_else(usage)?;
     let launch: Launch =
         serde_json::from_str(spec).map_err(|e| format!("the launch is not readable: {e}"))?;
+
     let argv = match rest.split_first() {
         Some((dashes, argv)) if dashes == "--" && !argv.is_empty() => argv.to_vec(),
         _ => return Err(usage()),
     };
     Ok((launch, argv))
+}
+
+/// Why `launch` is not this launcher's to run: written by another build.
+pub(super) fn foreign(launch: &Launch) -> Option<String> {
+    (launch.build != super::launcher::BUILD).then(|| {
+        format!(
+            "this launcher ({}) is of another build of candor than the one that started it; build both again",
+            std::env::current_exe().unwrap_or_default().display()
+        )
+    })
 }
 
 /// Says why setup failed (stderr, and the lifeline if there is one), and
@@ -151,21 +166,30 @@ pub(super) fn run(launch: &Launch, argv: Vec<OsString>) -> ExitCode {
             },
         );
     }
+    if let Some(why) = foreign(launch) {
+        return fail(life.as_mut(), &why);
+    }
     let Some(confinement) = launch.boundary.confinement() else {
         return unconfined(life, argv);
     };
-    // A termination request is the command's to answer: the first stage
-    // forwards it (see `watch_signals`) and does not die of it.
-    let mut signals = SigSet::empty();
-    for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
-        signals.add(s);
-    }
-    let _ = signals.thread_block();
+    let signals = block_termination();
     let stage = match prepare(launch, confinement, &argv) {
         Ok(stage) => stage,
         Err(e) => return fail(life.as_mut(), &e),
     };
     supervise(stage, life, signals)
+}
+
+/// A termination request is the command's to answer: the first stage
+/// forwards it (`wait_for`) and does not die of it. Blocks those signals
+/// and returns them.
+pub(super) fn block_termination() -> SigSet {
+    let mut signals = SigSet::empty();
+    for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        signals.add(s);
+    }
+    let _ = signals.thread_block();
+    signals
 }
 
 /// Runs an unconfined command as the launcher's child, still ended with
@@ -191,19 +215,76 @@ fn unconfined(mut life: Option<UnixStream>, argv: Vec<OsString>) -> ExitCode {
 }
 
 /// What the first stage set up, and the second stage starting.
-struct Stage {
+pub(super) struct Stage {
     child: std::process::Child,
     listener: UnixListener,
     nonce: String,
 }
 
-/// Namespaces, mounts, `lo`, and the second stage started.
+impl Stage {
+    /// Ends the second stage (setup failed here).
+    pub(super) fn end(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Namespaces, the second stage started, then (while it starts) the
+/// mounts and `lo`. The second stage waits for the word that they are in
+/// place before it confines itself (`supervise`).
 fn prepare(launch: &Launch, c: &Confinement, argv: &[OsString]) -> Result<Stage, String> {
-    let boundary = &launch.boundary;
-    let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
-    super::namespaces::enter(&c.namespaces)?;
-    if c.namespaces.mount {
+    let inner = Launch {
+        lifeline: None,
+        token: None,
+        ..launch.clone()
+    };
+    let spec = serde_json::to_string(&inner).map_err(|e| e.to_string())?;
+    let mut init = vec![OsString::from("--init"), spec.into(), "--".into()];
+    init.extend(argv.iter().cloned());
+    let mut stage = start_init(&c.namespaces, init)?;
+    if let Err(e) = mounts(&launch.boundary, c) {
+        stage.end();
+        return Err(e);
+    }
+    Ok(stage)
+}
+
+/// Enters the namespaces `ns` asks for and starts the second stage, the
+/// same binary with `init` after the subcommand, given the status
+/// socket's nonce.
+pub(super) fn start_init(ns: &Namespaces, init: Vec<OsString>) -> Result<Stage, String> {
+    super::namespaces::enter(ns)?;
+    if ns.mount {
         super::namespaces::make_private()?;
+    }
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let address = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}"))
+        .map_err(|e| format!("the status socket: {e}"))?;
+    let listener =
+        UnixListener::bind_addr(&address).map_err(|e| format!("the status socket: {e}"))?;
+    if ns.user {
+        super::namespaces::keep_for_init()?;
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("the launcher's binary: {e}"))?;
+    let child = std::process::Command::new(exe)
+        .arg(SUBCOMMAND)
+        .args(init)
+        .env(NONCE_VAR, &nonce)
+        .spawn()
+        .map_err(|e| format!("starting the sandbox's init: {e}"))?;
+    Ok(Stage {
+        child,
+        listener,
+        nonce,
+    })
+}
+
+/// The binds and hidden paths, the private `/dev/shm`, and `lo` up: what
+/// must be in place before the command starts (the second stage, started
+/// already, confines itself only after them, and enters the working
+/// directory again, as the new mounts show it).
+pub(super) fn mounts(boundary: &Boundary, c: &Confinement) -> Result<(), String> {
+    if c.namespaces.mount {
         let roots = super::ruleset::write_paths(boundary);
         let mut keep = boundary.protected.clone();
         keep.extend(boundary.write_denied.iter().cloned());
@@ -216,66 +297,43 @@ fn prepare(launch: &Launch, c: &Confinement, argv: &[OsString]) -> Result<Stage,
             .unwrap_or_else(|| PathBuf::from("/dev"));
         super::namespaces::hide(&boundary.read_denied, &scratch)?;
         super::namespaces::private_shm()?;
-        // The working directory as the new mounts show it (a command
-        // started inside `.git` must not write through the old one).
-        std::env::set_current_dir(&cwd)
-            .map_err(|e| format!("the working directory {}: {e}", cwd.display()))?;
     }
     if c.namespaces.network {
         super::namespaces::loopback_up()?;
     }
-    let nonce = uuid::Uuid::new_v4().simple().to_string();
-    let address = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}"))
-        .map_err(|e| format!("the status socket: {e}"))?;
-    let listener =
-        UnixListener::bind_addr(&address).map_err(|e| format!("the status socket: {e}"))?;
-    if c.namespaces.user {
-        super::namespaces::keep_for_init()?;
-    }
-    let inner = Launch {
-        lifeline: None,
-        token: None,
-        ..launch.clone()
-    };
-    let spec = serde_json::to_string(&inner).map_err(|e| e.to_string())?;
-    let exe = std::env::current_exe().map_err(|e| format!("the candor binary: {e}"))?;
-    let child = std::process::Command::new(exe)
-        .arg(SUBCOMMAND)
-        .arg("--init")
-        .arg(spec)
-        .arg("--")
-        .args(argv)
-        .env(NONCE_VAR, &nonce)
-        .spawn()
-        .map_err(|e| format!("starting the sandbox's init: {e}"))?;
-    Ok(Stage {
-        child,
-        listener,
-        nonce,
-    })
+    Ok(())
 }
 
-/// Waits for the second stage's word, reports it, then waits for the
-/// command's end.
+/// Tells the second stage the mounts are in place, then [`follow`]s it.
 fn supervise(mut stage: Stage, mut life: Option<UnixStream>, signals: SigSet) -> ExitCode {
     let mut status = match accept_init(&mut stage) {
         Ok(reader) => reader,
         Err(e) => {
-            let _ = stage.child.kill();
-            let _ = stage.child.wait();
+            stage.end();
             return fail(life.as_mut(), &e);
         }
     };
-    let first = receive(&mut status);
-    match first {
+    // The mounts are in place: the second stage may confine itself.
+    send(status.get_mut(), &Report::Ready);
+    follow(stage, status, life, signals)
+}
+
+/// Waits for the second stage's word (it is confining itself), reports
+/// it, then waits for the command's end.
+pub(super) fn follow(
+    mut stage: Stage,
+    mut status: std::io::BufReader<UnixStream>,
+    mut life: Option<UnixStream>,
+    signals: SigSet,
+) -> ExitCode {
+    match receive(&mut status) {
         Some(Report::Ready) => {}
         Some(Report::SetupFailed { reason }) => {
             let _ = stage.child.wait();
             return fail(life.as_mut(), &reason);
         }
         _ => {
-            let _ = stage.child.kill();
-            let _ = stage.child.wait();
+            stage.end();
             return fail(
                 life.as_mut(),
                 "the sandbox's init ended before it was set up",
@@ -290,7 +348,7 @@ fn supervise(mut stage: Stage, mut life: Option<UnixStream>, signals: SigSet) ->
 }
 
 /// The second stage's connection, checked by its nonce.
-fn accept_init(stage: &mut Stage) -> Result<std::io::BufReader<UnixStream>, String> {
+pub(super) fn accept_init(stage: &mut Stage) -> Result<std::io::BufReader<UnixStream>, String> {
     let deadline = Instant::now() + SETUP_WAIT;
     stage
         .listener

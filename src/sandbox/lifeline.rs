@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncBufReadExt as _;
 use tokio::net::UnixListener;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 /// What a launcher tells candor, one JSON object a line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,7 +43,15 @@ const HELLO_WAIT: Duration = Duration::from_secs(5);
 /// The most launchers connected at once.
 const MAX_CONNECTIONS: usize = 1024;
 
-type Watchers = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Report>>>>;
+/// A launch candor waits to hear from: where its reports go, and where
+/// the connection to write to it goes once it said hello.
+#[derive(Debug)]
+struct Waiting {
+    reports: mpsc::UnboundedSender<Report>,
+    writer: oneshot::Sender<tokio::net::UnixStream>,
+}
+
+type Watchers = Arc<Mutex<HashMap<String, Waiting>>>;
 
 /// candor's end of the lifelines. Dropping it closes every connection,
 /// which ends every sandbox started with it.
@@ -65,6 +73,7 @@ impl Drop for Lifeline {
 #[derive(Debug)]
 pub struct Watch {
     reports: mpsc::UnboundedReceiver<Report>,
+    writer: Option<oneshot::Receiver<tokio::net::UnixStream>>,
 }
 
 /// How a launch went, from its reports.
@@ -100,6 +109,31 @@ impl Watch {
                 limit.as_millis()
             ))
         })
+    }
+
+    /// Writes `line` to the launcher once it has said hello (a spare
+    /// launcher waiting for its command, `sandbox::spare`), within
+    /// `limit`. Once per launch.
+    pub async fn send(&mut self, line: &[u8], limit: Duration) -> Result<(), String> {
+        use tokio::io::AsyncWriteExt as _;
+        let writer = self.writer.take().ok_or("already sent")?;
+        let write = async {
+            let mut stream = writer
+                .await
+                .map_err(|_| "the launcher went away before it said hello".to_owned())?;
+            stream
+                .write_all(line)
+                .await
+                .map_err(|e| format!("writing to the launcher: {e}"))
+        };
+        tokio::time::timeout(limit, write)
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "no hello from the launcher in {} ms",
+                    limit.as_millis()
+                ))
+            })
     }
 
     /// The command's end as the launcher saw it (`None`: the launcher went
@@ -139,8 +173,19 @@ impl Lifeline {
     pub fn expect(&self) -> (String, Watch) {
         let token = uuid::Uuid::new_v4().simple().to_string();
         let (tx, rx) = mpsc::unbounded_channel();
-        crate::sync::lock(&self.watchers).insert(token.clone(), tx);
-        (token, Watch { reports: rx })
+        let (writer, written) = oneshot::channel();
+        let waiting = Waiting {
+            reports: tx,
+            writer,
+        };
+        crate::sync::lock(&self.watchers).insert(token.clone(), waiting);
+        (
+            token,
+            Watch {
+                reports: rx,
+                writer: Some(written),
+            },
+        )
     }
 }
 
@@ -187,7 +232,11 @@ async fn connection(stream: tokio::net::UnixStream, watchers: Watchers) {
         return;
     };
     // Claimed once: a second hello with the same token is not heard.
-    let Some(tx) = crate::sync::lock(&watchers).remove(&token) else {
+    let Some(Waiting {
+        reports: tx,
+        writer,
+    }) = crate::sync::lock(&watchers).remove(&token)
+    else {
         tracing::warn!(
             pid,
             "a sandbox launcher said hello with an unknown or used token"
@@ -195,6 +244,15 @@ async fn connection(stream: tokio::net::UnixStream, watchers: Watchers) {
         return;
     };
     let _ = tx.send(Report::Hello { token, pid });
+    // A second descriptor of the connection, to write to the launcher:
+    // closing it later ends nothing (the connection ends with this task).
+    use std::os::fd::AsFd as _;
+    if let Ok(fd) = reader.get_ref().as_fd().try_clone_to_owned()
+        && let Ok(stream) =
+            tokio::net::UnixStream::from_std(std::os::unix::net::UnixStream::from(fd))
+    {
+        let _ = writer.send(stream);
+    }
     while let Some(line) = bounded_line(&mut reader).await {
         match serde_json::from_str::<Report>(&line) {
             Ok(report @ (Report::Ready | Report::SetupFailed { .. } | Report::Exited { .. })) => {

@@ -8,13 +8,16 @@
 //! - [`Probe`] (`probe`) is what this kernel gives, found once per process
 //!   by a child that tries (`tools::exec::sandbox_probe`);
 //!   [`Boundary::enforceable`] never claims more.
-//! - The launcher (`launch`, then `init`) is candor's own binary run as
-//!   `candor __sandbox <Launch JSON> -- argv…` (`main` hands it over before
-//!   anything else starts): it confines itself with namespaces
+//! - The launcher (`launch`, then `init`) is the lean `candor-sandbox`
+//!   beside candor's binary, or candor's own binary (`launcher` chooses),
+//!   run as `… __sandbox <Launch JSON> -- argv…` (`main` hands it over
+//!   before anything else starts): it confines itself with namespaces
 //!   (`namespaces`), Landlock (`ruleset`) and seccomp (`seccomp`), runs the
 //!   command as its child in a PID namespace, and dies with candor
 //!   (`lifeline`). Setup that fails runs nothing, and says so on the
 //!   lifeline.
+//! - A spare launcher (`spare`) is one started ahead, namespaces entered
+//!   and its init running, waiting on its lifeline for the command.
 //! - The network allowlist is a proxy candor runs (`proxy`: the session's
 //!   grants and one door a command, whose judge is the user asked on the
 //!   command's card), reached from inside only through the forwarder
@@ -31,6 +34,7 @@ pub mod explain;
 pub mod forwarder;
 pub mod init;
 pub mod launch;
+pub mod launcher;
 pub mod lifeline;
 pub mod namespaces;
 pub mod probe;
@@ -39,6 +43,7 @@ pub mod proxy;
 pub mod ruleset;
 pub mod seccomp;
 pub mod settings;
+pub mod spare;
 
 pub use boundary::{Boundary, Confinement, Enforced, LandlockRules, Namespaces, Network, Preset};
 pub use explain::explain;
@@ -49,3 +54,4 @@ pub use proxy::{
     Allowlist, Answer, DecidedBy, Decision, Grants, Judge, Proxy, ProxyConfig, RefuseUnlisted,
 };
 pub use settings::{Layer, Sandbox};
+pub use spare::{Spare, Start};

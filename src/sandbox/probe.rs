@@ -2,7 +2,8 @@
 //! (`candor __sandbox --probe`) enters the namespaces the launcher would,
 //! mounts a `/proc` as the launcher's init would (a grandchild), brings
 //! `lo` up, installs a seccomp filter and restricts itself with Landlock,
-//! and prints what worked as JSON. candor runs it once per process
+//! and prints what worked as JSON, with the build it is of
+//! (`sandbox::launcher`). candor runs it once per process
 //! (`tools::exec::sandbox_probe`) and keeps the answer ([`cached`]).
 
 // The probe starts its own grandchild (the init it tries), with std's
@@ -150,7 +151,14 @@ pub fn child() -> ExitCode {
         Ok(abi) => probe.landlock_abi = abi,
         Err(e) => probe.landlock_error = Some(e),
     }
-    let json = serde_json::to_string(&probe).unwrap_or_default();
+    // The answer names this launcher's build (`sandbox::launcher`).
+    let json = match serde_json::to_value(&probe) {
+        Ok(serde_json::Value::Object(mut answer)) => {
+            answer.insert("build".into(), super::launcher::BUILD.into());
+            serde_json::Value::Object(answer).to_string()
+        }
+        _ => String::new(),
+    };
     let _ = writeln!(std::io::stdout(), "{json}");
     ExitCode::SUCCESS
 }

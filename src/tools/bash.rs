@@ -179,6 +179,7 @@ pub(crate) async fn run(input: &BashInput, cx: ToolContext) -> ToolOutput {
         Err(failed) => return failed,
     };
     if input.run_in_background == Some(true) {
+        spare_soon(&cx);
         let id = cx.shells.adopt(group, output, cx.kill_grace, door);
         return ToolOutput::completed(format!(
             "Started in the background as {id}. Read its output with BashOutput {{\"bash_id\": \"{id}\"}}; stop it with KillShell {{\"shell_id\": \"{id}\"}}. It ends with the session."
@@ -246,58 +247,119 @@ pub(crate) async fn run(input: &BashInput, cx: ToolContext) -> ToolOutput {
     }
     let mut out = finish(capture.finish(), ending, status, timeout_ms);
     explain(&mut out, &cx);
+    spare_soon(&cx);
     out
 }
+
+/// Starts the launcher of the session's next confined command now, while
+/// the model answers (`tools::confined::Confiner::spare_soon`).
+fn spare_soon(cx: &ToolContext) {
+    if let (Some(boundary), Some(confiner)) = (&cx.boundary, &cx.confiner) {
+        confiner.spare_soon(boundary);
+    }
+}
+
+/// A started command: its process group, its output, and its door of the
+/// allowlist's proxy (which lives as long as the command).
+type Started = (
+    ProcessGroup,
+    tokio::net::unix::pipe::Receiver,
+    Option<crate::sandbox::Proxy>,
+);
 
 /// Starts `command` as the call was settled: through the launcher in its
 /// boundary when that confines (and only once the launcher said the
 /// boundary holds), else plainly. The failure is the call's result.
-async fn start(
-    command: &str,
-    cx: &ToolContext,
-) -> Result<
-    (
-        ProcessGroup,
-        tokio::net::unix::pipe::Receiver,
-        Option<crate::sandbox::Proxy>,
-    ),
-    ToolOutput,
-> {
+async fn start(command: &str, cx: &ToolContext) -> Result<Started, ToolOutput> {
     let confined = cx.boundary.as_ref().filter(|b| b.confinement().is_some());
-    let (built, watch, door) = match (confined, &cx.confiner) {
-        (Some(boundary), Some(confiner)) => {
-            let launched = confiner
-                .launch(boundary, &cx.events)
-                .map_err(|why| not_set_up(&why))?;
-            (
-                exec::confined_bash(&launched.launcher, &launched.launch, command, &cx.cwd),
-                Some(launched.watch),
-                launched.door,
-            )
-        }
+    let (boundary, confiner) = match (confined, &cx.confiner) {
+        (Some(boundary), Some(confiner)) => (boundary, confiner),
         (Some(_), None) => return Err(not_set_up("the session has no sandbox runtime")),
-        (None, _) => (exec::bash(command, &cx.cwd), None, None),
-    };
-    let spawned = built.and_then(|(mut cmd, output)| {
-        if let Some(file) = cx.session_env() {
-            cmd.env("BASH_ENV", file);
+        (None, _) => {
+            let spawned = exec::bash(command, &cx.cwd).and_then(|(mut cmd, output)| {
+                if let Some(file) = cx.session_env() {
+                    cmd.env("BASH_ENV", file);
+                }
+                Ok((ProcessGroup::spawn(cmd)?, output))
+            });
+            let (group, output) =
+                spawned.map_err(|e| ToolOutput::failed(format!("could not start bash: {e}")))?;
+            return Ok((group, output, None));
         }
-        Ok((ProcessGroup::spawn(cmd)?, output))
-    });
-    let (group, output) =
-        spawned.map_err(|e| ToolOutput::failed(format!("could not start bash: {e}")))?;
-    if let Some(mut watch) = watch {
-        match super::confined::ready(&mut watch, &cx.cancel).await {
-            Ok(()) => {}
-            Err(Some(why)) => return Err(not_set_up(&why)),
-            Err(None) => {
-                return Err(ToolOutput::cancelled(
-                    "cancelled by the user before the command started",
-                ));
+    };
+    let mut launched = confiner
+        .launch_local(boundary, &cx.events)
+        .map_err(|why| not_set_up(&why))?;
+    let started = match launched.spare.take() {
+        Some(spare) => match send_to_spare(spare, &mut launched, command, cx).await {
+            Ok(started) => Ok(started),
+            Err(why) => {
+                // The spare could not take the command (it went away): a
+                // launcher of its own.
+                tracing::debug!("the spare sandbox launcher was not used: {why}");
+                launched = confiner
+                    .launch(boundary, &cx.events)
+                    .map_err(|why| not_set_up(&why))?;
+                spawn_launcher(&launched, command, cx)
             }
+        },
+        None => spawn_launcher(&launched, command, cx),
+    };
+    let (group, output) =
+        started.map_err(|e| ToolOutput::failed(format!("could not start bash: {e}")))?;
+    match super::confined::ready(&mut launched.watch, &cx.cancel).await {
+        Ok(()) => {}
+        Err(Some(why)) => return Err(not_set_up(&why)),
+        Err(None) => {
+            return Err(ToolOutput::cancelled(
+                "cancelled by the user before the command started",
+            ));
         }
     }
-    Ok((group, output, door))
+    Ok((group, output, launched.door))
+}
+
+/// Starts a launcher for `command` as `launched` says.
+fn spawn_launcher(
+    launched: &super::confined::Launched,
+    command: &str,
+    cx: &ToolContext,
+) -> std::io::Result<(ProcessGroup, tokio::net::unix::pipe::Receiver)> {
+    let (mut cmd, output) =
+        exec::confined_bash(&launched.launcher, &launched.launch, command, &cx.cwd)?;
+    if let Some(file) = cx.session_env() {
+        cmd.env("BASH_ENV", file);
+    }
+    Ok((ProcessGroup::spawn(cmd)?, output))
+}
+
+/// Sends `command` to the spare launcher `spare` (`sandbox::spare`), in
+/// `launched`'s launch; the spare, once it has it.
+async fn send_to_spare(
+    spare: (ProcessGroup, tokio::net::unix::pipe::Receiver),
+    launched: &mut super::confined::Launched,
+    command: &str,
+    cx: &ToolContext,
+) -> Result<(ProcessGroup, tokio::net::unix::pipe::Receiver), String> {
+    let mut env = Vec::new();
+    if let Some(file) = cx.session_env() {
+        let file = file
+            .to_str()
+            .ok_or("the session's variables file is not UTF-8")?;
+        env.push(("BASH_ENV".to_owned(), file.to_owned()));
+    }
+    let start = crate::sandbox::Start {
+        launch: launched.launch.clone(),
+        argv: vec!["bash".into(), "-c".into(), command.to_owned()],
+        cwd: cx.cwd.clone(),
+        env,
+    };
+    let line = start.line().map_err(|e| e.to_string())?;
+    launched
+        .watch
+        .send(&line, super::confined::SETUP_WAIT)
+        .await?;
+    Ok(spare)
 }
 
 /// The result of a call whose sandbox could not be set up: nothing ran.

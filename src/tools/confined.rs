@@ -1,5 +1,6 @@
 //! What a session's commands need to run confined (`protocol/sandbox.md`):
-//! candor's own binary as the launcher, the session's private directory
+//! the launcher (the lean `candor-sandbox` beside candor's binary, or that
+//! binary itself: `sandbox::launcher`), the session's private directory
 //! (its `TMPDIR`, and the lifeline every launcher of the session holds,
 //! so a sandbox ends with the session and with candor, even SIGKILLed),
 //! and what this kernel gives (probed once per process). A [`Confiner`]
@@ -39,6 +40,9 @@ struct Inner {
     tmpdir: PathBuf,
     /// Why the session's directory or lifeline could not be made.
     broken: Option<String>,
+    /// The spare launcher for the next command (ended before the
+    /// lifeline and the directory).
+    spare: std::sync::Mutex<Option<SpareLauncher>>,
     // Dropped before the directory holding its socket.
     lifeline: Option<Lifeline>,
     /// The hosts the user allowed for the rest of the session (every
@@ -49,7 +53,7 @@ struct Inner {
     _dir: Option<tempfile::TempDir>,
 }
 
-/// A command ready to start: candor's binary, the launch to give it, the
+/// A command ready to start: the launcher, the launch to give it, the
 /// watch on its reports, and its door of the session's proxy (an
 /// allowlist), which must live as long as the command.
 #[derive(Debug)]
@@ -58,6 +62,21 @@ pub struct Launched {
     pub launch: Launch,
     pub watch: Watch,
     pub door: Option<Proxy>,
+    /// A spare launcher already running (its process group and output):
+    /// the command goes to it as a `sandbox::Start` on the lifeline
+    /// ([`Watch::send`]) instead of on a new launcher's command line.
+    pub spare: Option<(super::exec::ProcessGroup, tokio::net::unix::pipe::Receiver)>,
+}
+
+/// A spare launcher started ahead for the session's next confined
+/// command.
+#[derive(Debug)]
+struct SpareLauncher {
+    group: super::exec::ProcessGroup,
+    output: tokio::net::unix::pipe::Receiver,
+    watch: Watch,
+    token: String,
+    namespaces: crate::sandbox::Namespaces,
 }
 
 /// The user, asked on the call's card by the session (`ToolEvent::NetworkAsk`).
@@ -118,6 +137,7 @@ impl Confiner {
                 workdir,
                 tmpdir,
                 broken: None,
+                spare: std::sync::Mutex::new(None),
                 lifeline: Some(lifeline),
                 grants: Grants::default(),
                 doors: std::sync::atomic::AtomicU64::new(0),
@@ -130,6 +150,7 @@ impl Confiner {
                     workdir,
                     tmpdir: std::env::temp_dir(),
                     broken: Some(why),
+                    spare: std::sync::Mutex::new(None),
                     lifeline: None,
                     grants: Grants::default(),
                     doors: std::sync::atomic::AtomicU64::new(0),
@@ -154,7 +175,8 @@ impl Confiner {
         &self.inner.tmpdir
     }
 
-    /// candor's binary, the launcher, when known and usable.
+    /// candor's binary (the launcher, or what finds the lean one beside
+    /// it), when known and usable.
     pub fn launcher(&self) -> Option<&Path> {
         self.inner
             .launcher
@@ -193,39 +215,125 @@ impl Confiner {
         boundary: &Boundary,
         events: &tokio::sync::mpsc::UnboundedSender<ToolEvent>,
     ) -> Result<Launched, String> {
-        let launcher = self
-            .launcher()
-            .ok_or_else(|| {
-                self.inner
-                    .broken
-                    .clone()
-                    .unwrap_or_else(|| "candor's launcher is not known".into())
-            })?
+        let (launcher, lifeline) = self.launcher_and_lifeline()?;
+        let door = self.door_for(boundary, events)?;
+        let (token, watch) = lifeline.expect();
+        Ok(Launched {
+            launcher,
+            launch: launch_of(boundary, lifeline, token, door.as_ref()),
+            watch,
+            door,
+            spare: None,
+        })
+    }
+
+    /// [`launch`](Self::launch) for a command candor starts itself: the
+    /// session's spare launcher when there is one for these namespaces
+    /// (`Launched::spare` holds it, to be sent the command), else a
+    /// launcher to start. A spare for other namespaces is let go.
+    pub fn launch_local(
+        &self,
+        boundary: &Boundary,
+        events: &tokio::sync::mpsc::UnboundedSender<ToolEvent>,
+    ) -> Result<Launched, String> {
+        let taken = {
+            let mut slot = crate::sync::lock(&self.inner.spare);
+            let fits = boundary
+                .confinement()
+                .is_some_and(|c| slot.as_ref().is_some_and(|s| s.namespaces == c.namespaces));
+            // Taken, or let go (killed with its group) when it does not fit.
+            let spare = slot.take();
+            spare.filter(|_| fits)
+        };
+        let Some(spare) = taken else {
+            return self.launch(boundary, events);
+        };
+        let (launcher, lifeline) = self.launcher_and_lifeline()?;
+        let door = self.door_for(boundary, events)?;
+        Ok(Launched {
+            launcher,
+            launch: launch_of(boundary, lifeline, spare.token, door.as_ref()),
+            watch: spare.watch,
+            door,
+            spare: Some((spare.group, spare.output)),
+        })
+    }
+
+    /// Starts a spare launcher for the session's next command in
+    /// `boundary`'s namespaces (`sandbox::spare`), unless there is one, the
+    /// boundary does not confine, or no launcher was chosen yet (the
+    /// probe has not run). Its setup runs while the session does other
+    /// work; the next command only sends it the command.
+    pub fn spare_soon(&self, boundary: &Boundary) {
+        let Some(c) = boundary.confinement() else {
+            return;
+        };
+        let Some(launcher) = crate::sandbox::launcher::chosen() else {
+            return;
+        };
+        let Ok((_, lifeline)) = self.launcher_and_lifeline() else {
+            return;
+        };
+        let mut slot = crate::sync::lock(&self.inner.spare);
+        if slot.is_some() {
+            return;
+        }
+        let (token, watch) = lifeline.expect();
+        let spare = crate::sandbox::Spare {
+            build: crate::sandbox::launcher::BUILD.into(),
+            lifeline: lifeline.path().to_owned(),
+            token: token.clone(),
+            namespaces: c.namespaces,
+        };
+        let started = super::exec::sandbox_spare(launcher, &spare, self.workdir())
+            .and_then(|(cmd, output)| Ok((super::exec::ProcessGroup::spawn(cmd)?, output)));
+        match started {
+            Ok((group, output)) => {
+                *slot = Some(SpareLauncher {
+                    group,
+                    output,
+                    watch,
+                    token,
+                    namespaces: c.namespaces,
+                });
+            }
+            Err(e) => tracing::debug!("no spare sandbox launcher: {e}"),
+        }
+    }
+
+    /// The launcher to run (the lean one when the probe chose it,
+    /// `sandbox::launcher`) and the session's lifeline.
+    fn launcher_and_lifeline(&self) -> Result<(PathBuf, &Lifeline), String> {
+        let candor = self.launcher().ok_or_else(|| {
+            self.inner
+                .broken
+                .clone()
+                .unwrap_or_else(|| "candor's launcher is not known".into())
+        })?;
+        let launcher = crate::sandbox::launcher::chosen()
+            .unwrap_or(candor)
             .to_owned();
         let lifeline = self
             .inner
             .lifeline
             .as_ref()
             .ok_or("the sandbox's lifeline is not there")?;
-        let door = match &boundary.network {
+        Ok((launcher, lifeline))
+    }
+
+    /// The command's door of the proxy, when `boundary` confines it to an
+    /// allowlist.
+    fn door_for(
+        &self,
+        boundary: &Boundary,
+        events: &tokio::sync::mpsc::UnboundedSender<ToolEvent>,
+    ) -> Result<Option<Proxy>, String> {
+        match &boundary.network {
             Network::Allowlist { domains } if boundary.confinement().is_some() => {
-                Some(self.door(domains, events)?)
+                self.door(domains, events).map(Some)
             }
-            _ => None,
-        };
-        let (token, watch) = lifeline.expect();
-        let launch = Launch {
-            boundary: boundary.clone(),
-            lifeline: Some(lifeline.path().to_owned()),
-            token: Some(token),
-            proxy: door.as_ref().map(|d| d.path().to_owned()),
-        };
-        Ok(Launched {
-            launcher,
-            launch,
-            watch,
-            door,
-        })
+            _ => Ok(None),
+        }
     }
 
     /// A command's door of the session's proxy, in the session's
@@ -260,6 +368,22 @@ impl Confiner {
         };
         Proxy::start(&dir.path().join(format!("proxy-{n}.sock")), config)
             .map_err(|e| format!("the network allowlist's proxy cannot listen: {e}"))
+    }
+}
+
+/// The launch a launcher is given for a command in `boundary`.
+fn launch_of(
+    boundary: &Boundary,
+    lifeline: &Lifeline,
+    token: String,
+    door: Option<&Proxy>,
+) -> Launch {
+    Launch {
+        build: crate::sandbox::launcher::BUILD.into(),
+        boundary: boundary.clone(),
+        lifeline: Some(lifeline.path().to_owned()),
+        token: Some(token),
+        proxy: door.map(|d| d.path().to_owned()),
     }
 }
 

@@ -106,6 +106,23 @@ pub fn confined_bash(
     piped(cmd, cwd)
 }
 
+/// A spare launcher (`<launcher> __sandbox --spare <spare>`,
+/// `sandbox::spare`): started ahead, in `cwd`, piped as [`bash`]; it
+/// waits on its lifeline for the command.
+pub fn sandbox_spare(
+    launcher: &Path,
+    spare: &crate::sandbox::Spare,
+    cwd: &Path,
+) -> io::Result<(Command, pipe::Receiver)> {
+    let args = spare
+        .args()
+        .map_err(|e| io::Error::other(format!("the spare cannot be written: {e}")))?;
+    #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
+    let mut cmd = Command::new(launcher);
+    cmd.args(args);
+    piped(cmd, cwd)
+}
+
 /// `cmd` in `cwd`, stdin closed, stdout and stderr into one pipe, its own
 /// process group, scrubbed (see [`bash`]).
 fn piped(mut cmd: Command, cwd: &Path) -> io::Result<(Command, pipe::Receiver)> {
@@ -265,26 +282,54 @@ pub fn git(args: &[&str], filters: &[String], cwd: &Path) -> Command {
     cmd
 }
 
-/// What this kernel gives the sandbox, asked once per process: the
-/// `candor` binary at `candor` run as the sandbox's probe
-/// (`sandbox::probe`), stdout read as its answer, two seconds at most.
+/// What this kernel gives the sandbox, asked once per process, and which
+/// binary will launch the sandbox (`sandbox::launcher`): the lean launcher
+/// beside `candor` (candor's own binary) when it is there, trusted, and
+/// answers the probe as this very build; else `candor` itself. The probe
+/// is the launcher run as `… __sandbox --probe` (`sandbox::probe`), its
+/// stdout read as the answer, two seconds at most.
 pub async fn sandbox_probe(candor: &Path) -> &'static crate::sandbox::Probe {
+    use crate::sandbox::launcher;
     if let Some(probe) = crate::sandbox::probe::cached() {
         return probe;
     }
+    if let Some(lean) = launcher::beside(candor) {
+        match run_probe(&lean).await {
+            Ok(out) if launcher::build_of(&out).as_deref() == Some(launcher::BUILD) => {
+                launcher::choose(lean);
+                return crate::sandbox::probe::remember(crate::sandbox::Probe::parse(&out));
+            }
+            Ok(_) => tracing::warn!(
+                "{} is not of this build of candor; commands are launched by candor itself (slower)",
+                lean.display()
+            ),
+            Err(e) => tracing::warn!(
+                "{}: the probe {e}; commands are launched by candor itself (slower)",
+                lean.display()
+            ),
+        }
+    }
+    let probe = match run_probe(candor).await {
+        Ok(out) => crate::sandbox::Probe::parse(&out),
+        Err(e) => crate::sandbox::Probe::nothing(&format!("the probe {e}")),
+    };
+    launcher::choose(candor.to_owned());
+    crate::sandbox::probe::remember(probe)
+}
+
+/// `launcher __sandbox --probe`'s answer.
+async fn run_probe(launcher: &Path) -> Result<Vec<u8>, String> {
     #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
-    let mut cmd = Command::new(candor);
+    let mut cmd = Command::new(launcher);
     cmd.args([crate::sandbox::SUBCOMMAND, "--probe"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .process_group(0)
         .kill_on_drop(true);
-    let probe = match output_of(cmd, 64 * 1024, Duration::from_secs(2)).await {
-        Ok((out, _)) => crate::sandbox::Probe::parse(&out),
-        Err(e) => crate::sandbox::Probe::nothing(&format!("the probe {e}")),
-    };
-    crate::sandbox::probe::remember(probe)
+    output_of(cmd, 64 * 1024, Duration::from_secs(2))
+        .await
+        .map(|(out, _)| out)
 }
 
 /// Runs a command built here and returns its stdout when it exits

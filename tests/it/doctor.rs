@@ -288,14 +288,18 @@ fn a_local_server_needs_no_key_and_the_user_config_is_listed() {
     );
 }
 
-/// What `candor __sandbox --probe` says of this kernel.
+/// What `candor __sandbox --probe` says of this kernel (without the build
+/// the answering binary names, which is not the kernel's).
 #[allow(clippy::disallowed_methods)] // the probe of the binary under test
 fn kernel() -> Value {
     let out = std::process::Command::new(candor_bin())
         .args(["__sandbox", "--probe"])
         .output()
         .unwrap();
-    serde_json::from_slice(&out.stdout).unwrap()
+    let mut answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let build = answer.as_object_mut().unwrap().remove("build");
+    assert_eq!(build, Some(json!(candor::sandbox::launcher::BUILD)));
+    answer
 }
 
 #[test]
@@ -333,6 +337,13 @@ fn doctor_says_what_the_kernel_gives_and_what_a_command_runs_in() {
     );
     assert!(text.contains(&format!("  commands  {line}")), "{text}");
     assert!(text.contains("  - not held: reads:"), "{text}");
+    // The lean launcher built beside candor launches its commands.
+    let lean = Path::new(candor_bin()).with_file_name("candor-sandbox");
+    assert_eq!(sandbox["launcher"], lean.display().to_string(), "{sandbox}");
+    assert!(
+        text.contains(&format!("  launcher  {}\n", lean.display())),
+        "{text}"
+    );
 
     // The settings change what a command runs in, and doctor says so.
     write(

@@ -1,5 +1,7 @@
-//! The sandbox's escape tests: the built binary's launcher
-//! (`candor __sandbox <launch> -- bash -c …`) driven directly. Each escape
+//! The sandbox's escape tests: the built lean launcher
+//! (`candor-sandbox __sandbox <launch> -- bash -c …`, what candor runs
+//! beside it) driven directly; candor's own binary as the launcher, where
+//! the lean one is not beside it, confines the same. Each escape
 //! comes with a control: the same command succeeding where the boundary
 //! allows it, or succeeding without the sandbox, so a test cannot pass
 //! because the command was broken. The files written to are the test's
@@ -20,13 +22,19 @@ use candor::sandbox::{
 
 use crate::support::http_server;
 
+/// The lean launcher, built beside candor.
+fn launcher() -> &'static str {
+    env!("CARGO_BIN_EXE_candor-sandbox")
+}
+
+/// candor's own binary.
 fn candor() -> &'static str {
     env!("CARGO_BIN_EXE_candor")
 }
 
 /// What this kernel gives, failing loudly where the sandbox cannot work.
 fn probe() -> Probe {
-    let out = Command::new(candor())
+    let out = Command::new(launcher())
         .args(["__sandbox", "--probe"])
         .output()
         .unwrap();
@@ -105,6 +113,7 @@ impl Place {
 
 fn launch(boundary: &Boundary) -> Launch {
     Launch {
+        build: candor::sandbox::launcher::BUILD.into(),
         boundary: boundary.clone(),
         lifeline: None,
         token: None,
@@ -114,7 +123,12 @@ fn launch(boundary: &Boundary) -> Launch {
 
 /// `bash -c script` in the sandbox, in `cwd`.
 fn sandboxed(launch: &Launch, cwd: &Path, script: &str) -> Output {
-    Command::new(candor())
+    sandboxed_by(launcher(), launch, cwd, script)
+}
+
+/// `bash -c script` in the sandbox `program` (a launcher) sets up.
+fn sandboxed_by(program: &str, launch: &Launch, cwd: &Path, script: &str) -> Output {
+    Command::new(program)
         .args(launch.args(&["bash", "-c", script]).unwrap())
         .current_dir(cwd)
         .stdin(Stdio::null())
@@ -157,10 +171,71 @@ fn the_probe_finds_what_this_kernel_gives_and_the_boundary_claims_it() {
             place.proj.display()
         )
     );
-    // The probe candor itself runs gives the same answer.
+    // The probe candor itself runs gives the same answer, and chooses the
+    // lean launcher beside candor's binary.
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let cached = runtime.block_on(candor::tools::exec::sandbox_probe(Path::new(candor())));
     assert_eq!(*cached, probe);
+    assert_eq!(
+        candor::sandbox::launcher::chosen(),
+        Some(Path::new(launcher()))
+    );
+}
+
+#[test]
+fn candor_itself_launches_and_confines_the_same_where_the_lean_launcher_is_not() {
+    let place = Place::new();
+    let l = launch(&place.boundary(Network::Off));
+    let escape = format!(
+        "echo x > {}/by-candor; echo $?; tr '\\0' ' ' < /proc/1/cmdline",
+        place.outside.display()
+    );
+    for program in [candor(), launcher()] {
+        let out = sandboxed_by(program, &l, &place.proj, &escape);
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(said.starts_with("1\n"), "{program}: {}", text(&out));
+        // The namespace's init is the same binary as its launcher.
+        assert!(
+            said.contains(&format!("{program} __sandbox --init")),
+            "{program}: {said}"
+        );
+    }
+    assert!(!place.outside.join("by-candor").exists());
+    // The control: inside the writable root, the same write works.
+    let out = sandboxed_by(candor(), &l, &place.proj, "echo x > inside && cat inside");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "x\n",
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_launch_from_another_build_is_refused_and_runs_nothing() {
+    let place = Place::new();
+    let mut l = launch(&place.boundary(Network::Off));
+    l.build = "0000000000000000".into();
+    for program in [launcher(), candor()] {
+        let out = sandboxed_by(program, &l, &place.proj, "touch ran");
+        assert_eq!(
+            out.status.code(),
+            Some(i32::from(candor::sandbox::SETUP_FAILED)),
+            "{program}: {}",
+            text(&out)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("another build of candor"),
+            "{}",
+            text(&out)
+        );
+        assert!(!place.proj.join("ran").exists());
+    }
+    // The control: the same launch with this build runs.
+    l.build = candor::sandbox::launcher::BUILD.into();
+    let out = sandboxed(&l, &place.proj, "touch ran");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(place.proj.join("ran").exists());
 }
 
 #[test]
@@ -516,7 +591,7 @@ fn when_candor_is_sigkilled_nothing_the_command_started_writes_afterwards() {
     l.lifeline = Some(lifeline.clone());
     l.token = Some("t".into());
     let script = "touch started; sleep 2; echo x > finished";
-    let mut argv: Vec<std::ffi::OsString> = vec![candor().into()];
+    let mut argv: Vec<std::ffi::OsString> = vec![launcher().into()];
     argv.extend(l.args(&["bash", "-c", script]).unwrap());
     let mut parent = parent_holding_a_lifeline(&lifeline, &argv, &place.proj);
     assert!(
@@ -549,7 +624,7 @@ fn when_the_launchers_parent_dies_without_a_lifeline_the_sandbox_ends_too() {
     let place = Place::new();
     let l = launch(&place.boundary(Network::Off));
     let script = "touch started; sleep 2; echo x > finished";
-    let mut cmd = vec![candor().to_owned()];
+    let mut cmd = vec![launcher().to_owned()];
     cmd.extend(
         l.args(&["bash", "-c", script])
             .unwrap()
@@ -610,7 +685,7 @@ async fn the_lifeline_reports_ready_and_the_end_and_a_setup_failure_runs_nothing
     let mut l = launch(&place.boundary(Network::Off));
     l.lifeline = Some(lifeline.path().to_owned());
     l.token = Some(token);
-    let out = tokio::process::Command::new(candor())
+    let out = tokio::process::Command::new(launcher())
         .args(l.args(&["bash", "-c", "exit 4"]).unwrap())
         .current_dir(&place.proj)
         .output()
@@ -632,7 +707,7 @@ async fn the_lifeline_reports_ready_and_the_end_and_a_setup_failure_runs_nothing
     }));
     l.lifeline = Some(lifeline.path().to_owned());
     l.token = Some(token);
-    let out = tokio::process::Command::new(candor())
+    let out = tokio::process::Command::new(launcher())
         .args(l.args(&["bash", "-c", "touch ran"]).unwrap())
         .current_dir(&place.proj)
         .output()
@@ -681,7 +756,7 @@ async fn the_allowlist_proxy_lets_an_allowed_host_through_and_refuses_another() 
         let args = l.args(&["bash", "-c", &script]).unwrap();
         let cwd = place.proj.clone();
         async move {
-            tokio::process::Command::new(candor())
+            tokio::process::Command::new(launcher())
                 .args(args)
                 .current_dir(cwd)
                 .output()

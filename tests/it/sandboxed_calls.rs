@@ -1430,3 +1430,232 @@ async fn where_the_editor_shows_forms_the_person_lifts_the_sandbox_for_one_comma
     assert!(!wrote);
     assert!(conn.permission_requests.is_empty() && conn.elicitations.is_empty());
 }
+
+/// A Bash call running `command` in a session of the candor binary at
+/// `program` (bypassing permissions), in candor's own process or
+/// (`terminal`) the editor's terminal; what the command printed, and the
+/// argv of each terminal the editor ran.
+async fn ran_by(
+    program: &Path,
+    toml: Option<&str>,
+    command: &str,
+    terminal: bool,
+) -> (String, Vec<Vec<String>>) {
+    let env = TestEnv::new().with_policy(json!({"mode": "bypassPermissions"}));
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![
+        respond(json!([tool("r", "Bash", json!({ "command": command }))])),
+        respond(json!([text("done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let env = match toml {
+        Some(toml) => env.with_user_config(toml),
+        None => env,
+    };
+    let cmd = candor_command_at(&env, program);
+    let mut conn = Conn::spawn_with(env, cmd);
+    conn.run_terminals();
+    conn.initialize_with(json!({ "terminal": terminal })).await;
+    let session = conn.new_session().await;
+    conn.prompt(&session, "go").await;
+    let mut said = conn.thread(&session).card("r").text();
+    let mut argvs = Vec::new();
+    for t in conn.terminals.values() {
+        said.push_str(&t.output);
+        argvs.push(t.argv.clone());
+    }
+    assert_eq!(
+        argvs.len(),
+        usize::from(terminal),
+        "the command did not run where the test meant: {said}"
+    );
+    (said, argvs)
+}
+
+/// A command printing the sandbox's init (PID 1's command line: the
+/// launcher's binary) and trying a write outside every root.
+fn who_launched(outside: &Path) -> String {
+    format!(
+        "tr '\\0' ' ' < /proc/1/cmdline; echo; echo x > {}/escaped; echo wrote=$?",
+        outside.display()
+    )
+}
+
+#[tokio::test]
+async fn the_lean_launcher_runs_both_candors_and_the_editors_commands_and_they_are_confined() {
+    require_sandbox();
+    let lean = Path::new(candor_bin()).with_file_name("candor-sandbox");
+    let outside = tempfile::tempdir().unwrap();
+    let command = who_launched(outside.path());
+    for terminal in [false, true] {
+        let (said, argvs) = ran_by(Path::new(candor_bin()), None, &command, terminal).await;
+        assert!(
+            said.contains(&format!("{} __sandbox --init", lean.display())),
+            "not the lean launcher (terminal: {terminal}): {said}"
+        );
+        assert!(said.contains("wrote=1"), "terminal: {terminal}: {said}");
+        assert!(!outside.path().join("escaped").exists());
+        for argv in argvs {
+            // The editor was given the lean launcher, by its full path.
+            assert_eq!(argv[0], lean.display().to_string(), "{argv:?}");
+            assert_eq!(argv[1], "__sandbox", "{argv:?}");
+        }
+        // The control: with the sandbox off the same write works.
+        let (said, _) = ran_by(
+            Path::new(candor_bin()),
+            Some("[sandbox]\nmode = \"full-access\"\n"),
+            &command,
+            terminal,
+        )
+        .await;
+        assert!(said.contains("wrote=0"), "the control: {said}");
+        std::fs::remove_file(outside.path().join("escaped")).unwrap();
+    }
+}
+
+/// candor's binary linked into a directory of its own (`CARGO_TARGET_TMPDIR`,
+/// on the same file system), with nothing beside it.
+fn candor_alone() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let candor = dir.path().join("candor");
+    if std::fs::hard_link(candor_bin(), &candor).is_err() {
+        std::fs::copy(candor_bin(), &candor).unwrap();
+    }
+    (dir, candor)
+}
+
+#[tokio::test]
+async fn without_a_lean_launcher_of_its_build_beside_it_candor_launches_commands_itself_confined() {
+    use std::os::unix::fs::PermissionsExt;
+    require_sandbox();
+    let (dir, candor) = candor_alone();
+    let outside = tempfile::tempdir().unwrap();
+    let command = who_launched(outside.path());
+    // Nothing beside it, then a launcher of another build (it would say
+    // so when probed, and leaves a mark if it is ever run otherwise).
+    let fake = dir.path().join("candor-sandbox");
+    let mark = dir.path().join("fake-ran");
+    for stale in [false, true] {
+        if stale {
+            std::fs::write(
+                &fake,
+                format!(
+                    "#!/bin/sh\nif [ \"$2\" = --probe ]; then echo '{{\"landlockAbi\":7,\"userNamespace\":true,\"mountNamespace\":true,\"pidNamespace\":true,\"networkNamespace\":true,\"seccomp\":true,\"build\":\"0000000000000000\"}}'; exit 0; fi\ntouch {}\n",
+                    mark.display()
+                ),
+            )
+            .unwrap();
+            std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        for terminal in [false, true] {
+            let (said, argvs) = ran_by(&candor, None, &command, terminal).await;
+            assert!(
+                said.contains(&format!("{} __sandbox --init", candor.display())),
+                "not candor itself (stale: {stale}, terminal: {terminal}): {said}"
+            );
+            assert!(said.contains("wrote=1"), "{said}");
+            assert!(!outside.path().join("escaped").exists());
+            for argv in argvs {
+                assert_eq!(argv[0], candor.display().to_string(), "{argv:?}");
+            }
+        }
+    }
+    assert!(!mark.exists(), "the launcher of another build was run");
+}
+
+/// The processes whose working directory is `dir` (where a spare
+/// launcher and its init wait; `dir` without links).
+fn processes_in(dir: &Path) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == dir))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_next_command_goes_to_a_spare_launcher_confined_alike_which_ends_with_candor() {
+    require_sandbox();
+    for killed in [false, true] {
+        let env = TestEnv::new().with_policy(json!({"mode": "bypassPermissions"}));
+        let outside = outside(&env);
+        let command = |n: u32| {
+            format!(
+                "tr '\\0' ' ' < /proc/1/cmdline; echo; echo x > {}/w{n}; echo wrote=$?",
+                outside.display()
+            )
+        };
+        let path = env.dir.path().join("script.json");
+        let s = script(vec![
+            respond(json!([tool(
+                "one",
+                "Bash",
+                json!({ "command": command(1) })
+            )])),
+            respond(json!([tool(
+                "two",
+                "Bash",
+                json!({ "command": command(2) })
+            )])),
+            respond(json!([tool(
+                "three",
+                "Bash",
+                json!({ "command": command(3) })
+            )])),
+            respond(json!([text("done")])),
+        ]);
+        std::fs::write(&path, s.to_string()).unwrap();
+        let env = TestEnv {
+            script: Some(path),
+            ..env
+        };
+        let project = env.project.canonicalize().unwrap();
+        let mut conn = Conn::spawn(env);
+        let session = conn.ready().await;
+        conn.prompt(&session, "go").await;
+        let thread = conn.thread(&session);
+        let (one, two, three) = (
+            thread.card("one").text(),
+            thread.card("two").text(),
+            thread.card("three").text(),
+        );
+        // The first command's launcher was started for it; the next ones
+        // were waiting, started ahead.
+        assert!(one.contains("__sandbox --init {"), "{one}");
+        for card in [&two, &three] {
+            assert!(card.contains("__sandbox --init-spare"), "{card}");
+        }
+        for card in [&one, &two, &three] {
+            assert!(card.contains("wrote=1"), "{card}");
+        }
+        assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
+        // A spare waits for the next command, in the project.
+        assert!(
+            eventually(Duration::from_secs(5), || !processes_in(&project)
+                .is_empty())
+            .await,
+            "no spare launcher waits"
+        );
+        if killed {
+            conn.child().start_kill().unwrap();
+            let _ = conn.child().wait().await;
+            assert!(
+                eventually(Duration::from_secs(5), || processes_in(&project).is_empty()).await,
+                "a spare launcher outlived candor, killed: {:?}",
+                processes_in(&project)
+            );
+        } else {
+            let _env = conn.end().await;
+            assert!(
+                eventually(Duration::from_secs(5), || processes_in(&project).is_empty()).await,
+                "a spare launcher outlived its session: {:?}",
+                processes_in(&project)
+            );
+        }
+    }
+}

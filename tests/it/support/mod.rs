@@ -298,9 +298,15 @@ pub fn mcp_test_server() -> PathBuf {
 pub const MCP_TEST_SERVER: &str = "mcp-test-server";
 
 /// A `tokio` command for the candor binary with a clean environment.
-#[allow(clippy::disallowed_methods)] // tests start the binary under test
 pub fn candor_command(env: &TestEnv) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(candor_bin());
+    candor_command_at(env, Path::new(candor_bin()))
+}
+
+/// [`candor_command`] for the candor binary at `program` (a copy or link
+/// of the one under test, placed elsewhere).
+#[allow(clippy::disallowed_methods)] // tests start the binary under test
+pub fn candor_command_at(env: &TestEnv, program: &Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(program);
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", env.dir.path())

@@ -1,0 +1,115 @@
+//! Which binary launches a confined command: the lean launcher
+//! `candor-sandbox` (`src/bin/candor-sandbox.rs`: the launcher's code and
+//! nothing else, so a command does not pay for starting all of candor
+//! twice) when it sits beside candor's own binary, is as trustworthy as
+//! that binary and is of the same build ([`BUILD`]); otherwise candor's own
+//! binary (`candor __sandbox`). Never a path from `PATH` or the project.
+//! `tools::exec::sandbox_probe` makes the choice once per process, with
+//! the probe it runs anyway ([`chosen`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The lean launcher's file name, beside candor's binary.
+pub const LEAN: &str = "candor-sandbox";
+
+/// This build of candor (a hash of what it was built from, `build.rs`).
+/// A launcher says its own in the probe's answer, and refuses a launch
+/// written by another build.
+pub const BUILD: &str = env!("CANDOR_BUILD");
+
+/// The lean launcher beside `candor` (candor's own binary, links
+/// resolved), if it is there and as trustworthy as `candor` itself: a
+/// regular file (not a link), executable, owned by the same user, and
+/// writable by no one `candor` is not writable by.
+pub fn beside(candor: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let own = std::fs::metadata(candor).ok()?;
+    let lean = candor.parent()?.join(LEAN);
+    let meta = std::fs::symlink_metadata(&lean).ok()?;
+    let trusted = meta.file_type().is_file()
+        && meta.mode() & 0o100 != 0
+        && meta.uid() == own.uid()
+        && meta.mode() & 0o022 & !(own.mode() & 0o022) == 0;
+    trusted.then_some(lean)
+}
+
+/// The build a probe's answer names (`None` from a launcher too old to
+/// say).
+pub fn build_of(answer: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Built {
+        build: Option<String>,
+    }
+    serde_json::from_slice::<Built>(answer).ok()?.build
+}
+
+static CHOSEN: OnceLock<PathBuf> = OnceLock::new();
+
+/// The launcher in a line for a person: its path, and when it is candor
+/// itself, why and what that costs.
+pub fn describe(launcher: &Path) -> String {
+    if launcher.file_name().is_some_and(|n| n == LEAN) {
+        return launcher.display().to_string();
+    }
+    format!(
+        "{} (candor itself: no {LEAN} of this build beside it, so each command starts a few milliseconds slower)",
+        launcher.display()
+    )
+}
+
+/// The launcher this process chose (with its probe), if it has.
+pub fn chosen() -> Option<&'static Path> {
+    CHOSEN.get().map(PathBuf::as_path)
+}
+
+/// Keeps `launcher` as this process's launcher (the first kept wins).
+pub fn choose(launcher: PathBuf) -> &'static Path {
+    CHOSEN.get_or_init(|| launcher)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn file(path: &Path, mode: u32) {
+        std::fs::write(path, b"").unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn the_lean_launcher_is_taken_only_as_trusted_as_candor() {
+        let dir = tempfile::tempdir().unwrap();
+        let candor = dir.path().join("candor");
+        file(&candor, 0o755);
+        let lean = dir.path().join(LEAN);
+        // Not there: none.
+        assert_eq!(beside(&candor), None);
+        file(&lean, 0o755);
+        assert_eq!(beside(&candor), Some(lean.clone()));
+        // Writable by others when candor is not: refused.
+        std::fs::set_permissions(&lean, std::fs::Permissions::from_mode(0o757)).unwrap();
+        assert_eq!(beside(&candor), None);
+        // Not executable: refused.
+        std::fs::set_permissions(&lean, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(beside(&candor), None);
+        // A link, even to a good file: refused.
+        std::fs::remove_file(&lean).unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        file(&elsewhere, 0o755);
+        std::os::unix::fs::symlink(&elsewhere, &lean).unwrap();
+        assert_eq!(beside(&candor), None);
+    }
+
+    #[test]
+    fn a_probe_answer_names_its_build() {
+        assert_eq!(
+            build_of(br#"{"landlockAbi":7,"build":"00ff"}"#),
+            Some("00ff".into())
+        );
+        assert_eq!(build_of(br#"{"landlockAbi":7}"#), None);
+        assert_eq!(build_of(b"not json"), None);
+        assert_eq!(BUILD.len(), 16);
+    }
+}

@@ -46,6 +46,47 @@ pub fn build_of(answer: &[u8]) -> Option<String> {
 
 static CHOSEN: OnceLock<PathBuf> = OnceLock::new();
 
+/// candor's own binary as the kernel holds it for the running process:
+/// no file a command put at candor's path since.
+pub const RUNNING: &str = "/proc/self/exe";
+
+/// The launcher chosen, as it was when its probe answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chosen {
+    pub path: PathBuf,
+    /// The lean launcher's file as it was then (`None`: candor itself).
+    pub file: Option<Identity>,
+}
+
+/// A file as the kernel names it, and when its inode last changed (a
+/// write in place, a rename over it, a new mode: the kernel sets it, no
+/// command can set it back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    dev: u64,
+    ino: u64,
+    ctime: (i64, i64),
+}
+
+impl Identity {
+    /// `path`'s identity (not following a link).
+    pub fn of(path: &Path) -> Option<Identity> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        Some(Identity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        })
+    }
+}
+
+/// The binary a command candor starts itself is launched by, in
+/// `boundary`.
+pub fn local_for(chosen: &Chosen, _boundary: &super::Boundary) -> PathBuf {
+    chosen.path.clone()
+}
+
 /// The launcher in a line for a person: its path, and when it is candor
 /// itself, why and what that costs.
 pub fn describe(launcher: &Path) -> String {
@@ -100,6 +141,65 @@ mod tests {
         file(&elsewhere, 0o755);
         std::os::unix::fs::symlink(&elsewhere, &lean).unwrap();
         assert_eq!(beside(&candor), None);
+    }
+
+    #[test]
+    fn a_launcher_a_command_could_have_changed_is_not_run() {
+        use crate::sandbox::{Boundary, Network, Preset};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let project = root.join("project");
+        let bin = root.join("bin");
+        std::fs::create_dir_all(project.join("target/debug")).unwrap();
+        std::fs::create_dir_all(&bin).unwrap();
+        let boundary = Boundary::new(
+            Preset::WorkspaceWrite,
+            vec![project.clone()],
+            None,
+            None,
+            Network::Off,
+        );
+        let running = PathBuf::from(RUNNING);
+        // Control: the lean launcher outside every writable root, as its
+        // probe found it, is the one run.
+        let lean = bin.join(LEAN);
+        file(&lean, 0o755);
+        let chosen = Chosen {
+            path: lean.clone(),
+            file: Identity::of(&lean),
+        };
+        assert_eq!(local_for(&chosen, &boundary), lean);
+        // Beside a candor built inside the project (a writable root): a
+        // command could put its own program there; candor's running
+        // binary launches instead.
+        let inside = project.join("target/debug").join(LEAN);
+        file(&inside, 0o755);
+        let planted = Chosen {
+            path: inside.clone(),
+            file: Identity::of(&inside),
+        };
+        assert_eq!(local_for(&planted, &boundary), running);
+        // Written since its probe answered (by a command of a wider
+        // boundary, still running): not run.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&lean, b"#!/bin/sh\nexec \"$@\"\n").unwrap();
+        assert_eq!(local_for(&chosen, &boundary), running);
+        // Replaced by another file: not run.
+        let other = bin.join("other");
+        file(&other, 0o755);
+        let chosen = Chosen {
+            path: lean.clone(),
+            file: Identity::of(&lean),
+        };
+        std::fs::rename(&other, &lean).unwrap();
+        assert_eq!(local_for(&chosen, &boundary), running);
+        // candor itself: the binary that is running, never a path a
+        // command could have replaced.
+        let itself = Chosen {
+            path: project.join("target/debug/candor"),
+            file: None,
+        };
+        assert_eq!(local_for(&itself, &boundary), running);
     }
 
     #[test]

@@ -265,8 +265,9 @@ pub(super) fn start_init(ns: &Namespaces, init: Vec<OsString>) -> Result<Stage, 
     if ns.user {
         super::namespaces::keep_for_init()?;
     }
-    let exe = std::env::current_exe().map_err(|e| format!("the launcher's binary: {e}"))?;
-    let child = std::process::Command::new(exe)
+    // The binary running now, as the kernel holds it: not whatever a
+    // command may have put at its path since (`sandbox::launcher`).
+    let child = super::launcher::running()
         .arg(SUBCOMMAND)
         .args(init)
         .env(NONCE_VAR, &nonce)

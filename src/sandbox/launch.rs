@@ -526,3 +526,67 @@ fn kill(pid: u32) {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A first stage's status socket, its second stage `child`.
+    fn stage(child: std::process::Child) -> Stage {
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        let address = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}")).unwrap();
+        Stage {
+            child,
+            listener: UnixListener::bind_addr(&address).unwrap(),
+            nonce,
+        }
+    }
+
+    fn hello(nonce: &str) -> UnixStream {
+        let address = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}")).unwrap();
+        let mut stream = UnixStream::connect_addr(&address).unwrap();
+        send(
+            &mut stream,
+            &Report::Hello {
+                token: nonce.to_owned(),
+                pid: std::process::id(),
+            },
+        );
+        stream
+    }
+
+    #[test]
+    fn only_the_second_stage_is_heard_on_the_status_socket() {
+        // The nonce is in the socket's name, which anyone in the same
+        // network namespace reads in /proc/net/unix (a command with the
+        // network on and unix sockets allowed, on a kernel whose Landlock
+        // does not scope abstract sockets): another process saying hello
+        // with it is not taken for the second stage.
+        let child = std::process::Command::new("sleep")
+            .arg("0.5")
+            .spawn()
+            .unwrap();
+        let mut stage = stage(child);
+        let _impostor = hello(&stage.nonce);
+        let accepted = accept_init(&mut stage);
+        assert!(accepted.is_err(), "an impostor was taken for the init");
+        // Control: the second stage itself (here, the child) is heard.
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        let script = format!(
+            "exec python3 -c 'import socket,json; s=socket.socket(socket.AF_UNIX); s.connect(\"\\0candor-sandbox-{nonce}\"); s.send((json.dumps({{\"event\":\"hello\",\"token\":\"{nonce}\",\"pid\":0}})+\"\\n\").encode()); import time; time.sleep(2)'"
+        );
+        let address = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}")).unwrap();
+        let listener = UnixListener::bind_addr(&address).unwrap();
+        let child = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .spawn()
+            .unwrap();
+        let mut stage = Stage {
+            child,
+            listener,
+            nonce,
+        };
+        assert!(accept_init(&mut stage).is_ok());
+        stage.end();
+    }
+}

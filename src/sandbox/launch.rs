@@ -357,6 +357,9 @@ pub(super) fn accept_init(stage: &mut Stage) -> Result<std::io::BufReader<UnixSt
         .map_err(|e| e.to_string())?;
     loop {
         match stage.listener.accept() {
+            // Only the second stage: the nonce is in the socket's name,
+            // which anyone in the network namespace can read.
+            Ok((stream, _)) if !from_child(&stream, &stage.child) => drop(stream),
             Ok((stream, _)) => {
                 let _ = stream.set_nonblocking(false);
                 let _ = stream.set_read_timeout(Some(SETUP_WAIT));
@@ -386,6 +389,14 @@ pub(super) fn accept_init(stage: &mut Stage) -> Result<std::io::BufReader<UnixSt
         let mut fds = [PollFd::new(stage.listener.as_fd(), PollFlags::POLLIN)];
         let _ = poll(&mut fds, PollTimeout::from(5u8));
     }
+}
+
+/// Whether `stream`'s other end is `child` (its credentials, as the
+/// kernel took them when it connected, in this process's PID namespace).
+fn from_child(stream: &UnixStream, child: &std::process::Child) -> bool {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    getsockopt(stream, PeerCredentials)
+        .is_ok_and(|cred| u32::try_from(cred.pid()).is_ok_and(|pid| pid == child.id()))
 }
 
 /// `Exited` for a status.

@@ -214,6 +214,17 @@ fn unconfined(mut life: Option<UnixStream>, argv: Vec<OsString>) -> ExitCode {
     finish(life, report)
 }
 
+/// A command running `sandbox::launcher::RUNNING`, named as the launcher's own (in `ps`,
+/// `/proc/…/cmdline`).
+pub(super) fn running() -> std::process::Command {
+    use std::os::unix::process::CommandExt as _;
+    let mut cmd = std::process::Command::new(super::launcher::RUNNING);
+    if let Ok(exe) = std::env::current_exe() {
+        cmd.arg0(exe);
+    }
+    cmd
+}
+
 /// What the first stage set up, and the second stage starting.
 pub(super) struct Stage {
     child: std::process::Child,
@@ -267,7 +278,7 @@ pub(super) fn start_init(ns: &Namespaces, init: Vec<OsString>) -> Result<Stage, 
     }
     // The binary running now, as the kernel holds it: not whatever a
     // command may have put at its path since (`sandbox::launcher`).
-    let child = super::launcher::running()
+    let child = running()
         .arg(SUBCOMMAND)
         .args(init)
         .env(NONCE_VAR, &nonce)

@@ -50,19 +50,6 @@ static CHOSEN: OnceLock<Chosen> = OnceLock::new();
 /// no file a command put at candor's path since.
 pub const RUNNING: &str = "/proc/self/exe";
 
-/// A command running [`RUNNING`], named as the launcher's own (in `ps`,
-/// `/proc/…/cmdline`).
-pub fn running() -> std::process::Command {
-    use std::os::unix::process::CommandExt as _;
-    // The launcher's own second stage (no runtime here).
-    #[allow(clippy::disallowed_methods)]
-    let mut cmd = std::process::Command::new(RUNNING);
-    if let Ok(exe) = std::env::current_exe() {
-        cmd.arg0(exe);
-    }
-    cmd
-}
-
 /// The launcher chosen, as it was when its probe answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chosen {
@@ -100,7 +87,7 @@ impl Identity {
 /// launcher: it lies under none of `boundary`'s writable roots (a candor
 /// built inside the project) and is the same file, unwritten, as when it
 /// was chosen (a command of a wider boundary may still run).
-fn untouched(chosen: &Chosen, boundary: &super::Boundary) -> bool {
+fn untouched(chosen: &Chosen, boundary: &super::boundary::Boundary) -> bool {
     chosen.file.is_some_and(|was| {
         Identity::of(&chosen.path) == Some(was)
             && !super::ruleset::write_paths(boundary)
@@ -111,11 +98,11 @@ fn untouched(chosen: &Chosen, boundary: &super::Boundary) -> bool {
 
 /// The binary a command candor starts itself is launched by, in
 /// `boundary`: the lean launcher chosen when no command could have changed
-/// it ([`untouched`]); else candor's running binary ([`RUNNING`]), never a
+/// it (`untouched`); else candor's running binary ([`RUNNING`]), never a
 /// path a command could have put another program at. A launcher a command
 /// replaced would run the next command with no boundary while its card
 /// claims one.
-pub fn local_for(chosen: &Chosen, boundary: &super::Boundary) -> PathBuf {
+pub fn local_for(chosen: &Chosen, boundary: &super::boundary::Boundary) -> PathBuf {
     if chosen.lean && untouched(chosen, boundary) {
         chosen.path.clone()
     } else {
@@ -127,7 +114,10 @@ pub fn local_for(chosen: &Chosen, boundary: &super::Boundary) -> PathBuf {
 /// `boundary` (a path: the editor starts it): the one chosen, when no
 /// command could have changed it; else why not (the command then runs as
 /// candor's own, `local_for`).
-pub fn terminal_for(chosen: &Chosen, boundary: &super::Boundary) -> Result<PathBuf, String> {
+pub fn terminal_for(
+    chosen: &Chosen,
+    boundary: &super::boundary::Boundary,
+) -> Result<PathBuf, String> {
     if untouched(chosen, boundary) {
         Ok(chosen.path.clone())
     } else {
@@ -139,12 +129,12 @@ pub fn terminal_for(chosen: &Chosen, boundary: &super::Boundary) -> Result<PathB
 }
 
 /// [`local_for`] with this process's choice (`None` before its probe).
-pub fn local(boundary: &super::Boundary) -> Option<PathBuf> {
+pub fn local(boundary: &super::boundary::Boundary) -> Option<PathBuf> {
     CHOSEN.get().map(|c| local_for(c, boundary))
 }
 
 /// [`terminal_for`] with this process's choice.
-pub fn terminal(boundary: &super::Boundary) -> Result<PathBuf, String> {
+pub fn terminal(boundary: &super::boundary::Boundary) -> Result<PathBuf, String> {
     let chosen = CHOSEN.get().ok_or("no launcher was chosen yet")?;
     terminal_for(chosen, boundary)
 }
@@ -215,7 +205,7 @@ mod tests {
 
     #[test]
     fn a_launcher_a_command_could_have_changed_is_not_run() {
-        use crate::sandbox::{Boundary, Network, Preset};
+        use crate::sandbox::boundary::{Boundary, Network, Preset};
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         let project = root.join("project");

@@ -167,7 +167,7 @@ pub fn child() -> ExitCode {
 /// at most) for it to mount `/proc`.
 fn try_init() -> Result<(), String> {
     super::namespaces::keep_for_init()?;
-    let mut child = super::launcher::running()
+    let mut child = super::launch::running()
         .args([super::launch::SUBCOMMAND, "--probe-init"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

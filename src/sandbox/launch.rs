@@ -214,6 +214,17 @@ fn unconfined(mut life: Option<UnixStream>, argv: Vec<OsString>) -> ExitCode {
     finish(life, report)
 }
 
+/// A command running `sandbox::launcher::RUNNING`, named as the launcher's own (in `ps`,
+/// `/proc/…/cmdline`).
+pub(super) fn running() -> std::process::Command {
+    use std::os::unix::process::CommandExt as _;
+    let mut cmd = std::process::Command::new(super::launcher::RUNNING);
+    if let Ok(exe) = std::env::current_exe() {
+        cmd.arg0(exe);
+    }
+    cmd
+}
+
 /// What the first stage set up, and the second stage starting.
 pub(super) struct Stage {
     child: std::process::Child,
@@ -265,8 +276,9 @@ pub(super) fn start_init(ns: &Namespaces, init: Vec<OsString>) -> Result<Stage, 
     if ns.user {
         super::namespaces::keep_for_init()?;
     }
-    let exe = std::env::current_exe().map_err(|e| format!("the launcher's binary: {e}"))?;
-    let child = std::process::Command::new(exe)
+    // The binary running now, as the kernel holds it: not whatever a
+    // command may have put at its path since (`sandbox::launcher`).
+    let child = running()
         .arg(SUBCOMMAND)
         .args(init)
         .env(NONCE_VAR, &nonce)
@@ -356,6 +368,9 @@ pub(super) fn accept_init(stage: &mut Stage) -> Result<std::io::BufReader<UnixSt
         .map_err(|e| e.to_string())?;
     loop {
         match stage.listener.accept() {
+            // Only the second stage: the nonce is in the socket's name,
+            // which anyone in the network namespace can read.
+            Ok((stream, _)) if !from_child(&stream, &stage.child) => drop(stream),
             Ok((stream, _)) => {
                 let _ = stream.set_nonblocking(false);
                 let _ = stream.set_read_timeout(Some(SETUP_WAIT));
@@ -385,6 +400,14 @@ pub(super) fn accept_init(stage: &mut Stage) -> Result<std::io::BufReader<UnixSt
         let mut fds = [PollFd::new(stage.listener.as_fd(), PollFlags::POLLIN)];
         let _ = poll(&mut fds, PollTimeout::from(5u8));
     }
+}
+
+/// Whether `stream`'s other end is `child` (its credentials, as the
+/// kernel took them when it connected, in this process's PID namespace).
+fn from_child(stream: &UnixStream, child: &std::process::Child) -> bool {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    getsockopt(stream, PeerCredentials)
+        .is_ok_and(|cred| u32::try_from(cred.pid()).is_ok_and(|pid| pid == child.id()))
 }
 
 /// `Exited` for a status.
@@ -523,5 +546,69 @@ fn lifeline_closed(life: Option<&UnixStream>) -> bool {
 fn kill(pid: u32) {
     if let Ok(pid) = i32::try_from(pid) {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A first stage's status socket, its second stage `child`.
+    fn stage(child: std::process::Child) -> Stage {
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        let address = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}")).unwrap();
+        Stage {
+            child,
+            listener: UnixListener::bind_addr(&address).unwrap(),
+            nonce,
+        }
+    }
+
+    fn hello(nonce: &str) -> UnixStream {
+        let address = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}")).unwrap();
+        let mut stream = UnixStream::connect_addr(&address).unwrap();
+        send(
+            &mut stream,
+            &Report::Hello {
+                token: nonce.to_owned(),
+                pid: std::process::id(),
+            },
+        );
+        stream
+    }
+
+    #[test]
+    fn only_the_second_stage_is_heard_on_the_status_socket() {
+        // The nonce is in the socket's name, which anyone in the same
+        // network namespace reads in /proc/net/unix (a command with the
+        // network on and unix sockets allowed, on a kernel whose Landlock
+        // does not scope abstract sockets): another process saying hello
+        // with it is not taken for the second stage.
+        let child = std::process::Command::new("sleep")
+            .arg("0.5")
+            .spawn()
+            .unwrap();
+        let mut stage = stage(child);
+        let _impostor = hello(&stage.nonce);
+        let accepted = accept_init(&mut stage);
+        assert!(accepted.is_err(), "an impostor was taken for the init");
+        // Control: the second stage itself (here, the child) is heard.
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        let script = format!(
+            "exec python3 -c 'import socket,json; s=socket.socket(socket.AF_UNIX); s.connect(\"\\0candor-sandbox-{nonce}\"); s.send((json.dumps({{\"event\":\"hello\",\"token\":\"{nonce}\",\"pid\":0}})+\"\\n\").encode()); import time; time.sleep(2)'"
+        );
+        let address = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}")).unwrap();
+        let listener = UnixListener::bind_addr(&address).unwrap();
+        let child = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .spawn()
+            .unwrap();
+        let mut stage = Stage {
+            child,
+            listener,
+            nonce,
+        };
+        assert!(accept_init(&mut stage).is_ok());
+        stage.end();
     }
 }

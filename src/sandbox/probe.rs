@@ -167,8 +167,7 @@ pub fn child() -> ExitCode {
 /// at most) for it to mount `/proc`.
 fn try_init() -> Result<(), String> {
     super::namespaces::keep_for_init()?;
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut child = std::process::Command::new(exe)
+    let mut child = super::launch::running()
         .args([super::launch::SUBCOMMAND, "--probe-init"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

@@ -168,6 +168,7 @@ enum Ending {
 pub(crate) async fn run(input: &BashInput, cx: ToolContext) -> ToolOutput {
     if let Some(client) = cx.terminal.clone()
         && input.run_in_background != Some(true)
+        && terminal_may_launch(&cx)
     {
         return in_terminal(input, &client, cx).await;
     }
@@ -251,6 +252,23 @@ pub(crate) async fn run(input: &BashInput, cx: ToolContext) -> ToolOutput {
     out
 }
 
+/// Whether the editor's terminal may be given the command: unconfined,
+/// or its launcher is one no sandboxed command could have changed
+/// (`sandbox::launcher::terminal`). Else candor runs it itself, from its
+/// running binary, in the same boundary.
+fn terminal_may_launch(cx: &ToolContext) -> bool {
+    match cx.boundary.as_ref().filter(|b| b.confinement().is_some()) {
+        None => true,
+        Some(boundary) => match crate::sandbox::launcher::terminal(boundary) {
+            Ok(_) => true,
+            Err(why) => {
+                tracing::warn!("{why}; the command runs in candor, not the editor's terminal");
+                false
+            }
+        },
+    }
+}
+
 /// Starts the launcher of the session's next confined command now, while
 /// the model answers (`tools::confined::Confiner::spare_soon`).
 fn spare_soon(cx: &ToolContext) {
@@ -298,7 +316,7 @@ async fn start(command: &str, cx: &ToolContext) -> Result<Started, ToolOutput> {
                 // launcher of its own.
                 tracing::debug!("the spare sandbox launcher was not used: {why}");
                 launched = confiner
-                    .launch(boundary, &cx.events)
+                    .launch_own(boundary, &cx.events)
                     .map_err(|why| not_set_up(&why))?;
                 spawn_launcher(&launched, command, cx)
             }

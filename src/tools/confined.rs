@@ -215,7 +215,33 @@ impl Confiner {
         boundary: &Boundary,
         events: &tokio::sync::mpsc::UnboundedSender<ToolEvent>,
     ) -> Result<Launched, String> {
-        let (launcher, lifeline) = self.launcher_and_lifeline()?;
+        self.launch_by(boundary, events, false)
+    }
+
+    /// [`launch`](Self::launch) of a new launcher for a command candor
+    /// starts itself: the launcher no command could have changed
+    /// (`sandbox::launcher::local`).
+    pub fn launch_own(
+        &self,
+        boundary: &Boundary,
+        events: &tokio::sync::mpsc::UnboundedSender<ToolEvent>,
+    ) -> Result<Launched, String> {
+        self.launch_by(boundary, events, true)
+    }
+
+    fn launch_by(
+        &self,
+        boundary: &Boundary,
+        events: &tokio::sync::mpsc::UnboundedSender<ToolEvent>,
+        local: bool,
+    ) -> Result<Launched, String> {
+        let (_, lifeline) = self.launcher_and_lifeline()?;
+        let launcher = if local {
+            crate::sandbox::launcher::local(boundary)
+                .unwrap_or_else(|| crate::sandbox::launcher::RUNNING.into())
+        } else {
+            crate::sandbox::launcher::terminal(boundary)?
+        };
         let door = self.door_for(boundary, events)?;
         let (token, watch) = lifeline.expect();
         Ok(Launched {
@@ -246,7 +272,7 @@ impl Confiner {
             spare.filter(|_| fits)
         };
         let Some(spare) = taken else {
-            return self.launch(boundary, events);
+            return self.launch_own(boundary, events);
         };
         let (launcher, lifeline) = self.launcher_and_lifeline()?;
         let door = self.door_for(boundary, events)?;
@@ -268,7 +294,7 @@ impl Confiner {
         let Some(c) = boundary.confinement() else {
             return;
         };
-        let Some(launcher) = crate::sandbox::launcher::chosen() else {
+        let Some(launcher) = crate::sandbox::launcher::local(boundary) else {
             return;
         };
         let Ok((_, lifeline)) = self.launcher_and_lifeline() else {
@@ -285,7 +311,7 @@ impl Confiner {
             token: token.clone(),
             namespaces: c.namespaces,
         };
-        let started = super::exec::sandbox_spare(launcher, &spare, self.workdir())
+        let started = super::exec::sandbox_spare(&launcher, &spare, self.workdir())
             .and_then(|(cmd, output)| Ok((super::exec::ProcessGroup::spawn(cmd)?, output)));
         match started {
             Ok((group, output)) => {

@@ -100,8 +100,7 @@ pub fn confined_bash(
     let args = launch
         .args(&["bash", "-c", script])
         .map_err(|e| io::Error::other(format!("the launch cannot be written: {e}")))?;
-    #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
-    let mut cmd = Command::new(launcher);
+    let mut cmd = launcher_command(launcher);
     cmd.args(args);
     piped(cmd, cwd)
 }
@@ -117,10 +116,22 @@ pub fn sandbox_spare(
     let args = spare
         .args()
         .map_err(|e| io::Error::other(format!("the spare cannot be written: {e}")))?;
-    #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
-    let mut cmd = Command::new(launcher);
+    let mut cmd = launcher_command(launcher);
     cmd.args(args);
     piped(cmd, cwd)
+}
+
+/// `launcher`, named as candor's binary when it is the running one
+/// (`sandbox::launcher::RUNNING`), as `ps` should show it.
+fn launcher_command(launcher: &Path) -> Command {
+    #[allow(clippy::disallowed_methods)] // this is the sanctioned constructor
+    let mut cmd = Command::new(launcher);
+    if launcher == Path::new(crate::sandbox::launcher::RUNNING)
+        && let Ok(exe) = std::env::current_exe()
+    {
+        cmd.arg0(exe);
+    }
+    cmd
 }
 
 /// `cmd` in `cwd`, stdin closed, stdout and stderr into one pipe, its own
@@ -294,9 +305,11 @@ pub async fn sandbox_probe(candor: &Path) -> &'static crate::sandbox::Probe {
         return probe;
     }
     if let Some(lean) = launcher::beside(candor) {
+        // As it is before it runs: a file changed since is not launched.
+        let file = launcher::Identity::of(&lean);
         match run_probe(&lean).await {
             Ok(out) if launcher::build_of(&out).as_deref() == Some(launcher::BUILD) => {
-                launcher::choose(lean);
+                launcher::choose(lean, true, file);
                 return crate::sandbox::probe::remember(crate::sandbox::Probe::parse(&out));
             }
             Ok(_) => tracing::warn!(
@@ -313,7 +326,7 @@ pub async fn sandbox_probe(candor: &Path) -> &'static crate::sandbox::Probe {
         Ok(out) => crate::sandbox::Probe::parse(&out),
         Err(e) => crate::sandbox::Probe::nothing(&format!("the probe {e}")),
     };
-    launcher::choose(candor.to_owned());
+    launcher::choose(candor.to_owned(), false, launcher::Identity::of(candor));
     crate::sandbox::probe::remember(probe)
 }
 

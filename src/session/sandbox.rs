@@ -68,6 +68,31 @@ pub(crate) fn for_calls(kit: &SessionKit, records: &[Record]) -> Sandbox {
     )
 }
 
+/// Starts the launcher of the turn's first confined command while the
+/// model answers (`tools::confined::Confiner::spare_soon`; after each
+/// command, `tools::bash` starts the next one), in the boundary a Bash
+/// call would get now. It only saves time: a command sends its own
+/// settled boundary to the spare, and a spare made for other namespaces
+/// than the call's is not used (`sandbox::spare`).
+pub(crate) fn spare_soon(kit: &SessionKit, records: &[Record]) {
+    let sandbox = for_calls(kit, records);
+    if sandbox.preset == Preset::FullAccess || kit.confiner.launcher().is_none() {
+        return;
+    }
+    let confiner = kit.confiner.clone();
+    let home = kit.config.user_home.clone();
+    tokio::spawn(async move {
+        let probe = confiner.probe().await;
+        let boundary = sandbox.boundary(
+            confiner.workdir(),
+            confiner.tmpdir(),
+            home.as_deref(),
+            probe,
+        );
+        confiner.spare_soon(&boundary);
+    });
+}
+
 /// The shared view of the session's options follows its sandbox as it now
 /// is (after `/sandbox`, or `/trust` applying a project's sandbox
 /// settings), so the next `config_option_update` and option answers say it.

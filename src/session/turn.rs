@@ -113,6 +113,7 @@ async fn steps(
     if let Some(stop) = prepare(c, kit, &prompt_text, &links, control).await? {
         return Ok(stop);
     }
+    super::sandbox::spare_soon(kit, c.records());
     let limit = provider.max_turn_requests().unwrap_or(usize::MAX); // none set: no limit
     agent_loop(c, provider, kit, control, limit).await
 }

@@ -1578,6 +1578,37 @@ fn processes_in(dir: &Path) -> Vec<u32> {
         .collect()
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turns_first_command_goes_to_a_spare_started_while_the_model_answers() {
+    require_sandbox();
+    let env = TestEnv::new().with_policy(json!({"mode": "bypassPermissions"}));
+    let outside = outside(&env);
+    let command = format!(
+        "tr '\\0' ' ' < /proc/1/cmdline; echo; echo x > {}/w; echo wrote=$?",
+        outside.display()
+    );
+    let path = env.dir.path().join("script.json");
+    // The model takes half a second to answer, as a real one takes more.
+    let s = script(vec![
+        json!({"delayMs": 500, "content": [tool("one", "Bash", json!({ "command": command }))]}),
+        respond(json!([text("done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let one = conn.thread(&session).card("one").text();
+    // The first command ran in a spare's init, confined like any other:
+    // the write outside the project was refused.
+    assert!(one.contains("__sandbox --init-spare"), "{one}");
+    assert!(one.contains("wrote=1"), "{one}");
+    assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
+}
+
 #[tokio::test]
 async fn the_next_command_goes_to_a_spare_launcher_confined_alike_which_ends_with_candor() {
     require_sandbox();
@@ -1624,9 +1655,13 @@ async fn the_next_command_goes_to_a_spare_launcher_confined_alike_which_ends_wit
             thread.card("two").text(),
             thread.card("three").text(),
         );
-        // The first command's launcher was started for it; the next ones
-        // were waiting, started ahead.
-        assert!(one.contains("__sandbox --init {"), "{one}");
+        // The next commands' launchers were waiting, started ahead; the
+        // first one's, started when the prompt came, may or may not be
+        // ready before this model's instant answer (the test below waits).
+        assert!(
+            one.contains("__sandbox --init {") || one.contains("__sandbox --init-spare"),
+            "{one}"
+        );
         for card in [&two, &three] {
             assert!(card.contains("__sandbox --init-spare"), "{card}");
         }

@@ -1578,6 +1578,59 @@ fn processes_in(dir: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// A spare is made for the namespaces of the boundary it was started in:
+/// one started with the network on (no network namespace) must not run a
+/// command after the user turned the network off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spare_made_with_the_network_on_does_not_run_a_command_after_it_is_turned_off() {
+    require_sandbox();
+    let env = TestEnv::new()
+        .with_policy(json!({"mode": "bypassPermissions"}))
+        .with_user_config("[sandbox]\nnetwork = \"on\"\n");
+    // The network interfaces the command sees, one `if=<name>` a line.
+    // (and what started it: the first process of its PID namespace).
+    let interfaces = "tr '\\0' ' ' < /proc/1/cmdline; echo; awk -F: 'NR>2{gsub(/ /,\"\",$1); print \"if=\" $1}' /proc/net/dev";
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![
+        json!({"delayMs": 300, "content": [tool("one", "Bash", json!({ "command": interfaces }))]}),
+        respond(json!([text("done")])),
+        json!({"delayMs": 300, "content": [tool("two", "Bash", json!({ "command": interfaces }))]}),
+        respond(json!([text("done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    };
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    conn.prompt(&session, "/sandbox network off").await;
+    conn.prompt(&session, "go again").await;
+    let thread = conn.thread(&session);
+    let seen = |id: &str| -> (String, Vec<String>) {
+        let text = thread.card(id).text();
+        let names = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("if="))
+            .map(str::to_owned)
+            .collect();
+        (text, names)
+    };
+    // The control: with the network on, the command shares candor's
+    // network (an interface besides `lo`); it ran in a spare, and another
+    // was started after it, for the same boundary.
+    let (one, names) = seen("one");
+    assert!(one.contains("__sandbox --init-spare"), "{one}");
+    assert!(one.contains("network on"), "{one}");
+    assert!(names.iter().any(|n| n != "lo"), "{one}");
+    // Turned off: the waiting spare (no network namespace) is let go, and
+    // the command sees only its own loopback.
+    let (two, names) = seen("two");
+    assert_eq!(names, vec!["lo".to_owned()], "{two}");
+    assert!(two.contains("network off"), "{two}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turns_first_command_goes_to_a_spare_started_while_the_model_answers() {
     require_sandbox();

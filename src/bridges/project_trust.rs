@@ -254,17 +254,22 @@ pub fn covered(project: &Path, paths: &[PathBuf]) -> Vec<Covered> {
     out
 }
 
-fn sha256(parts: &[&[u8]]) -> String {
-    let mut hasher = Sha256::new();
-    for part in parts {
-        hasher.update(part);
-    }
+/// A finished digest as candor writes it: `sha256:` and its hex.
+fn named(hasher: Sha256) -> String {
     let hex: String = hasher
         .finalize()
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
     format!("sha256:{hex}")
+}
+
+fn sha256(parts: &[&[u8]]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part);
+    }
+    named(hasher)
 }
 
 /// The digest an answer binds to: of the wants, in order, as shown, and
@@ -283,12 +288,7 @@ pub fn digest(wants: &[String], files: &[Covered]) -> String {
         hasher.update(file.key().as_bytes());
         hasher.update([0]);
     }
-    let hex: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("sha256:{hex}")
+    named(hasher)
 }
 
 /// What trusting a project gives, and what it binds to: the wants of its

@@ -286,10 +286,11 @@ impl Confiner {
     }
 
     /// Starts a spare launcher for the session's next command in
-    /// `boundary`'s namespaces (`sandbox::spare`), unless there is one, the
-    /// boundary does not confine, or no launcher was chosen yet (the
-    /// probe has not run). Its setup runs while the session does other
-    /// work; the next command only sends it the command.
+    /// `boundary`'s namespaces (`sandbox::spare`), unless there is one for
+    /// them, the boundary does not confine, or no launcher was chosen yet
+    /// (the probe has not run); a spare for other namespaces (the user
+    /// changed the network since) is let go. Its setup runs while the
+    /// session does other work; the next command only sends it the command.
     pub fn spare_soon(&self, boundary: &Boundary) {
         let Some(c) = boundary.confinement() else {
             return;
@@ -301,9 +302,11 @@ impl Confiner {
             return;
         };
         let mut slot = crate::sync::lock(&self.inner.spare);
-        if slot.is_some() {
+        if slot.as_ref().is_some_and(|s| s.namespaces == c.namespaces) {
             return;
         }
+        // One for other namespaces is let go (killed with its group).
+        *slot = None;
         let (token, watch) = lifeline.expect();
         let spare = crate::sandbox::Spare {
             build: crate::sandbox::launcher::BUILD.into(),

@@ -1625,9 +1625,11 @@ async fn a_spare_made_with_the_network_on_does_not_run_a_command_after_it_is_tur
     assert!(one.contains("network on"), "{one}");
     assert!(names.iter().any(|n| n != "lo"), "{one}");
     // Turned off: the waiting spare (no network namespace) is let go, and
-    // the command sees only its own loopback.
+    // the command sees only its own loopback, in the spare the turn
+    // started for the boundary as it now is.
     let (two, names) = seen("two");
     assert_eq!(names, vec!["lo".to_owned()], "{two}");
+    assert!(two.contains("__sandbox --init-spare"), "{two}");
     assert!(two.contains("network off"), "{two}");
 }
 

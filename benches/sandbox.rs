@@ -147,6 +147,7 @@ fn main() {
         lifeline: None,
         token: None,
         proxy: None,
+        house: None,
     };
     assert!(
         off.boundary.confinement().is_some(),
@@ -158,6 +159,7 @@ fn main() {
             domains: vec!["example.com".into()],
         }),
         proxy: Some(dir.path().join("proxy.sock")),
+        house: None,
         ..off.clone()
     };
     let launcher_os = launcher.clone().into_os_string();
@@ -283,6 +285,7 @@ fn spare_ready(
                 lifeline: lifeline.path().to_owned(),
                 token: token.clone(),
                 namespaces,
+                house: None,
             };
             let cpu = common::children_cpu();
             let mut child = tokio::process::Command::new(launcher)

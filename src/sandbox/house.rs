@@ -1,0 +1,367 @@
+//! The session's house: the namespaces a session's confined commands
+//! share, made once per boundary instead of once per command
+//! (`protocol/sandbox.md`, "The house"). `… __sandbox --house <House
+//! JSON>` connects candor's lifeline and says hello, enters new user,
+//! mount, PID, network and IPC namespaces, starts its init (`…
+//! __sandbox --house-init`, PID 1 of the new PID namespace, which mounts
+//! its `/proc`), binds and hides the boundary's paths and brings `lo` up,
+//! exactly as a launcher would for one command, and says ready. Then it
+//! waits. A launcher given the house's [`HouseRef`] joins these
+//! namespaces (`setns`) instead of making its own, and its second stage,
+//! started in them, is not an init but the command's subreaper: it
+//! confines itself as always (Landlock, seccomp, capabilities), runs the
+//! command, and when the command ends, kills whatever it left behind, as
+//! the end of a PID namespace of its own would. A process orphaned by a
+//! second stage that was killed is the house init's, which kills it at
+//! once. When candor lets the house go (another boundary took its place,
+//! or the session ended), the house ends once nothing runs in it; it dies
+//! with candor.
+//!
+//! A house is only ever used for the boundary it was made for: candor
+//! keeps its [`Boundary`] and the [`Mark`]s of the paths its mounts
+//! cover, and gives a launcher the house only for a call whose settled
+//! boundary is equal and whose paths are still those files (a protected
+//! directory removed and made again outside would not be under the old
+//! bind).
+
+use std::ffi::OsString;
+use std::io::Read as _;
+use std::os::unix::fs::MetadataExt as _;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use nix::sched::CloneFlags;
+use nix::sys::signal::Signal;
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+
+use super::boundary::{Boundary, Confinement};
+use super::launch::{SUBCOMMAND, fail, receive, send};
+use super::lifeline::Report;
+
+/// The house's option.
+pub const HOUSE: &str = "--house";
+/// Its init's option.
+pub const INIT: &str = "--house-init";
+/// How often the house's init looks for orphans to end.
+const ORPHANS_EVERY: Duration = Duration::from_millis(20);
+/// The word candor writes on a house's lifeline to let it go.
+pub const RETIRE: &[u8] = b"retire\n";
+
+/// What a house is given on its command line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct House {
+    /// The build of candor that started it (`sandbox::launcher::BUILD`).
+    pub build: String,
+    pub lifeline: PathBuf,
+    pub token: String,
+    /// The boundary its namespaces and mounts are made for.
+    pub boundary: Boundary,
+    /// The paths its mounts cover, as candor found them: the house
+    /// refuses to start when it finds them otherwise.
+    pub marks: Vec<Mark>,
+}
+
+impl House {
+    /// The arguments (after the launcher's path) that start this house.
+    pub fn args(&self) -> Result<Vec<OsString>, serde_json::Error> {
+        Ok(vec![
+            OsString::from(SUBCOMMAND),
+            OsString::from(HOUSE),
+            OsString::from(serde_json::to_string(self)?),
+        ])
+    }
+}
+
+/// A path a house's mounts cover (bound read-only or hidden), and the
+/// file it was (device, inode, and its birth time in nanoseconds, or its
+/// last change where the file system keeps no birth; `None`: there was
+/// none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mark {
+    pub path: PathBuf,
+    pub file: Option<(u64, u64, u64)>,
+}
+
+/// The marks of what a launcher would bind and hide for `boundary` now.
+pub fn marks(boundary: &Boundary) -> Vec<Mark> {
+    let roots = super::ruleset::write_paths(boundary);
+    let mut paths = boundary.protected.clone();
+    paths.extend(boundary.write_denied.iter().cloned());
+    paths.extend(super::protected::existing(&roots, boundary.home.as_deref()));
+    paths.extend(boundary.read_denied.iter().cloned());
+    paths.sort();
+    paths.dedup();
+    paths
+        .into_iter()
+        .map(|path| {
+            let file = std::fs::metadata(&path).ok().map(|m| {
+                // An inode number is used again at once for a file made
+                // after one removed: its birth (else its change) tells
+                // them apart.
+                let born = m
+                    .created()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+                let changed = u64::try_from(m.ctime())
+                    .unwrap_or(0)
+                    .saturating_mul(1_000_000_000)
+                    .saturating_add(u64::try_from(m.ctime_nsec()).unwrap_or(0));
+                (m.dev(), m.ino(), born.unwrap_or(changed))
+            });
+            Mark { path, file }
+        })
+        .collect()
+}
+
+/// A running house, as a launcher finds it: its process and the
+/// namespaces it holds (each `/proc/<pid>/ns/<name>` and its inode). A
+/// launcher joins only namespaces whose inodes are these, so a house
+/// that ended (its pid used again) is not taken for another.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HouseRef {
+    pub pid: u32,
+    pub namespaces: Vec<(String, u64)>,
+}
+
+/// The order a launcher joins them in: the user namespace first (it gives
+/// the capabilities the others need), the PID namespace (its children's)
+/// last.
+const JOINED: [(&str, CloneFlags); 5] = [
+    ("user", CloneFlags::CLONE_NEWUSER),
+    ("mnt", CloneFlags::CLONE_NEWNS),
+    ("net", CloneFlags::CLONE_NEWNET),
+    ("ipc", CloneFlags::CLONE_NEWIPC),
+    ("pid_for_children", CloneFlags::CLONE_NEWPID),
+];
+
+impl HouseRef {
+    /// The house whose first process is `pid`, holding the namespaces
+    /// `confinement` asks for (read by candor once it said ready).
+    pub fn of(pid: u32, c: &Confinement) -> std::io::Result<HouseRef> {
+        let mut namespaces = Vec::new();
+        for (name, _) in JOINED {
+            if wanted(name, c) {
+                let inode = std::fs::metadata(format!("/proc/{pid}/ns/{name}"))?.ino();
+                namespaces.push((name.to_owned(), inode));
+            }
+        }
+        Ok(HouseRef { pid, namespaces })
+    }
+}
+
+/// Whether a boundary confined as `c` has namespace `name`.
+fn wanted(name: &str, c: &Confinement) -> bool {
+    let ns = &c.namespaces;
+    match name {
+        "user" => ns.user,
+        "mnt" => ns.mount,
+        "net" => ns.network,
+        "ipc" => ns.ipc,
+        "pid_for_children" => ns.pid,
+        _ => false,
+    }
+}
+
+/// Whether a house can be made for a boundary confined as `c`: in its
+/// own user, mount and PID namespaces (else nothing would end what a
+/// killed launcher left behind, or keep the house's binds private).
+pub fn can_house(c: &Confinement) -> bool {
+    c.namespaces.user && c.namespaces.mount && c.namespaces.pid
+}
+
+/// Why a launcher did not join a house.
+#[derive(Debug)]
+pub(super) enum Entering {
+    /// It is not there (ended, or not what the reference names), or the
+    /// working directory is gone: the launcher makes its own namespaces
+    /// instead (and says why, when setup then fails).
+    Gone,
+    /// Joining failed part way: the launcher cannot go on.
+    Failed(String),
+}
+
+/// Joins the house `house` names (this process must be single-threaded):
+/// every namespace opened and checked first, then joined, the user
+/// namespace first. Then the working directory is entered again, as the
+/// house's mounts show it.
+pub(super) fn enter(house: &HouseRef) -> Result<(), Entering> {
+    let mut opened = Vec::new();
+    for (name, flag) in JOINED {
+        let Some((_, inode)) = house.namespaces.iter().find(|(n, _)| n == name) else {
+            continue;
+        };
+        let path = format!("/proc/{}/ns/{name}", house.pid);
+        let file = std::fs::File::open(&path).map_err(|_| Entering::Gone)?;
+        let found = file.metadata().map_err(|_| Entering::Gone)?.ino();
+        // Another namespace: the house ended, and its pid is another's.
+        if found != *inode {
+            return Err(Entering::Gone);
+        }
+        opened.push((name, file, flag));
+    }
+    // A namespace this launcher does not know.
+    if opened.len() != house.namespaces.len() {
+        return Err(Entering::Gone);
+    }
+    let cwd = std::env::current_dir().map_err(|_| Entering::Gone)?;
+    for (name, file, flag) in opened {
+        nix::sched::setns(&file, flag).map_err(|e| {
+            Entering::Failed(format!("joining the session's {name} namespace: {e}"))
+        })?;
+    }
+    // The parent-death signal, again after the credentials' change.
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    std::env::set_current_dir(&cwd)
+        .map_err(|e| Entering::Failed(format!("the working directory {}: {e}", cwd.display())))
+}
+
+/// `--house <JSON>`: the house's first process.
+pub(super) fn run(args: &[OsString]) -> ExitCode {
+    // candor goes: so does the house (its init with it, and with the init
+    // everything in its PID namespace).
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    let house: House = match args
+        .first()
+        .and_then(|a| a.to_str())
+        .map(serde_json::from_str)
+    {
+        Some(Ok(house)) => house,
+        _ => return fail(None, "the sandbox house's argument is not readable"),
+    };
+    let mut life = match UnixStream::connect(&house.lifeline) {
+        Ok(stream) => stream,
+        Err(e) => {
+            let path = house.lifeline.display();
+            return fail(None, &format!("cannot reach candor's lifeline {path}: {e}"));
+        }
+    };
+    send(
+        &mut life,
+        &Report::Hello {
+            token: house.token.clone(),
+            pid: std::process::id(),
+        },
+    );
+    if house.build != super::launcher::BUILD {
+        return fail(Some(&mut life), "a sandbox house of another build");
+    }
+    let Some(c) = house.boundary.confinement().filter(|c| can_house(c)) else {
+        return fail(
+            Some(&mut life),
+            "a sandbox house needs user, mount and PID namespaces",
+        );
+    };
+    let _signals = super::launch::block_termination();
+    // Before the mounts: a hidden path shows another file after them.
+    if marks(&house.boundary) != house.marks {
+        return fail(
+            Some(&mut life),
+            "the project's protected or hidden paths changed while the sandbox was set up",
+        );
+    }
+    if let Err(e) = super::launch::enter(&c.namespaces, None) {
+        return fail(Some(&mut life), &e);
+    }
+    let mut stage = match super::launch::start_init(&c.namespaces, vec![INIT.into()]) {
+        Ok(stage) => stage,
+        Err(e) => return fail(Some(&mut life), &e),
+    };
+    if let Err(e) = super::launch::mounts(&house.boundary, c) {
+        stage.end();
+        return fail(Some(&mut life), &e);
+    }
+    let mut status = match super::launch::accept_init(&mut stage) {
+        Ok(status) => status,
+        Err(e) => {
+            stage.end();
+            return fail(Some(&mut life), &e);
+        }
+    };
+    match receive(&mut status) {
+        Some(Report::Ready) => {}
+        Some(Report::SetupFailed { reason }) => {
+            stage.end();
+            return fail(Some(&mut life), &reason);
+        }
+        _ => {
+            stage.end();
+            return fail(Some(&mut life), "the sandbox house's init ended");
+        }
+    }
+    send(&mut life, &Report::Ready);
+    // Until candor lets the house go (a word, or the lifeline's end).
+    let mut buf = [0u8; 64];
+    let _ = life.read(&mut buf);
+    send(status.get_mut(), &Report::Ready);
+    let _ = stage.wait();
+    ExitCode::SUCCESS
+}
+
+/// `--house-init`: PID 1 of the house's PID namespace.
+pub(super) fn run_init() -> ExitCode {
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    let mut status = match super::init::connect() {
+        Ok(status) => status,
+        Err(e) => return fail(None, &e),
+    };
+    let set_up = super::namespaces::mount_proc()
+        .and_then(|()| super::namespaces::drop_capabilities())
+        .and_then(|()| {
+            nix::sys::prctl::set_dumpable(false).map_err(|e| format!("PR_SET_DUMPABLE: {e}"))
+        });
+    if let Err(e) = set_up {
+        return super::init::refuse(&mut status, &e);
+    }
+    send(&mut status, &Report::Ready);
+    let mut retiring = false;
+    loop {
+        if retiring {
+            std::thread::sleep(ORPHANS_EVERY);
+        } else if word_or_end(&status) {
+            retiring = true;
+        }
+        // Reaped, and any process orphaned here ended: a launcher ends
+        // its own command's leftovers, so an orphan is one whose launcher
+        // was killed.
+        while let Ok(s) = waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
+            if s == WaitStatus::StillAlive {
+                break;
+            }
+        }
+        for pid in super::init::children() {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        if retiring && alone() {
+            return ExitCode::SUCCESS;
+        }
+    }
+}
+
+/// Waits up to [`ORPHANS_EVERY`] for the first process's word; whether it
+/// came (or the connection ended).
+fn word_or_end(status: &UnixStream) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd as _;
+    let mut fds = [PollFd::new(status.as_fd(), PollFlags::POLLIN)];
+    let timeout = PollTimeout::try_from(ORPHANS_EVERY).unwrap_or(PollTimeout::MAX);
+    matches!(poll(&mut fds, timeout), Ok(n) if n > 0)
+}
+
+/// Whether the init is the only process left in its PID namespace.
+fn alone() -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    !entries.flatten().any(|e| {
+        e.file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_some_and(|pid| pid != 1)
+    })
+}

@@ -46,8 +46,14 @@ use super::lifeline::Report;
 pub const HOUSE: &str = "--house";
 /// Its init's option.
 pub const INIT: &str = "--house-init";
-/// How often the house's init looks for orphans to end.
-const ORPHANS_EVERY: Duration = Duration::from_millis(20);
+/// How often the house's init looks for orphans to end unasked (a
+/// launcher that kills its second stage asks at once: [`poke`]).
+const ORPHANS_EVERY: Duration = Duration::from_secs(1);
+/// How often a house that was let go looks whether it is empty.
+const EMPTY_EVERY: Duration = Duration::from_millis(20);
+/// The house's init, as this launcher found it when it joined the house
+/// ([`enter`]), to ask it to end orphans ([`poke`]).
+static INIT_FOUND: std::sync::OnceLock<std::os::fd::OwnedFd> = std::sync::OnceLock::new();
 /// The word candor writes on a house's lifeline to let it go.
 pub const RETIRE: &[u8] = b"retire\n";
 
@@ -217,8 +223,24 @@ pub(super) fn enter(house: &HouseRef) -> Result<(), Entering> {
     }
     // The parent-death signal, again after the credentials' change.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    // PID 1 in the house's `/proc` (its mounts are this process's now):
+    // the house's init, held as a descriptor, which no PID of another
+    // namespace can be taken for.
+    if let Ok(init) = std::fs::File::open("/proc/1") {
+        let _ = INIT_FOUND.set(init.into());
+    }
     std::env::set_current_dir(&cwd)
         .map_err(|e| Entering::Failed(format!("the working directory {}: {e}", cwd.display())))
+}
+
+/// Asks the house's init to end the orphans now (this launcher just
+/// killed its second stage, the command's subreaper), when this launcher
+/// joined a house. A signal from outside the house's PID namespace, which
+/// its own processes cannot send its init.
+pub(super) fn poke() {
+    if let Some(init) = INIT_FOUND.get() {
+        let _ = rustix::process::pidfd_send_signal(init, rustix::process::Signal::USR1);
+    }
 }
 
 /// `--house <JSON>`: the house's first process.
@@ -318,17 +340,30 @@ pub(super) fn run_init() -> ExitCode {
     if let Err(e) = set_up {
         return super::init::refuse(&mut status, &e);
     }
+    // Asked to end orphans by a signal (`poke`), from outside only: the
+    // kernel drops a signal an init has no handler for when it comes from
+    // inside its namespace.
+    let mut asked = nix::sys::signal::SigSet::empty();
+    asked.add(Signal::SIGUSR1);
+    let _ = asked.thread_block();
+    let pokes = nix::sys::signalfd::SignalFd::with_flags(
+        &asked,
+        nix::sys::signalfd::SfdFlags::SFD_NONBLOCK | nix::sys::signalfd::SfdFlags::SFD_CLOEXEC,
+    );
+    let pokes = match pokes {
+        Ok(fd) => fd,
+        Err(e) => return super::init::refuse(&mut status, &format!("signalfd: {e}")),
+    };
     send(&mut status, &Report::Ready);
     let mut retiring = false;
     loop {
-        if retiring {
-            std::thread::sleep(ORPHANS_EVERY);
-        } else if word_or_end(&status) {
+        if wait(&status, &pokes, retiring) {
             retiring = true;
         }
-        // Reaped, and any process orphaned here ended: a launcher ends
-        // its own command's leftovers, so an orphan is one whose launcher
-        // was killed.
+        while let Ok(Some(_)) = pokes.read_signal() {}
+        // Reaped, and any process orphaned here ended: a second stage ends
+        // its own command's leftovers, so an orphan is one whose second
+        // stage was killed.
         while let Ok(s) = waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
             if s == WaitStatus::StillAlive {
                 break;
@@ -343,14 +378,22 @@ pub(super) fn run_init() -> ExitCode {
     }
 }
 
-/// Waits up to [`ORPHANS_EVERY`] for the first process's word; whether it
-/// came (or the connection ended).
-fn word_or_end(status: &UnixStream) -> bool {
+/// Waits for a poke, the first process's word (unless `retiring`, when
+/// it came already) or its end, or the next round; whether the word or
+/// the end came.
+fn wait(status: &UnixStream, pokes: &nix::sys::signalfd::SignalFd, retiring: bool) -> bool {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd as _;
-    let mut fds = [PollFd::new(status.as_fd(), PollFlags::POLLIN)];
-    let timeout = PollTimeout::try_from(ORPHANS_EVERY).unwrap_or(PollTimeout::MAX);
-    matches!(poll(&mut fds, timeout), Ok(n) if n > 0)
+    let every = if retiring { EMPTY_EVERY } else { ORPHANS_EVERY };
+    let timeout = PollTimeout::try_from(every).unwrap_or(PollTimeout::MAX);
+    let mut fds = vec![PollFd::new(pokes.as_fd(), PollFlags::POLLIN)];
+    if !retiring {
+        fds.push(PollFd::new(status.as_fd(), PollFlags::POLLIN));
+    }
+    let _ = poll(&mut fds, timeout);
+    fds.get(1)
+        .and_then(|f| f.revents())
+        .is_some_and(|r| !r.is_empty())
 }
 
 /// Whether the init is the only process left in its PID namespace.

@@ -454,6 +454,9 @@ fn exit_report(status: &std::process::ExitStatus) -> Report {
 /// Reports the end and ends the same way (a command killed by a signal:
 /// the launcher too, so its parent sees the same).
 fn finish(life: Option<UnixStream>, report: Option<Report>) -> ExitCode {
+    // In a house, the second stage may have been killed (candor went, or
+    // the command did not end when asked): its orphans are ended now.
+    super::house::poke();
     if let (Some(mut life), Some(report)) = (life, report.clone()) {
         send(&mut life, &report);
     }

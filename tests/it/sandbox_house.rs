@@ -97,7 +97,7 @@ async fn a_housed_command_leaves_nothing_behind_when_it_ends() {
 }
 
 /// A housed command (after a first call) whose stray, out of its
-/// process group and scope, runs `touch started; sleep 1.5; echo x >
+/// process group and scope, runs `touch started; sleep 2; echo x >
 /// finished`; `kill` ends something once it started; whether `finished`
 /// appeared within 4 s after, and where the command ran.
 async fn killed_while_housed(kill: impl FnOnce(&mut Conn)) -> (bool, String) {
@@ -107,7 +107,7 @@ async fn killed_while_housed(kill: impl FnOnce(&mut Conn)) -> (bool, String) {
         env,
         "true",
         &format!(
-            "{{ {WHERE}; }} > where.txt; (unset candor_scope; setsid bash -c 'touch started; sleep 1.5; echo x > finished' > /dev/null 2>&1 &); sleep 10; echo end"
+            "{{ {WHERE}; }} > where.txt; (unset candor_scope; setsid bash -c 'touch started; sleep 2; echo x > finished' > /dev/null 2>&1 &); sleep 10; echo end"
         ),
         400,
     )

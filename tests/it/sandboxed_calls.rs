@@ -1493,8 +1493,11 @@ async fn the_lean_launcher_runs_both_candors_and_the_editors_commands_and_they_a
     let command = who_launched(outside.path());
     for terminal in [false, true] {
         let (said, argvs) = ran_by(Path::new(candor_bin()), None, &command, terminal).await;
+        // PID 1: the launcher's own init, or the session's house's, once
+        // it is ready (`sandbox::house`): the lean launcher either way.
         assert!(
-            said.contains(&format!("{} __sandbox --init", lean.display())),
+            said.contains(&format!("{} __sandbox --init", lean.display()))
+                || said.contains(&format!("{} __sandbox --house-init", lean.display())),
             "not the lean launcher (terminal: {terminal}): {said}"
         );
         assert!(said.contains("wrote=1"), "terminal: {terminal}: {said}");
@@ -1553,8 +1556,10 @@ async fn without_a_lean_launcher_of_its_build_beside_it_candor_launches_commands
         }
         for terminal in [false, true] {
             let (said, argvs) = ran_by(&candor, None, &command, terminal).await;
+            // Its own init, or its house's (`sandbox::house`).
             assert!(
-                said.contains(&format!("{} __sandbox --init", candor.display())),
+                said.contains(&format!("{} __sandbox --init", candor.display()))
+                    || said.contains(&format!("{} __sandbox --house-init", candor.display())),
                 "not candor itself (stale: {stale}, terminal: {terminal}): {said}"
             );
             assert!(said.contains("wrote=1"), "{said}");

@@ -71,7 +71,7 @@ pub struct Launch {
     /// The session's house for this boundary (`sandbox::house`): the
     /// launcher joins its namespaces instead of making its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub house: Option<super::house::HouseRef>,
+    pub house: Option<super::join::HouseRef>,
 }
 
 impl Launch {
@@ -279,14 +279,14 @@ fn prepare(launch: &Launch, c: &Confinement, argv: &[OsString]) -> Result<Stage,
 /// new ones, with mounts made private. Whether it joined the house.
 pub(super) fn enter(
     ns: &Namespaces,
-    house: Option<&super::house::HouseRef>,
+    house: Option<&super::join::HouseRef>,
 ) -> Result<bool, String> {
     if let Some(house) = house {
-        match super::house::enter(house) {
+        match super::join::enter(house) {
             Ok(()) => return Ok(true),
-            Err(super::house::Entering::Failed(why)) => return Err(why),
+            Err(super::join::Entering::Failed(why)) => return Err(why),
             // Gone: namespaces of its own, as without a house.
-            Err(super::house::Entering::Gone) => {}
+            Err(super::join::Entering::Gone) => {}
         }
     }
     super::namespaces::enter(ns)?;
@@ -456,7 +456,7 @@ fn exit_report(status: &std::process::ExitStatus) -> Report {
 fn finish(life: Option<UnixStream>, report: Option<Report>) -> ExitCode {
     // In a house, the second stage may have been killed (candor went, or
     // the command did not end when asked): its orphans are ended now.
-    super::house::poke();
+    super::join::poke();
     if let (Some(mut life), Some(report)) = (life, report.clone()) {
         send(&mut life, &report);
     }

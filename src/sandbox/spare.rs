@@ -54,7 +54,7 @@ pub struct Spare {
     /// The session's house it joins ahead instead (`sandbox::house`): it
     /// then runs only a launch in that house.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub house: Option<super::house::HouseRef>,
+    pub house: Option<super::join::HouseRef>,
 }
 
 impl Spare {

@@ -24,6 +24,9 @@ pub const SETUP_WAIT: Duration = Duration::from_secs(10);
 const JUDGE_WAIT: Duration = Duration::from_secs(330);
 /// The most hosts one command may ask the user about.
 pub const MAX_ASKS: usize = 8;
+/// The most houses a session keeps (`sandbox::house`): its own boundary
+/// and a subagent's or two do not take each other's place.
+const MAX_HOUSES: usize = 3;
 
 /// The session's sandbox runtime (cheap to clone).
 #[derive(Debug, Clone)]
@@ -43,9 +46,10 @@ struct Inner {
     /// The spare launcher for the next command (ended before the
     /// lifeline and the directory).
     spare: std::sync::Mutex<Option<SpareLauncher>>,
-    /// The session's house for the boundary its commands last had (let
-    /// go before the lifeline).
-    house: std::sync::Mutex<Option<HouseSlot>>,
+    /// The session's houses, one per boundary its commands had lately
+    /// (a subagent's narrower one beside the session's), the latest
+    /// first (let go before the lifeline).
+    houses: std::sync::Mutex<Vec<HouseSlot>>,
     // Dropped before the directory holding its socket.
     lifeline: Option<Lifeline>,
     /// The hosts the user allowed for the rest of the session (every
@@ -155,7 +159,7 @@ impl Confiner {
                 tmpdir,
                 broken: None,
                 spare: std::sync::Mutex::new(None),
-                house: std::sync::Mutex::new(None),
+                houses: std::sync::Mutex::new(Vec::new()),
                 lifeline: Some(lifeline),
                 grants: Grants::default(),
                 doors: std::sync::atomic::AtomicU64::new(0),
@@ -169,7 +173,7 @@ impl Confiner {
                     tmpdir: std::env::temp_dir(),
                     broken: Some(why),
                     spare: std::sync::Mutex::new(None),
-                    house: std::sync::Mutex::new(None),
+                    houses: std::sync::Mutex::new(Vec::new()),
                     lifeline: None,
                     grants: Grants::default(),
                     doors: std::sync::atomic::AtomicU64::new(0),
@@ -362,7 +366,8 @@ impl Confiner {
     }
 
     /// Starts the session's house for `boundary` (`sandbox::house`) unless
-    /// it has one for it; the house for another boundary is let go. None
+    /// it has one for it, and lets the longest unused go past
+    /// [`MAX_HOUSES`]. None
     /// for a boundary a house cannot hold (without user, mount and PID
     /// namespaces) or with an allowlist (each command has its own door of
     /// the proxy, in its own network namespace).
@@ -376,15 +381,14 @@ impl Confiner {
             return;
         }
         let marks = crate::sandbox::house::marks(boundary);
-        let mut slot = crate::sync::lock(&self.inner.house);
-        if slot
-            .as_ref()
-            .is_some_and(|h| h.boundary == *boundary && h.marks == marks)
-        {
+        let mut houses = crate::sync::lock(&self.inner.houses);
+        // One made for this boundary before its paths changed is let go.
+        houses.retain(|h| h.boundary != *boundary || h.marks == marks);
+        if let Some(at) = houses.iter().position(|h| h.boundary == *boundary) {
+            let h = houses.remove(at);
+            houses.insert(0, h);
             return;
         }
-        // The house of another boundary is let go.
-        *slot = None;
         let (token, watch) = lifeline.expect();
         let house = crate::sandbox::House {
             build: crate::sandbox::launcher::BUILD.into(),
@@ -412,20 +416,25 @@ impl Confiner {
             Arc::clone(&ready),
             retired,
         ));
-        *slot = Some(HouseSlot {
-            boundary: boundary.clone(),
-            marks,
-            ready,
-            _retire: retire,
-        });
+        houses.insert(
+            0,
+            HouseSlot {
+                boundary: boundary.clone(),
+                marks,
+                ready,
+                _retire: retire,
+            },
+        );
+        // The longest unused is let go.
+        houses.truncate(MAX_HOUSES);
     }
 
     /// The session's house for a call in `boundary`: made for exactly
     /// this boundary, ready, and its paths still the files its mounts
     /// cover.
     fn house_for(&self, boundary: &Boundary) -> Option<HouseRef> {
-        let slot = crate::sync::lock(&self.inner.house);
-        let h = slot.as_ref().filter(|h| h.boundary == *boundary)?;
+        let houses = crate::sync::lock(&self.inner.houses);
+        let h = houses.iter().find(|h| h.boundary == *boundary)?;
         let house = crate::sync::lock(&h.ready).clone()?;
         (crate::sandbox::house::marks(boundary) == h.marks).then_some(house)
     }

@@ -252,3 +252,61 @@ async fn a_house_ends_with_its_session_and_with_candor() {
         );
     }
 }
+
+/// A stray that ends one level at a time: a chain of `depth` shells, each
+/// the parent of the next and waiting on it, the deepest appending to
+/// `beat.txt` every 0.1 s; out of its call's process group and scope.
+fn chain(depth: u32) -> String {
+    format!(
+        "(unset candor_scope; setsid bash -c 'c() {{ if [ $1 -gt 0 ]; then c $(($1 - 1)) & wait; else while :; do echo x >> beat.txt; sleep 0.1; done; fi; }}; c {depth}' > /dev/null 2>&1 &)"
+    )
+}
+
+/// Runs `second` as a housed call (after a first), and whether
+/// `beat.txt` still grows 1.5 s after the prompt's answer.
+async fn still_beating(second: &str) -> (bool, String) {
+    let (mut conn, session, id) = two_calls(TestEnv::new(), "true", second, 400).await;
+    let done = conn.response(&id).await;
+    assert!(done.get("result").is_some(), "{done}");
+    let two = conn.thread(&session).card("two").text();
+    let beat = conn.env.project.join("beat.txt");
+    assert!(beat.exists(), "the stray never ran: {two}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    (after > before, two)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deep_tree_a_housed_command_leaves_ends_with_the_call() {
+    require_sandbox();
+    // The subreaper kills its children, whose children it then adopts,
+    // one level a round: 80 levels outlast its rounds, and the rest
+    // would be the house init's, a level a second.
+    let (beating, two) =
+        still_beating(&format!("{WHERE}; {}; sleep 1; echo started", chain(80))).await;
+    assert!(two.contains(HOUSE_INIT), "{two}");
+    assert!(two.contains("started"), "{two}");
+    assert!(
+        !beating,
+        "a process outlived its housed call and wrote after the card said done"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_housed_command_that_kills_its_subreaper_leaves_nothing_behind() {
+    require_sandbox();
+    // In the house the second stage is not PID 1: the command can kill
+    // it, and its tree is orphaned to the house's init at once.
+    let (beating, two) = still_beating(&format!(
+        "{WHERE}; {}; sleep 1; kill -9 $PPID; sleep 5",
+        chain(8)
+    ))
+    .await;
+    assert!(two.contains(HOUSE_INIT), "{two}");
+    assert!(
+        !beating,
+        "a process outlived its housed call and wrote after the card said done"
+    );
+}

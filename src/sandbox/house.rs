@@ -369,9 +369,9 @@ pub(super) fn run_init() -> ExitCode {
                 break;
             }
         }
-        for pid in super::init::children() {
-            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
-        }
+        // Each orphan and all below it, in rounds until none is left (a
+        // level a wake-up would let a deep tree live a second a level).
+        super::init::end_leftovers();
         if retiring && alone() {
             return ExitCode::SUCCESS;
         }

@@ -310,3 +310,28 @@ async fn a_housed_command_that_kills_its_subreaper_leaves_nothing_behind() {
         "a process outlived its housed call and wrote after the card said done"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protected_file_whose_bind_detached_is_read_only_to_the_next_command() {
+    require_sandbox();
+    let env = TestEnv::new();
+    std::fs::write(env.project.join(".envrc"), "safe\n").unwrap();
+    let write = format!("{WHERE}; echo evil > .envrc; echo wrote=$?");
+    // Outside the sandbox, `.envrc` is unlinked and linked again: the
+    // same file (device, inode, birth), but the house's read-only bind
+    // was on the name removed, and went with it.
+    let (conn, session) = two_prompts(env, &write, &write, |project| {
+        let (envrc, keep) = (project.join(".envrc"), project.join("keep"));
+        std::fs::hard_link(&envrc, &keep).unwrap();
+        std::fs::remove_file(&envrc).unwrap();
+        std::fs::hard_link(&keep, &envrc).unwrap();
+        std::fs::remove_file(&keep).unwrap();
+    })
+    .await;
+    let thread = conn.thread(&session);
+    let (one, two) = (thread.card("one").text(), thread.card("two").text());
+    assert!(one.contains("wrote=1"), "{one}");
+    assert!(two.contains("wrote=1"), "{two}");
+    let envrc = std::fs::read_to_string(conn.env.project.join(".envrc")).unwrap();
+    assert_eq!(envrc, "safe\n", "{two}");
+}

@@ -125,6 +125,61 @@ pub fn marks(boundary: &Boundary) -> Vec<Mark> {
         .collect()
 }
 
+/// Whether the house whose first process is `pid` still has a mount of
+/// its own on each path of `marks` that was there (read from its
+/// `/proc/<pid>/mountinfo`). A bind goes with the name it was made on:
+/// when that name is unlinked and the same file linked again outside
+/// (same device, inode and birth), the marks still match while the house
+/// no longer covers the path.
+pub fn covers(pid: u32, marks: &[Mark]) -> bool {
+    let Ok(file) = std::fs::File::open(format!("/proc/{pid}/mountinfo")) else {
+        return false;
+    };
+    let mut info = String::new();
+    if file.take(MAX_MOUNTINFO).read_to_string(&mut info).is_err() {
+        return false;
+    }
+    // `id parent major:minor root mount-point …`, with `\ooo` escapes.
+    let points: Vec<PathBuf> = info
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(unescape)
+        .collect();
+    marks
+        .iter()
+        .filter(|m| m.file.is_some())
+        .all(|m| std::fs::canonicalize(&m.path).is_ok_and(|real| points.contains(&real)))
+}
+
+/// The longest `mountinfo` read.
+const MAX_MOUNTINFO: u64 = 4 * 1024 * 1024;
+
+/// A `mountinfo` field, its octal escapes (`\040` for a space) undone.
+fn unescape(field: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt as _;
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let code = bytes
+            .get(i + 1..i + 4)
+            .filter(|_| b == b'\\')
+            .and_then(|d| std::str::from_utf8(d).ok())
+            .and_then(|d| u8::from_str_radix(d, 8).ok());
+        match code {
+            Some(c) => {
+                out.push(c);
+                i += 4;
+            }
+            None => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(OsString::from_vec(out))
+}
+
 /// A running house, as a launcher finds it: its process and the
 /// namespaces it holds (each `/proc/<pid>/ns/<name>` and its inode). A
 /// launcher joins only namespaces whose inodes are these, so a house
@@ -407,4 +462,17 @@ fn alone() -> bool {
             .and_then(|n| n.parse::<u32>().ok())
             .is_some_and(|pid| pid != 1)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mount_point_is_read_with_its_escapes_undone() {
+        assert_eq!(unescape("/p/my\\040dir"), PathBuf::from("/p/my dir"));
+        assert_eq!(unescape("/p/a\\134b"), PathBuf::from("/p/a\\b"));
+        // Not an escape: left as it is.
+        assert_eq!(unescape("/p/x\\9"), PathBuf::from("/p/x\\9"));
+    }
 }

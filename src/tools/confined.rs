@@ -96,6 +96,16 @@ struct HouseSlot {
     _retire: tokio::sync::oneshot::Sender<()>,
 }
 
+impl HouseSlot {
+    /// Ready, and a path its mounts covered is no longer under them (a
+    /// bind that went with its name): a house to replace.
+    fn detached(&self) -> bool {
+        crate::sync::lock(&self.ready)
+            .as_ref()
+            .is_some_and(|h| !crate::sandbox::house::covers(h.pid, &self.marks))
+    }
+}
+
 /// The user, asked on the call's card by the session (`ToolEvent::NetworkAsk`).
 struct CardJudge {
     events: tokio::sync::mpsc::UnboundedSender<ToolEvent>,
@@ -379,7 +389,7 @@ impl Confiner {
         let mut slot = crate::sync::lock(&self.inner.house);
         if slot
             .as_ref()
-            .is_some_and(|h| h.boundary == *boundary && h.marks == marks)
+            .is_some_and(|h| h.boundary == *boundary && h.marks == marks && !h.detached())
         {
             return;
         }
@@ -427,7 +437,9 @@ impl Confiner {
         let slot = crate::sync::lock(&self.inner.house);
         let h = slot.as_ref().filter(|h| h.boundary == *boundary)?;
         let house = crate::sync::lock(&h.ready).clone()?;
-        (crate::sandbox::house::marks(boundary) == h.marks).then_some(house)
+        let covered = crate::sandbox::house::marks(boundary) == h.marks
+            && crate::sandbox::house::covers(house.pid, &h.marks);
+        covered.then_some(house)
     }
 
     /// The launcher to run (the lean one when the probe chose it,

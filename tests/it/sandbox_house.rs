@@ -335,3 +335,32 @@ async fn a_protected_file_whose_bind_detached_is_read_only_to_the_next_command()
     let envrc = std::fs::read_to_string(conn.env.project.join(".envrc")).unwrap();
     assert_eq!(envrc, "safe\n", "{two}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_house_whose_init_died_is_not_given_the_next_command() {
+    require_sandbox();
+    let env = TestEnv::new();
+    let project = env.project.canonicalize().unwrap();
+    // The house's init ends (killed from outside, as the OOM killer or a
+    // user's `kill` would): its PID namespace can hold no process again.
+    let (conn, session) = two_prompts(env, "true", "echo ran=$((40 + 2))", |_| {
+        let inits: Vec<u32> = processes_in(&project)
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|l| String::from_utf8_lossy(&l).contains("--house-init"))
+            })
+            .collect();
+        assert!(!inits.is_empty(), "no house init in the project");
+        for pid in inits {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    })
+    .await;
+    let two = conn.thread(&session).card("two").text();
+    assert!(two.contains("ran=42"), "{two}");
+}

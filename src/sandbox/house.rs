@@ -372,12 +372,50 @@ pub(super) fn run(args: &[OsString]) -> ExitCode {
         }
     }
     send(&mut life, &Report::Ready);
-    // Until candor lets the house go (a word, or the lifeline's end).
-    let mut buf = [0u8; 64];
-    let _ = life.read(&mut buf);
+    // Until candor lets the house go (a word, or the lifeline's end), or
+    // its init ends: a PID namespace whose init ended holds no process
+    // again, and a house gone is one launchers do not join (candor makes
+    // another).
+    if !let_go(&mut life, status.get_ref()) {
+        // Not waited for: an init ending waits itself until every process
+        // of its namespace was reaped, by parents that may be outside
+        // (a spare launcher's second stage).
+        return ExitCode::FAILURE;
+    }
     send(status.get_mut(), &Report::Ready);
     let _ = stage.wait();
     ExitCode::SUCCESS
+}
+
+/// Waits for candor's word (or its end) on `life`, or the end of the
+/// init's connection `init`: whether candor let the house go.
+fn let_go(life: &mut UnixStream, init: &UnixStream) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd as _;
+    loop {
+        let mut fds = [
+            PollFd::new(life.as_fd(), PollFlags::POLLIN),
+            PollFd::new(init.as_fd(), PollFlags::POLLIN),
+        ];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return true,
+            Ok(_) => {}
+        }
+        let ready = |i: usize| {
+            fds.get(i)
+                .and_then(|f| f.revents())
+                .is_some_and(|r| !r.is_empty())
+        };
+        if ready(1) {
+            return false;
+        }
+        if ready(0) {
+            let mut buf = [0u8; 64];
+            let _ = life.read(&mut buf);
+            return true;
+        }
+    }
 }
 
 /// `--house-init`: PID 1 of the house's PID namespace.

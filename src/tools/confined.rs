@@ -98,7 +98,8 @@ struct HouseSlot {
 
 impl HouseSlot {
     /// Ready, and a path its mounts covered is no longer under them (a
-    /// bind that went with its name): a house to replace.
+    /// bind that went with its name), or it ended (its init did): a house
+    /// to replace.
     fn detached(&self) -> bool {
         crate::sync::lock(&self.ready)
             .as_ref()

@@ -19,6 +19,9 @@ use crate::support::*;
 const WHERE: &str = "tr '\\0' ' ' < /proc/1/cmdline; echo";
 /// How PID 1 shows in the house.
 const HOUSE_INIT: &str = "__sandbox --house-init";
+/// How long the model takes between a session's first call and its
+/// second: the house gets ready meanwhile, on a loaded machine too.
+const HOUSE_WAIT_MS: u64 = 1500;
 
 /// A session (the candor binary, every call allowed) whose model runs
 /// `first` at once, then, `delay_ms` later (the house gets ready
@@ -82,7 +85,7 @@ async fn a_housed_command_leaves_nothing_behind_when_it_ends() {
     let escape = format!(
         "{WHERE}; (unset candor_scope; setsid bash -c 'sleep 1.5; echo late > late.txt' > /dev/null 2>&1 &); sleep 0.5; echo started"
     );
-    let (mut conn, session, id) = two_calls(TestEnv::new(), "true", &escape, 400).await;
+    let (mut conn, session, id) = two_calls(TestEnv::new(), "true", &escape, HOUSE_WAIT_MS).await;
     let late = conn.env.project.join("late.txt");
     let done = conn.response(&id).await;
     assert!(done.get("result").is_some(), "{done}");
@@ -109,7 +112,7 @@ async fn killed_while_housed(kill: impl FnOnce(&mut Conn)) -> (bool, String) {
         &format!(
             "{{ {WHERE}; }} > where.txt; (unset candor_scope; setsid bash -c 'touch started; sleep 2; echo x > finished' > /dev/null 2>&1 &); sleep 10; echo end"
         ),
-        400,
+        HOUSE_WAIT_MS,
     )
     .await;
     let started = project.join("started");
@@ -156,6 +159,24 @@ async fn a_housed_command_whose_launcher_is_killed_is_ended_by_the_house() {
     assert!(!wrote, "the orphaned command wrote after its launcher died");
 }
 
+/// Waits (at most 10 s) for the house of the session in `project` to
+/// have its init, then a little more for candor to hear it is ready (a
+/// fixed pause is too short on a loaded machine).
+async fn house_ready(project: &Path) {
+    let project = project.canonicalize().unwrap();
+    let init = || {
+        processes_in(&project).into_iter().any(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|l| String::from_utf8_lossy(&l).contains("--house-init"))
+        })
+    };
+    assert!(
+        eventually(Duration::from_secs(10), init).await,
+        "no house was made"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
 /// A session of two prompts, one Bash call each (`first`, then
 /// `second`), `between` run by the test after the first.
 async fn two_prompts(
@@ -180,8 +201,8 @@ async fn two_prompts(
     let mut conn = Conn::spawn(env);
     let session = conn.ready().await;
     conn.prompt(&session, "one").await;
-    // The house of the first prompt's boundary is ready by now.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The house of the first prompt's boundary gets ready meanwhile.
+    house_ready(&conn.env.project).await;
     between(&conn.env.project);
     conn.prompt(&session, "two").await;
     (conn, session)
@@ -222,7 +243,7 @@ async fn a_house_ends_with_its_session_and_with_candor() {
     for killed in [false, true] {
         let env = TestEnv::new();
         let project = env.project.canonicalize().unwrap();
-        let (mut conn, session, id) = two_calls(env, "true", WHERE, 300).await;
+        let (mut conn, session, id) = two_calls(env, "true", WHERE, HOUSE_WAIT_MS).await;
         let done = conn.response(&id).await;
         assert!(done.get("result").is_some(), "{done}");
         let two = conn.thread(&session).card("two").text();
@@ -265,7 +286,7 @@ fn chain(depth: u32) -> String {
 /// Runs `second` as a housed call (after a first), and whether
 /// `beat.txt` still grows 1.5 s after the prompt's answer.
 async fn still_beating(second: &str) -> (bool, String) {
-    let (mut conn, session, id) = two_calls(TestEnv::new(), "true", second, 400).await;
+    let (mut conn, session, id) = two_calls(TestEnv::new(), "true", second, HOUSE_WAIT_MS).await;
     let done = conn.response(&id).await;
     assert!(done.get("result").is_some(), "{done}");
     let two = conn.thread(&session).card("two").text();

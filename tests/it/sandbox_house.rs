@@ -385,3 +385,54 @@ async fn a_house_whose_init_died_is_not_given_the_next_command() {
     let two = conn.thread(&session).card("two").text();
     assert!(two.contains("ran=42"), "{two}");
 }
+
+/// The parent of `pid`, from `/proc` (as this process's PID namespace
+/// numbers it).
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_housed_command_whose_first_stage_is_sigkilled_leaves_nothing_writing() {
+    require_sandbox();
+    // candor's SIGKILL of the call's process group (a hard stop, the end
+    // of a session, a command that did not end when asked) kills the
+    // launcher's first stage before it can poke the house's init: its
+    // second stage dies of its parent's death, and the stray, out of the
+    // group, is the init's to end.
+    let second = format!("{{ {WHERE}; }} > where.txt; {}; sleep 30; echo end", chain(0));
+    let (conn, _, _) = two_calls(TestEnv::new(), "true", &second, HOUSE_WAIT_MS).await;
+    let project = conn.env.project.clone();
+    let beat = project.join("beat.txt");
+    assert!(
+        eventually(Duration::from_secs(10), || beat.exists()).await,
+        "the stray never ran"
+    );
+    let ran_in = std::fs::read_to_string(project.join("where.txt")).unwrap_or_default();
+    assert!(ran_in.contains(HOUSE_INIT), "{ran_in}");
+    let firsts: Vec<i32> = command_launchers()
+        .into_iter()
+        .filter_map(parent_of)
+        .collect();
+    assert!(!firsts.is_empty(), "no launcher found");
+    for pid in firsts {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    assert_eq!(
+        before, after,
+        "the stray wrote after its launcher was killed"
+    );
+}

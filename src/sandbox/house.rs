@@ -47,8 +47,11 @@ pub const HOUSE: &str = "--house";
 /// Its init's option.
 pub const INIT: &str = "--house-init";
 /// How often the house's init looks for orphans to end unasked (a
-/// launcher that kills its second stage asks at once: [`poke`]).
-const ORPHANS_EVERY: Duration = Duration::from_secs(1);
+/// launcher that kills its second stage asks at once: [`poke`]; one
+/// killed itself, with its group, cannot, and its second stage dies of
+/// it: what that one left must not write for long after the call's end).
+/// A look without orphans reads one file.
+const ORPHANS_EVERY: Duration = Duration::from_millis(50);
 /// How often a house that was let go looks whether it is empty.
 const EMPTY_EVERY: Duration = Duration::from_millis(20);
 /// The house's init, as this launcher found it when it joined the house

@@ -298,8 +298,12 @@ pub(super) fn end_leftovers() {
 /// Every process below this one in its PID namespace's `/proc` (its
 /// children, theirs, and so on), from each process's parent.
 fn descendants() -> Vec<i32> {
+    let mut below: Vec<i32> = children();
+    if below.is_empty() {
+        return below;
+    }
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return children();
+        return below;
     };
     let parents: Vec<(i32, i32)> = entries
         .flatten()
@@ -311,7 +315,6 @@ fn descendants() -> Vec<i32> {
             Some((pid, ppid.parse().ok()?))
         })
         .collect();
-    let mut below: Vec<i32> = children();
     let mut i = 0;
     while let Some(&parent) = below.get(i) {
         for (pid, _) in parents.iter().filter(|(_, p)| *p == parent) {

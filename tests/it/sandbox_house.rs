@@ -406,7 +406,10 @@ async fn a_housed_command_whose_first_stage_is_sigkilled_leaves_nothing_writing(
     // launcher's first stage before it can poke the house's init: its
     // second stage dies of its parent's death, and the stray, out of the
     // group, is the init's to end.
-    let second = format!("{{ {WHERE}; }} > where.txt; {}; sleep 30; echo end", chain(0));
+    let second = format!(
+        "{{ {WHERE}; }} > where.txt; {}; sleep 30; echo end",
+        chain(0)
+    );
     let (conn, _, _) = two_calls(TestEnv::new(), "true", &second, HOUSE_WAIT_MS).await;
     let project = conn.env.project.clone();
     let beat = project.join("beat.txt");

@@ -439,3 +439,43 @@ async fn a_housed_command_whose_first_stage_is_sigkilled_leaves_nothing_writing(
         "the stray wrote after its launcher was killed"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_housed_command_cannot_signal_another_calls_processes() {
+    require_sandbox();
+    // Both in the house, each sees the other's processes in `/proc`: the
+    // kernel's Landlock signal scope (each call its own domain) is what
+    // keeps one from ending the other.
+    let env = TestEnv::new();
+    let path = env.dir.path().join("script.json");
+    let background = format!("{{ {WHERE}; }} > where.txt; echo $$ > a.pid; sleep 30; echo end");
+    let attack = format!(
+        "{WHERE}; test -e /proc/$(cat a.pid) && echo seen; kill -9 $(cat a.pid); echo kill=$?; sleep 2 & kill -9 $!; echo own=$?"
+    );
+    let s = script(vec![
+        respond(json!([tool("one", "Bash", json!({ "command": "true" }))])),
+        json!({"delayMs": HOUSE_WAIT_MS, "content": [tool("two", "Bash", json!({ "command": background, "run_in_background": true }))]}),
+        json!({"delayMs": 500, "content": [tool("three", "Bash", json!({ "command": attack }))]}),
+        respond(json!([text("done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    }
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let project = conn.env.project.clone();
+    let ran_in = std::fs::read_to_string(project.join("where.txt")).unwrap_or_default();
+    assert!(ran_in.contains(HOUSE_INIT), "{ran_in}");
+    let three = conn.thread(&session).card("three").text();
+    assert!(
+        three.contains(HOUSE_INIT) || three.contains("kill="),
+        "{three}"
+    );
+    // The control: its own child it can end.
+    assert!(three.contains("own=0"), "{three}");
+    assert!(three.contains("kill=1"), "{three}");
+}

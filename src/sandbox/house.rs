@@ -46,8 +46,15 @@ pub const HOUSE: &str = "--house";
 /// Its init's option.
 pub const INIT: &str = "--house-init";
 /// How often the house's init looks for orphans to end unasked (a
-/// launcher that kills its second stage asks at once: `join::poke`).
-const ORPHANS_EVERY: Duration = Duration::from_secs(1);
+/// launcher that kills its second stage asks at once: `join::poke`; one
+/// killed itself, with its group, cannot, and its second stage dies of
+/// it: what that one left must not write for long after the call's end),
+/// while anything runs in the house. A look without orphans reads one
+/// file.
+const ORPHANS_EVERY: Duration = Duration::from_millis(50);
+/// How often it looks while nothing but itself runs in the house (an
+/// idle session's house wakes once a second).
+const IDLE_EVERY: Duration = Duration::from_secs(1);
 /// How often a house that was let go looks whether it is empty.
 const EMPTY_EVERY: Duration = Duration::from_millis(20);
 /// The word candor writes on a house's lifeline to let it go.
@@ -119,6 +126,61 @@ pub fn marks(boundary: &Boundary) -> Vec<Mark> {
             Mark { path, file }
         })
         .collect()
+}
+
+/// Whether the house whose first process is `pid` still has a mount of
+/// its own on each path of `marks` that was there (read from its
+/// `/proc/<pid>/mountinfo`). A bind goes with the name it was made on:
+/// when that name is unlinked and the same file linked again outside
+/// (same device, inode and birth), the marks still match while the house
+/// no longer covers the path.
+pub fn covers(pid: u32, marks: &[Mark]) -> bool {
+    let Ok(file) = std::fs::File::open(format!("/proc/{pid}/mountinfo")) else {
+        return false;
+    };
+    let mut info = String::new();
+    if file.take(MAX_MOUNTINFO).read_to_string(&mut info).is_err() {
+        return false;
+    }
+    // `id parent major:minor root mount-point …`, with `\ooo` escapes.
+    let points: Vec<PathBuf> = info
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(unescape)
+        .collect();
+    marks
+        .iter()
+        .filter(|m| m.file.is_some())
+        .all(|m| std::fs::canonicalize(&m.path).is_ok_and(|real| points.contains(&real)))
+}
+
+/// The longest `mountinfo` read.
+const MAX_MOUNTINFO: u64 = 4 * 1024 * 1024;
+
+/// A `mountinfo` field, its octal escapes (`\040` for a space) undone.
+fn unescape(field: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt as _;
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let code = bytes
+            .get(i + 1..i + 4)
+            .filter(|_| b == b'\\')
+            .and_then(|d| std::str::from_utf8(d).ok())
+            .and_then(|d| u8::from_str_radix(d, 8).ok());
+        match code {
+            Some(c) => {
+                out.push(c);
+                i += 4;
+            }
+            None => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(OsString::from_vec(out))
 }
 
 /// Whether a house can be made for a boundary confined as `c`: in its
@@ -202,12 +264,50 @@ pub(super) fn run(args: &[OsString]) -> ExitCode {
         }
     }
     send(&mut life, &Report::Ready);
-    // Until candor lets the house go (a word, or the lifeline's end).
-    let mut buf = [0u8; 64];
-    let _ = life.read(&mut buf);
+    // Until candor lets the house go (a word, or the lifeline's end), or
+    // its init ends: a PID namespace whose init ended holds no process
+    // again, and a house gone is one launchers do not join (candor makes
+    // another).
+    if !let_go(&mut life, status.get_ref()) {
+        // Not waited for: an init ending waits itself until every process
+        // of its namespace was reaped, by parents that may be outside
+        // (a spare launcher's second stage).
+        return ExitCode::FAILURE;
+    }
     send(status.get_mut(), &Report::Ready);
     let _ = stage.wait();
     ExitCode::SUCCESS
+}
+
+/// Waits for candor's word (or its end) on `life`, or the end of the
+/// init's connection `init`: whether candor let the house go.
+fn let_go(life: &mut UnixStream, init: &UnixStream) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd as _;
+    loop {
+        let mut fds = [
+            PollFd::new(life.as_fd(), PollFlags::POLLIN),
+            PollFd::new(init.as_fd(), PollFlags::POLLIN),
+        ];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return true,
+            Ok(_) => {}
+        }
+        let ready = |i: usize| {
+            fds.get(i)
+                .and_then(|f| f.revents())
+                .is_some_and(|r| !r.is_empty())
+        };
+        if ready(1) {
+            return false;
+        }
+        if ready(0) {
+            let mut buf = [0u8; 64];
+            let _ = life.read(&mut buf);
+            return true;
+        }
+    }
 }
 
 /// `--house-init`: PID 1 of the house's PID namespace.
@@ -254,9 +354,9 @@ pub(super) fn run_init() -> ExitCode {
                 break;
             }
         }
-        for pid in super::init::children() {
-            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
-        }
+        // Each orphan and all below it, in rounds until none is left (a
+        // level a wake-up would let a deep tree live a second a level).
+        super::init::end_leftovers();
         if retiring && alone() {
             return ExitCode::SUCCESS;
         }
@@ -269,7 +369,11 @@ pub(super) fn run_init() -> ExitCode {
 fn wait(status: &UnixStream, pokes: &nix::sys::signalfd::SignalFd, retiring: bool) -> bool {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd as _;
-    let every = if retiring { EMPTY_EVERY } else { ORPHANS_EVERY };
+    let every = match (retiring, alone()) {
+        (true, _) => EMPTY_EVERY,
+        (false, true) => IDLE_EVERY,
+        (false, false) => ORPHANS_EVERY,
+    };
     let timeout = PollTimeout::try_from(every).unwrap_or(PollTimeout::MAX);
     let mut fds = vec![PollFd::new(pokes.as_fd(), PollFlags::POLLIN)];
     if !retiring {
@@ -292,4 +396,17 @@ fn alone() -> bool {
             .and_then(|n| n.parse::<u32>().ok())
             .is_some_and(|pid| pid != 1)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mount_point_is_read_with_its_escapes_undone() {
+        assert_eq!(unescape("/p/my\\040dir"), PathBuf::from("/p/my dir"));
+        assert_eq!(unescape("/p/a\\134b"), PathBuf::from("/p/a\\b"));
+        // Not an escape: left as it is.
+        assert_eq!(unescape("/p/x\\9"), PathBuf::from("/p/x\\9"));
+    }
 }

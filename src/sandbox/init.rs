@@ -266,19 +266,25 @@ fn reap(command: u32, pid_namespace: bool) -> Report {
     report
 }
 
-/// Kills the subreaper's remaining children (what the command left
-/// behind, adopted as they were orphaned) until none is left.
+/// Kills everything the subreaper (or the house's init) has below it:
+/// every descendant in each round, not only its children (a child killed
+/// first would leave its own to be adopted, one level a round, and a tree
+/// deeper than the rounds would outlive them), until none is left.
 pub(super) fn end_leftovers() {
     for _ in 0..64 {
-        let children = children();
-        if children.is_empty() {
+        let below = descendants();
+        if below.is_empty() {
             return;
         }
-        for pid in &children {
+        for pid in &below {
             let _ = nix::sys::signal::kill(Pid::from_raw(*pid), Signal::SIGKILL);
         }
-        for pid in &children {
-            let _ = waitpid(Pid::from_raw(*pid), None);
+        // Its own children, killed: reaped as they end (others are
+        // adopted as their parents end, and reaped next round).
+        for pid in children() {
+            if below.contains(&pid) {
+                let _ = waitpid(Pid::from_raw(pid), None);
+            }
         }
         // Reap whatever else ended meanwhile.
         while let Ok(status) = waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
@@ -287,6 +293,38 @@ pub(super) fn end_leftovers() {
             }
         }
     }
+}
+
+/// Every process below this one in its PID namespace's `/proc` (its
+/// children, theirs, and so on), from each process's parent.
+fn descendants() -> Vec<i32> {
+    let mut below: Vec<i32> = children();
+    if below.is_empty() {
+        return below;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return below;
+    };
+    let parents: Vec<(i32, i32)> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // `pid (comm) state ppid …`
+            let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
+            Some((pid, ppid.parse().ok()?))
+        })
+        .collect();
+    let mut i = 0;
+    while let Some(&parent) = below.get(i) {
+        for (pid, _) in parents.iter().filter(|(_, p)| *p == parent) {
+            if !below.contains(pid) {
+                below.push(*pid);
+            }
+        }
+        i += 1;
+    }
+    below
 }
 
 /// This process's children, from every thread's list.

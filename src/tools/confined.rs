@@ -100,6 +100,17 @@ struct HouseSlot {
     _retire: tokio::sync::oneshot::Sender<()>,
 }
 
+impl HouseSlot {
+    /// Ready, and a path its mounts covered is no longer under them (a
+    /// bind that went with its name), or it ended (its init did): a house
+    /// to replace.
+    fn detached(&self) -> bool {
+        crate::sync::lock(&self.ready)
+            .as_ref()
+            .is_some_and(|h| !crate::sandbox::house::covers(h.pid, &self.marks))
+    }
+}
+
 /// The user, asked on the call's card by the session (`ToolEvent::NetworkAsk`).
 struct CardJudge {
     events: tokio::sync::mpsc::UnboundedSender<ToolEvent>,
@@ -382,8 +393,9 @@ impl Confiner {
         }
         let marks = crate::sandbox::house::marks(boundary);
         let mut houses = crate::sync::lock(&self.inner.houses);
-        // One made for this boundary before its paths changed is let go.
-        houses.retain(|h| h.boundary != *boundary || h.marks == marks);
+        // One made for this boundary before its paths changed, or whose
+        // mounts no longer cover them (or that ended), is let go.
+        houses.retain(|h| h.boundary != *boundary || (h.marks == marks && !h.detached()));
         if let Some(at) = houses.iter().position(|h| h.boundary == *boundary) {
             let h = houses.remove(at);
             houses.insert(0, h);
@@ -436,7 +448,9 @@ impl Confiner {
         let houses = crate::sync::lock(&self.inner.houses);
         let h = houses.iter().find(|h| h.boundary == *boundary)?;
         let house = crate::sync::lock(&h.ready).clone()?;
-        (crate::sandbox::house::marks(boundary) == h.marks).then_some(house)
+        let covered = crate::sandbox::house::marks(boundary) == h.marks
+            && crate::sandbox::house::covers(house.pid, &h.marks);
+        covered.then_some(house)
     }
 
     /// The launcher to run (the lean one when the probe chose it,

@@ -420,13 +420,22 @@ impl Confiner {
         };
         let ready = Arc::default();
         let (retire, retired) = tokio::sync::oneshot::channel();
+        // Once it is ready, the session's spare moves into it (a spare
+        // started meanwhile made namespaces of its own).
+        let session = Arc::downgrade(&self.inner);
+        let spare_boundary = boundary.clone();
+        let on_ready = move || {
+            if let Some(inner) = session.upgrade() {
+                Confiner { inner }.spare_soon(&spare_boundary);
+            }
+        };
         tokio::spawn(keep_house(
             group,
-            output,
-            watch,
+            (output, watch),
             c.clone(),
             Arc::clone(&ready),
             retired,
+            on_ready,
         ));
         houses.insert(
             0,
@@ -541,17 +550,17 @@ fn launch_of(
     }
 }
 
-/// Holds a house's process: once it said ready, where it is; when it is
-/// let go (`retired` sent or dropped), tells it, and waits for its end
+/// Holds a house's process: once it said ready, where it is (and
+/// `on_ready`); when it is let go (`retired` sent or dropped), tells it, and waits for its end
 /// (once nothing runs in it). A house that did not get ready is killed
 /// with its group.
 async fn keep_house(
     mut group: super::exec::ProcessGroup,
-    output: tokio::net::unix::pipe::Receiver,
-    mut watch: Watch,
+    (output, mut watch): (tokio::net::unix::pipe::Receiver, Watch),
     c: crate::sandbox::Confinement,
     ready: Arc<std::sync::Mutex<Option<HouseRef>>>,
     retired: tokio::sync::oneshot::Receiver<()>,
+    on_ready: impl FnOnce(),
 ) {
     let _output = output;
     match watch.setup(SETUP_WAIT).await {
@@ -562,7 +571,10 @@ async fn keep_house(
         }
     }
     match group.id().map(|pid| HouseRef::of(pid, &c)) {
-        Some(Ok(house)) => *crate::sync::lock(&ready) = Some(house),
+        Some(Ok(house)) => {
+            *crate::sync::lock(&ready) = Some(house);
+            on_ready();
+        }
         Some(Err(e)) => {
             tracing::debug!("the sandbox house cannot be found: {e}");
             return;

@@ -1593,8 +1593,8 @@ async fn a_spare_made_with_the_network_on_does_not_run_a_command_after_it_is_tur
         .with_policy(json!({"mode": "bypassPermissions"}))
         .with_user_config("[sandbox]\nnetwork = \"on\"\n");
     // The network interfaces the command sees, one `if=<name>` a line.
-    // (and what started it: the first process of its PID namespace).
-    let interfaces = "tr '\\0' ' ' < /proc/1/cmdline; echo; awk -F: 'NR>2{gsub(/ /,\"\",$1); print \"if=\" $1}' /proc/net/dev";
+    // (and what started it: its parent, the launcher's second stage).
+    let interfaces = "tr '\\0' ' ' < /proc/$PPID/cmdline; echo; awk -F: 'NR>2{gsub(/ /,\"\",$1); print \"if=\" $1}' /proc/net/dev";
     let path = env.dir.path().join("script.json");
     let s = script(vec![
         json!({"delayMs": 300, "content": [tool("one", "Bash", json!({ "command": interfaces }))]}),
@@ -1644,7 +1644,7 @@ async fn a_turns_first_command_goes_to_a_spare_started_while_the_model_answers()
     let env = TestEnv::new().with_policy(json!({"mode": "bypassPermissions"}));
     let outside = outside(&env);
     let command = format!(
-        "tr '\\0' ' ' < /proc/1/cmdline; echo; echo x > {}/w; echo wrote=$?",
+        "tr '\\0' ' ' < /proc/$PPID/cmdline; echo; echo x > {}/w; echo wrote=$?",
         outside.display()
     );
     let path = env.dir.path().join("script.json");
@@ -1662,7 +1662,9 @@ async fn a_turns_first_command_goes_to_a_spare_started_while_the_model_answers()
     let session = conn.ready().await;
     conn.prompt(&session, "go").await;
     let one = conn.thread(&session).card("one").text();
-    // The first command ran in a spare's init, confined like any other:
+    // The first command ran under a spare's second stage (in the
+    // session's house once it was ready, else as the init of its own
+    // namespaces), confined like any other:
     // the write outside the project was refused.
     assert!(one.contains("__sandbox --init-spare"), "{one}");
     assert!(one.contains("wrote=1"), "{one}");

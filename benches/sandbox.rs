@@ -5,6 +5,9 @@
 //! `.git`, `TMPDIR`, network off) and, second, with a network allowlist
 //! (the forwarder started too; no proxy listening, it is not reached).
 //!
+//! Each also in the session's house (`sandbox::house`: its namespaces and
+//! mounts made once, the launcher joining them).
+//!
 //! Third, what a session waits for before a command's first byte: from
 //! spawning the launcher (with a session's lifeline) to its `ready` report
 //! (namespaces, binds, the init, Landlock and seccomp in place; the
@@ -147,6 +150,7 @@ fn main() {
         lifeline: None,
         token: None,
         proxy: None,
+        house: None,
     };
     assert!(
         off.boundary.confinement().is_some(),
@@ -158,8 +162,26 @@ fn main() {
             domains: vec!["example.com".into()],
         }),
         proxy: Some(dir.path().join("proxy.sock")),
+        house: None,
         ..off.clone()
     };
+    // The session's house for `off` (`sandbox::house`), held as a session
+    // holds it, for the launches given it.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (house, _held) = rt.block_on(start_house(&launcher, &off, &proj, dir.path()));
+    let housed = Launch {
+        house: Some(house),
+        ..off.clone()
+    };
+    if std::env::var_os("BENCH_PRINT_HOUSE").is_some() {
+        std::fs::write("/tmp/housed.json", serde_json::to_string(&housed).unwrap()).unwrap();
+        std::fs::write("/tmp/housed.cwd", proj.to_str().unwrap()).unwrap();
+        std::thread::sleep(Duration::from_secs(120));
+    }
     let launcher_os = launcher.clone().into_os_string();
     let mut subjects: Vec<(&str, OsString, Vec<OsString>)> = vec![
         ("true", OsString::from("true"), Vec::new()),
@@ -170,8 +192,13 @@ fn main() {
         ),
         (
             "sandboxed true (allowlist)",
-            launcher_os,
+            launcher_os.clone(),
             allow.args(&["true"]).unwrap(),
+        ),
+        (
+            "sandboxed true (network off, in the house)",
+            launcher_os,
+            housed.args(&["true"]).unwrap(),
         ),
     ];
     if launcher != candor {
@@ -198,8 +225,13 @@ fn main() {
         .collect();
     let ready = until_ready(&launcher, &off, &proj, dir.path());
     report("launcher exec → ready (network off)", ready);
+    let ready = until_ready(&launcher, &housed, &proj, dir.path());
+    report("launcher exec → ready (in the house)", ready);
     if let Some(spared) = spare_ready(&launcher, &off, &proj, dir.path()) {
         report("spare: command sent → ready (network off)", spared);
+    }
+    if let Some(spared) = spare_ready(&launcher, &housed, &proj, dir.path()) {
+        report("spare: command sent → ready (in the house)", spared);
     }
     let (plain, sandboxed, allowlisted) = (figures[0], figures[1], figures[2]);
     println!(
@@ -213,6 +245,47 @@ fn main() {
     );
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average: {}", load.trim());
+}
+
+/// Starts the house `off`'s boundary would have in a session, and waits
+/// until it is ready: where it is, and what keeps it (its lifeline, its
+/// process, its watch).
+async fn start_house(
+    launcher: &Path,
+    off: &Launch,
+    cwd: &Path,
+    dir: &Path,
+) -> (
+    candor::sandbox::HouseRef,
+    (
+        candor::sandbox::Lifeline,
+        tokio::process::Child,
+        candor::sandbox::Watch,
+    ),
+) {
+    let lifeline = candor::sandbox::Lifeline::bind(&dir.join("house.sock")).unwrap();
+    let (token, mut watch) = lifeline.expect();
+    let house = candor::sandbox::House {
+        build: off.build.clone(),
+        lifeline: lifeline.path().to_owned(),
+        token,
+        boundary: off.boundary.clone(),
+        marks: candor::sandbox::house::marks(&off.boundary),
+    };
+    let child = tokio::process::Command::new(launcher)
+        .args(house.args().unwrap())
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let setup = watch.setup(Duration::from_secs(10)).await;
+    assert_eq!(setup, candor::sandbox::Setup::Ready);
+    let c = off.boundary.confinement().unwrap();
+    let house = candor::sandbox::HouseRef::of(child.id().unwrap(), c).unwrap();
+    (house, (lifeline, child, watch))
 }
 
 /// From spawning `<launcher> __sandbox <off> -- true` with a session's
@@ -283,6 +356,7 @@ fn spare_ready(
                 lifeline: lifeline.path().to_owned(),
                 token: token.clone(),
                 namespaces,
+                house: off.house.clone(),
             };
             let cpu = common::children_cpu();
             let mut child = tokio::process::Command::new(launcher)

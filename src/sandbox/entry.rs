@@ -2,13 +2,14 @@
 //! by its arguments before anything else runs (`main`'s first call): the
 //! launcher ([`launch`]), the init inside the new namespaces ([`init`]),
 //! a spare launcher and its init waiting for a session's next command
-//! ([`spare`]), or the probe ([`probe`]).
+//! ([`spare`]), the session's house and its init ([`house`]), or the
+//! probe ([`probe`]).
 
 use std::ffi::{OsStr, OsString};
 use std::process::ExitCode;
 
 use super::launch::{self, SUBCOMMAND};
-use super::{init, probe, spare};
+use super::{house, init, probe, spare};
 
 /// `main`'s first call: runs the launcher (or the probe) when the binary
 /// was started as one, and returns its exit code; `None` otherwise.
@@ -27,6 +28,8 @@ pub fn main_if_sandbox() -> Option<ExitCode> {
         },
         Some(spare::SPARE) => spare::run(&rest[1..]),
         Some(spare::INIT) => spare::run_init(&rest[1..]),
+        Some(house::HOUSE) => house::run(&rest[1..]),
+        Some(house::INIT) => house::run_init(),
         _ => match launch::parse(&rest) {
             Ok((spec, argv)) => launch::run(&spec, argv),
             Err(e) => launch::fail(None, &e),

@@ -48,8 +48,10 @@ pub fn run(launch: &Launch, argv: &[OsString]) -> ExitCode {
             "the sandbox's init was started for an unconfined boundary",
         );
     };
-    // While the first stage binds and hides paths.
+    // While the first stage binds and hides paths (in the session's
+    // house, they and `/proc` are in place).
     if c.namespaces.pid
+        && launch.house.is_none()
         && let Err(e) = super::namespaces::mount_proc()
     {
         return refuse(&mut status, &e);
@@ -61,7 +63,7 @@ pub fn run(launch: &Launch, argv: &[OsString]) -> ExitCode {
         Ok(env) => env,
         Err(e) => return refuse(&mut status, &e),
     };
-    command(status, c, argv, env)
+    command(status, launch, c, argv, env)
 }
 
 /// Connects to the first stage's status socket (named by the nonce it
@@ -89,6 +91,7 @@ pub(super) fn connect() -> Result<UnixStream, String> {
 /// every process until it ends, reports how, and exits the same way.
 pub(super) fn command(
     mut status: UnixStream,
+    launch: &Launch,
     c: &Confinement,
     argv: &[OsString],
     env: Vec<(String, String)>,
@@ -104,7 +107,7 @@ pub(super) fn command(
         .envs(env)
         .spawn();
     let report = match child {
-        Ok(child) => reap(child.id(), c.namespaces.pid),
+        Ok(child) => reap(child.id(), own_pid_namespace(launch, c)),
         Err(e) => {
             let _ = writeln!(
                 std::io::stderr(),
@@ -162,12 +165,19 @@ fn mounted(status: &UnixStream, c: &Confinement) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether the second stage is the init of a PID namespace of its own
+/// (else the command's subreaper: without a PID namespace, or in the
+/// session's house, `sandbox::house`, whose init is another).
+fn own_pid_namespace(launch: &Launch, c: &Confinement) -> bool {
+    c.namespaces.pid && launch.house.is_none()
+}
+
 /// Everything but the mounts and starting the command; returns the
 /// variables the command gets.
 pub(super) fn confine(launch: &Launch, c: &Confinement) -> Result<Vec<(String, String)>, String> {
     let boundary = &launch.boundary;
     let private_shm = c.namespaces.mount && std::path::Path::new("/dev/shm").is_dir();
-    if !c.namespaces.pid {
+    if !own_pid_namespace(launch, c) {
         nix::sys::prctl::set_child_subreaper(true)
             .map_err(|e| format!("becoming the command's subreaper: {e}"))?;
     }
@@ -256,19 +266,25 @@ fn reap(command: u32, pid_namespace: bool) -> Report {
     report
 }
 
-/// Kills the subreaper's remaining children (what the command left
-/// behind, adopted as they were orphaned) until none is left.
-fn end_leftovers() {
+/// Kills everything the subreaper (or the house's init) has below it:
+/// every descendant in each round, not only its children (a child killed
+/// first would leave its own to be adopted, one level a round, and a tree
+/// deeper than the rounds would outlive them), until none is left.
+pub(super) fn end_leftovers() {
     for _ in 0..64 {
-        let children = children();
-        if children.is_empty() {
+        let below = descendants();
+        if below.is_empty() {
             return;
         }
-        for pid in &children {
+        for pid in &below {
             let _ = nix::sys::signal::kill(Pid::from_raw(*pid), Signal::SIGKILL);
         }
-        for pid in &children {
-            let _ = waitpid(Pid::from_raw(*pid), None);
+        // Its own children, killed: reaped as they end (others are
+        // adopted as their parents end, and reaped next round).
+        for pid in children() {
+            if below.contains(&pid) {
+                let _ = waitpid(Pid::from_raw(pid), None);
+            }
         }
         // Reap whatever else ended meanwhile.
         while let Ok(status) = waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
@@ -279,8 +295,40 @@ fn end_leftovers() {
     }
 }
 
+/// Every process below this one in its PID namespace's `/proc` (its
+/// children, theirs, and so on), from each process's parent.
+fn descendants() -> Vec<i32> {
+    let mut below: Vec<i32> = children();
+    if below.is_empty() {
+        return below;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return below;
+    };
+    let parents: Vec<(i32, i32)> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // `pid (comm) state ppid …`
+            let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
+            Some((pid, ppid.parse().ok()?))
+        })
+        .collect();
+    let mut i = 0;
+    while let Some(&parent) = below.get(i) {
+        for (pid, _) in parents.iter().filter(|(_, p)| *p == parent) {
+            if !below.contains(pid) {
+                below.push(*pid);
+            }
+        }
+        i += 1;
+    }
+    below
+}
+
 /// This process's children, from every thread's list.
-fn children() -> Vec<i32> {
+pub(super) fn children() -> Vec<i32> {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return Vec::new();
     };

@@ -68,6 +68,10 @@ pub struct Launch {
     /// The allowlist proxy's unix socket (`sandbox::proxy`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<PathBuf>,
+    /// The session's house for this boundary (`sandbox::house`): the
+    /// launcher joins its namespaces instead of making its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub house: Option<super::join::HouseRef>,
 }
 
 impl Launch {
@@ -238,36 +242,64 @@ impl Stage {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Waits for the second stage to end.
+    pub(super) fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.child.wait()
+    }
 }
 
-/// Namespaces, the second stage started, then (while it starts) the
-/// mounts and `lo`. The second stage waits for the word that they are in
-/// place before it confines itself (`supervise`).
+/// Namespaces (the session's house's when the launch names one that is
+/// there), the second stage started, then (while it starts, and unless
+/// the house has them) the mounts and `lo`. The second stage waits for
+/// the word that they are in place before it confines itself
+/// (`supervise`).
 fn prepare(launch: &Launch, c: &Confinement, argv: &[OsString]) -> Result<Stage, String> {
+    let housed = enter(&c.namespaces, launch.house.as_ref())?;
+    // The second stage is told the house only when it is in it.
     let inner = Launch {
         lifeline: None,
         token: None,
+        house: launch.house.clone().filter(|_| housed),
         ..launch.clone()
     };
     let spec = serde_json::to_string(&inner).map_err(|e| e.to_string())?;
     let mut init = vec![OsString::from("--init"), spec.into(), "--".into()];
     init.extend(argv.iter().cloned());
     let mut stage = start_init(&c.namespaces, init)?;
-    if let Err(e) = mounts(&launch.boundary, c) {
+    if !housed && let Err(e) = mounts(&launch.boundary, c) {
         stage.end();
         return Err(e);
     }
     Ok(stage)
 }
 
-/// Enters the namespaces `ns` asks for and starts the second stage, the
-/// same binary with `init` after the subcommand, given the status
-/// socket's nonce.
-pub(super) fn start_init(ns: &Namespaces, init: Vec<OsString>) -> Result<Stage, String> {
+/// Enters the namespaces `ns` asks for: the house's, when `house` names
+/// one that is there (`sandbox::house`: its mounts are in place), else
+/// new ones, with mounts made private. Whether it joined the house.
+pub(super) fn enter(
+    ns: &Namespaces,
+    house: Option<&super::join::HouseRef>,
+) -> Result<bool, String> {
+    if let Some(house) = house {
+        match super::join::enter(house) {
+            Ok(()) => return Ok(true),
+            Err(super::join::Entering::Failed(why)) => return Err(why),
+            // Gone: namespaces of its own, as without a house.
+            Err(super::join::Entering::Gone) => {}
+        }
+    }
     super::namespaces::enter(ns)?;
     if ns.mount {
         super::namespaces::make_private()?;
     }
+    Ok(false)
+}
+
+/// Starts the second stage in the namespaces entered ([`enter`]): the
+/// same binary with `init` after the subcommand, given the status
+/// socket's nonce.
+pub(super) fn start_init(ns: &Namespaces, init: Vec<OsString>) -> Result<Stage, String> {
     let nonce = uuid::Uuid::new_v4().simple().to_string();
     let address = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}"))
         .map_err(|e| format!("the status socket: {e}"))?;
@@ -422,6 +454,9 @@ fn exit_report(status: &std::process::ExitStatus) -> Report {
 /// Reports the end and ends the same way (a command killed by a signal:
 /// the launcher too, so its parent sees the same).
 fn finish(life: Option<UnixStream>, report: Option<Report>) -> ExitCode {
+    // In a house, the second stage may have been killed (candor went, or
+    // the command did not end when asked): its orphans are ended now.
+    super::join::poke();
     if let (Some(mut life), Some(report)) = (life, report.clone()) {
         send(&mut life, &report);
     }

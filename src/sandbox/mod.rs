@@ -18,6 +18,10 @@
 //!   lifeline.
 //! - A spare launcher (`spare`) is one started ahead, namespaces entered
 //!   and its init running, waiting on its lifeline for the command.
+//! - The session's house (`house`) holds the namespaces and mounts of one
+//!   boundary for all the session's commands in it: a launcher given it
+//!   joins them (`join`) instead of making its own, and its second stage
+//!   is the command's subreaper.
 //! - The network allowlist is a proxy candor runs (`proxy`: the session's
 //!   grants and one door a command, whose judge is the user asked on the
 //!   command's card), reached from inside only through the forwarder
@@ -32,7 +36,9 @@ mod enforceable;
 pub mod entry;
 pub mod explain;
 pub mod forwarder;
+pub mod house;
 pub mod init;
+pub mod join;
 pub mod launch;
 pub mod launcher;
 pub mod lifeline;
@@ -47,6 +53,8 @@ pub mod spare;
 
 pub use boundary::{Boundary, Confinement, Enforced, LandlockRules, Namespaces, Network, Preset};
 pub use explain::explain;
+pub use house::{House, Mark};
+pub use join::HouseRef;
 pub use launch::{Launch, MESSAGE_PREFIX, SETUP_FAILED, SUBCOMMAND};
 pub use lifeline::{Lifeline, Report, Setup, Watch};
 pub use probe::Probe;

@@ -31,6 +31,9 @@ use super::lifeline::Report;
 pub const SPARE: &str = "--spare";
 /// The second stage's option.
 pub const INIT: &str = "--init-spare";
+/// After the second stage's namespaces: it runs in the session's house
+/// (`sandbox::house`), not as the init of a PID namespace of its own.
+const HOUSED: &str = "housed";
 /// The longest start line (the command's script is at most 128 KiB, as a
 /// launcher's argument would be, with its launch).
 const MAX_START: u64 = 1024 * 1024;
@@ -48,6 +51,10 @@ pub struct Spare {
     /// The namespaces it enters ahead: a launch that wants others is
     /// refused (candor sends a spare only a launch that fits).
     pub namespaces: Namespaces,
+    /// The session's house it joins ahead instead (`sandbox::house`): it
+    /// then runs only a launch in that house.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub house: Option<super::join::HouseRef>,
 }
 
 impl Spare {
@@ -146,9 +153,16 @@ pub(super) fn run(args: &[OsString]) -> ExitCode {
         return fail(Some(&mut life), "a spare launcher of another build");
     }
     let signals = super::launch::block_termination();
+    let housed = match super::launch::enter(&spare.namespaces, spare.house.as_ref()) {
+        Ok(housed) => housed,
+        Err(e) => return fail(Some(&mut life), &e),
+    };
     let ns = serde_json::to_string(&spare.namespaces).unwrap_or_default();
-    let mut stage = match super::launch::start_init(&spare.namespaces, vec![INIT.into(), ns.into()])
-    {
+    let mut init: Vec<OsString> = vec![INIT.into(), ns.into()];
+    if housed {
+        init.push(HOUSED.into());
+    }
+    let mut stage = match super::launch::start_init(&spare.namespaces, init) {
         Ok(stage) => stage,
         Err(e) => return fail(Some(&mut life), &e),
     };
@@ -171,9 +185,23 @@ pub(super) fn run(args: &[OsString]) -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
+    // In the house (whose mounts are in place) only a launch for it; out
+    // of it, the mounts, and the second stage is not told of a house.
+    let mut start = start;
     let set_up = fits(&start, &spare.namespaces)
-        .and_then(|c| super::launch::mounts(&start.launch.boundary, c))
-        .and_then(|()| start.line().map_err(|e| e.to_string()));
+        .and_then(|c| match housed {
+            true if start.launch.house == spare.house => Ok(()),
+            true => {
+                Err("a spare launcher in the session's house was sent a launch for another".into())
+            }
+            false => super::launch::mounts(&start.launch.boundary, c),
+        })
+        .and_then(|()| {
+            if !housed {
+                start.launch.house = None;
+            }
+            start.line().map_err(|e| e.to_string())
+        });
     match set_up {
         Ok(line) => {
             use std::io::Write as _;
@@ -198,11 +226,14 @@ pub(super) fn run_init(args: &[OsString]) -> ExitCode {
         Some(Ok(ns)) => ns,
         _ => return fail(None, "the spare's init argument is not readable"),
     };
+    let housed = args.get(1).is_some_and(|a| a == HOUSED);
     let mut status = match super::init::connect() {
         Ok(status) => status,
         Err(e) => return fail(None, &e),
     };
+    // The house's `/proc` is its init's.
     if namespaces.pid
+        && !housed
         && let Err(e) = super::namespaces::mount_proc()
     {
         return super::init::refuse(&mut status, &e);
@@ -215,6 +246,10 @@ pub(super) fn run_init(args: &[OsString]) -> ExitCode {
         None => return ExitCode::FAILURE,
     };
     let c = match fits(&start, &namespaces) {
+        Ok(_) if start.launch.house.is_some() != housed => {
+            let why = "a spare's init was sent a launch for another house";
+            return super::init::refuse(&mut status, why);
+        }
         Ok(c) => c,
         Err(e) => return super::init::refuse(&mut status, &e),
     };
@@ -230,5 +265,5 @@ pub(super) fn run_init(args: &[OsString]) -> ExitCode {
     let mut env = start.env.clone();
     env.extend(own);
     let argv: Vec<OsString> = start.argv.iter().map(OsString::from).collect();
-    super::init::command(status, c, &argv, env)
+    super::init::command(status, &start.launch, c, &argv, env)
 }

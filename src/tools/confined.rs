@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use super::tool_event::ToolEvent;
 use crate::sandbox::{
-    Answer, Boundary, Grants, Judge, Launch, Lifeline, Network, Probe, Proxy, ProxyConfig, Setup,
-    Watch,
+    Answer, Boundary, Grants, HouseRef, Judge, Launch, Lifeline, Network, Probe, Proxy,
+    ProxyConfig, Setup, Watch,
 };
 
 /// How long a launcher has to say whether the boundary holds.
@@ -24,6 +24,9 @@ pub const SETUP_WAIT: Duration = Duration::from_secs(10);
 const JUDGE_WAIT: Duration = Duration::from_secs(330);
 /// The most hosts one command may ask the user about.
 pub const MAX_ASKS: usize = 8;
+/// The most houses a session keeps (`sandbox::house`): its own boundary
+/// and a subagent's or two do not take each other's place.
+const MAX_HOUSES: usize = 3;
 
 /// The session's sandbox runtime (cheap to clone).
 #[derive(Debug, Clone)]
@@ -43,6 +46,10 @@ struct Inner {
     /// The spare launcher for the next command (ended before the
     /// lifeline and the directory).
     spare: std::sync::Mutex<Option<SpareLauncher>>,
+    /// The session's houses, one per boundary its commands had lately
+    /// (a subagent's narrower one beside the session's), the latest
+    /// first (let go before the lifeline).
+    houses: std::sync::Mutex<Vec<HouseSlot>>,
     // Dropped before the directory holding its socket.
     lifeline: Option<Lifeline>,
     /// The hosts the user allowed for the rest of the session (every
@@ -77,6 +84,31 @@ struct SpareLauncher {
     watch: Watch,
     token: String,
     namespaces: crate::sandbox::Namespaces,
+    /// The house it joined ahead.
+    house: Option<HouseRef>,
+}
+
+/// The session's house for one boundary (`sandbox::house`): what it was
+/// made for, and where it is once it said ready. A task holds its
+/// process; dropping the slot lets the house go (it ends once nothing
+/// runs in it).
+#[derive(Debug)]
+struct HouseSlot {
+    boundary: Boundary,
+    marks: Vec<crate::sandbox::Mark>,
+    ready: Arc<std::sync::Mutex<Option<HouseRef>>>,
+    _retire: tokio::sync::oneshot::Sender<()>,
+}
+
+impl HouseSlot {
+    /// Ready, and a path its mounts covered is no longer under them (a
+    /// bind that went with its name), or it ended (its init did): a house
+    /// to replace.
+    fn detached(&self) -> bool {
+        crate::sync::lock(&self.ready)
+            .as_ref()
+            .is_some_and(|h| !crate::sandbox::house::covers(h.pid, &self.marks))
+    }
 }
 
 /// The user, asked on the call's card by the session (`ToolEvent::NetworkAsk`).
@@ -138,6 +170,7 @@ impl Confiner {
                 tmpdir,
                 broken: None,
                 spare: std::sync::Mutex::new(None),
+                houses: std::sync::Mutex::new(Vec::new()),
                 lifeline: Some(lifeline),
                 grants: Grants::default(),
                 doors: std::sync::atomic::AtomicU64::new(0),
@@ -151,6 +184,7 @@ impl Confiner {
                     tmpdir: std::env::temp_dir(),
                     broken: Some(why),
                     spare: std::sync::Mutex::new(None),
+                    houses: std::sync::Mutex::new(Vec::new()),
                     lifeline: None,
                     grants: Grants::default(),
                     doors: std::sync::atomic::AtomicU64::new(0),
@@ -244,9 +278,10 @@ impl Confiner {
         };
         let door = self.door_for(boundary, events)?;
         let (token, watch) = lifeline.expect();
+        let house = self.house_for(boundary);
         Ok(Launched {
             launcher,
-            launch: launch_of(boundary, lifeline, token, door.as_ref()),
+            launch: launch_of(boundary, lifeline, token, door.as_ref(), house),
             watch,
             door,
             spare: None,
@@ -262,11 +297,15 @@ impl Confiner {
         boundary: &Boundary,
         events: &tokio::sync::mpsc::UnboundedSender<ToolEvent>,
     ) -> Result<Launched, String> {
+        let house = self.house_for(boundary);
         let taken = {
             let mut slot = crate::sync::lock(&self.inner.spare);
-            let fits = boundary
-                .confinement()
-                .is_some_and(|c| slot.as_ref().is_some_and(|s| s.namespaces == c.namespaces));
+            // In the house this call may have, or in its own namespaces.
+            let fits = boundary.confinement().is_some_and(|c| {
+                slot.as_ref().is_some_and(|s| {
+                    s.namespaces == c.namespaces && (s.house.is_none() || s.house == house)
+                })
+            });
             // Taken, or let go (killed with its group) when it does not fit.
             let spare = slot.take();
             spare.filter(|_| fits)
@@ -278,7 +317,7 @@ impl Confiner {
         let door = self.door_for(boundary, events)?;
         Ok(Launched {
             launcher,
-            launch: launch_of(boundary, lifeline, spare.token, door.as_ref()),
+            launch: launch_of(boundary, lifeline, spare.token, door.as_ref(), spare.house),
             watch: spare.watch,
             door,
             spare: Some((spare.group, spare.output)),
@@ -301,8 +340,13 @@ impl Confiner {
         let Ok((_, lifeline)) = self.launcher_and_lifeline() else {
             return;
         };
+        self.house_soon(boundary, &launcher, lifeline);
+        let house = self.house_for(boundary);
         let mut slot = crate::sync::lock(&self.inner.spare);
-        if slot.as_ref().is_some_and(|s| s.namespaces == c.namespaces) {
+        if slot
+            .as_ref()
+            .is_some_and(|s| s.namespaces == c.namespaces && s.house == house)
+        {
             return;
         }
         // One for other namespaces is let go (killed with its group).
@@ -313,6 +357,7 @@ impl Confiner {
             lifeline: lifeline.path().to_owned(),
             token: token.clone(),
             namespaces: c.namespaces,
+            house: house.clone(),
         };
         let started = super::exec::sandbox_spare(&launcher, &spare, self.workdir())
             .and_then(|(cmd, output)| Ok((super::exec::ProcessGroup::spawn(cmd)?, output)));
@@ -324,10 +369,97 @@ impl Confiner {
                     watch,
                     token,
                     namespaces: c.namespaces,
+                    house,
                 });
             }
             Err(e) => tracing::debug!("no spare sandbox launcher: {e}"),
         }
+    }
+
+    /// Starts the session's house for `boundary` (`sandbox::house`) unless
+    /// it has one for it, and lets the longest unused go past
+    /// [`MAX_HOUSES`]. None
+    /// for a boundary a house cannot hold (without user, mount and PID
+    /// namespaces) or with an allowlist (each command has its own door of
+    /// the proxy, in its own network namespace).
+    fn house_soon(&self, boundary: &Boundary, launcher: &Path, lifeline: &Lifeline) {
+        let Some(c) = boundary.confinement() else {
+            return;
+        };
+        if !crate::sandbox::house::can_house(c)
+            || matches!(boundary.network, Network::Allowlist { .. })
+        {
+            return;
+        }
+        let marks = crate::sandbox::house::marks(boundary);
+        let mut houses = crate::sync::lock(&self.inner.houses);
+        // One made for this boundary before its paths changed, or whose
+        // mounts no longer cover them (or that ended), is let go.
+        houses.retain(|h| h.boundary != *boundary || (h.marks == marks && !h.detached()));
+        if let Some(at) = houses.iter().position(|h| h.boundary == *boundary) {
+            let h = houses.remove(at);
+            houses.insert(0, h);
+            return;
+        }
+        let (token, watch) = lifeline.expect();
+        let house = crate::sandbox::House {
+            build: crate::sandbox::launcher::BUILD.into(),
+            lifeline: lifeline.path().to_owned(),
+            token,
+            boundary: boundary.clone(),
+            marks: marks.clone(),
+        };
+        let started = super::exec::sandbox_house(launcher, &house, self.workdir())
+            .and_then(|(cmd, output)| Ok((super::exec::ProcessGroup::spawn(cmd)?, output)));
+        let (group, output) = match started {
+            Ok(started) => started,
+            Err(e) => {
+                tracing::debug!("no sandbox house: {e}");
+                return;
+            }
+        };
+        let ready = Arc::default();
+        let (retire, retired) = tokio::sync::oneshot::channel();
+        // Once it is ready, the session's spare moves into it (a spare
+        // started meanwhile made namespaces of its own).
+        let session = Arc::downgrade(&self.inner);
+        let spare_boundary = boundary.clone();
+        let on_ready = move || {
+            if let Some(inner) = session.upgrade() {
+                Confiner { inner }.spare_soon(&spare_boundary);
+            }
+        };
+        tokio::spawn(keep_house(
+            group,
+            (output, watch),
+            c.clone(),
+            Arc::clone(&ready),
+            retired,
+            on_ready,
+        ));
+        houses.insert(
+            0,
+            HouseSlot {
+                boundary: boundary.clone(),
+                marks,
+                ready,
+                _retire: retire,
+            },
+        );
+        // The longest unused is let go.
+        houses.truncate(MAX_HOUSES);
+    }
+
+    /// The session's house for a call in `boundary`: made for exactly
+    /// this boundary, ready, and its paths still the files its mounts
+    /// cover.
+    fn house_for(&self, boundary: &Boundary) -> Option<HouseRef> {
+        let houses = crate::sync::lock(&self.inner.houses);
+        let h = houses.iter().find(|h| h.boundary == *boundary)?;
+        let house = crate::sync::lock(&h.ready).clone()?;
+        let covered = crate::sandbox::house::marks(boundary) == h.marks
+            && crate::sandbox::house::covers(house.pid, &h.marks);
+        covered.then_some(house)
     }
 
     /// The launcher to run (the lean one when the probe chose it,
@@ -406,14 +538,53 @@ fn launch_of(
     lifeline: &Lifeline,
     token: String,
     door: Option<&Proxy>,
+    house: Option<HouseRef>,
 ) -> Launch {
     Launch {
+        house,
         build: crate::sandbox::launcher::BUILD.into(),
         boundary: boundary.clone(),
         lifeline: Some(lifeline.path().to_owned()),
         token: Some(token),
         proxy: door.map(|d| d.path().to_owned()),
     }
+}
+
+/// Holds a house's process: once it said ready, where it is (and
+/// `on_ready`); when it is let go (`retired` sent or dropped), tells it, and waits for its end
+/// (once nothing runs in it). A house that did not get ready is killed
+/// with its group.
+async fn keep_house(
+    mut group: super::exec::ProcessGroup,
+    (output, mut watch): (tokio::net::unix::pipe::Receiver, Watch),
+    c: crate::sandbox::Confinement,
+    ready: Arc<std::sync::Mutex<Option<HouseRef>>>,
+    retired: tokio::sync::oneshot::Receiver<()>,
+    on_ready: impl FnOnce(),
+) {
+    let _output = output;
+    match watch.setup(SETUP_WAIT).await {
+        Setup::Ready => {}
+        Setup::Failed(why) => {
+            tracing::debug!("no sandbox house: {why}");
+            return;
+        }
+    }
+    match group.id().map(|pid| HouseRef::of(pid, &c)) {
+        Some(Ok(house)) => {
+            *crate::sync::lock(&ready) = Some(house);
+            on_ready();
+        }
+        Some(Err(e)) => {
+            tracing::debug!("the sandbox house cannot be found: {e}");
+            return;
+        }
+        None => return,
+    }
+    let _ = retired.await;
+    *crate::sync::lock(&ready) = None;
+    let _ = watch.send(crate::sandbox::house::RETIRE, SETUP_WAIT).await;
+    let _ = group.child_mut().wait().await;
 }
 
 /// Waits for a launcher to say the boundary holds (bounded, and ended by

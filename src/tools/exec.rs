@@ -121,6 +121,22 @@ pub fn sandbox_spare(
     piped(cmd, cwd)
 }
 
+/// The session's house for a boundary (`<launcher> __sandbox --house
+/// <house>`, `sandbox::house`): started ahead, in `cwd`, piped as
+/// [`bash`]; it holds the namespaces its launchers join.
+pub fn sandbox_house(
+    launcher: &Path,
+    house: &crate::sandbox::House,
+    cwd: &Path,
+) -> io::Result<(Command, pipe::Receiver)> {
+    let args = house
+        .args()
+        .map_err(|e| io::Error::other(format!("the house cannot be written: {e}")))?;
+    let mut cmd = launcher_command(launcher);
+    cmd.args(args);
+    piped(cmd, cwd)
+}
+
 /// `launcher`, named as candor's binary when it is the running one
 /// (`sandbox::launcher::RUNNING`), as `ps` should show it.
 fn launcher_command(launcher: &Path) -> Command {

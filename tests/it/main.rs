@@ -42,6 +42,7 @@ mod protocol;
 mod providers;
 mod queue;
 mod sandbox;
+mod sandbox_house;
 mod sandboxed_calls;
 mod schema_file;
 mod sessions;

@@ -118,6 +118,7 @@ fn launch(boundary: &Boundary) -> Launch {
         lifeline: None,
         token: None,
         proxy: None,
+        house: None,
     }
 }
 

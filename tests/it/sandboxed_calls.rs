@@ -16,7 +16,7 @@ use crate::support::*;
 
 /// Fails loudly where this kernel cannot hold the sandbox.
 #[allow(clippy::disallowed_methods)] // the probe of the binary under test
-fn require_sandbox() {
+pub(crate) fn require_sandbox() {
     let out = std::process::Command::new(candor_bin())
         .args(["__sandbox", "--probe"])
         .output()
@@ -1493,8 +1493,11 @@ async fn the_lean_launcher_runs_both_candors_and_the_editors_commands_and_they_a
     let command = who_launched(outside.path());
     for terminal in [false, true] {
         let (said, argvs) = ran_by(Path::new(candor_bin()), None, &command, terminal).await;
+        // PID 1: the launcher's own init, or the session's house's, once
+        // it is ready (`sandbox::house`): the lean launcher either way.
         assert!(
-            said.contains(&format!("{} __sandbox --init", lean.display())),
+            said.contains(&format!("{} __sandbox --init", lean.display()))
+                || said.contains(&format!("{} __sandbox --house-init", lean.display())),
             "not the lean launcher (terminal: {terminal}): {said}"
         );
         assert!(said.contains("wrote=1"), "terminal: {terminal}: {said}");
@@ -1553,8 +1556,10 @@ async fn without_a_lean_launcher_of_its_build_beside_it_candor_launches_commands
         }
         for terminal in [false, true] {
             let (said, argvs) = ran_by(&candor, None, &command, terminal).await;
+            // Its own init, or its house's (`sandbox::house`).
             assert!(
-                said.contains(&format!("{} __sandbox --init", candor.display())),
+                said.contains(&format!("{} __sandbox --init", candor.display()))
+                    || said.contains(&format!("{} __sandbox --house-init", candor.display())),
                 "not candor itself (stale: {stale}, terminal: {terminal}): {said}"
             );
             assert!(said.contains("wrote=1"), "{said}");
@@ -1569,7 +1574,7 @@ async fn without_a_lean_launcher_of_its_build_beside_it_candor_launches_commands
 
 /// The processes whose working directory is `dir` (where a spare
 /// launcher and its init wait; `dir` without links).
-fn processes_in(dir: &Path) -> Vec<u32> {
+pub(crate) fn processes_in(dir: &Path) -> Vec<u32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
@@ -1588,8 +1593,8 @@ async fn a_spare_made_with_the_network_on_does_not_run_a_command_after_it_is_tur
         .with_policy(json!({"mode": "bypassPermissions"}))
         .with_user_config("[sandbox]\nnetwork = \"on\"\n");
     // The network interfaces the command sees, one `if=<name>` a line.
-    // (and what started it: the first process of its PID namespace).
-    let interfaces = "tr '\\0' ' ' < /proc/1/cmdline; echo; awk -F: 'NR>2{gsub(/ /,\"\",$1); print \"if=\" $1}' /proc/net/dev";
+    // (and what started it: its parent, the launcher's second stage).
+    let interfaces = "tr '\\0' ' ' < /proc/$PPID/cmdline; echo; awk -F: 'NR>2{gsub(/ /,\"\",$1); print \"if=\" $1}' /proc/net/dev";
     let path = env.dir.path().join("script.json");
     let s = script(vec![
         json!({"delayMs": 300, "content": [tool("one", "Bash", json!({ "command": interfaces }))]}),
@@ -1639,7 +1644,7 @@ async fn a_turns_first_command_goes_to_a_spare_started_while_the_model_answers()
     let env = TestEnv::new().with_policy(json!({"mode": "bypassPermissions"}));
     let outside = outside(&env);
     let command = format!(
-        "tr '\\0' ' ' < /proc/1/cmdline; echo; echo x > {}/w; echo wrote=$?",
+        "tr '\\0' ' ' < /proc/$PPID/cmdline; echo; echo x > {}/w; echo wrote=$?",
         outside.display()
     );
     let path = env.dir.path().join("script.json");
@@ -1657,7 +1662,9 @@ async fn a_turns_first_command_goes_to_a_spare_started_while_the_model_answers()
     let session = conn.ready().await;
     conn.prompt(&session, "go").await;
     let one = conn.thread(&session).card("one").text();
-    // The first command ran in a spare's init, confined like any other:
+    // The first command ran under a spare's second stage (in the
+    // session's house once it was ready, else as the init of its own
+    // namespaces), confined like any other:
     // the write outside the project was refused.
     assert!(one.contains("__sandbox --init-spare"), "{one}");
     assert!(one.contains("wrote=1"), "{one}");
@@ -1710,16 +1717,23 @@ async fn the_next_command_goes_to_a_spare_launcher_confined_alike_which_ends_wit
             thread.card("two").text(),
             thread.card("three").text(),
         );
-        // The next commands' launchers were waiting, started ahead; the
-        // first one's, started when the prompt came, may or may not be
-        // ready before this model's instant answer (the test below waits).
-        assert!(
-            one.contains("__sandbox --init {") || one.contains("__sandbox --init-spare"),
-            "{one}"
-        );
-        for card in [&two, &three] {
-            assert!(card.contains("__sandbox --init-spare"), "{card}");
-        }
+        // The next commands' launchers were waiting, started ahead, in the
+        // session's house (`sandbox::house`, its init PID 1) once it was
+        // ready; the first one's, started when the prompt came, may or may
+        // not be ready before this model's instant answer (the test below
+        // waits).
+        let ran_in = |card: &str| {
+            [
+                "__sandbox --init {",
+                "__sandbox --init-spare",
+                "__sandbox --house-init",
+            ]
+            .iter()
+            .any(|init| card.contains(init))
+        };
+        assert!(ran_in(&one), "{one}");
+        assert!(ran_in(&two), "{two}");
+        assert!(three.contains("__sandbox --house-init"), "{three}");
         for card in [&one, &two, &three] {
             assert!(card.contains("wrote=1"), "{card}");
         }

@@ -1,0 +1,412 @@
+//! The session's house: the namespaces a session's confined commands
+//! share, made once per boundary instead of once per command
+//! (`protocol/sandbox.md`, "The house"). `… __sandbox --house <House
+//! JSON>` connects candor's lifeline and says hello, enters new user,
+//! mount, PID, network and IPC namespaces, starts its init (`…
+//! __sandbox --house-init`, PID 1 of the new PID namespace, which mounts
+//! its `/proc`), binds and hides the boundary's paths and brings `lo` up,
+//! exactly as a launcher would for one command, and says ready. Then it
+//! waits. A launcher given the house's [`HouseRef`](super::HouseRef) joins these
+//! namespaces (`sandbox::join`) instead of making its own, and its second stage,
+//! started in them, is not an init but the command's subreaper: it
+//! confines itself as always (Landlock, seccomp, capabilities), runs the
+//! command, and when the command ends, kills whatever it left behind, as
+//! the end of a PID namespace of its own would. A process orphaned by a
+//! second stage that was killed is the house init's, which kills it at
+//! once. When candor lets the house go (another boundary took its place,
+//! or the session ended), the house ends once nothing runs in it; it dies
+//! with candor.
+//!
+//! A house is only ever used for the boundary it was made for: candor
+//! keeps its [`Boundary`] and the [`Mark`]s of the paths its mounts
+//! cover, and gives a launcher the house only for a call whose settled
+//! boundary is equal and whose paths are still those files (a protected
+//! directory removed and made again outside would not be under the old
+//! bind).
+
+use std::ffi::OsString;
+use std::io::Read as _;
+use std::os::unix::fs::MetadataExt as _;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+
+use super::boundary::{Boundary, Confinement};
+use super::launch::{SUBCOMMAND, fail, receive, send};
+use super::lifeline::Report;
+
+/// The house's option.
+pub const HOUSE: &str = "--house";
+/// Its init's option.
+pub const INIT: &str = "--house-init";
+/// How often the house's init looks for orphans to end unasked (a
+/// launcher that kills its second stage asks at once: `join::poke`; one
+/// killed itself, with its group, cannot, and its second stage dies of
+/// it: what that one left must not write for long after the call's end),
+/// while anything runs in the house. A look without orphans reads one
+/// file.
+const ORPHANS_EVERY: Duration = Duration::from_millis(50);
+/// How often it looks while nothing but itself runs in the house (an
+/// idle session's house wakes once a second).
+const IDLE_EVERY: Duration = Duration::from_secs(1);
+/// How often a house that was let go looks whether it is empty.
+const EMPTY_EVERY: Duration = Duration::from_millis(20);
+/// The word candor writes on a house's lifeline to let it go.
+pub const RETIRE: &[u8] = b"retire\n";
+
+/// What a house is given on its command line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct House {
+    /// The build of candor that started it (`sandbox::launcher::BUILD`).
+    pub build: String,
+    pub lifeline: PathBuf,
+    pub token: String,
+    /// The boundary its namespaces and mounts are made for.
+    pub boundary: Boundary,
+    /// The paths its mounts cover, as candor found them: the house
+    /// refuses to start when it finds them otherwise.
+    pub marks: Vec<Mark>,
+}
+
+impl House {
+    /// The arguments (after the launcher's path) that start this house.
+    pub fn args(&self) -> Result<Vec<OsString>, serde_json::Error> {
+        Ok(vec![
+            OsString::from(SUBCOMMAND),
+            OsString::from(HOUSE),
+            OsString::from(serde_json::to_string(self)?),
+        ])
+    }
+}
+
+/// A path a house's mounts cover (bound read-only or hidden), and the
+/// file it was (device, inode, and its birth time in nanoseconds, or its
+/// last change where the file system keeps no birth; `None`: there was
+/// none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mark {
+    pub path: PathBuf,
+    pub file: Option<(u64, u64, u64)>,
+}
+
+/// The marks of what a launcher would bind and hide for `boundary` now.
+pub fn marks(boundary: &Boundary) -> Vec<Mark> {
+    let roots = super::ruleset::write_paths(boundary);
+    let mut paths = boundary.protected.clone();
+    paths.extend(boundary.write_denied.iter().cloned());
+    paths.extend(super::protected::existing(&roots, boundary.home.as_deref()));
+    paths.extend(boundary.read_denied.iter().cloned());
+    paths.sort();
+    paths.dedup();
+    paths
+        .into_iter()
+        .map(|path| {
+            let file = std::fs::metadata(&path).ok().map(|m| {
+                // An inode number is used again at once for a file made
+                // after one removed: its birth (else its change) tells
+                // them apart.
+                let born = m
+                    .created()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+                let changed = u64::try_from(m.ctime())
+                    .unwrap_or(0)
+                    .saturating_mul(1_000_000_000)
+                    .saturating_add(u64::try_from(m.ctime_nsec()).unwrap_or(0));
+                (m.dev(), m.ino(), born.unwrap_or(changed))
+            });
+            Mark { path, file }
+        })
+        .collect()
+}
+
+/// Whether the house whose first process is `pid` still has a mount of
+/// its own on each path of `marks` that was there (read from its
+/// `/proc/<pid>/mountinfo`). A bind goes with the name it was made on:
+/// when that name is unlinked and the same file linked again outside
+/// (same device, inode and birth), the marks still match while the house
+/// no longer covers the path.
+pub fn covers(pid: u32, marks: &[Mark]) -> bool {
+    let Ok(file) = std::fs::File::open(format!("/proc/{pid}/mountinfo")) else {
+        return false;
+    };
+    let mut info = String::new();
+    if file.take(MAX_MOUNTINFO).read_to_string(&mut info).is_err() {
+        return false;
+    }
+    // `id parent major:minor root mount-point …`, with `\ooo` escapes.
+    let points: Vec<PathBuf> = info
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(unescape)
+        .collect();
+    marks
+        .iter()
+        .filter(|m| m.file.is_some())
+        .all(|m| std::fs::canonicalize(&m.path).is_ok_and(|real| points.contains(&real)))
+}
+
+/// The longest `mountinfo` read.
+const MAX_MOUNTINFO: u64 = 4 * 1024 * 1024;
+
+/// A `mountinfo` field, its octal escapes (`\040` for a space) undone.
+fn unescape(field: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt as _;
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let code = bytes
+            .get(i + 1..i + 4)
+            .filter(|_| b == b'\\')
+            .and_then(|d| std::str::from_utf8(d).ok())
+            .and_then(|d| u8::from_str_radix(d, 8).ok());
+        match code {
+            Some(c) => {
+                out.push(c);
+                i += 4;
+            }
+            None => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(OsString::from_vec(out))
+}
+
+/// Whether a house can be made for a boundary confined as `c`: in its
+/// own user, mount and PID namespaces (else nothing would end what a
+/// killed launcher left behind, or keep the house's binds private).
+pub fn can_house(c: &Confinement) -> bool {
+    c.namespaces.user && c.namespaces.mount && c.namespaces.pid
+}
+
+/// `--house <JSON>`: the house's first process.
+pub(super) fn run(args: &[OsString]) -> ExitCode {
+    // candor goes: so does the house (its init with it, and with the init
+    // everything in its PID namespace).
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    let house: House = match args
+        .first()
+        .and_then(|a| a.to_str())
+        .map(serde_json::from_str)
+    {
+        Some(Ok(house)) => house,
+        _ => return fail(None, "the sandbox house's argument is not readable"),
+    };
+    let mut life = match UnixStream::connect(&house.lifeline) {
+        Ok(stream) => stream,
+        Err(e) => {
+            let path = house.lifeline.display();
+            return fail(None, &format!("cannot reach candor's lifeline {path}: {e}"));
+        }
+    };
+    send(
+        &mut life,
+        &Report::Hello {
+            token: house.token.clone(),
+            pid: std::process::id(),
+        },
+    );
+    if house.build != super::launcher::BUILD {
+        return fail(Some(&mut life), "a sandbox house of another build");
+    }
+    let Some(c) = house.boundary.confinement().filter(|c| can_house(c)) else {
+        return fail(
+            Some(&mut life),
+            "a sandbox house needs user, mount and PID namespaces",
+        );
+    };
+    let _signals = super::launch::block_termination();
+    // Before the mounts: a hidden path shows another file after them.
+    if marks(&house.boundary) != house.marks {
+        return fail(
+            Some(&mut life),
+            "the project's protected or hidden paths changed while the sandbox was set up",
+        );
+    }
+    if let Err(e) = super::launch::enter(&c.namespaces, None) {
+        return fail(Some(&mut life), &e);
+    }
+    let mut stage = match super::launch::start_init(&c.namespaces, vec![INIT.into()]) {
+        Ok(stage) => stage,
+        Err(e) => return fail(Some(&mut life), &e),
+    };
+    if let Err(e) = super::launch::mounts(&house.boundary, c) {
+        stage.end();
+        return fail(Some(&mut life), &e);
+    }
+    let mut status = match super::launch::accept_init(&mut stage) {
+        Ok(status) => status,
+        Err(e) => {
+            stage.end();
+            return fail(Some(&mut life), &e);
+        }
+    };
+    match receive(&mut status) {
+        Some(Report::Ready) => {}
+        Some(Report::SetupFailed { reason }) => {
+            stage.end();
+            return fail(Some(&mut life), &reason);
+        }
+        _ => {
+            stage.end();
+            return fail(Some(&mut life), "the sandbox house's init ended");
+        }
+    }
+    send(&mut life, &Report::Ready);
+    // Until candor lets the house go (a word, or the lifeline's end), or
+    // its init ends: a PID namespace whose init ended holds no process
+    // again, and a house gone is one launchers do not join (candor makes
+    // another).
+    if !let_go(&mut life, status.get_ref()) {
+        // Not waited for: an init ending waits itself until every process
+        // of its namespace was reaped, by parents that may be outside
+        // (a spare launcher's second stage).
+        return ExitCode::FAILURE;
+    }
+    send(status.get_mut(), &Report::Ready);
+    let _ = stage.wait();
+    ExitCode::SUCCESS
+}
+
+/// Waits for candor's word (or its end) on `life`, or the end of the
+/// init's connection `init`: whether candor let the house go.
+fn let_go(life: &mut UnixStream, init: &UnixStream) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd as _;
+    loop {
+        let mut fds = [
+            PollFd::new(life.as_fd(), PollFlags::POLLIN),
+            PollFd::new(init.as_fd(), PollFlags::POLLIN),
+        ];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return true,
+            Ok(_) => {}
+        }
+        let ready = |i: usize| {
+            fds.get(i)
+                .and_then(|f| f.revents())
+                .is_some_and(|r| !r.is_empty())
+        };
+        if ready(1) {
+            return false;
+        }
+        if ready(0) {
+            let mut buf = [0u8; 64];
+            let _ = life.read(&mut buf);
+            return true;
+        }
+    }
+}
+
+/// `--house-init`: PID 1 of the house's PID namespace.
+pub(super) fn run_init() -> ExitCode {
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    let mut status = match super::init::connect() {
+        Ok(status) => status,
+        Err(e) => return fail(None, &e),
+    };
+    let set_up = super::namespaces::mount_proc()
+        .and_then(|()| super::namespaces::drop_capabilities())
+        .and_then(|()| {
+            nix::sys::prctl::set_dumpable(false).map_err(|e| format!("PR_SET_DUMPABLE: {e}"))
+        });
+    if let Err(e) = set_up {
+        return super::init::refuse(&mut status, &e);
+    }
+    // Asked to end orphans by a signal (`poke`), from outside only: the
+    // kernel drops a signal an init has no handler for when it comes from
+    // inside its namespace.
+    let mut asked = nix::sys::signal::SigSet::empty();
+    asked.add(Signal::SIGUSR1);
+    let _ = asked.thread_block();
+    let pokes = nix::sys::signalfd::SignalFd::with_flags(
+        &asked,
+        nix::sys::signalfd::SfdFlags::SFD_NONBLOCK | nix::sys::signalfd::SfdFlags::SFD_CLOEXEC,
+    );
+    let pokes = match pokes {
+        Ok(fd) => fd,
+        Err(e) => return super::init::refuse(&mut status, &format!("signalfd: {e}")),
+    };
+    send(&mut status, &Report::Ready);
+    let mut retiring = false;
+    loop {
+        if wait(&status, &pokes, retiring) {
+            retiring = true;
+        }
+        while let Ok(Some(_)) = pokes.read_signal() {}
+        // Reaped, and any process orphaned here ended: a second stage ends
+        // its own command's leftovers, so an orphan is one whose second
+        // stage was killed.
+        while let Ok(s) = waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
+            if s == WaitStatus::StillAlive {
+                break;
+            }
+        }
+        // Each orphan and all below it, in rounds until none is left (a
+        // level a wake-up would let a deep tree live a second a level).
+        super::init::end_leftovers();
+        if retiring && alone() {
+            return ExitCode::SUCCESS;
+        }
+    }
+}
+
+/// Waits for a poke, the first process's word (unless `retiring`, when
+/// it came already) or its end, or the next round; whether the word or
+/// the end came.
+fn wait(status: &UnixStream, pokes: &nix::sys::signalfd::SignalFd, retiring: bool) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd as _;
+    let every = match (retiring, alone()) {
+        (true, _) => EMPTY_EVERY,
+        (false, true) => IDLE_EVERY,
+        (false, false) => ORPHANS_EVERY,
+    };
+    let timeout = PollTimeout::try_from(every).unwrap_or(PollTimeout::MAX);
+    let mut fds = vec![PollFd::new(pokes.as_fd(), PollFlags::POLLIN)];
+    if !retiring {
+        fds.push(PollFd::new(status.as_fd(), PollFlags::POLLIN));
+    }
+    let _ = poll(&mut fds, timeout);
+    fds.get(1)
+        .and_then(|f| f.revents())
+        .is_some_and(|r| !r.is_empty())
+}
+
+/// Whether the init is the only process left in its PID namespace.
+fn alone() -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    !entries.flatten().any(|e| {
+        e.file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_some_and(|pid| pid != 1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mount_point_is_read_with_its_escapes_undone() {
+        assert_eq!(unescape("/p/my\\040dir"), PathBuf::from("/p/my dir"));
+        assert_eq!(unescape("/p/a\\134b"), PathBuf::from("/p/a\\b"));
+        // Not an escape: left as it is.
+        assert_eq!(unescape("/p/x\\9"), PathBuf::from("/p/x\\9"));
+    }
+}

@@ -1,0 +1,481 @@
+//! The session's house (`sandbox::house`, `protocol/sandbox.md`, "The
+//! house"): a session's commands after its first join the namespaces and
+//! mounts made once for their boundary instead of making their own. Each
+//! test makes sure the command it attacks with ran in the house (PID 1 of
+//! its namespace is the house's init), then checks that the house holds
+//! what a command's own namespaces held: what a command leaves behind
+//! ends with it, even when its launcher or candor is killed, and a house
+//! is never used for paths its mounts no longer cover.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::sandboxed_calls::{processes_in, require_sandbox};
+use crate::support::*;
+
+/// Prints PID 1's command line: where the command runs.
+const WHERE: &str = "tr '\\0' ' ' < /proc/1/cmdline; echo";
+/// How PID 1 shows in the house.
+const HOUSE_INIT: &str = "__sandbox --house-init";
+/// How long the model takes between a session's first call and its
+/// second: the house gets ready meanwhile, on a loaded machine too.
+const HOUSE_WAIT_MS: u64 = 1500;
+
+/// A session (the candor binary, every call allowed) whose model runs
+/// `first` at once, then, `delay_ms` later (the house gets ready
+/// meanwhile), `second`; the connection, the session, and the id of the
+/// prompt's request, sent (not awaited).
+async fn two_calls(
+    env: TestEnv,
+    first: &str,
+    second: &str,
+    delay_ms: u64,
+) -> (Conn, String, Value) {
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![
+        respond(json!([tool("one", "Bash", json!({ "command": first }))])),
+        json!({"delayMs": delay_ms, "content": [tool("two", "Bash", json!({ "command": second }))]}),
+        respond(json!([text("done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    }
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    let id = conn
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+        )
+        .await;
+    (conn, session, id)
+}
+
+/// The second stages (in the house: the command's subreaper) of the
+/// commands writing `where.txt`: each one's parent.
+fn command_launchers() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let line = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            line.starts_with(b"bash\0-c\0") && String::from_utf8_lossy(&line).contains("where.txt")
+        })
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // `pid (comm) state ppid …`
+            let after = stat.rsplit_once(')')?.1;
+            after.split_whitespace().nth(1)?.parse().ok()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_housed_command_leaves_nothing_behind_when_it_ends() {
+    require_sandbox();
+    // The stray has half a second to leave its parent and its process
+    // group before the call ends: only the launcher, the command's
+    // subreaper in the house, can end it.
+    let escape = format!(
+        "{WHERE}; (unset candor_scope; setsid bash -c 'sleep 1.5; echo late > late.txt' > /dev/null 2>&1 &); sleep 0.5; echo started"
+    );
+    let (mut conn, session, id) = two_calls(TestEnv::new(), "true", &escape, HOUSE_WAIT_MS).await;
+    let late = conn.env.project.join("late.txt");
+    let done = conn.response(&id).await;
+    assert!(done.get("result").is_some(), "{done}");
+    let two = conn.thread(&session).card("two").text();
+    assert!(two.contains(HOUSE_INIT), "{two}");
+    assert!(two.contains("started"), "{two}");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(
+        !late.exists(),
+        "a process outlived its housed call and wrote after the card said done"
+    );
+}
+
+/// A housed command (after a first call) whose stray, out of its
+/// process group and scope, runs `touch started; sleep 2; echo x >
+/// finished`; `kill` ends something once it started; whether `finished`
+/// appeared within 4 s after, and where the command ran.
+async fn killed_while_housed(kill: impl FnOnce(&mut Conn)) -> (bool, String) {
+    let env = TestEnv::new();
+    let project = env.project.clone();
+    let (mut conn, _, _) = two_calls(
+        env,
+        "true",
+        &format!(
+            "{{ {WHERE}; }} > where.txt; (unset candor_scope; setsid bash -c 'touch started; sleep 2; echo x > finished' > /dev/null 2>&1 &); sleep 10; echo end"
+        ),
+        HOUSE_WAIT_MS,
+    )
+    .await;
+    let started = project.join("started");
+    assert!(
+        eventually(Duration::from_secs(10), || started.exists()).await,
+        "the command never started"
+    );
+    kill(&mut conn);
+    let finished = project.join("finished");
+    let wrote = eventually(Duration::from_secs(4), || finished.exists()).await;
+    let ran_in = std::fs::read_to_string(project.join("where.txt")).unwrap_or_default();
+    (wrote, ran_in)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_candor_is_sigkilled_nothing_a_housed_command_started_writes_afterwards() {
+    require_sandbox();
+    let (wrote, ran_in) = killed_while_housed(|conn| {
+        conn.child().start_kill().unwrap();
+    })
+    .await;
+    assert!(ran_in.contains(HOUSE_INIT), "{ran_in}");
+    assert!(!wrote, "the housed command wrote after candor died");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_housed_command_whose_launcher_is_killed_is_ended_by_the_house() {
+    require_sandbox();
+    // The command's second stage (its subreaper in the house) SIGKILLed,
+    // not its group: the stray is orphaned in the house, whose init ends
+    // it.
+    let (wrote, ran_in) = killed_while_housed(|_| {
+        let launchers = command_launchers();
+        assert!(!launchers.is_empty(), "no launcher found");
+        for pid in launchers {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    })
+    .await;
+    assert!(ran_in.contains(HOUSE_INIT), "{ran_in}");
+    assert!(!wrote, "the orphaned command wrote after its launcher died");
+}
+
+/// Waits (at most 10 s) for the house of the session in `project` to
+/// have its init, then a little more for candor to hear it is ready (a
+/// fixed pause is too short on a loaded machine).
+async fn house_ready(project: &Path) {
+    let project = project.canonicalize().unwrap();
+    let init = || {
+        processes_in(&project).into_iter().any(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|l| String::from_utf8_lossy(&l).contains("--house-init"))
+        })
+    };
+    assert!(
+        eventually(Duration::from_secs(10), init).await,
+        "no house was made"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
+/// A session of two prompts, one Bash call each (`first`, then
+/// `second`), `between` run by the test after the first.
+async fn two_prompts(
+    env: TestEnv,
+    first: &str,
+    second: &str,
+    between: impl FnOnce(&Path),
+) -> (Conn, String) {
+    let path = env.dir.path().join("script.json");
+    let s = script(vec![
+        respond(json!([tool("one", "Bash", json!({ "command": first }))])),
+        respond(json!([text("one done")])),
+        respond(json!([tool("two", "Bash", json!({ "command": second }))])),
+        respond(json!([text("two done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    }
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "one").await;
+    // The house of the first prompt's boundary gets ready meanwhile.
+    house_ready(&conn.env.project).await;
+    between(&conn.env.project);
+    conn.prompt(&session, "two").await;
+    (conn, session)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protected_directory_made_again_outside_is_read_only_to_the_next_command() {
+    require_sandbox();
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.project.join(".git")).unwrap();
+    let write = format!("{WHERE}; echo x > .git/config; echo wrote=$?");
+    // Outside the sandbox (the user, or another program), `.git` is
+    // removed and made again: the house's read-only bind was on the old
+    // directory, so a house made before must not be used.
+    let (conn, session) = two_prompts(env, &write, &write, |project| {
+        std::fs::remove_dir_all(project.join(".git")).unwrap();
+        std::fs::create_dir(project.join(".git")).unwrap();
+    })
+    .await;
+    let thread = conn.thread(&session);
+    let (one, two) = (thread.card("one").text(), thread.card("two").text());
+    assert!(one.contains("wrote=1"), "{one}");
+    assert!(two.contains("wrote=1"), "{two}");
+    assert!(!conn.env.project.join(".git/config").exists());
+    // The control: nothing changed between the prompts, the second
+    // command runs in the house (and is refused alike).
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.project.join(".git")).unwrap();
+    let (conn, session) = two_prompts(env, &write, &write, |_| {}).await;
+    let two = conn.thread(&session).card("two").text();
+    assert!(two.contains(HOUSE_INIT), "{two}");
+    assert!(two.contains("wrote=1"), "{two}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_house_ends_with_its_session_and_with_candor() {
+    require_sandbox();
+    for killed in [false, true] {
+        let env = TestEnv::new();
+        let project = env.project.canonicalize().unwrap();
+        let (mut conn, session, id) = two_calls(env, "true", WHERE, HOUSE_WAIT_MS).await;
+        let done = conn.response(&id).await;
+        assert!(done.get("result").is_some(), "{done}");
+        let two = conn.thread(&session).card("two").text();
+        assert!(two.contains(HOUSE_INIT), "{two}");
+        let house = |pids: &[u32]| -> Vec<String> {
+            pids.iter()
+                .filter_map(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).ok())
+                .map(|l| String::from_utf8_lossy(&l).replace('\0', " "))
+                .filter(|l| l.contains("--house"))
+                .collect()
+        };
+        assert!(
+            !house(&processes_in(&project)).is_empty(),
+            "no house in the project"
+        );
+        if killed {
+            conn.child().start_kill().unwrap();
+            let _ = conn.child().wait().await;
+        } else {
+            let _env = conn.end().await;
+        }
+        assert!(
+            eventually(Duration::from_secs(5), || house(&processes_in(&project))
+                .is_empty())
+            .await,
+            "a house outlived its session (candor killed: {killed})"
+        );
+    }
+}
+
+/// A stray that ends one level at a time: a chain of `depth` shells, each
+/// the parent of the next and waiting on it, the deepest appending to
+/// `beat.txt` every 0.1 s; out of its call's process group and scope.
+fn chain(depth: u32) -> String {
+    format!(
+        "(unset candor_scope; setsid bash -c 'c() {{ if [ $1 -gt 0 ]; then c $(($1 - 1)) & wait; else while :; do echo x >> beat.txt; sleep 0.1; done; fi; }}; c {depth}' > /dev/null 2>&1 &)"
+    )
+}
+
+/// Runs `second` as a housed call (after a first), and whether
+/// `beat.txt` still grows 1.5 s after the prompt's answer.
+async fn still_beating(second: &str) -> (bool, String) {
+    let (mut conn, session, id) = two_calls(TestEnv::new(), "true", second, HOUSE_WAIT_MS).await;
+    let done = conn.response(&id).await;
+    assert!(done.get("result").is_some(), "{done}");
+    let two = conn.thread(&session).card("two").text();
+    let beat = conn.env.project.join("beat.txt");
+    assert!(beat.exists(), "the stray never ran: {two}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    (after > before, two)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deep_tree_a_housed_command_leaves_ends_with_the_call() {
+    require_sandbox();
+    // The subreaper kills its children, whose children it then adopts,
+    // one level a round: 80 levels outlast its rounds, and the rest
+    // would be the house init's, a level a second.
+    let (beating, two) =
+        still_beating(&format!("{WHERE}; {}; sleep 1; echo started", chain(80))).await;
+    assert!(two.contains(HOUSE_INIT), "{two}");
+    assert!(two.contains("started"), "{two}");
+    assert!(
+        !beating,
+        "a process outlived its housed call and wrote after the card said done"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_housed_command_that_kills_its_subreaper_leaves_nothing_behind() {
+    require_sandbox();
+    // In the house the second stage is not PID 1: the command can kill
+    // it, and its tree is orphaned to the house's init at once.
+    let (beating, two) = still_beating(&format!(
+        "{WHERE}; {}; sleep 1; kill -9 $PPID; sleep 5",
+        chain(8)
+    ))
+    .await;
+    assert!(two.contains(HOUSE_INIT), "{two}");
+    assert!(
+        !beating,
+        "a process outlived its housed call and wrote after the card said done"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protected_file_whose_bind_detached_is_read_only_to_the_next_command() {
+    require_sandbox();
+    let env = TestEnv::new();
+    std::fs::write(env.project.join(".envrc"), "safe\n").unwrap();
+    let write = format!("{WHERE}; echo evil > .envrc; echo wrote=$?");
+    // Outside the sandbox, `.envrc` is unlinked and linked again: the
+    // same file (device, inode, birth), but the house's read-only bind
+    // was on the name removed, and went with it.
+    let (conn, session) = two_prompts(env, &write, &write, |project| {
+        let (envrc, keep) = (project.join(".envrc"), project.join("keep"));
+        std::fs::hard_link(&envrc, &keep).unwrap();
+        std::fs::remove_file(&envrc).unwrap();
+        std::fs::hard_link(&keep, &envrc).unwrap();
+        std::fs::remove_file(&keep).unwrap();
+    })
+    .await;
+    let thread = conn.thread(&session);
+    let (one, two) = (thread.card("one").text(), thread.card("two").text());
+    assert!(one.contains("wrote=1"), "{one}");
+    assert!(two.contains("wrote=1"), "{two}");
+    let envrc = std::fs::read_to_string(conn.env.project.join(".envrc")).unwrap();
+    assert_eq!(envrc, "safe\n", "{two}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_house_whose_init_died_is_not_given_the_next_command() {
+    require_sandbox();
+    let env = TestEnv::new();
+    let project = env.project.canonicalize().unwrap();
+    // The house's init ends (killed from outside, as the OOM killer or a
+    // user's `kill` would): its PID namespace can hold no process again.
+    let (conn, session) = two_prompts(env, "true", "echo ran=$((40 + 2))", |_| {
+        let inits: Vec<u32> = processes_in(&project)
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|l| String::from_utf8_lossy(&l).contains("--house-init"))
+            })
+            .collect();
+        assert!(!inits.is_empty(), "no house init in the project");
+        for pid in inits {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    })
+    .await;
+    let two = conn.thread(&session).card("two").text();
+    assert!(two.contains("ran=42"), "{two}");
+}
+
+/// The parent of `pid`, from `/proc` (as this process's PID namespace
+/// numbers it).
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_housed_command_whose_first_stage_is_sigkilled_leaves_nothing_writing() {
+    require_sandbox();
+    // candor's SIGKILL of the call's process group (a hard stop, the end
+    // of a session, a command that did not end when asked) kills the
+    // launcher's first stage before it can poke the house's init: its
+    // second stage dies of its parent's death, and the stray, out of the
+    // group, is the init's to end.
+    let second = format!(
+        "{{ {WHERE}; }} > where.txt; {}; sleep 30; echo end",
+        chain(0)
+    );
+    let (conn, _, _) = two_calls(TestEnv::new(), "true", &second, HOUSE_WAIT_MS).await;
+    let project = conn.env.project.clone();
+    let beat = project.join("beat.txt");
+    assert!(
+        eventually(Duration::from_secs(10), || beat.exists()).await,
+        "the stray never ran"
+    );
+    let ran_in = std::fs::read_to_string(project.join("where.txt")).unwrap_or_default();
+    assert!(ran_in.contains(HOUSE_INIT), "{ran_in}");
+    let firsts: Vec<i32> = command_launchers()
+        .into_iter()
+        .filter_map(parent_of)
+        .collect();
+    assert!(!firsts.is_empty(), "no launcher found");
+    for pid in firsts {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    assert_eq!(
+        before, after,
+        "the stray wrote after its launcher was killed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_housed_command_cannot_signal_another_calls_processes() {
+    require_sandbox();
+    // Both in the house, each sees the other's processes in `/proc`: the
+    // kernel's Landlock signal scope (each call its own domain) is what
+    // keeps one from ending the other.
+    let env = TestEnv::new();
+    let path = env.dir.path().join("script.json");
+    let background = format!("{{ {WHERE}; }} > where.txt; echo $$ > a.pid; sleep 30; echo end");
+    let attack = format!(
+        "{WHERE}; test -e /proc/$(cat a.pid) && echo seen; kill -9 $(cat a.pid); echo kill=$?; sleep 2 & kill -9 $!; echo own=$?"
+    );
+    let s = script(vec![
+        respond(json!([tool("one", "Bash", json!({ "command": "true" }))])),
+        json!({"delayMs": HOUSE_WAIT_MS, "content": [tool("two", "Bash", json!({ "command": background, "run_in_background": true }))]}),
+        json!({"delayMs": 500, "content": [tool("three", "Bash", json!({ "command": attack }))]}),
+        respond(json!([text("done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    }
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let project = conn.env.project.clone();
+    let ran_in = std::fs::read_to_string(project.join("where.txt")).unwrap_or_default();
+    assert!(ran_in.contains(HOUSE_INIT), "{ran_in}");
+    let three = conn.thread(&session).card("three").text();
+    assert!(
+        three.contains(HOUSE_INIT) || three.contains("kill="),
+        "{three}"
+    );
+    // The control: its own child it can end.
+    assert!(three.contains("own=0"), "{three}");
+    assert!(three.contains("kill=1"), "{three}");
+}

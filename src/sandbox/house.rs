@@ -52,8 +52,9 @@ pub const INIT: &str = "--house-init";
 /// while anything runs in the house. A look without orphans reads one
 /// file.
 const ORPHANS_EVERY: Duration = Duration::from_millis(50);
-/// How often it looks while nothing but itself runs in the house (an
-/// idle session's house wakes once a second).
+/// How often it looks while nothing runs in the house but a waiting
+/// spare's second stage ([`idle`]: an idle session's house wakes once a
+/// second).
 const IDLE_EVERY: Duration = Duration::from_secs(1);
 /// How often a house that was let go looks whether it is empty.
 const EMPTY_EVERY: Duration = Duration::from_millis(20);
@@ -341,11 +342,17 @@ pub(super) fn run_init() -> ExitCode {
     };
     send(&mut status, &Report::Ready);
     let mut retiring = false;
+    // After a poke, the init looks often for a while whatever it sees (a
+    // second stage pokes as its command comes, before it has started it).
+    let mut busy_until = std::time::Instant::now();
     loop {
-        if wait(&status, &pokes, retiring) {
+        let busy = busy_until > std::time::Instant::now();
+        if wait(&status, &pokes, retiring, busy) {
             retiring = true;
         }
-        while let Ok(Some(_)) = pokes.read_signal() {}
+        while let Ok(Some(_)) = pokes.read_signal() {
+            busy_until = std::time::Instant::now() + IDLE_EVERY;
+        }
         // Reaped, and any process orphaned here ended: a second stage ends
         // its own command's leftovers, so an orphan is one whose second
         // stage was killed.
@@ -364,15 +371,23 @@ pub(super) fn run_init() -> ExitCode {
 }
 
 /// Waits for a poke, the first process's word (unless `retiring`, when
-/// it came already) or its end, or the next round; whether the word or
+/// it came already) or its end, or the next round (soon when `busy` or
+/// anything runs in the house, else in a second); whether the word or
 /// the end came.
-fn wait(status: &UnixStream, pokes: &nix::sys::signalfd::SignalFd, retiring: bool) -> bool {
+fn wait(
+    status: &UnixStream,
+    pokes: &nix::sys::signalfd::SignalFd,
+    retiring: bool,
+    busy: bool,
+) -> bool {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd as _;
-    let every = match (retiring, alone()) {
-        (true, _) => EMPTY_EVERY,
-        (false, true) => IDLE_EVERY,
-        (false, false) => ORPHANS_EVERY,
+    let every = if retiring {
+        EMPTY_EVERY
+    } else if busy || !idle() {
+        ORPHANS_EVERY
+    } else {
+        IDLE_EVERY
     };
     let timeout = PollTimeout::try_from(every).unwrap_or(PollTimeout::MAX);
     let mut fds = vec![PollFd::new(pokes.as_fd(), PollFlags::POLLIN)];
@@ -383,6 +398,33 @@ fn wait(status: &UnixStream, pokes: &nix::sys::signalfd::SignalFd, retiring: boo
     fds.get(1)
         .and_then(|f| f.revents())
         .is_some_and(|r| !r.is_empty())
+}
+
+/// Whether nothing runs in the house but waiting second stages (a
+/// spare's, before its command): each process but the init has its
+/// parent outside the namespace (a launcher: its parent id reads 0 here,
+/// which no process started inside can show) and no child. A command, or
+/// an orphan, makes the house busy.
+fn idle() -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != 1)
+        .all(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // `pid (comm) state ppid …`
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .unwrap_or_default();
+            // Gone meanwhile (no stat): not in the way.
+            stat.is_empty() || (ppid == Some(0) && children.trim().is_empty())
+        })
 }
 
 /// Whether the init is the only process left in its PID namespace.

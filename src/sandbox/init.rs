@@ -175,6 +175,11 @@ fn own_pid_namespace(launch: &Launch, c: &Confinement) -> bool {
 /// Everything but the mounts and starting the command; returns the
 /// variables the command gets.
 pub(super) fn confine(launch: &Launch, c: &Confinement) -> Result<Vec<(String, String)>, String> {
+    // In the session's house, its init is told a command starts (while
+    // this process can still signal it).
+    if launch.house.is_some() {
+        super::join::starting();
+    }
     let boundary = &launch.boundary;
     let private_shm = c.namespaces.mount && std::path::Path::new("/dev/shm").is_dir();
     if !own_pid_namespace(launch, c) {

@@ -118,6 +118,16 @@ pub(super) fn enter(house: &HouseRef) -> Result<(), Entering> {
         .map_err(|e| Entering::Failed(format!("the working directory {}: {e}", cwd.display())))
 }
 
+/// From a second stage in the house, as its command comes (before it
+/// confines itself, after which no signal of its reaches the init): tells
+/// the house's init, PID 1 of the namespace, that a command starts, so
+/// that it looks for orphans often while the command may run (an idle
+/// house's init looks once a second). The init blocks the signal, so the
+/// kernel queues it from inside too.
+pub(super) fn starting() {
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(1), Signal::SIGUSR1);
+}
+
 /// Asks the house's init to end the orphans now (this launcher just
 /// killed its second stage, the command's subreaper), when this launcher
 /// joined a house. A signal from outside the house's PID namespace, which

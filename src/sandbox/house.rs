@@ -401,43 +401,17 @@ fn wait(
 }
 
 /// Whether nothing runs in the house but waiting second stages (a
-/// spare's, before its command): each process but the init has its
+/// spare's, before its command): every process but the init has its
 /// parent outside the namespace (a launcher: its parent id reads 0 here,
-/// which no process started inside can show) and no child. A command, or
-/// an orphan, makes the house busy.
+/// which no process started inside can show), so none has a child in it.
+/// A command, or an orphan (the init's), makes the house busy.
 fn idle() -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| *pid != 1)
-        .all(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            // `pid (comm) state ppid …`
-            let ppid = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-                .and_then(|p| p.parse::<u32>().ok());
-            let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-                .unwrap_or_default();
-            // Gone meanwhile (no stat): not in the way.
-            stat.is_empty() || (ppid == Some(0) && children.trim().is_empty())
-        })
+    super::init::processes().is_some_and(|ps| ps.iter().all(|&(pid, ppid)| pid == 1 || ppid == 0))
 }
 
 /// Whether the init is the only process left in its PID namespace.
 fn alone() -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return true;
-    };
-    !entries.flatten().any(|e| {
-        e.file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-            .is_some_and(|pid| pid != 1)
-    })
+    super::init::processes().is_none_or(|ps| ps.iter().all(|&(pid, _)| pid == 1))
 }
 
 #[cfg(test)]

@@ -307,19 +307,7 @@ fn descendants() -> Vec<i32> {
     if below.is_empty() {
         return below;
     }
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return below;
-    };
-    let parents: Vec<(i32, i32)> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // `pid (comm) state ppid …`
-            let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
-            Some((pid, ppid.parse().ok()?))
-        })
-        .collect();
+    let parents = processes().unwrap_or_default();
     let mut i = 0;
     while let Some(&parent) = below.get(i) {
         for (pid, _) in parents.iter().filter(|(_, p)| *p == parent) {
@@ -330,6 +318,24 @@ fn descendants() -> Vec<i32> {
         i += 1;
     }
     below
+}
+
+/// Every process of this PID namespace's `/proc` with its parent's id (0
+/// for a parent outside the namespace); one gone meanwhile is left out.
+/// `None`: `/proc` cannot be read.
+pub(super) fn processes() -> Option<Vec<(i32, i32)>> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let processes = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // `pid (comm) state ppid …`
+            let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
+            Some((pid, ppid.parse().ok()?))
+        })
+        .collect();
+    Some(processes)
 }
 
 /// This process's children, from every thread's list.

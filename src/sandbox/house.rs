@@ -99,10 +99,7 @@ pub struct Mark {
 
 /// The marks of what a launcher would bind and hide for `boundary` now.
 pub fn marks(boundary: &Boundary) -> Vec<Mark> {
-    let roots = super::ruleset::write_paths(boundary);
-    let mut paths = boundary.protected.clone();
-    paths.extend(boundary.write_denied.iter().cloned());
-    paths.extend(super::protected::existing(&roots, boundary.home.as_deref()));
+    let mut paths = super::launch::read_only_paths(boundary);
     paths.extend(boundary.read_denied.iter().cloned());
     paths.sort();
     paths.dedup();
@@ -196,28 +193,13 @@ pub(super) fn run(args: &[OsString]) -> ExitCode {
     // candor goes: so does the house (its init with it, and with the init
     // everything in its PID namespace).
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-    let house: House = match args
-        .first()
-        .and_then(|a| a.to_str())
-        .map(serde_json::from_str)
-    {
-        Some(Ok(house)) => house,
-        _ => return fail(None, "the sandbox house's argument is not readable"),
+    let Some(house) = super::launch::argument::<House>(args) else {
+        return fail(None, "the sandbox house's argument is not readable");
     };
-    let mut life = match UnixStream::connect(&house.lifeline) {
-        Ok(stream) => stream,
-        Err(e) => {
-            let path = house.lifeline.display();
-            return fail(None, &format!("cannot reach candor's lifeline {path}: {e}"));
-        }
+    let mut life = match super::launch::hello(&house.lifeline, &house.token) {
+        Ok(life) => life,
+        Err(failed) => return failed,
     };
-    send(
-        &mut life,
-        &Report::Hello {
-            token: house.token.clone(),
-            pid: std::process::id(),
-        },
-    );
     if house.build != super::launcher::BUILD {
         return fail(Some(&mut life), "a sandbox house of another build");
     }

@@ -24,7 +24,7 @@ use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, Write};
 use std::os::linux::net::SocketAddrExt as _;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -124,6 +124,41 @@ pub(super) fn fail(life: Option<&mut UnixStream>, reason: &str) -> ExitCode {
     ExitCode::from(SETUP_FAILED)
 }
 
+/// Connects candor's lifeline at `path` and says hello with `token` (the
+/// first line of every launcher, spare and house); the connection, or the
+/// status of a setup that failed because candor cannot be reached.
+pub(super) fn hello(path: &Path, token: &str) -> Result<UnixStream, ExitCode> {
+    let mut life = UnixStream::connect(path).map_err(|e| {
+        let path = path.display();
+        fail(None, &format!("cannot reach candor's lifeline {path}: {e}"))
+    })?;
+    send(
+        &mut life,
+        &Report::Hello {
+            token: token.to_owned(),
+            pid: std::process::id(),
+        },
+    );
+    Ok(life)
+}
+
+/// The JSON value a stage is given as its first argument (`None`: there
+/// is none, or it is not readable as a `T`).
+pub(super) fn argument<T: serde::de::DeserializeOwned>(args: &[OsString]) -> Option<T> {
+    serde_json::from_str(args.first()?.to_str()?).ok()
+}
+
+/// The read-only binds a launch makes (before the command, or once for a
+/// house): the boundary's protected and write-denied paths, and the
+/// protected paths found in its writable roots now.
+pub(super) fn read_only_paths(boundary: &Boundary) -> Vec<PathBuf> {
+    let roots = super::ruleset::write_paths(boundary);
+    let mut keep = boundary.protected.clone();
+    keep.extend(boundary.write_denied.iter().cloned());
+    keep.extend(super::protected::existing(&roots, boundary.home.as_deref()));
+    keep
+}
+
 /// One report, one line.
 pub(super) fn send(stream: &mut UnixStream, report: &Report) {
     if let Ok(mut line) = serde_json::to_vec(report) {
@@ -150,26 +185,12 @@ pub(super) fn run(launch: &Launch, argv: Vec<OsString>) -> ExitCode {
     // namespace.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     let mut life = match &launch.lifeline {
-        Some(path) => match UnixStream::connect(path) {
-            Ok(stream) => Some(stream),
-            Err(e) => {
-                return fail(
-                    None,
-                    &format!("cannot reach candor's lifeline {}: {e}", path.display()),
-                );
-            }
+        Some(path) => match hello(path, launch.token.as_deref().unwrap_or_default()) {
+            Ok(life) => Some(life),
+            Err(failed) => return failed,
         },
         None => None,
     };
-    if let Some(life) = life.as_mut() {
-        send(
-            life,
-            &Report::Hello {
-                token: launch.token.clone().unwrap_or_default(),
-                pid: std::process::id(),
-            },
-        );
-    }
     if let Some(why) = foreign(launch) {
         return fail(life.as_mut(), &why);
     }
@@ -329,11 +350,7 @@ pub(super) fn start_init(ns: &Namespaces, init: Vec<OsString>) -> Result<Stage, 
 /// directory again, as the new mounts show it).
 pub(super) fn mounts(boundary: &Boundary, c: &Confinement) -> Result<(), String> {
     if c.namespaces.mount {
-        let roots = super::ruleset::write_paths(boundary);
-        let mut keep = boundary.protected.clone();
-        keep.extend(boundary.write_denied.iter().cloned());
-        keep.extend(super::protected::existing(&roots, boundary.home.as_deref()));
-        super::namespaces::protect(&keep)?;
+        super::namespaces::protect(&read_only_paths(boundary))?;
         let scratch = ["/dev/shm", "/tmp", "/mnt"]
             .into_iter()
             .map(PathBuf::from)

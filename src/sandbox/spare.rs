@@ -24,8 +24,7 @@ use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
 use super::boundary::{Confinement, Namespaces};
-use super::launch::{Launch, SUBCOMMAND, fail, send};
-use super::lifeline::Report;
+use super::launch::{Launch, SUBCOMMAND, fail};
 
 /// The first stage's option.
 pub const SPARE: &str = "--spare";
@@ -126,29 +125,13 @@ fn fits<'a>(start: &'a Start, namespaces: &Namespaces) -> Result<&'a Confinement
 pub(super) fn run(args: &[OsString]) -> ExitCode {
     // candor (its lifeline, or the process) goes: so does the spare.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-    let spare: Spare = match args
-        .first()
-        .and_then(|a| a.to_str())
-        .map(serde_json::from_str)
-    {
-        Some(Ok(spare)) => spare,
-        _ => return fail(None, "the spare launcher's argument is not readable"),
+    let Some(spare) = super::launch::argument::<Spare>(args) else {
+        return fail(None, "the spare launcher's argument is not readable");
     };
-    let mut life = match UnixStream::connect(&spare.lifeline) {
-        Ok(stream) => stream,
-        Err(e) => {
-            let path = spare.lifeline.display();
-            return fail(None, &format!("cannot reach candor's lifeline {path}: {e}"));
-        }
+    let mut life = match super::launch::hello(&spare.lifeline, &spare.token) {
+        Ok(life) => life,
+        Err(failed) => return failed,
     };
-    let token = spare.token.clone();
-    send(
-        &mut life,
-        &Report::Hello {
-            token,
-            pid: std::process::id(),
-        },
-    );
     if spare.build != super::launcher::BUILD {
         return fail(Some(&mut life), "a spare launcher of another build");
     }
@@ -218,13 +201,8 @@ pub(super) fn run(args: &[OsString]) -> ExitCode {
 /// `--init-spare <namespaces JSON>`: the second stage of a spare.
 pub(super) fn run_init(args: &[OsString]) -> ExitCode {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-    let namespaces: Namespaces = match args
-        .first()
-        .and_then(|a| a.to_str())
-        .map(serde_json::from_str)
-    {
-        Some(Ok(ns)) => ns,
-        _ => return fail(None, "the spare's init argument is not readable"),
+    let Some(namespaces) = super::launch::argument::<Namespaces>(args) else {
+        return fail(None, "the spare's init argument is not readable");
     };
     let housed = args.get(1).is_some_and(|a| a == HOUSED);
     let mut status = match super::init::connect() {

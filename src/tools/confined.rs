@@ -340,8 +340,7 @@ impl Confiner {
         let Ok((_, lifeline)) = self.launcher_and_lifeline() else {
             return;
         };
-        self.house_soon(boundary, &launcher, lifeline);
-        let house = self.house_for(boundary);
+        let house = self.house_soon(boundary, &launcher, lifeline);
         let mut slot = crate::sync::lock(&self.inner.spare);
         if slot
             .as_ref()
@@ -378,28 +377,35 @@ impl Confiner {
 
     /// Starts the session's house for `boundary` (`sandbox::house`) unless
     /// it has one for it, and lets the longest unused go past
-    /// [`MAX_HOUSES`]. None
-    /// for a boundary a house cannot hold (without user, mount and PID
-    /// namespaces) or with an allowlist (each command has its own door of
-    /// the proxy, in its own network namespace).
-    fn house_soon(&self, boundary: &Boundary, launcher: &Path, lifeline: &Lifeline) {
-        let Some(c) = boundary.confinement() else {
-            return;
-        };
+    /// [`MAX_HOUSES`]; the house a call in `boundary` gets now, as
+    /// [`house_for`](Self::house_for) would find it. None for a boundary a
+    /// house cannot hold (without user, mount and PID namespaces) or with
+    /// an allowlist (each command has its own door of the proxy, in its
+    /// own network namespace).
+    fn house_soon(
+        &self,
+        boundary: &Boundary,
+        launcher: &Path,
+        lifeline: &Lifeline,
+    ) -> Option<HouseRef> {
+        let c = boundary.confinement()?;
         if !crate::sandbox::house::can_house(c)
             || matches!(boundary.network, Network::Allowlist { .. })
         {
-            return;
+            return None;
         }
         let marks = crate::sandbox::house::marks(boundary);
         let mut houses = crate::sync::lock(&self.inner.houses);
         // One made for this boundary before its paths changed, or whose
         // mounts no longer cover them (or that ended), is let go.
         houses.retain(|h| h.boundary != *boundary || (h.marks == marks && !h.detached()));
+        // The one kept: its marks are the paths' now, and its mounts
+        // cover them if it is ready.
         if let Some(at) = houses.iter().position(|h| h.boundary == *boundary) {
             let h = houses.remove(at);
+            let ready = crate::sync::lock(&h.ready).clone();
             houses.insert(0, h);
-            return;
+            return ready;
         }
         let (token, watch) = lifeline.expect();
         let house = crate::sandbox::House {
@@ -415,7 +421,7 @@ impl Confiner {
             Ok(started) => started,
             Err(e) => {
                 tracing::debug!("no sandbox house: {e}");
-                return;
+                return None;
             }
         };
         let ready = Arc::default();
@@ -448,6 +454,8 @@ impl Confiner {
         );
         // The longest unused is let go.
         houses.truncate(MAX_HOUSES);
+        // Not ready yet.
+        None
     }
 
     /// The session's house for a call in `boundary`: made for exactly

@@ -23,6 +23,36 @@ const HOUSE_INIT: &str = "__sandbox --house-init";
 /// second: the house gets ready meanwhile, on a loaded machine too.
 const HOUSE_WAIT_MS: u64 = 1500;
 
+/// A session of the candor binary, every call allowed, whose model
+/// answers with `steps`; the connection and the session.
+async fn scripted(env: TestEnv, steps: Vec<Value>) -> (Conn, String) {
+    let path = env.dir.path().join("script.json");
+    std::fs::write(&path, script(steps).to_string()).unwrap();
+    let env = TestEnv {
+        script: Some(path),
+        ..env
+    }
+    .with_policy(json!({"mode": "bypassPermissions"}));
+    let mut conn = Conn::spawn(env);
+    let session = conn.ready().await;
+    (conn, session)
+}
+
+/// `pid`'s command line, its arguments joined by spaces (empty: gone).
+fn cmdline(pid: impl std::fmt::Display) -> String {
+    let line = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    String::from_utf8_lossy(&line).replace('\0', " ")
+}
+
+/// The house inits (`--house-init`) of the session in `project` (its
+/// canonical path).
+fn house_inits(project: &Path) -> Vec<u32> {
+    processes_in(project)
+        .into_iter()
+        .filter(|pid| cmdline(pid).contains("--house-init"))
+        .collect()
+}
+
 /// A session (the candor binary, every call allowed) whose model runs
 /// `first` at once, then, `delay_ms` later (the house gets ready
 /// meanwhile), `second`; the connection, the session, and the id of the
@@ -33,20 +63,15 @@ async fn two_calls(
     second: &str,
     delay_ms: u64,
 ) -> (Conn, String, Value) {
-    let path = env.dir.path().join("script.json");
-    let s = script(vec![
-        respond(json!([tool("one", "Bash", json!({ "command": first }))])),
-        json!({"delayMs": delay_ms, "content": [tool("two", "Bash", json!({ "command": second }))]}),
-        respond(json!([text("done")])),
-    ]);
-    std::fs::write(&path, s.to_string()).unwrap();
-    let env = TestEnv {
-        script: Some(path),
-        ..env
-    }
-    .with_policy(json!({"mode": "bypassPermissions"}));
-    let mut conn = Conn::spawn(env);
-    let session = conn.ready().await;
+    let (mut conn, session) = scripted(
+        env,
+        vec![
+            respond(json!([tool("one", "Bash", json!({ "command": first }))])),
+            json!({"delayMs": delay_ms, "content": [tool("two", "Bash", json!({ "command": second }))]}),
+            respond(json!([text("done")])),
+        ],
+    )
+    .await;
     let id = conn
         .send_request(
             "session/prompt",
@@ -64,15 +89,10 @@ fn command_launchers() -> Vec<i32> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| {
-            let line = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            line.starts_with(b"bash\0-c\0") && String::from_utf8_lossy(&line).contains("where.txt")
+            let line = cmdline(pid);
+            line.starts_with("bash -c ") && line.contains("where.txt")
         })
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // `pid (comm) state ppid …`
-            let after = stat.rsplit_once(')')?.1;
-            after.split_whitespace().nth(1)?.parse().ok()
-        })
+        .filter_map(parent_of)
         .collect()
 }
 
@@ -164,14 +184,10 @@ async fn a_housed_command_whose_launcher_is_killed_is_ended_by_the_house() {
 /// fixed pause is too short on a loaded machine).
 async fn house_ready(project: &Path) {
     let project = project.canonicalize().unwrap();
-    let init = || {
-        processes_in(&project).into_iter().any(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|l| String::from_utf8_lossy(&l).contains("--house-init"))
-        })
-    };
     assert!(
-        eventually(Duration::from_secs(10), init).await,
+        eventually(Duration::from_secs(10), || !house_inits(&project)
+            .is_empty())
+        .await,
         "no house was made"
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -185,21 +201,16 @@ async fn two_prompts(
     second: &str,
     between: impl FnOnce(&Path),
 ) -> (Conn, String) {
-    let path = env.dir.path().join("script.json");
-    let s = script(vec![
-        respond(json!([tool("one", "Bash", json!({ "command": first }))])),
-        respond(json!([text("one done")])),
-        respond(json!([tool("two", "Bash", json!({ "command": second }))])),
-        respond(json!([text("two done")])),
-    ]);
-    std::fs::write(&path, s.to_string()).unwrap();
-    let env = TestEnv {
-        script: Some(path),
-        ..env
-    }
-    .with_policy(json!({"mode": "bypassPermissions"}));
-    let mut conn = Conn::spawn(env);
-    let session = conn.ready().await;
+    let (mut conn, session) = scripted(
+        env,
+        vec![
+            respond(json!([tool("one", "Bash", json!({ "command": first }))])),
+            respond(json!([text("one done")])),
+            respond(json!([tool("two", "Bash", json!({ "command": second }))])),
+            respond(json!([text("two done")])),
+        ],
+    )
+    .await;
     conn.prompt(&session, "one").await;
     // The house of the first prompt's boundary gets ready meanwhile.
     house_ready(&conn.env.project).await;
@@ -250,8 +261,7 @@ async fn a_house_ends_with_its_session_and_with_candor() {
         assert!(two.contains(HOUSE_INIT), "{two}");
         let house = |pids: &[u32]| -> Vec<String> {
             pids.iter()
-                .filter_map(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).ok())
-                .map(|l| String::from_utf8_lossy(&l).replace('\0', " "))
+                .map(cmdline)
                 .filter(|l| l.contains("--house"))
                 .collect()
         };
@@ -365,13 +375,7 @@ async fn a_house_whose_init_died_is_not_given_the_next_command() {
     // The house's init ends (killed from outside, as the OOM killer or a
     // user's `kill` would): its PID namespace can hold no process again.
     let (conn, session) = two_prompts(env, "true", "echo ran=$((40 + 2))", |_| {
-        let inits: Vec<u32> = processes_in(&project)
-            .into_iter()
-            .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|l| String::from_utf8_lossy(&l).contains("--house-init"))
-            })
-            .collect();
+        let inits = house_inits(&project);
         assert!(!inits.is_empty(), "no house init in the project");
         for pid in inits {
             let _ = nix::sys::signal::kill(
@@ -446,26 +450,20 @@ async fn a_housed_command_cannot_signal_another_calls_processes() {
     // Both in the house, each sees the other's processes in `/proc`: the
     // kernel's Landlock signal scope (each call its own domain) is what
     // keeps one from ending the other.
-    let env = TestEnv::new();
-    let path = env.dir.path().join("script.json");
     let background = format!("{{ {WHERE}; }} > where.txt; echo $$ > a.pid; sleep 30; echo end");
     let attack = format!(
         "{WHERE}; test -e /proc/$(cat a.pid) && echo seen; kill -9 $(cat a.pid); echo kill=$?; sleep 2 & kill -9 $!; echo own=$?"
     );
-    let s = script(vec![
-        respond(json!([tool("one", "Bash", json!({ "command": "true" }))])),
-        json!({"delayMs": HOUSE_WAIT_MS, "content": [tool("two", "Bash", json!({ "command": background, "run_in_background": true }))]}),
-        json!({"delayMs": 500, "content": [tool("three", "Bash", json!({ "command": attack }))]}),
-        respond(json!([text("done")])),
-    ]);
-    std::fs::write(&path, s.to_string()).unwrap();
-    let env = TestEnv {
-        script: Some(path),
-        ..env
-    }
-    .with_policy(json!({"mode": "bypassPermissions"}));
-    let mut conn = Conn::spawn(env);
-    let session = conn.ready().await;
+    let (mut conn, session) = scripted(
+        TestEnv::new(),
+        vec![
+            respond(json!([tool("one", "Bash", json!({ "command": "true" }))])),
+            json!({"delayMs": HOUSE_WAIT_MS, "content": [tool("two", "Bash", json!({ "command": background, "run_in_background": true }))]}),
+            json!({"delayMs": 500, "content": [tool("three", "Bash", json!({ "command": attack }))]}),
+            respond(json!([text("done")])),
+        ],
+    )
+    .await;
     conn.prompt(&session, "go").await;
     let project = conn.env.project.clone();
     let ran_in = std::fs::read_to_string(project.join("where.txt")).unwrap_or_default();

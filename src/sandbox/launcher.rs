@@ -224,22 +224,14 @@ mod tests {
         // probe found it, is the one run.
         let lean = bin.join(LEAN);
         file(&lean, 0o755);
-        let chosen = Chosen {
-            path: lean.clone(),
-            lean: true,
-            file: Identity::of(&lean),
-        };
+        let chosen = probed(&lean, true);
         assert_eq!(local_for(&chosen, &boundary), lean);
         // Beside a candor built inside the project (a writable root): a
         // command could put its own program there; candor's running
         // binary launches instead.
         let inside = project.join("target/debug").join(LEAN);
         file(&inside, 0o755);
-        let planted = Chosen {
-            path: inside.clone(),
-            lean: true,
-            file: Identity::of(&inside),
-        };
+        let planted = probed(&inside, true);
         assert_eq!(local_for(&planted, &boundary), running);
         // Nor is it given to the editor's terminal.
         assert!(terminal_for(&planted, &boundary).is_err());
@@ -253,34 +245,31 @@ mod tests {
         // Replaced by another file: not run.
         let other = bin.join("other");
         file(&other, 0o755);
-        let chosen = Chosen {
-            path: lean.clone(),
-            lean: true,
-            file: Identity::of(&lean),
-        };
+        let chosen = probed(&lean, true);
         std::fs::rename(&other, &lean).unwrap();
         assert_eq!(local_for(&chosen, &boundary), running);
         // candor itself: the binary that is running, never a path a
         // command could have replaced.
         let candor = project.join("target/debug/candor");
         file(&candor, 0o755);
-        let itself = Chosen {
-            path: candor.clone(),
-            lean: false,
-            file: Identity::of(&candor),
-        };
+        let itself = probed(&candor, false);
         assert_eq!(local_for(&itself, &boundary), running);
         assert!(terminal_for(&itself, &boundary).is_err());
         // candor itself outside the roots: the terminal may start it.
         let candor = bin.join("candor");
         file(&candor, 0o755);
-        let itself = Chosen {
-            path: candor.clone(),
-            lean: false,
-            file: Identity::of(&candor),
-        };
+        let itself = probed(&candor, false);
         assert_eq!(local_for(&itself, &boundary), running);
         assert_eq!(terminal_for(&itself, &boundary), Ok(candor));
+    }
+
+    /// What the probe would have chosen: `path` as it is now.
+    fn probed(path: &Path, lean: bool) -> Chosen {
+        Chosen {
+            path: path.to_owned(),
+            lean,
+            file: Identity::of(path),
+        }
     }
 
     #[test]

@@ -247,6 +247,20 @@ fn main() {
     println!("load average: {}", load.trim());
 }
 
+/// `launcher` with `args` in `cwd`, its standard streams closed, killed
+/// if it is dropped before it ends.
+fn start_quiet(launcher: &Path, args: Vec<OsString>, cwd: &Path) -> tokio::process::Child {
+    tokio::process::Command::new(launcher)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
 /// Starts the house `off`'s boundary would have in a session, and waits
 /// until it is ready: where it is, and what keeps it (its lifeline, its
 /// process, its watch).
@@ -272,15 +286,7 @@ async fn start_house(
         boundary: off.boundary.clone(),
         marks: candor::sandbox::house::marks(&off.boundary),
     };
-    let child = tokio::process::Command::new(launcher)
-        .args(house.args().unwrap())
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let child = start_quiet(launcher, house.args().unwrap(), cwd);
     let setup = watch.setup(Duration::from_secs(10)).await;
     assert_eq!(setup, candor::sandbox::Setup::Ready);
     let c = off.boundary.confinement().unwrap();
@@ -308,14 +314,7 @@ fn until_ready(launcher: &Path, off: &Launch, cwd: &Path, dir: &Path) -> Vec<(Du
             };
             let cpu = common::children_cpu();
             let start = Instant::now();
-            let mut child = tokio::process::Command::new(launcher)
-                .args(launch.args(&["true"]).unwrap())
-                .current_dir(cwd)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
+            let mut child = start_quiet(launcher, launch.args(&["true"]).unwrap(), cwd);
             let setup = watch.setup(Duration::from_secs(10)).await;
             let took = start.elapsed();
             assert_eq!(setup, candor::sandbox::Setup::Ready);
@@ -359,14 +358,7 @@ fn spare_ready(
                 house: off.house.clone(),
             };
             let cpu = common::children_cpu();
-            let mut child = tokio::process::Command::new(launcher)
-                .args(spare.args().unwrap())
-                .current_dir(cwd)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
+            let mut child = start_quiet(launcher, spare.args().unwrap(), cwd);
             tokio::time::sleep(Duration::from_millis(20)).await;
             let start = candor::sandbox::Start {
                 launch: Launch {

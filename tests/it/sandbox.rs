@@ -16,8 +16,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use candor::sandbox::{
-    Allowlist, Boundary, DecidedBy, Launch, Lifeline, Network, Preset, Probe, Proxy, ProxyConfig,
-    RefuseUnlisted, Report, Setup,
+    Allowlist, Boundary, DecidedBy, HouseRef, Launch, Lifeline, Network, Preset, Probe, Proxy,
+    ProxyConfig, RefuseUnlisted, Report, Setup,
 };
 
 use crate::support::http_server;
@@ -181,6 +181,67 @@ fn the_probe_finds_what_this_kernel_gives_and_the_boundary_claims_it() {
         candor::sandbox::launcher::chosen(),
         Some(Path::new(launcher()))
     );
+}
+
+#[test]
+fn a_house_reference_that_names_no_house_is_never_joined() {
+    // A launch names the session's house by its pid and the inode of each
+    // namespace. The house ended and its pid is another process's now
+    // (here a `sleep` in the host's namespaces): the launcher must not
+    // take that process's namespaces for the house's.
+    let place = Place::new();
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id();
+    let boundary = place.boundary(Network::Off);
+    let names = ["user", "mnt", "net", "ipc", "pid_for_children"];
+    let escape = |mark: &str| {
+        format!(
+            "echo x > {}/{mark}; echo $?; touch ran-{mark}; tr '\\0' ' ' < /proc/1/cmdline",
+            place.outside.display()
+        )
+    };
+    // The inodes the ended house had: not the process's. The launcher makes
+    // namespaces of its own, and the command is confined as without a
+    // house.
+    let stale = HouseRef {
+        pid,
+        namespaces: names.iter().map(|n| ((*n).to_owned(), 1)).collect(),
+    };
+    let l = Launch {
+        house: Some(stale),
+        ..launch(&boundary)
+    };
+    let out = sandboxed(&l, &place.proj, &escape("stale"));
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.starts_with("1\n"), "{}", text(&out));
+    assert!(said.contains("__sandbox --init"), "{said}");
+    assert!(place.proj.join("ran-stale").exists(), "{}", text(&out));
+    // The process's own inodes (the host's namespaces, which no house
+    // has): joining fails, and nothing runs.
+    let host = HouseRef {
+        pid,
+        namespaces: names
+            .iter()
+            .map(|n| {
+                use std::os::unix::fs::MetadataExt as _;
+                let ino = std::fs::metadata(format!("/proc/{pid}/ns/{n}"))
+                    .unwrap()
+                    .ino();
+                ((*n).to_owned(), ino)
+            })
+            .collect(),
+    };
+    let l = Launch {
+        house: Some(host),
+        ..launch(&boundary)
+    };
+    let out = sandboxed(&l, &place.proj, &escape("host"));
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
+    assert!(!place.proj.join("ran-host").exists(), "{}", text(&out));
+    assert!(!place.outside.join("stale").exists());
+    assert!(!place.outside.join("host").exists());
 }
 
 #[test]

@@ -29,7 +29,7 @@ pub fn main_if_sandbox() -> Option<ExitCode> {
         Some(spare::SPARE) => spare::run(&rest[1..]),
         Some(spare::INIT) => spare::run_init(&rest[1..]),
         Some(house::HOUSE) => house::run(&rest[1..]),
-        Some(house::INIT) => house::run_init(),
+        Some(house::INIT) => house::run_init(&rest[1..]),
         _ => match launch::parse(&rest) {
             Ok((spec, argv)) => launch::run(&spec, argv),
             Err(e) => launch::fail(None, &e),

@@ -25,7 +25,7 @@
 //! bind).
 
 use std::ffi::OsString;
-use std::io::Read as _;
+use std::io::{Read as _, Write as _};
 use std::os::unix::fs::MetadataExt as _;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -33,7 +33,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
@@ -220,7 +220,13 @@ pub(super) fn run(args: &[OsString]) -> ExitCode {
     if let Err(e) = super::launch::enter(&c.namespaces, None) {
         return fail(Some(&mut life), &e);
     }
-    let mut stage = match super::launch::start_init(&c.namespaces, vec![INIT.into()]) {
+    // The init is given the house (rooms are made for its boundary).
+    let spec = match serde_json::to_string(&house) {
+        Ok(spec) => spec,
+        Err(e) => return fail(Some(&mut life), &e.to_string()),
+    };
+    let mut stage = match super::launch::start_init(&c.namespaces, vec![INIT.into(), spec.into()])
+    {
         Ok(stage) => stage,
         Err(e) => return fail(Some(&mut life), &e),
     };
@@ -251,22 +257,24 @@ pub(super) fn run(args: &[OsString]) -> ExitCode {
     // its init ends: a PID namespace whose init ended holds no process
     // again, and a house gone is one launchers do not join (candor makes
     // another).
-    if !let_go(&mut life, status.get_ref()) {
+    if !let_go(&mut life, status.get_mut()) {
         // Not waited for: an init ending waits itself until every process
         // of its namespace was reaped, by parents that may be outside
         // (a spare launcher's second stage).
         return ExitCode::FAILURE;
     }
-    send(status.get_mut(), &Report::Ready);
+    let _ = status.get_mut().write_all(RETIRE);
     let _ = stage.wait();
     ExitCode::SUCCESS
 }
 
-/// Waits for candor's word (or its end) on `life`, or the end of the
-/// init's connection `init`: whether candor let the house go.
-fn let_go(life: &mut UnixStream, init: &UnixStream) -> bool {
+/// Waits for candor's word to let the house go (or its end) on `life`,
+/// handing each ask for a room on to the init (`init`), or the end of
+/// the init's connection: whether candor let the house go.
+fn let_go(life: &mut UnixStream, init: &mut UnixStream) -> bool {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd as _;
+    let mut words = Words::default();
     loop {
         let mut fds = [
             PollFd::new(life.as_fd(), PollFlags::POLLIN),
@@ -286,19 +294,86 @@ fn let_go(life: &mut UnixStream, init: &UnixStream) -> bool {
             return false;
         }
         if ready(0) {
-            let mut buf = [0u8; 64];
-            let _ = life.read(&mut buf);
-            return true;
+            let Some(lines) = words.read(life) else {
+                return true;
+            };
+            for line in lines {
+                match Word::of(&line) {
+                    Some(Word::Room(_)) => {
+                        let _ = init.write_all(&line);
+                    }
+                    Some(Word::Retire) => return true,
+                    None => {}
+                }
+            }
         }
     }
 }
 
-/// `--house-init`: PID 1 of the house's PID namespace.
-pub(super) fn run_init() -> ExitCode {
+/// A word candor says to a house (and its first stage to the init).
+#[derive(Debug, PartialEq, Eq)]
+enum Word {
+    /// Make a room for the lifeline launch of this token (`sandbox::room`).
+    Room(String),
+    /// Let the house go.
+    Retire,
+}
+
+impl Word {
+    /// The word of one line (with its newline); `None`: not a word.
+    fn of(line: &[u8]) -> Option<Word> {
+        if line == RETIRE {
+            return Some(Word::Retire);
+        }
+        let line = std::str::from_utf8(line).ok()?.strip_suffix('\n')?;
+        let token = line
+            .strip_prefix(super::room::ASK)?
+            .strip_prefix(' ')
+            .filter(|t| super::room::token_fits(t))?;
+        Some(Word::Room(token.to_owned()))
+    }
+}
+
+/// Lines read off a socket as they come (the longest kept: 128 bytes).
+#[derive(Debug, Default)]
+struct Words {
+    partial: Vec<u8>,
+}
+
+impl Words {
+    /// What one read brings: the whole lines it completes (`None`: the
+    /// socket's end, or an error).
+    fn read(&mut self, from: &mut UnixStream) -> Option<Vec<Vec<u8>>> {
+        let mut buf = [0u8; 512];
+        let n = match from.read(&mut buf) {
+            Ok(0) => return None,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => 0,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
+            Err(_) => return None,
+        };
+        self.partial.extend_from_slice(buf.get(..n).unwrap_or_default());
+        let mut lines = Vec::new();
+        while let Some(at) = self.partial.iter().position(|&b| b == b'\n') {
+            lines.push(self.partial.drain(..=at).collect());
+        }
+        // A line longer than any word is nobody's.
+        if self.partial.len() > 128 {
+            self.partial.clear();
+        }
+        Some(lines)
+    }
+}
+
+/// `--house-init <House JSON>`: PID 1 of the house's PID namespace.
+pub(super) fn run_init(args: &[OsString]) -> ExitCode {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     let mut status = match super::init::connect() {
         Ok(status) => status,
         Err(e) => return fail(None, &e),
+    };
+    let Some(house) = super::launch::argument::<House>(args) else {
+        return super::init::refuse(&mut status, "the sandbox house's init argument is not readable");
     };
     let set_up = super::namespaces::mount_proc()
         .and_then(|()| super::namespaces::drop_capabilities())
@@ -310,9 +385,11 @@ pub(super) fn run_init() -> ExitCode {
     }
     // Asked to end orphans by a signal (`poke`), from outside only: the
     // kernel drops a signal an init has no handler for when it comes from
-    // inside its namespace.
+    // inside its namespace. And woken by a room's end, whose orphans are
+    // its own.
     let mut asked = nix::sys::signal::SigSet::empty();
     asked.add(Signal::SIGUSR1);
+    asked.add(Signal::SIGCHLD);
     let _ = asked.thread_block();
     let pokes = nix::sys::signalfd::SignalFd::with_flags(
         &asked,
@@ -324,38 +401,70 @@ pub(super) fn run_init() -> ExitCode {
     };
     send(&mut status, &Report::Ready);
     let mut retiring = false;
+    let mut words = Words::default();
+    // The rooms this init made (`sandbox::room`) and that have not ended.
+    let mut rooms: Vec<i32> = Vec::new();
     // After a poke, the init looks often for a while whatever it sees (a
     // second stage pokes as its command comes, before it has started it).
     let mut busy_until = std::time::Instant::now();
     loop {
         let busy = busy_until > std::time::Instant::now();
-        if wait(&status, &pokes, retiring, busy) {
-            retiring = true;
+        if wait(&status, &pokes, retiring, busy || !idle(&rooms)) {
+            match words.read(&mut status) {
+                None => retiring = true,
+                Some(lines) => {
+                    for line in lines {
+                        match Word::of(&line) {
+                            Some(Word::Retire) => retiring = true,
+                            Some(Word::Room(token)) if !retiring => {
+                                match super::fork::alone() {
+                                    Ok(super::fork::Forked::Child) => {
+                                        // The init's own ends are not the room's.
+                                        drop(status);
+                                        drop(pokes);
+                                        let code = super::room::run(&house, &token);
+                                        std::process::exit(i32::from(code));
+                                    }
+                                    Ok(super::fork::Forked::Parent(room)) => {
+                                        rooms.push(room.as_raw());
+                                    }
+                                    // No room: candor's call waits for its hello
+                                    // in vain, and starts a launcher instead.
+                                    Err(_) => {}
+                                }
+                            }
+                            Some(Word::Room(_)) | None => {}
+                        }
+                    }
+                }
+            }
         }
-        while let Ok(Some(_)) = pokes.read_signal() {
-            busy_until = std::time::Instant::now() + IDLE_EVERY;
+        while let Ok(Some(signal)) = pokes.read_signal() {
+            if signal.ssi_signo == Signal::SIGUSR1 as u32 {
+                busy_until = std::time::Instant::now() + IDLE_EVERY;
+            }
         }
-        // Reaped, and any process orphaned here ended: a second stage ends
-        // its own command's leftovers, so an orphan is one whose second
-        // stage was killed.
+        // Reaped, and any process orphaned here ended: a second stage (or
+        // a room) ends its own command's leftovers, so an orphan is one
+        // whose second stage or room was killed.
         while let Ok(s) = waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
-            if s == WaitStatus::StillAlive {
-                break;
+            match s.pid() {
+                Some(pid) => rooms.retain(|r| *r != pid.as_raw()),
+                None => break,
             }
         }
         // Each orphan and all below it, in rounds until none is left (a
         // level a wake-up would let a deep tree live a second a level).
-        super::init::end_leftovers();
+        super::init::end_leftovers(&rooms);
         if retiring && alone() {
             return ExitCode::SUCCESS;
         }
     }
 }
 
-/// Waits for a poke, the first process's word (unless `retiring`, when
-/// it came already) or its end, or the next round (soon when `busy` or
-/// anything runs in the house, else in a second); whether the word or
-/// the end came.
+/// Waits for a poke or a room's end, the first process's words (unless
+/// `retiring`, when the last came already) or its end, or the next round
+/// (soon when `busy`, else in a second); whether words or the end came.
 fn wait(
     status: &UnixStream,
     pokes: &nix::sys::signalfd::SignalFd,
@@ -366,7 +475,7 @@ fn wait(
     use std::os::fd::AsFd as _;
     let every = if retiring {
         EMPTY_EVERY
-    } else if busy || !idle() {
+    } else if busy {
         ORPHANS_EVERY
     } else {
         IDLE_EVERY
@@ -382,13 +491,24 @@ fn wait(
         .is_some_and(|r| !r.is_empty())
 }
 
-/// Whether nothing runs in the house but waiting second stages (a
-/// spare's, before its command): every process but the init has its
-/// parent outside the namespace (a launcher: its parent id reads 0 here,
-/// which no process started inside can show), so none has a child in it.
-/// A command, or an orphan (the init's), makes the house busy.
-fn idle() -> bool {
-    super::init::processes().is_some_and(|ps| ps.iter().all(|&(pid, ppid)| pid == 1 || ppid == 0))
+/// Whether nothing runs in the house that the init must look after
+/// unasked: no orphan (a child of the init that is not one of its
+/// `rooms`), and no process whose parent is outside the namespace (a
+/// launcher's second stage: its parent id reads 0 here, which no process
+/// started inside can show) has a child in it. What runs in a room is
+/// the room's, and a room's end wakes the init (`SIGCHLD`).
+fn idle(rooms: &[i32]) -> bool {
+    let Some(ps) = super::init::processes() else {
+        return false;
+    };
+    let outside: Vec<i32> = ps
+        .iter()
+        .filter(|&&(_, ppid)| ppid == 0)
+        .map(|&(pid, _)| pid)
+        .collect();
+    ps.iter().all(|&(pid, ppid)| {
+        pid == 1 || !(ppid == 1 && !rooms.contains(&pid) || outside.contains(&ppid))
+    })
 }
 
 /// Whether the init is the only process left in its PID namespace.

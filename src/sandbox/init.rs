@@ -59,7 +59,12 @@ pub fn run(launch: &Launch, argv: &[OsString]) -> ExitCode {
     if let Err(e) = mounted(&status, c) {
         return refuse(&mut status, &e);
     }
-    let env = match confine(launch, c) {
+    // In the session's house, its init is told a command starts (while
+    // this process can still signal it).
+    if launch.house.is_some() {
+        super::join::starting();
+    }
+    let env = match confine(launch, c, !own_pid_namespace(launch, c)) {
         Ok(env) => env,
         Err(e) => return refuse(&mut status, &e),
     };
@@ -168,21 +173,21 @@ fn mounted(status: &UnixStream, c: &Confinement) -> Result<(), String> {
 /// Whether the second stage is the init of a PID namespace of its own
 /// (else the command's subreaper: without a PID namespace, or in the
 /// session's house, `sandbox::house`, whose init is another).
-fn own_pid_namespace(launch: &Launch, c: &Confinement) -> bool {
+pub(super) fn own_pid_namespace(launch: &Launch, c: &Confinement) -> bool {
     c.namespaces.pid && launch.house.is_none()
 }
 
 /// Everything but the mounts and starting the command; returns the
-/// variables the command gets.
-pub(super) fn confine(launch: &Launch, c: &Confinement) -> Result<Vec<(String, String)>, String> {
-    // In the session's house, its init is told a command starts (while
-    // this process can still signal it).
-    if launch.house.is_some() {
-        super::join::starting();
-    }
+/// variables the command gets. `subreaper`: this process is not the init
+/// of the command's PID namespace, and becomes its child subreaper.
+pub(super) fn confine(
+    launch: &Launch,
+    c: &Confinement,
+    subreaper: bool,
+) -> Result<Vec<(String, String)>, String> {
     let boundary = &launch.boundary;
     let private_shm = c.namespaces.mount && std::path::Path::new("/dev/shm").is_dir();
-    if !own_pid_namespace(launch, c) {
+    if subreaper {
         nix::sys::prctl::set_child_subreaper(true)
             .map_err(|e| format!("becoming the command's subreaper: {e}"))?;
     }
@@ -266,18 +271,19 @@ fn reap(command: u32, pid_namespace: bool) -> Report {
         }
     };
     if !pid_namespace {
-        end_leftovers();
+        end_leftovers(&[]);
     }
     report
 }
 
-/// Kills everything the subreaper (or the house's init) has below it:
+/// Kills everything the subreaper (or the house's init) has below it but
+/// `spared` (the house's rooms, `sandbox::room`, and what runs in them):
 /// every descendant in each round, not only its children (a child killed
 /// first would leave its own to be adopted, one level a round, and a tree
 /// deeper than the rounds would outlive them), until none is left.
-pub(super) fn end_leftovers() {
+pub(super) fn end_leftovers(spared: &[i32]) {
     for _ in 0..64 {
-        let below = descendants();
+        let below = descendants(spared);
         if below.is_empty() {
             return;
         }
@@ -301,9 +307,10 @@ pub(super) fn end_leftovers() {
 }
 
 /// Every process below this one in its PID namespace's `/proc` (its
-/// children, theirs, and so on), from each process's parent.
-fn descendants() -> Vec<i32> {
+/// children but `spared`, theirs, and so on), from each process's parent.
+fn descendants(spared: &[i32]) -> Vec<i32> {
     let mut below: Vec<i32> = children();
+    below.retain(|pid| !spared.contains(pid));
     if below.is_empty() {
         return below;
     }

@@ -49,6 +49,9 @@ const MAX_CONNECTIONS: usize = 1024;
 struct Waiting {
     reports: mpsc::UnboundedSender<Report>,
     writer: oneshot::Sender<tokio::net::UnixStream>,
+    /// The connection ends when the [`Watch`] is dropped (a room,
+    /// `sandbox::room`, which no process group of candor's holds).
+    bound: bool,
 }
 
 type Watchers = Arc<Mutex<HashMap<String, Waiting>>>;
@@ -86,6 +89,15 @@ pub enum Setup {
 }
 
 impl Watch {
+    /// A watch on nothing: no launcher reports on it, nothing is written.
+    pub fn closed() -> Watch {
+        let (_, reports) = mpsc::unbounded_channel();
+        Watch {
+            reports,
+            writer: None,
+        }
+    }
+
     /// Waits (at most `limit`) for the launcher to say whether the boundary
     /// holds. A launcher that goes away or stays silent is a failure.
     pub async fn setup(&mut self, limit: Duration) -> Setup {
@@ -136,6 +148,16 @@ impl Watch {
             })
     }
 
+    /// The connection to write to, once the launcher (or room) said
+    /// hello, within `limit`. Once per launch.
+    pub async fn writer(&mut self, limit: Duration) -> Result<tokio::net::UnixStream, String> {
+        let writer = self.writer.take().ok_or("already taken")?;
+        tokio::time::timeout(limit, writer)
+            .await
+            .map_err(|_| format!("no hello in {} ms", limit.as_millis()))?
+            .map_err(|_| "it went away before it said hello".to_owned())
+    }
+
     /// The command's end as the launcher saw it (`None`: the launcher went
     /// away without saying, e.g. killed).
     pub async fn exited(&mut self) -> Option<Report> {
@@ -171,12 +193,24 @@ impl Lifeline {
     /// the watch on its reports. A token is claimed by the first
     /// connection that says hello with it, and only once.
     pub fn expect(&self) -> (String, Watch) {
+        self.expect_as(false)
+    }
+
+    /// [`expect`](Self::expect) for a room (`sandbox::room`): its
+    /// connection is ended when the watch is dropped, which ends the room
+    /// and everything in it.
+    pub fn expect_room(&self) -> (String, Watch) {
+        self.expect_as(true)
+    }
+
+    fn expect_as(&self, bound: bool) -> (String, Watch) {
         let token = uuid::Uuid::new_v4().simple().to_string();
         let (tx, rx) = mpsc::unbounded_channel();
         let (writer, written) = oneshot::channel();
         let waiting = Waiting {
             reports: tx,
             writer,
+            bound,
         };
         crate::sync::lock(&self.watchers).insert(token.clone(), waiting);
         (
@@ -235,6 +269,7 @@ async fn connection(stream: tokio::net::UnixStream, watchers: Watchers) {
     let Some(Waiting {
         reports: tx,
         writer,
+        bound,
     }) = crate::sync::lock(&watchers).remove(&token)
     else {
         tracing::warn!(
@@ -253,7 +288,17 @@ async fn connection(stream: tokio::net::UnixStream, watchers: Watchers) {
     {
         let _ = writer.send(stream);
     }
-    while let Some(line) = bounded_line(&mut reader).await {
+    loop {
+        let line = tokio::select! {
+            line = bounded_line(&mut reader) => line,
+            // A room's watch dropped: its end (`shutdown`, which the
+            // room reads as the end of its lifeline).
+            () = tx.closed(), if bound => {
+                let _ = rustix::net::shutdown(reader.get_ref(), rustix::net::Shutdown::Both);
+                return;
+            }
+        };
+        let Some(line) = line else { return };
         match serde_json::from_str::<Report>(&line) {
             Ok(report @ (Report::Ready | Report::SetupFailed { .. } | Report::Exited { .. })) => {
                 let _ = tx.send(report);

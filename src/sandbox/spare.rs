@@ -92,6 +92,13 @@ impl Start {
 /// the spare go).
 fn read_start(stream: &UnixStream) -> Option<Result<Start, String>> {
     let mut reader = std::io::BufReader::new(stream.try_clone().ok()?);
+    read_start_from(&mut reader)
+}
+
+/// One start line from `reader`, as [`read_start`].
+pub(super) fn read_start_from<R: std::io::BufRead>(
+    reader: &mut R,
+) -> Option<Result<Start, String>> {
     let mut line = Vec::new();
     let n = reader
         .by_ref()
@@ -235,7 +242,11 @@ pub(super) fn run_init(args: &[OsString]) -> ExitCode {
         let cwd = start.cwd.display();
         return super::init::refuse(&mut status, &format!("the working directory {cwd}: {e}"));
     }
-    let own = match super::init::confine(&start.launch, c) {
+    if housed {
+        super::join::starting();
+    }
+    let subreaper = !super::init::own_pid_namespace(&start.launch, c);
+    let own = match super::init::confine(&start.launch, c, subreaper) {
         Ok(env) => env,
         Err(e) => return super::init::refuse(&mut status, &e),
     };

@@ -25,7 +25,9 @@ use tokio::time::Instant;
 use super::card::Presentation;
 use super::catalog::{Tool, parse_input};
 use super::context::ToolContext;
+use super::confined::Spared;
 use super::exec::{self, ProcessGroup};
+use super::running::{InRoom, Running};
 use super::files::ClientLink;
 use super::output::{Capture, Captured};
 use super::output::{ToolOutput, cap_for_model};
@@ -203,7 +205,7 @@ pub(crate) async fn run(input: &BashInput, cx: ToolContext) -> ToolOutput {
             n = read_some(&mut output, &mut buf), if output.is_some() => {
                 take_chunk(n, &buf, &mut output, &mut capture);
             }
-            status = group.child_mut().wait(), if exited.is_none() => {
+            status = group.wait(), if exited.is_none() => {
                 match status {
                     Ok(status) => exited = Some((status, Instant::now())),
                     Err(e) => return ToolOutput::failed(format!("could not wait for bash: {e}")),
@@ -277,10 +279,10 @@ fn spare_soon(cx: &ToolContext) {
     }
 }
 
-/// A started command: its process group, its output, and its door of the
-/// allowlist's proxy (which lives as long as the command).
+/// A started command, its output, and its door of the allowlist's proxy
+/// (which lives as long as the command).
 type Started = (
-    ProcessGroup,
+    Running,
     tokio::net::unix::pipe::Receiver,
     Option<crate::sandbox::Proxy>,
 );
@@ -302,30 +304,41 @@ async fn start(command: &str, cx: &ToolContext) -> Result<Started, ToolOutput> {
             });
             let (group, output) =
                 spawned.map_err(|e| ToolOutput::failed(format!("could not start bash: {e}")))?;
-            return Ok((group, output, None));
+            return Ok((Running::Group(group), output, None));
         }
     };
     let mut launched = confiner
         .launch_local(boundary, &cx.events)
         .map_err(|why| not_set_up(&why))?;
-    let started = match launched.spare.take() {
-        Some(spare) => match send_to_spare(spare, &mut launched, command, cx).await {
-            Ok(started) => Ok(started),
-            Err(why) => {
-                // The spare could not take the command (it went away): a
-                // launcher of its own.
-                tracing::debug!("the spare sandbox launcher was not used: {why}");
-                launched = confiner
-                    .launch_own(boundary, &cx.events)
-                    .map_err(|why| not_set_up(&why))?;
-                spawn_launcher(&launched, command, cx)
-            }
-        },
-        None => spawn_launcher(&launched, command, cx),
+    let sent = match launched.spare.take() {
+        None => None,
+        Some(Spared::Launcher(group, output)) => Some(
+            send_to_spare(&mut launched, command, cx)
+                .await
+                .map(|()| (Running::Group(*group), output)),
+        ),
+        Some(Spared::Room) => Some(enter_room(&mut launched, command, cx).await),
     };
-    let (group, output) =
+    let started = match sent {
+        Some(Ok(started)) => Ok(started),
+        Some(Err(why)) => {
+            // The spare could not take the command (it went away): a
+            // launcher of its own.
+            tracing::debug!("the spare sandbox launcher was not used: {why}");
+            launched = confiner
+                .launch_own(boundary, &cx.events)
+                .map_err(|why| not_set_up(&why))?;
+            spawn_launcher(&launched, command, cx).map(|(g, o)| (Running::Group(g), o))
+        }
+        None => spawn_launcher(&launched, command, cx).map(|(g, o)| (Running::Group(g), o)),
+    };
+    let (mut group, output) =
         started.map_err(|e| ToolOutput::failed(format!("could not start bash: {e}")))?;
-    match super::confined::ready(&mut launched.watch, &cx.cancel).await {
+    let watch = match &mut group {
+        Running::Room(room) => room.watch_mut(),
+        Running::Group(_) => &mut launched.watch,
+    };
+    match super::confined::ready(watch, &cx.cancel).await {
         Ok(()) => {}
         Err(Some(why)) => return Err(not_set_up(&why)),
         Err(None) => {
@@ -351,14 +364,50 @@ fn spawn_launcher(
     Ok((ProcessGroup::spawn(cmd)?, output))
 }
 
-/// Sends `command` to the spare launcher `spare` (`sandbox::spare`), in
-/// `launched`'s launch; the spare, once it has it.
+/// Sends `command` to the spare launcher (`sandbox::spare`) `launched`
+/// holds, in its launch.
 async fn send_to_spare(
-    spare: (ProcessGroup, tokio::net::unix::pipe::Receiver),
     launched: &mut super::confined::Launched,
     command: &str,
     cx: &ToolContext,
-) -> Result<(ProcessGroup, tokio::net::unix::pipe::Receiver), String> {
+) -> Result<(), String> {
+    let line = start_line(launched, command, cx)?;
+    launched
+        .watch
+        .send(&line, super::confined::SETUP_WAIT)
+        .await
+}
+
+/// Sends `command` to the room of the session's house (`sandbox::room`)
+/// `launched` holds: a new output pipe's writing end, then the start.
+async fn enter_room(
+    launched: &mut super::confined::Launched,
+    command: &str,
+    cx: &ToolContext,
+) -> Result<(Running, tokio::net::unix::pipe::Receiver), String> {
+    use tokio::io::AsyncWriteExt as _;
+    let line = start_line(launched, command, cx)?;
+    let (output, pipe) = exec::output_pipe().map_err(|e| format!("the output pipe: {e}"))?;
+    let mut words = launched.watch.writer(super::confined::SETUP_WAIT).await?;
+    exec::send_output(&words, &pipe)
+        .await
+        .map_err(|e| format!("handing the room its output: {e}"))?;
+    drop(pipe);
+    words
+        .write_all(&line)
+        .await
+        .map_err(|e| format!("writing to the room: {e}"))?;
+    // The room's watch goes with the command: dropping it ends the room.
+    let watch = std::mem::replace(&mut launched.watch, crate::sandbox::Watch::closed());
+    Ok((Running::Room(InRoom::new(watch, words)), output))
+}
+
+/// The start line of `command` in `launched`'s launch.
+fn start_line(
+    launched: &super::confined::Launched,
+    command: &str,
+    cx: &ToolContext,
+) -> Result<Vec<u8>, String> {
     let mut env = Vec::new();
     if let Some(file) = cx.session_env() {
         let file = file
@@ -372,12 +421,7 @@ async fn send_to_spare(
         cwd: cx.cwd.clone(),
         env,
     };
-    let line = start.line().map_err(|e| e.to_string())?;
-    launched
-        .watch
-        .send(&line, super::confined::SETUP_WAIT)
-        .await?;
-    Ok(spare)
+    start.line().map_err(|e| e.to_string())
 }
 
 /// The result of a call whose sandbox could not be set up: nothing ran.

@@ -69,18 +69,28 @@ pub struct Launched {
     pub launch: Launch,
     pub watch: Watch,
     pub door: Option<Proxy>,
-    /// A spare launcher already running (its process group and output):
-    /// the command goes to it as a `sandbox::Start` on the lifeline
-    /// ([`Watch::send`]) instead of on a new launcher's command line.
-    pub spare: Option<(super::exec::ProcessGroup, tokio::net::unix::pipe::Receiver)>,
+    /// A spare already waiting for the command, which goes to it as a
+    /// `sandbox::Start` on the lifeline instead of on a new launcher's
+    /// command line.
+    pub spare: Option<Spared>,
 }
 
-/// A spare launcher started ahead for the session's next confined
-/// command.
+/// A spare for the session's next confined command.
+#[derive(Debug)]
+pub enum Spared {
+    /// A spare launcher already running (its process group and output):
+    /// the Start goes to it ([`Watch::send`]).
+    Launcher(Box<super::exec::ProcessGroup>, tokio::net::unix::pipe::Receiver),
+    /// A room of the session's house (`sandbox::room`), confined and
+    /// waiting on its lifeline for the command's output pipe and Start
+    /// ([`Watch::writer`]); dropping the watch ends it.
+    Room,
+}
+
+/// A spare started ahead for the session's next confined command.
 #[derive(Debug)]
 struct SpareLauncher {
-    group: super::exec::ProcessGroup,
-    output: tokio::net::unix::pipe::Receiver,
+    kind: Spared,
     watch: Watch,
     token: String,
     namespaces: crate::sandbox::Namespaces,
@@ -97,6 +107,8 @@ struct HouseSlot {
     boundary: Boundary,
     marks: Vec<crate::sandbox::Mark>,
     ready: Arc<std::sync::Mutex<Option<HouseRef>>>,
+    /// Asks for rooms (`sandbox::room`), by their lifeline tokens.
+    rooms: tokio::sync::mpsc::UnboundedSender<String>,
     _retire: tokio::sync::oneshot::Sender<()>,
 }
 
@@ -320,7 +332,7 @@ impl Confiner {
             launch: launch_of(boundary, lifeline, spare.token, door.as_ref(), spare.house),
             watch: spare.watch,
             door,
-            spare: Some((spare.group, spare.output)),
+            spare: Some(spare.kind),
         })
     }
 
@@ -350,6 +362,20 @@ impl Confiner {
         }
         // One for other namespaces is let go (killed with its group).
         *slot = None;
+        // In the house: a room of it, made by its init (no process start
+        // but the command's own).
+        if let Some(house) = house.clone()
+            && let Some((token, watch)) = self.room_in(boundary, lifeline)
+        {
+            *slot = Some(SpareLauncher {
+                kind: Spared::Room,
+                watch,
+                token,
+                namespaces: c.namespaces,
+                house: Some(house),
+            });
+            return;
+        }
         let (token, watch) = lifeline.expect();
         let spare = crate::sandbox::Spare {
             build: crate::sandbox::launcher::BUILD.into(),
@@ -363,8 +389,7 @@ impl Confiner {
         match started {
             Ok((group, output)) => {
                 *slot = Some(SpareLauncher {
-                    group,
-                    output,
+                    kind: Spared::Launcher(Box::new(group), output),
                     watch,
                     token,
                     namespaces: c.namespaces,
@@ -426,6 +451,7 @@ impl Confiner {
         };
         let ready = Arc::default();
         let (retire, retired) = tokio::sync::oneshot::channel();
+        let (rooms, asked) = tokio::sync::mpsc::unbounded_channel();
         // Once it is ready, the session's spare moves into it (a spare
         // started meanwhile made namespaces of its own).
         let session = Arc::downgrade(&self.inner);
@@ -440,7 +466,7 @@ impl Confiner {
             (output, watch),
             c.clone(),
             Arc::clone(&ready),
-            retired,
+            (retired, asked),
             on_ready,
         ));
         houses.insert(
@@ -449,6 +475,7 @@ impl Confiner {
                 boundary: boundary.clone(),
                 marks,
                 ready,
+                rooms,
                 _retire: retire,
             },
         );
@@ -468,6 +495,16 @@ impl Confiner {
         let covered = crate::sandbox::house::marks(boundary) == h.marks
             && crate::sandbox::house::covers(house.pid, &h.marks);
         covered.then_some(house)
+    }
+
+    /// Asks the session's house for `boundary` for a room
+    /// (`sandbox::room`): its token and the watch on its lifeline.
+    fn room_in(&self, boundary: &Boundary, lifeline: &Lifeline) -> Option<(String, Watch)> {
+        let houses = crate::sync::lock(&self.inner.houses);
+        let h = houses.iter().find(|h| h.boundary == *boundary)?;
+        let (token, watch) = lifeline.expect_room();
+        h.rooms.send(token.clone()).ok()?;
+        Some((token, watch))
     }
 
     /// The launcher to run (the lean one when the probe chose it,
@@ -559,17 +596,22 @@ fn launch_of(
 }
 
 /// Holds a house's process: once it said ready, where it is (and
-/// `on_ready`); when it is let go (`retired` sent or dropped), tells it, and waits for its end
-/// (once nothing runs in it). A house that did not get ready is killed
-/// with its group.
+/// `on_ready`), and asks it for the rooms `asked` names; when it is let
+/// go (`retired` sent or dropped), tells it, and waits for its end (once
+/// nothing runs in it). A house that did not get ready is killed with its
+/// group.
 async fn keep_house(
     mut group: super::exec::ProcessGroup,
     (output, mut watch): (tokio::net::unix::pipe::Receiver, Watch),
     c: crate::sandbox::Confinement,
     ready: Arc<std::sync::Mutex<Option<HouseRef>>>,
-    retired: tokio::sync::oneshot::Receiver<()>,
+    (mut retired, mut asked): (
+        tokio::sync::oneshot::Receiver<()>,
+        tokio::sync::mpsc::UnboundedReceiver<String>,
+    ),
     on_ready: impl FnOnce(),
 ) {
+    use tokio::io::AsyncWriteExt as _;
     let _output = output;
     match watch.setup(SETUP_WAIT).await {
         Setup::Ready => {}
@@ -589,9 +631,22 @@ async fn keep_house(
         }
         None => return,
     }
-    let _ = retired.await;
+    let Ok(mut words) = watch.writer(SETUP_WAIT).await else {
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = &mut retired => break,
+            Some(token) = asked.recv() => {
+                let word = format!("{} {token}\n", crate::sandbox::room::ASK);
+                if words.write_all(word.as_bytes()).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
     *crate::sync::lock(&ready) = None;
-    let _ = watch.send(crate::sandbox::house::RETIRE, SETUP_WAIT).await;
+    let _ = words.write_all(crate::sandbox::house::RETIRE).await;
     let _ = group.child_mut().wait().await;
 }
 

@@ -137,6 +137,44 @@ pub fn sandbox_house(
     piped(cmd, cwd)
 }
 
+/// A pipe for a command's output that candor does not spawn itself (a
+/// room of the session's house, `sandbox::room`): the reading end, and
+/// the writing end to hand over ([`send_output`]) and then drop.
+pub fn output_pipe() -> io::Result<(pipe::Receiver, OwnedFd)> {
+    let (reader, writer) = std::io::pipe()?;
+    Ok((
+        pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?,
+        OwnedFd::from(writer),
+    ))
+}
+
+/// Hands `pipe` to the room at the other end of `words` (its lifeline):
+/// one `sandbox::room::OUTPUT` byte carrying the descriptor.
+pub async fn send_output(words: &tokio::net::UnixStream, pipe: &OwnedFd) -> io::Result<()> {
+    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
+    use std::os::fd::AsFd as _;
+    let byte = [crate::sandbox::room::OUTPUT];
+    loop {
+        words.writable().await?;
+        let sent = words.try_io(tokio::io::Interest::WRITABLE, || {
+            let fds = [pipe.as_fd()];
+            let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+            let mut control = SendAncillaryBuffer::new(&mut space);
+            if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+                return Err(io::Error::other("the descriptor does not fit"));
+            }
+            sendmsg(words, &[io::IoSlice::new(&byte)], &mut control, SendFlags::empty())
+                .map_err(io::Error::from)
+        });
+        match sent {
+            Ok(1) => return Ok(()),
+            Ok(_) => return Err(io::Error::other("the room's lifeline took nothing")),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// `launcher`, named as candor's binary when it is the running one
 /// (`sandbox::launcher::RUNNING`), as `ps` should show it.
 fn launcher_command(launcher: &Path) -> Command {

@@ -36,6 +36,7 @@ pub mod mcp;
 pub mod output;
 mod paths;
 pub mod read;
+pub mod running;
 pub mod search;
 pub mod shells;
 pub mod todo;

@@ -19,7 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::card::Presentation;
 use super::catalog::{Tool, parse_input};
-use super::exec::{self, ProcessGroup};
+use super::exec;
+use super::running::Running;
 use super::output::{ToolOutput, cap_for_model};
 use crate::conversation::ToolSpec;
 use crate::sync::lock;
@@ -63,7 +64,7 @@ impl Shells {
     /// said ready) as a background shell; returns its id.
     pub fn adopt(
         &self,
-        mut group: ProcessGroup,
+        mut group: Running,
         mut pipe: tokio::net::unix::pipe::Receiver,
         grace: Duration,
         door: Option<crate::sandbox::Proxy>,
@@ -99,7 +100,7 @@ impl Shells {
                 }
             };
             let ended = tokio::select! {
-                _ = reading => match group.child_mut().wait().await {
+                _ = reading => match group.wait().await {
                     Ok(status) => describe(status),
                     Err(e) => format!("unknown ({e})"),
                 },

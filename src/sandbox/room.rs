@@ -1,0 +1,295 @@
+//! A room in the session's house (`protocol/sandbox.md`, "Rooms"): the
+//! second stage of one confined command, made by the house's init as a
+//! copy of itself (`sandbox::fork`) instead of by a launcher started for
+//! the command, so a command candor runs in its house costs one process
+//! start, the command's own.
+//!
+//! candor asks the house for a room ahead of the next command, naming
+//! the token of a lifeline launch (`room <token>` on the house's
+//! lifeline, which its first stage hands on to its init). The room, in
+//! every namespace of the house from birth, connects candor's lifeline
+//! and says hello with the token, then confines itself exactly as any
+//! second stage does (`init::confine`: capabilities, `no_new_privs`,
+//! Landlock, seccomp) and becomes the command's subreaper. Then it
+//! waits for the command: candor sends one byte carrying the command's
+//! output pipe (`SCM_RIGHTS`), then the [`Start`] line. The room checks
+//! the start is for this house's boundary, enters the working directory,
+//! starts the command in a process group of its own, says ready, and
+//! supervises it: `terminate` on the lifeline sends the group `SIGTERM`;
+//! the lifeline's end (candor killed the call, let the room go, or died)
+//! ends everything below the room at once. When the command ends, the
+//! room kills whatever it left behind, then reports how the command
+//! ended. What a killed room left is its parent's, the house's init,
+//! which kills it as soon as the room's end wakes it.
+
+use std::ffi::OsString;
+use std::io::{BufRead as _, Read as _};
+use std::os::fd::{AsFd as _, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+use super::house::House;
+use super::launch::{Launch, NONCE_VAR, SETUP_FAILED, send};
+use super::lifeline::Report;
+use super::spare::Start;
+
+/// The word that asks a house for a room: `room <token>` a line.
+pub const ASK: &str = "room";
+/// What candor writes on a room's lifeline to ask its command to end.
+pub const TERMINATE: &[u8] = b"terminate\n";
+/// The byte that carries the command's output pipe.
+pub const OUTPUT: u8 = b'o';
+/// How long a word on the lifeline may take to arrive whole.
+const LINE_WAIT: Duration = Duration::from_secs(1);
+
+/// Whether `token` may name a room: a lifeline token (`Lifeline::expect`),
+/// hexadecimal, nothing a line could be split on.
+pub fn token_fits(token: &str) -> bool {
+    !token.is_empty() && token.len() <= 64 && token.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The room's life, in the house's init's copy of itself; its exit
+/// status (the command's, or [`SETUP_FAILED`]).
+pub(super) fn run(house: &House, token: &str) -> u8 {
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    // The init's pokes are not the room's: only its children's ends.
+    let mut mask = SigSet::empty();
+    mask.add(Signal::SIGCHLD);
+    let _ = mask.thread_block();
+    // Before seccomp, which may refuse it a unix socket.
+    let Ok(mut life) = super::launch::hello(&house.lifeline, token) else {
+        return SETUP_FAILED;
+    };
+    let refuse = |life: &mut UnixStream, why: &str| {
+        send(
+            life,
+            &Report::SetupFailed {
+                reason: why.replace('\n', " "),
+            },
+        );
+        SETUP_FAILED
+    };
+    let Some(c) = house.boundary.confinement() else {
+        return refuse(&mut life, "a room of a house without a boundary");
+    };
+    let launch = Launch {
+        build: super::launcher::BUILD.into(),
+        boundary: house.boundary.clone(),
+        lifeline: None,
+        token: None,
+        proxy: None,
+        house: None,
+    };
+    let own = match super::init::confine(&launch, c, true) {
+        Ok(env) => env,
+        Err(e) => return refuse(&mut life, &e),
+    };
+    // Confined ahead; now the command, whenever candor has one.
+    let Some(output) = receive_output(&life) else {
+        // Let go (or a word that was not the pipe): nothing ran.
+        return 0;
+    };
+    let Ok(stream) = life.try_clone() else {
+        return refuse(&mut life, "the lifeline cannot be read");
+    };
+    let mut words = std::io::BufReader::new(stream);
+    let start = match super::spare::read_start_from(&mut words) {
+        Some(Ok(start)) => start,
+        Some(Err(e)) => return refuse(&mut life, &e),
+        None => return 0,
+    };
+    if let Err(why) = fits(&start, house) {
+        return refuse(&mut life, &why);
+    }
+    if let Err(e) = std::env::set_current_dir(&start.cwd) {
+        let cwd = start.cwd.display();
+        return refuse(&mut life, &format!("the working directory {cwd}: {e}"));
+    }
+    let command = match spawn(&start, own, output) {
+        Ok(pid) => pid,
+        Err(e) => return refuse(&mut life, &e),
+    };
+    send(&mut life, &Report::Ready);
+    let report = supervise(command, &mut words);
+    match report {
+        Some(report) => {
+            send(&mut life, &report);
+            match report {
+                Report::Exited {
+                    code: Some(code), ..
+                } => u8::try_from(code & 0xff).unwrap_or(1),
+                Report::Exited {
+                    signal: Some(signal),
+                    ..
+                } => u8::try_from((128 + signal) & 0xff).unwrap_or(1),
+                _ => 1,
+            }
+        }
+        None => 1,
+    }
+}
+
+/// The command's output pipe: one [`OUTPUT`] byte carrying a descriptor
+/// (`None` at the lifeline's end, or anything else).
+fn receive_output(life: &UnixStream) -> Option<OwnedFd> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
+    let mut byte = [0u8; 1];
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let got = loop {
+        match recvmsg(
+            life,
+            &mut [std::io::IoSliceMut::new(&mut byte)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        ) {
+            Err(rustix::io::Errno::INTR) => continue,
+            other => break other.ok()?,
+        }
+    };
+    if got.bytes != 1 || byte[0] != OUTPUT {
+        return None;
+    }
+    let mut fds: Vec<OwnedFd> = control
+        .drain()
+        .filter_map(|m| match m {
+            RecvAncillaryMessage::ScmRights(fds) => Some(fds),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    // Exactly one: a second would be kept open by nothing.
+    (fds.len() == 1).then(|| fds.pop()).flatten()
+}
+
+/// Whether `start` is this room's: of this build, for exactly the
+/// house's boundary.
+fn fits(start: &Start, house: &House) -> Result<(), String> {
+    if let Some(why) = super::launch::foreign(&start.launch) {
+        return Err(why);
+    }
+    if start.launch.boundary != house.boundary {
+        return Err("a room of the session's house was sent a command for another boundary".into());
+    }
+    Ok(())
+}
+
+/// Starts the command: `argv` in a process group of its own, `env` and
+/// the sandbox's own variables (`own`, which win) added, stdin empty,
+/// stdout and stderr the pipe `output`.
+#[allow(clippy::disallowed_methods)] // a room is a process `tools::exec` started, through its house
+fn spawn(start: &Start, own: Vec<(String, String)>, output: OwnedFd) -> Result<Pid, String> {
+    use std::os::unix::process::CommandExt as _;
+    let (program, args) = start.argv.split_first().ok_or("no command")?;
+    let errors = output
+        .try_clone()
+        .map_err(|e| format!("the output pipe: {e}"))?;
+    let child = std::process::Command::new(program)
+        .args(args)
+        .env_remove(NONCE_VAR)
+        .envs(start.env.iter().map(|(k, v)| (k, v)))
+        .envs(own)
+        .stdin(std::process::Stdio::null())
+        .stdout(output)
+        .stderr(errors)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", OsString::from(program).display()))?;
+    let pid = i32::try_from(child.id()).map_err(|_| "the command's pid")?;
+    // Reaped below (`supervise`), not by std.
+    drop(child);
+    Ok(Pid::from_raw(pid))
+}
+
+/// Waits for `command` to end, reaping every process that ends below
+/// the room meanwhile, and answering candor's words: `terminate` sends
+/// the command's process group `SIGTERM`; the lifeline's end kills
+/// everything below the room (`None`: no one is left to tell). When the
+/// command ends, what it left is killed, then how it ended is returned.
+fn supervise(command: Pid, words: &mut std::io::BufReader<UnixStream>) -> Option<Report> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use nix::sys::signalfd::{SfdFlags, SignalFd};
+    let mut chld = SigSet::empty();
+    chld.add(Signal::SIGCHLD);
+    let ended = SignalFd::with_flags(&chld, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).ok();
+    let _ = words.get_ref().set_read_timeout(Some(LINE_WAIT));
+    loop {
+        // Reap first: a command that ended before the signal descriptor
+        // was made signalled nothing it can read.
+        loop {
+            match waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, code)) if pid == command => {
+                    super::init::end_leftovers(&[]);
+                    return Some(Report::Exited {
+                        code: Some(code),
+                        signal: None,
+                    });
+                }
+                Ok(WaitStatus::Signaled(pid, signal, _)) if pid == command => {
+                    super::init::end_leftovers(&[]);
+                    return Some(Report::Exited {
+                        code: None,
+                        signal: Some(signal as i32),
+                    });
+                }
+                Ok(WaitStatus::StillAlive) => break,
+                Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
+                // No child left: the command was reaped already.
+                Err(_) => {
+                    super::init::end_leftovers(&[]);
+                    return Some(Report::Exited {
+                        code: None,
+                        signal: None,
+                    });
+                }
+            }
+        }
+        if words.buffer().is_empty() {
+            let mut fds = vec![PollFd::new(words.get_ref().as_fd(), PollFlags::POLLIN)];
+            if let Some(fd) = ended.as_ref() {
+                fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+            }
+            // Without the signal descriptor, a look every 50 ms.
+            let _ = poll(&mut fds, PollTimeout::from(50u8));
+            let heard = fds
+                .first()
+                .and_then(|f| f.revents())
+                .is_some_and(|r| !r.is_empty());
+            drop(fds);
+            if let Some(fd) = ended.as_ref() {
+                while let Ok(Some(_)) = fd.read_signal() {}
+            }
+            if !heard {
+                continue;
+            }
+        }
+        let mut line = Vec::new();
+        let read = words.by_ref().take(64).read_until(b'\n', &mut line);
+        match read {
+            Ok(0) => {
+                // candor's end: everything below the room ends now.
+                super::init::end_leftovers(&[]);
+                return None;
+            }
+            Ok(_) if line == TERMINATE => {
+                let _ = nix::sys::signal::killpg(command, Signal::SIGTERM);
+            }
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => {
+                super::init::end_leftovers(&[]);
+                return None;
+            }
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! A command candor started and waits for: a process group it spawned
+//! (`tools::exec`), or a command in a room of the session's house
+//! (`sandbox::room`), which is not candor's child. Both are waited for,
+//! asked to end and killed the same way, so the Bash tool and background
+//! shells do not tell them apart; dropping either ends everything it
+//! started.
+
+use std::io;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt as _;
+use tokio_util::sync::CancellationToken;
+
+use super::exec::ProcessGroup;
+use crate::sandbox::Watch;
+
+/// A started command.
+#[derive(Debug)]
+pub enum Running {
+    /// A process group of candor's (plain `bash`, or a launcher).
+    Group(ProcessGroup),
+    /// A command in a room of the session's house.
+    Room(InRoom),
+}
+
+/// A command in a room: the room's lifeline (its reports, and the
+/// connection to write to). Dropping it ends the connection, and the room
+/// kills everything below it (`Lifeline::expect_room`).
+#[derive(Debug)]
+pub struct InRoom {
+    watch: Watch,
+    words: tokio::net::UnixStream,
+    /// How it ended, once known.
+    ended: Option<ExitStatus>,
+}
+
+/// How long a room has to say how its command ended once its lifeline is
+/// cut (it kills what runs below it first).
+const CUT_WAIT: Duration = Duration::from_secs(2);
+
+impl InRoom {
+    /// The room whose lifeline is `watch` and `words`, its command sent.
+    pub fn new(watch: Watch, words: tokio::net::UnixStream) -> InRoom {
+        InRoom {
+            watch,
+            words,
+            ended: None,
+        }
+    }
+
+    /// Its watch, to wait for its word that the command started.
+    pub fn watch_mut(&mut self) -> &mut Watch {
+        &mut self.watch
+    }
+
+    /// The command's end as the room reported it. A room that went away
+    /// without saying was killed: the command with it, by `SIGKILL`.
+    async fn wait(&mut self) -> ExitStatus {
+        if let Some(status) = self.ended {
+            return status;
+        }
+        use std::os::unix::process::ExitStatusExt as _;
+        let status = match self.watch.exited().await {
+            Some(crate::sandbox::Report::Exited {
+                code: Some(code), ..
+            }) => ExitStatus::from_raw((code & 0xff) << 8),
+            Some(crate::sandbox::Report::Exited {
+                signal: Some(signal),
+                ..
+            }) => ExitStatus::from_raw(signal & 0x7f),
+            _ => ExitStatus::from_raw(libc_sigkill()),
+        };
+        self.ended = Some(status);
+        status
+    }
+
+    /// Cuts the room's lifeline: it kills everything below it and ends.
+    fn cut(&self) {
+        let _ = rustix::net::shutdown(&self.words, rustix::net::Shutdown::Both);
+    }
+}
+
+/// `SIGKILL`'s number.
+fn libc_sigkill() -> i32 {
+    nix::sys::signal::Signal::SIGKILL as i32
+}
+
+impl Running {
+    /// Waits for the command to end (cancel-safe: call it again).
+    pub async fn wait(&mut self) -> io::Result<ExitStatus> {
+        match self {
+            Running::Group(group) => group.child_mut().wait().await,
+            Running::Room(room) => Ok(room.wait().await),
+        }
+    }
+
+    /// Ends the command: `SIGTERM` to its process group, then everything
+    /// killed once `grace` has passed or `hard_stop` fires, whichever
+    /// comes first. Returns how the command ended.
+    pub async fn terminate(
+        &mut self,
+        grace: Duration,
+        hard_stop: &CancellationToken,
+    ) -> io::Result<ExitStatus> {
+        let room = match self {
+            Running::Group(group) => return group.terminate(grace, hard_stop).await,
+            Running::Room(room) => room,
+        };
+        let _ = room.words.write_all(crate::sandbox::room::TERMINATE).await;
+        let exited = tokio::select! {
+            status = room.wait() => Some(status),
+            _ = tokio::time::sleep(grace) => None,
+            _ = hard_stop.cancelled() => None,
+        };
+        // Whatever the command did, nothing it started may stay behind.
+        room.cut();
+        match exited {
+            Some(status) => Ok(status),
+            None => Ok(tokio::time::timeout(CUT_WAIT, room.wait())
+                .await
+                .unwrap_or_else(|_| {
+                    use std::os::unix::process::ExitStatusExt as _;
+                    ExitStatus::from_raw(libc_sigkill())
+                })),
+        }
+    }
+}
+
+impl Drop for InRoom {
+    fn drop(&mut self) {
+        self.cut();
+    }
+}

@@ -220,13 +220,19 @@ pub(super) fn run(args: &[OsString]) -> ExitCode {
     if let Err(e) = super::launch::enter(&c.namespaces, None) {
         return fail(Some(&mut life), &e);
     }
-    // The init is given the house (rooms are made for its boundary).
-    let spec = match serde_json::to_string(&house) {
+    // The init is given the house (rooms are made for its boundary, and
+    // connect the lifeline), not its token (its command line, which each
+    // room's is too, shows in `ps`) or marks.
+    let told = House {
+        token: String::new(),
+        marks: Vec::new(),
+        ..house.clone()
+    };
+    let spec = match serde_json::to_string(&told) {
         Ok(spec) => spec,
         Err(e) => return fail(Some(&mut life), &e.to_string()),
     };
-    let mut stage = match super::launch::start_init(&c.namespaces, vec![INIT.into(), spec.into()])
-    {
+    let mut stage = match super::launch::start_init(&c.namespaces, vec![INIT.into(), spec.into()]) {
         Ok(stage) => stage,
         Err(e) => return fail(Some(&mut life), &e),
     };
@@ -352,7 +358,8 @@ impl Words {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
             Err(_) => return None,
         };
-        self.partial.extend_from_slice(buf.get(..n).unwrap_or_default());
+        self.partial
+            .extend_from_slice(buf.get(..n).unwrap_or_default());
         let mut lines = Vec::new();
         while let Some(at) = self.partial.iter().position(|&b| b == b'\n') {
             lines.push(self.partial.drain(..=at).collect());
@@ -373,7 +380,10 @@ pub(super) fn run_init(args: &[OsString]) -> ExitCode {
         Err(e) => return fail(None, &e),
     };
     let Some(house) = super::launch::argument::<House>(args) else {
-        return super::init::refuse(&mut status, "the sandbox house's init argument is not readable");
+        return super::init::refuse(
+            &mut status,
+            "the sandbox house's init argument is not readable",
+        );
     };
     let set_up = super::namespaces::mount_proc()
         .and_then(|()| super::namespaces::drop_capabilities())
@@ -422,7 +432,11 @@ pub(super) fn run_init(args: &[OsString]) -> ExitCode {
                                         // The init's own ends are not the room's.
                                         drop(status);
                                         drop(pokes);
-                                        let code = super::room::run(&house, &token);
+                                        let code = super::room::run(
+                                            &house.lifeline,
+                                            &house.boundary,
+                                            &token,
+                                        );
                                         std::process::exit(i32::from(code));
                                     }
                                     Ok(super::fork::Forked::Parent(room)) => {

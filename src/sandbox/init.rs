@@ -106,11 +106,9 @@ pub(super) fn command(
         Some((p, a)) => (p, a),
         None => return refuse(&mut status, "no command"),
     };
-    let child = std::process::Command::new(program)
-        .args(args)
-        .env_remove(NONCE_VAR)
-        .envs(env)
-        .spawn();
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args).env_remove(NONCE_VAR).envs(env);
+    let child = spawn_unmasked(&mut cmd);
     let report = match child {
         Ok(child) => reap(child.id(), own_pid_namespace(launch, c)),
         Err(e) => {
@@ -136,6 +134,26 @@ pub(super) fn command(
         } => ExitCode::from(u8::try_from((128 + signal) & 0xff).unwrap_or(1)),
         _ => ExitCode::FAILURE,
     }
+}
+
+/// Spawns `cmd` with no signal blocked: a child inherits its parent's
+/// mask, and the stages block the termination signals (they forward
+/// them) and the house's init the ones it reads, which a command must
+/// not inherit (a `trap … TERM` would never run). This process's own
+/// mask is back as it was once the child is started.
+pub(super) fn spawn_unmasked(
+    cmd: &mut std::process::Command,
+) -> std::io::Result<std::process::Child> {
+    use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
+    let mut kept = SigSet::empty();
+    let _ = sigprocmask(
+        SigmaskHow::SIG_SETMASK,
+        Some(&SigSet::empty()),
+        Some(&mut kept),
+    );
+    let child = spawn_unmasked(&mut cmd);
+    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&kept), None);
+    child
 }
 
 /// Tells the first stage why setup failed (it says so on stderr and the

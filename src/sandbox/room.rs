@@ -22,7 +22,6 @@
 //! ended. What a killed room left is its parent's, the house's init,
 //! which kills it as soon as the room's end wakes it.
 
-use std::ffi::OsString;
 use std::io::{BufRead as _, Read as _};
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::os::unix::net::UnixStream;
@@ -32,7 +31,7 @@ use nix::sys::signal::{SigSet, Signal};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::house::House;
+use super::boundary::Boundary;
 use super::launch::{Launch, NONCE_VAR, SETUP_FAILED, send};
 use super::lifeline::Report;
 use super::spare::Start;
@@ -52,16 +51,17 @@ pub fn token_fits(token: &str) -> bool {
     !token.is_empty() && token.len() <= 64 && token.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// The room's life, in the house's init's copy of itself; its exit
-/// status (the command's, or [`SETUP_FAILED`]).
-pub(super) fn run(house: &House, token: &str) -> u8 {
+/// The room's life, in the house's init's copy of itself: the room of
+/// the lifeline launch `token` of candor's `lifeline`, for the house's
+/// `boundary`; its exit status (the command's, or [`SETUP_FAILED`]).
+pub(super) fn run(lifeline: &std::path::Path, boundary: &Boundary, token: &str) -> u8 {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     // The init's pokes are not the room's: only its children's ends.
     let mut mask = SigSet::empty();
     mask.add(Signal::SIGCHLD);
     let _ = mask.thread_block();
     // Before seccomp, which may refuse it a unix socket.
-    let Ok(mut life) = super::launch::hello(&house.lifeline, token) else {
+    let Ok(mut life) = super::launch::hello(lifeline, token) else {
         return SETUP_FAILED;
     };
     let refuse = |life: &mut UnixStream, why: &str| {
@@ -73,12 +73,12 @@ pub(super) fn run(house: &House, token: &str) -> u8 {
         );
         SETUP_FAILED
     };
-    let Some(c) = house.boundary.confinement() else {
+    let Some(c) = boundary.confinement() else {
         return refuse(&mut life, "a room of a house without a boundary");
     };
     let launch = Launch {
         build: super::launcher::BUILD.into(),
-        boundary: house.boundary.clone(),
+        boundary: boundary.clone(),
         lifeline: None,
         token: None,
         proxy: None,
@@ -102,7 +102,7 @@ pub(super) fn run(house: &House, token: &str) -> u8 {
         Some(Err(e)) => return refuse(&mut life, &e),
         None => return 0,
     };
-    if let Err(why) = fits(&start, house) {
+    if let Err(why) = fits(&start, boundary) {
         return refuse(&mut life, &why);
     }
     if let Err(e) = std::env::set_current_dir(&start.cwd) {
@@ -167,12 +167,12 @@ fn receive_output(life: &UnixStream) -> Option<OwnedFd> {
 }
 
 /// Whether `start` is this room's: of this build, for exactly the
-/// house's boundary.
-fn fits(start: &Start, house: &House) -> Result<(), String> {
+/// house's `boundary`.
+fn fits(start: &Start, boundary: &Boundary) -> Result<(), String> {
     if let Some(why) = super::launch::foreign(&start.launch) {
         return Err(why);
     }
-    if start.launch.boundary != house.boundary {
+    if start.launch.boundary != *boundary {
         return Err("a room of the session's house was sent a command for another boundary".into());
     }
     Ok(())
@@ -188,17 +188,18 @@ fn spawn(start: &Start, own: Vec<(String, String)>, output: OwnedFd) -> Result<P
     let errors = output
         .try_clone()
         .map_err(|e| format!("the output pipe: {e}"))?;
-    let child = std::process::Command::new(program)
-        .args(args)
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args)
         .env_remove(NONCE_VAR)
         .envs(start.env.iter().map(|(k, v)| (k, v)))
         .envs(own)
         .stdin(std::process::Stdio::null())
         .stdout(output)
         .stderr(errors)
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", OsString::from(program).display()))?;
+        .process_group(0);
+    let child =
+        super::init::spawn_unmasked(&mut cmd).map_err(|e| format!("cannot run {program}: {e}"))?;
+    drop(cmd);
     let pid = i32::try_from(child.id()).map_err(|_| "the command's pid")?;
     // Reaped below (`supervise`), not by std.
     drop(child);

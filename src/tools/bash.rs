@@ -24,13 +24,13 @@ use tokio::time::Instant;
 
 use super::card::Presentation;
 use super::catalog::{Tool, parse_input};
-use super::context::ToolContext;
 use super::confined::Spared;
+use super::context::ToolContext;
 use super::exec::{self, ProcessGroup};
-use super::running::{InRoom, Running};
 use super::files::ClientLink;
 use super::output::{Capture, Captured};
 use super::output::{ToolOutput, cap_for_model};
+use super::running::{InRoom, Running};
 use super::tool_event::ToolEvent;
 use crate::client::Failed;
 use crate::conversation::ToolSpec;

@@ -80,7 +80,10 @@ pub struct Launched {
 pub enum Spared {
     /// A spare launcher already running (its process group and output):
     /// the Start goes to it ([`Watch::send`]).
-    Launcher(Box<super::exec::ProcessGroup>, tokio::net::unix::pipe::Receiver),
+    Launcher(
+        Box<super::exec::ProcessGroup>,
+        tokio::net::unix::pipe::Receiver,
+    ),
     /// A room of the session's house (`sandbox::room`), confined and
     /// waiting on its lifeline for the command's output pipe and Start
     /// ([`Watch::writer`]); dropping the watch ends it.

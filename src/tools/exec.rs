@@ -163,8 +163,13 @@ pub async fn send_output(words: &tokio::net::UnixStream, pipe: &OwnedFd) -> io::
             if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
                 return Err(io::Error::other("the descriptor does not fit"));
             }
-            sendmsg(words, &[io::IoSlice::new(&byte)], &mut control, SendFlags::empty())
-                .map_err(io::Error::from)
+            sendmsg(
+                words,
+                &[io::IoSlice::new(&byte)],
+                &mut control,
+                SendFlags::empty(),
+            )
+            .map_err(io::Error::from)
         });
         match sent {
             Ok(1) => return Ok(()),

@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 use super::card::Presentation;
 use super::catalog::{Tool, parse_input};
 use super::exec;
-use super::running::Running;
 use super::output::{ToolOutput, cap_for_model};
+use super::running::Running;
 use crate::conversation::ToolSpec;
 use crate::sync::lock;
 

@@ -477,3 +477,191 @@ async fn a_housed_command_cannot_signal_another_calls_processes() {
     assert!(three.contains("own=0"), "{three}");
     assert!(three.contains("kill=1"), "{three}");
 }
+
+/// Prints the command's parent (`parent=<pid>`), its parent's parent
+/// (`grandparent=<pid>`) and the parent's command line: in a room, a copy
+/// of the house's init (its command line), the init's child.
+const PARENT: &str = "echo parent=$PPID; awk '{print \"grandparent=\" $4}' /proc/$PPID/stat; tr '\\0' ' ' < /proc/$PPID/cmdline; echo";
+
+/// The number after `name=` on a line of `text`.
+fn number(text: &str, name: &str) -> Option<i64> {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix(&format!("{name}=")))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+/// Whether a card printed by [`PARENT`] shows a room: the parent is not
+/// PID 1 but its child, with the house init's command line.
+fn in_a_room(card: &str) -> bool {
+    number(card, "parent").is_some_and(|p| p != 1)
+        && number(card, "grandparent") == Some(1)
+        && card.contains(HOUSE_INIT)
+}
+
+/// The `tool/result` record of call `id` in `session`'s log.
+fn result_of(conn: &Conn, session: &str, id: &str) -> Value {
+    conn.env
+        .log(session)
+        .into_iter()
+        .find(|r| r["type"] == "tool/result" && r["toolCallId"] == id)
+        .unwrap_or_else(|| panic!("no result for {id}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_housed_command_runs_in_a_room_and_its_end_is_the_commands() {
+    require_sandbox();
+    let second = format!("{PARENT}; echo out; echo err >&2; exit 3");
+    let (mut conn, session, id) = two_calls(TestEnv::new(), "true", &second, HOUSE_WAIT_MS).await;
+    let done = conn.response(&id).await;
+    assert!(done.get("result").is_some(), "{done}");
+    let two = conn.thread(&session).card("two").text();
+    assert!(in_a_room(&two), "{two}");
+    // The house's command line, which each room's is, names no lifeline
+    // token.
+    assert!(two.contains("\"token\":\"\""), "{two}");
+    // Its output (both streams, through the pipe candor handed the
+    // room) and its exit, as the room reported them.
+    let result = result_of(&conn, &session, "two");
+    let output = result["output"].as_str().unwrap();
+    assert!(output.contains("out\nerr\n"), "{output}");
+    assert!(output.ends_with("[exit code: 3]"), "{output}");
+    assert_eq!(result["exitCode"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_hands_its_command_nothing_but_its_output() {
+    require_sandbox();
+    // Every descriptor the command has; and what its room holds (its
+    // descriptors' targets, its environment), refused: the room is not
+    // dumpable, and the command has no capability.
+    let second = format!(
+        "{PARENT}; for f in /proc/$$/fd/*; do echo \"fd ${{f##*/}} -> $(readlink $f)\"; done; readlink /proc/$PPID/fd/0 > /dev/null 2>&1; echo room_links=$?; head -c1 /proc/$PPID/environ > /dev/null 2>&1; echo room_environ=$?"
+    );
+    let (mut conn, session, id) = two_calls(TestEnv::new(), "true", &second, HOUSE_WAIT_MS).await;
+    let done = conn.response(&id).await;
+    assert!(done.get("result").is_some(), "{done}");
+    let two = conn.thread(&session).card("two").text();
+    assert!(in_a_room(&two), "{two}");
+    let fds: Vec<&str> = two.lines().filter(|l| l.starts_with("fd ")).collect();
+    assert!(
+        fds.iter().any(|l| l.contains("-> pipe:")),
+        "the output pipe is not there: {two}"
+    );
+    // No lifeline, no house connection, no signal descriptor of the
+    // room's or the init's.
+    assert!(
+        !fds.iter()
+            .any(|l| l.contains("socket:") || l.contains("anon_inode")),
+        "a descriptor leaked into the command: {two}"
+    );
+    assert_eq!(number(&two, "room_links"), Some(1), "{two}");
+    assert_eq!(number(&two, "room_environ"), Some(1), "{two}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_housed_command_is_asked_to_end_then_ended() {
+    require_sandbox();
+    // The room passes candor's request on (SIGTERM to the command's
+    // group); a command that ignores it is killed with all it started.
+    let env = TestEnv::new();
+    let project = env.project.clone();
+    let asked = format!(
+        "{PARENT}; trap 'echo asked >> asked.txt' TERM; (unset candor_scope; setsid bash -c 'while :; do echo x >> beat.txt; sleep 0.1; done' > /dev/null 2>&1 &); while :; do sleep 0.1; done"
+    );
+    let (mut conn, session) = scripted(
+        env,
+        vec![
+            respond(json!([tool("one", "Bash", json!({ "command": "true" }))])),
+            json!({"delayMs": HOUSE_WAIT_MS, "content": [tool("two", "Bash", json!({ "command": asked, "timeout": 1500 }))]}),
+            respond(json!([text("done")])),
+        ],
+    )
+    .await;
+    conn.prompt(&session, "go").await;
+    let two = conn.thread(&session).card("two").text();
+    assert!(in_a_room(&two), "{two}");
+    assert!(
+        std::fs::read_to_string(project.join("asked.txt"))
+            .unwrap_or_default()
+            .contains("asked"),
+        "the command was not asked to end: {two}"
+    );
+    let result = result_of(&conn, &session, "two");
+    assert!(
+        result["output"]
+            .as_str()
+            .unwrap()
+            .contains("[timed out after 1500 ms; candor ended the command]"),
+        "{result}"
+    );
+    let beat = project.join("beat.txt");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    assert!(before > 0, "the stray never ran");
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let after = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    assert_eq!(before, after, "a process outlived its timed-out call");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_housed_command_leaves_nothing_writing() {
+    require_sandbox();
+    let env = TestEnv::new();
+    let project = env.project.clone();
+    let second = format!(
+        "{{ {PARENT}; }} > where.txt; (unset candor_scope; setsid bash -c 'touch started; sleep 2; echo x > finished' > /dev/null 2>&1 &); sleep 30"
+    );
+    let (mut conn, session, id) = two_calls(env, "true", &second, HOUSE_WAIT_MS).await;
+    let started = project.join("started");
+    assert!(
+        eventually(Duration::from_secs(10), || started.exists()).await,
+        "the command never started"
+    );
+    conn.notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let answered = conn.response(&id).await;
+    assert_eq!(answered["result"]["stopReason"], "cancelled", "{answered}");
+    let ran_in = std::fs::read_to_string(project.join("where.txt")).unwrap_or_default();
+    assert!(in_a_room(&ran_in), "{ran_in}");
+    let finished = project.join("finished");
+    assert!(
+        !eventually(Duration::from_secs(4), || finished.exists()).await,
+        "the cancelled command's stray wrote after the cancel"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_command_in_a_room_is_read_then_killed_with_all_it_started() {
+    require_sandbox();
+    let env = TestEnv::new();
+    let project = env.project.clone();
+    let background = format!(
+        "{PARENT}; (unset candor_scope; setsid bash -c 'while :; do echo x >> beat.txt; sleep 0.1; done' > /dev/null 2>&1 &); echo running; sleep 30"
+    );
+    let (mut conn, session) = scripted(
+        env,
+        vec![
+            respond(json!([tool("one", "Bash", json!({ "command": "true" }))])),
+            json!({"delayMs": HOUSE_WAIT_MS, "content": [tool("two", "Bash", json!({ "command": background, "run_in_background": true }))]}),
+            json!({"delayMs": 1000, "content": [tool("read", "BashOutput", json!({ "bash_id": "bash_1" }))]}),
+            respond(json!([tool("kill", "KillShell", json!({ "shell_id": "bash_1" }))])),
+            respond(json!([text("done")])),
+        ],
+    )
+    .await;
+    conn.prompt(&session, "go").await;
+    let read = result_of(&conn, &session, "read");
+    let output = read["output"].as_str().unwrap();
+    assert!(in_a_room(output), "{output}");
+    assert!(output.contains("running"), "{output}");
+    let beat = project.join("beat.txt");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    assert!(before > 0, "the stray never ran");
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let after = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    assert_eq!(
+        before, after,
+        "a process outlived its killed background shell"
+    );
+}

@@ -1583,6 +1583,14 @@ pub(crate) fn processes_in(dir: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// Whether a card whose command printed its parent's command line shows
+/// it ran in a spare: a spare launcher's second stage (`--init-spare`),
+/// or a room of the session's house (a copy of its init, whose command
+/// line it has).
+pub(crate) fn ran_in_a_spare(card: &str) -> bool {
+    card.contains("__sandbox --init-spare") || card.contains("__sandbox --house-init")
+}
+
 /// A spare is made for the namespaces of the boundary it was started in:
 /// one started with the network on (no network namespace) must not run a
 /// command after the user turned the network off.
@@ -1626,7 +1634,7 @@ async fn a_spare_made_with_the_network_on_does_not_run_a_command_after_it_is_tur
     // network (an interface besides `lo`); it ran in a spare, and another
     // was started after it, for the same boundary.
     let (one, names) = seen("one");
-    assert!(one.contains("__sandbox --init-spare"), "{one}");
+    assert!(ran_in_a_spare(&one), "{one}");
     assert!(one.contains("network on"), "{one}");
     assert!(names.iter().any(|n| n != "lo"), "{one}");
     // Turned off: the waiting spare (no network namespace) is let go, and
@@ -1634,7 +1642,7 @@ async fn a_spare_made_with_the_network_on_does_not_run_a_command_after_it_is_tur
     // started for the boundary as it now is.
     let (two, names) = seen("two");
     assert_eq!(names, vec!["lo".to_owned()], "{two}");
-    assert!(two.contains("__sandbox --init-spare"), "{two}");
+    assert!(ran_in_a_spare(&two), "{two}");
     assert!(two.contains("network off"), "{two}");
 }
 
@@ -1662,11 +1670,10 @@ async fn a_turns_first_command_goes_to_a_spare_started_while_the_model_answers()
     let session = conn.ready().await;
     conn.prompt(&session, "go").await;
     let one = conn.thread(&session).card("one").text();
-    // The first command ran under a spare's second stage (in the
-    // session's house once it was ready, else as the init of its own
-    // namespaces), confined like any other:
-    // the write outside the project was refused.
-    assert!(one.contains("__sandbox --init-spare"), "{one}");
+    // The first command ran under a spare's second stage (a room of the
+    // session's house once it was ready, else a spare launcher's init),
+    // confined like any other: the write outside the project was refused.
+    assert!(ran_in_a_spare(&one), "{one}");
     assert!(one.contains("wrote=1"), "{one}");
     assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
 }
@@ -1762,4 +1769,40 @@ async fn the_next_command_goes_to_a_spare_launcher_confined_alike_which_ends_wit
             );
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_command_is_asked_to_end_before_it_is_killed() {
+    require_sandbox();
+    // The session's first command (a launcher's, no house yet): its
+    // stages block the termination signals they forward, which the
+    // command must not inherit, or its `trap … TERM` would never run.
+    let env = TestEnv::new().with_policy(json!({"mode": "bypassPermissions"}));
+    let project = env.project.clone();
+    let path = env.dir.path().join("script.json");
+    let command =
+        "trap 'echo asked >> asked.txt; exit 0' TERM; echo started; while :; do sleep 0.1; done";
+    let s = script(vec![
+        respond(json!([tool(
+            "t",
+            "Bash",
+            json!({ "command": command, "timeout": 1000 })
+        )])),
+        respond(json!([text("done")])),
+    ]);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let mut conn = Conn::spawn(TestEnv {
+        script: Some(path),
+        ..env
+    });
+    let session = conn.ready().await;
+    conn.prompt(&session, "go").await;
+    let card = conn.thread(&session).card("t").text();
+    assert!(card.contains("sandbox: writes to"), "{card}");
+    assert!(card.contains("started"), "{card}");
+    assert_eq!(
+        std::fs::read_to_string(project.join("asked.txt")).unwrap_or_default(),
+        "asked\n",
+        "the command was killed without being asked: {card}"
+    );
 }

@@ -761,6 +761,9 @@ fn the_lints_the_invariants_rest_on_are_on() {
         "src/sandbox/launch.rs",
         "src/sandbox/probe.rs",
         "src/sandbox/init.rs",
+        // A room of the session's house (a copy of the house's init, which
+        // `tools::exec` started) starts its command.
+        "src/sandbox/room.rs",
     ];
     for file in &allowed {
         assert!(
@@ -768,6 +771,39 @@ fn the_lints_the_invariants_rest_on_are_on() {
             "{file} allows clippy::disallowed_methods: only tools::exec starts processes"
         );
     }
+}
+
+/// `unsafe` is denied everywhere but in the one file that forks
+/// (`sandbox::fork`, for the house's rooms), which says why it is sound.
+#[test]
+fn unsafe_code_lives_in_one_file() {
+    let cargo = read("Cargo.toml");
+    assert!(
+        cargo.contains("unsafe_code = \"deny\""),
+        "Cargo.toml's [lints.rust] must deny unsafe_code"
+    );
+    let mut unsafe_files = Vec::new();
+    for path in rust_files(&root().join("src")) {
+        let code = std::fs::read_to_string(&path).unwrap();
+        if code.contains("allow(unsafe_code)") || code.contains("unsafe {") {
+            unsafe_files.push(
+                path.strip_prefix(root())
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
+    }
+    assert_eq!(
+        unsafe_files,
+        ["src/sandbox/fork.rs"],
+        "only sandbox::fork may use unsafe"
+    );
+    let fork = read("src/sandbox/fork.rs");
+    assert!(
+        fork.contains("// SAFETY:"),
+        "sandbox::fork says why its unsafe is sound"
+    );
 }
 
 /// The projections (the presenter, the model's history, compaction's

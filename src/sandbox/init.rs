@@ -151,7 +151,7 @@ pub(super) fn spawn_unmasked(
         Some(&SigSet::empty()),
         Some(&mut kept),
     );
-    let child = spawn_unmasked(&mut cmd);
+    let child = cmd.spawn();
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&kept), None);
     child
 }

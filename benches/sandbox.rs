@@ -172,7 +172,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let (house, _held) = rt.block_on(start_house(&launcher, &off, &proj, dir.path()));
+    let (house, mut held) = rt.block_on(start_house(&launcher, &off, &proj, dir.path()));
     let housed = Launch {
         house: Some(house),
         ..off.clone()
@@ -233,6 +233,14 @@ fn main() {
     if let Some(spared) = spare_ready(&launcher, &housed, &proj, dir.path()) {
         report("spare: command sent → ready (in the house)", spared);
     }
+    let (ready, ended, cpu) = rt.block_on(room_runs(&mut held, &housed, &proj));
+    report("room: command sent → ready (in the house)", ready);
+    report("room: command sent → exited (`true`)", ended);
+    println!(
+        "room: CPU per command (fork, confinement, `true`), the house init's children over {} runs: {:.3} ms",
+        runs(),
+        cpu.as_secs_f64() * 1000.0 / runs() as f64
+    );
     let (plain, sandboxed, allowlisted) = (figures[0], figures[1], figures[2]);
     println!(
         "extra per command (median; p10; CPU): network off {:.3}; {:.3}; {:.3} ms, allowlist {:.3}; {:.3}; {:.3} ms (target: exec → ready, median at most 2 ms)",
@@ -292,6 +300,91 @@ async fn start_house(
     let c = off.boundary.confinement().unwrap();
     let house = candor::sandbox::HouseRef::of(child.id().unwrap(), c).unwrap();
     (house, (lifeline, child, watch))
+}
+
+/// What a session's command waits for in a room of the house
+/// (`sandbox::room`): a room asked for, given 20 ms to get ready (as the
+/// model's answer would give it), then from sending it the command's
+/// output pipe and start to its `ready`, and to its `exited` (`true`),
+/// `runs()` times; and the CPU time of the house's init and the rooms it
+/// reaped (with their commands) over them all, read from its `/proc` (in
+/// ticks: per run, a tick or none).
+async fn room_runs(
+    (lifeline, house, watch): &mut (
+        candor::sandbox::Lifeline,
+        tokio::process::Child,
+        candor::sandbox::Watch,
+    ),
+    housed: &Launch,
+    cwd: &Path,
+) -> (
+    Vec<(Duration, Duration)>,
+    Vec<(Duration, Duration)>,
+    Duration,
+) {
+    use tokio::io::AsyncWriteExt as _;
+    let mut asks = watch.writer(Duration::from_secs(10)).await.unwrap();
+    let init = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", house.id().unwrap()))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    // utime, stime, cutime, cstime of the house's init.
+    let cpu = || -> Duration {
+        let stat = std::fs::read_to_string(format!("/proc/{init}/stat")).unwrap();
+        let fields: Vec<u64> = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .skip(11)
+            .take(4)
+            .map(|f| f.parse().unwrap())
+            .collect();
+        Duration::from_millis(fields.iter().sum::<u64>() * 10)
+    };
+    let (mut ready, mut ended) = (Vec::new(), Vec::new());
+    let mut used = Duration::ZERO;
+    for round in 0..runs() + 5 {
+        let before = cpu();
+        let (token, mut room) = lifeline.expect_room();
+        asks.write_all(format!("{} {token}\n", candor::sandbox::room::ASK).as_bytes())
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let start = candor::sandbox::Start {
+            launch: housed.clone(),
+            argv: vec!["true".into()],
+            cwd: cwd.to_owned(),
+            env: Vec::new(),
+        };
+        let began = Instant::now();
+        let (_output, pipe) = candor::tools::exec::output_pipe().unwrap();
+        let mut words = room.writer(Duration::from_secs(10)).await.unwrap();
+        candor::tools::exec::send_output(&words, &pipe)
+            .await
+            .unwrap();
+        drop(pipe);
+        words.write_all(&start.line().unwrap()).await.unwrap();
+        let setup = room.setup(Duration::from_secs(10)).await;
+        let to_ready = began.elapsed();
+        assert_eq!(setup, candor::sandbox::Setup::Ready);
+        let exited = room.exited().await;
+        let to_end = began.elapsed();
+        assert!(matches!(
+            exited,
+            Some(candor::sandbox::Report::Exited { code: Some(0), .. })
+        ));
+        // The room is reaped by the init as it ends.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        if round >= 5 {
+            ready.push((to_ready, Duration::ZERO));
+            ended.push((to_end, Duration::ZERO));
+            used += cpu().saturating_sub(before);
+        }
+    }
+    (ready, ended, used)
 }
 
 /// From spawning `<launcher> __sandbox <off> -- true` with a session's

@@ -315,10 +315,13 @@ pub(super) fn end_leftovers(spared: &[i32]) {
                 let _ = waitpid(Pid::from_raw(pid), None);
             }
         }
-        // Reap whatever else ended meanwhile.
-        while let Ok(status) = waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
-            if status == WaitStatus::StillAlive {
-                break;
+        // Reap whatever else ended meanwhile, but the spared: their
+        // owner forgets them when it reaps them (the house's init, its
+        // rooms), and a pid reaped here would stay spared for whatever
+        // process is given it next.
+        for pid in children() {
+            if !spared.contains(&pid) {
+                let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
             }
         }
     }

@@ -48,11 +48,13 @@ const CUT_WAIT: Duration = Duration::from_secs(2);
 impl InRoom {
     /// The room whose lifeline is `watch` and `words`, its command sent.
     pub fn new(watch: Watch, words: tokio::net::UnixStream) -> InRoom {
-        // The peer as the kernel took it when the room connected (it
-        // waits for its start now, so that pid is still the room's).
-        let room = rustix::net::sockopt::socket_peercred(&words)
+        // The peer as the kernel took it when the room connected; before
+        // Linux 6.5, by its pid (it waits for its start now, so that pid
+        // is still the room's).
+        let room = nix::sys::socket::getsockopt(&words, nix::sys::socket::sockopt::PeerPidfd)
             .ok()
-            .and_then(|peer| {
+            .or_else(|| {
+                let peer = rustix::net::sockopt::socket_peercred(&words).ok()?;
                 rustix::process::pidfd_open(peer.pid, rustix::process::PidfdFlags::empty()).ok()
             });
         InRoom {

@@ -26,11 +26,17 @@ pub enum Running {
 
 /// A command in a room: the room's lifeline (its reports, and the
 /// connection to write to). Dropping it ends the connection, and the room
-/// kills everything below it (`Lifeline::expect_room`).
+/// kills everything below it (`Lifeline::expect_room`); a room that has
+/// not said how its command ended is killed too (its command may have
+/// stopped it: `SIGSTOP` cannot be blocked, and a stopped room hears
+/// nothing), and what it leaves is the house init's, which ends it.
 #[derive(Debug)]
 pub struct InRoom {
     watch: Watch,
     words: tokio::net::UnixStream,
+    /// The room's process (the lifeline's other end), to kill on drop
+    /// unless it reported its command's end.
+    room: Option<std::os::fd::OwnedFd>,
     /// How it ended, once known.
     ended: Option<ExitStatus>,
 }
@@ -42,9 +48,19 @@ const CUT_WAIT: Duration = Duration::from_secs(2);
 impl InRoom {
     /// The room whose lifeline is `watch` and `words`, its command sent.
     pub fn new(watch: Watch, words: tokio::net::UnixStream) -> InRoom {
+        // The peer as the kernel took it when the room connected; before
+        // Linux 6.5, by its pid (it waits for its start now, so that pid
+        // is still the room's).
+        let room = nix::sys::socket::getsockopt(&words, nix::sys::socket::sockopt::PeerPidfd)
+            .ok()
+            .or_else(|| {
+                let peer = rustix::net::sockopt::socket_peercred(&words).ok()?;
+                rustix::process::pidfd_open(peer.pid, rustix::process::PidfdFlags::empty()).ok()
+            });
         InRoom {
             watch,
             words,
+            room,
             ended: None,
         }
     }
@@ -61,7 +77,8 @@ impl InRoom {
             return status;
         }
         use std::os::unix::process::ExitStatusExt as _;
-        let status = match self.watch.exited().await {
+        let report = self.watch.exited().await;
+        let status = match report {
             Some(crate::sandbox::Report::Exited {
                 code: Some(code), ..
             }) => ExitStatus::from_raw((code & 0xff) << 8),
@@ -71,6 +88,13 @@ impl InRoom {
             }) => ExitStatus::from_raw(signal & 0x7f),
             _ => ExitStatus::from_raw(libc_sigkill()),
         };
+        // A room that said how its command ended ends what it left, and
+        // itself. Gone without a word, or cut by candor (`shutdown` ends
+        // the connection both ways), it may still be there, stopped: it
+        // is killed when this is dropped.
+        if report.is_some() {
+            self.room = None;
+        }
         self.ended = Some(status);
         status
     }
@@ -130,5 +154,10 @@ impl Running {
 impl Drop for InRoom {
     fn drop(&mut self) {
         self.cut();
+        // Not heard from: perhaps stopped by its command, which the cut
+        // does not wake.
+        if let Some(room) = &self.room {
+            let _ = rustix::process::pidfd_send_signal(room, rustix::process::Signal::KILL);
+        }
     }
 }

@@ -665,3 +665,41 @@ async fn a_background_command_in_a_room_is_read_then_killed_with_all_it_started(
         "a process outlived its killed background shell"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_housed_command_that_stops_its_room_leaves_nothing_behind() {
+    require_sandbox();
+    // The room shares its command's Landlock domain and user: the command
+    // may signal it, and SIGSTOP cannot be blocked. A stopped room hears
+    // neither candor's `terminate` nor its lifeline's end; what its
+    // command started must end with the call all the same.
+    let env = TestEnv::new();
+    let project = env.project.clone();
+    let stopper = format!(
+        "{PARENT}; {}; sleep 1; kill -STOP $PPID; sleep 30",
+        chain(2)
+    );
+    let (mut conn, session) = scripted(
+        env,
+        vec![
+            respond(json!([tool("one", "Bash", json!({ "command": "true" }))])),
+            json!({"delayMs": HOUSE_WAIT_MS, "content": [tool("two", "Bash", json!({ "command": stopper, "timeout": 2500 }))]}),
+            respond(json!([text("done")])),
+        ],
+    )
+    .await;
+    conn.prompt(&session, "go").await;
+    let result = result_of(&conn, &session, "two");
+    let output = result["output"].as_str().unwrap();
+    assert!(in_a_room(output), "{output}");
+    let beat = project.join("beat.txt");
+    assert!(beat.exists(), "the stray never ran: {output}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    assert_eq!(
+        before, after,
+        "a process outlived its call by stopping its room: {output}"
+    );
+}

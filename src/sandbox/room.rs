@@ -254,8 +254,13 @@ fn supervise(command: Pid, words: &mut std::io::BufReader<UnixStream>) -> Option
             if let Some(fd) = ended.as_ref() {
                 fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
             }
-            // Without the signal descriptor, a look every 50 ms.
-            let _ = poll(&mut fds, PollTimeout::from(50u8));
+            // Woken by a child's end or candor's word; without the signal
+            // descriptor, a look every 50 ms.
+            let timeout = match ended {
+                Some(_) => PollTimeout::NONE,
+                None => PollTimeout::from(50u8),
+            };
+            let _ = poll(&mut fds, timeout);
             let heard = fds
                 .first()
                 .and_then(|f| f.revents())

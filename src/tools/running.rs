@@ -41,8 +41,9 @@ pub struct InRoom {
     ended: Option<ExitStatus>,
 }
 
-/// How long a room has to say how its command ended once its lifeline is
-/// cut (it kills what runs below it first).
+/// The bound on waiting for a room once its lifeline is cut: the cut
+/// ends the connection both ways, so no report is read after it and the
+/// command counts as killed (the room kills everything below it).
 const CUT_WAIT: Duration = Duration::from_secs(2);
 
 impl InRoom {

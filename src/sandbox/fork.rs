@@ -1,7 +1,8 @@
 //! The one `fork` without `exec` in candor: the house's init
-//! (`sandbox::house`) makes each command's room (`sandbox::room`) as a
-//! copy of itself, which costs a fraction of starting a process again
-//! (on the machines measured, starting a binary costs more than half a
+//! (`sandbox::house`) makes each command's room (`sandbox::room`), and a
+//! launcher or spare its second stage (`launch::start_init`), as a copy
+//! of itself, which costs a fraction of starting a process again (on the
+//! machines measured, starting a binary costs more than half a
 //! millisecond before `main`, mostly the dynamic loader's CPU detection).
 //!
 //! `fork` is `unsafe` because after it only the calling thread exists in
@@ -44,9 +45,31 @@ pub(super) fn alone() -> Result<Forked, String> {
     }
 }
 
-/// The number of threads of this process, as the kernel counts them.
+/// This process's `/proc/self/status`, opened before it joined the
+/// session's house: in the house's mount namespace `/proc` is the house's,
+/// where a launcher (outside the house's PID namespace) has no entry.
+static STATUS: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+
+/// Keeps this process's status file open, for [`alone`] to count its
+/// threads after it joined other namespaces (a first stage, first thing).
+pub(super) fn keep_count() {
+    if let Ok(file) = std::fs::File::open("/proc/self/status") {
+        let _ = STATUS.set(file);
+    }
+}
+
+/// The number of threads of this process, as the kernel counts them now
+/// (read again through the file [`keep_count`] kept, else opened now).
 fn threads() -> Option<usize> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let status = match STATUS.get() {
+        Some(file) => {
+            use std::os::unix::fs::FileExt as _;
+            let mut buf = vec![0u8; 16 * 1024];
+            let n = file.read_at(&mut buf, 0).ok()?;
+            String::from_utf8_lossy(buf.get(..n)?).into_owned()
+        }
+        None => std::fs::read_to_string("/proc/self/status").ok()?,
+    };
     status
         .lines()
         .find_map(|l| l.strip_prefix("Threads:"))?

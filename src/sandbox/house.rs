@@ -232,7 +232,11 @@ pub(super) fn run(args: &[OsString]) -> ExitCode {
         Ok(spec) => spec,
         Err(e) => return fail(Some(&mut life), &e.to_string()),
     };
-    let mut stage = match super::launch::start_init(&c.namespaces, vec![INIT.into(), spec.into()]) {
+    let mut stage = match super::launch::start_init(
+        &c.namespaces,
+        vec![INIT.into(), spec.into()],
+        super::launch::Second::Exec,
+    ) {
         Ok(stage) => stage,
         Err(e) => return fail(Some(&mut life), &e),
     };

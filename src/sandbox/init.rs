@@ -71,12 +71,22 @@ pub fn run(launch: &Launch, argv: &[OsString]) -> ExitCode {
     command(status, launch, c, argv, env)
 }
 
+/// The nonce a first stage gave its copy of itself (`launch::start_init`).
+static NONCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// In a first stage's copy of itself: the status socket's nonce.
+pub(super) fn given_nonce(nonce: String) {
+    let _ = NONCE.set(nonce);
+}
+
 /// Connects to the first stage's status socket (named by the nonce it
 /// gave) and says hello with the nonce. The first stage is there (and,
 /// with the death signal set, it ends this one when it goes): connecting
 /// proves it.
 pub(super) fn connect() -> Result<UnixStream, String> {
-    let Some(nonce) = std::env::var_os(NONCE_VAR).and_then(|n| n.into_string().ok()) else {
+    let given = NONCE.get().cloned();
+    let from_env = || std::env::var_os(NONCE_VAR).and_then(|n| n.into_string().ok());
+    let Some(nonce) = given.or_else(from_env) else {
         return Err("the sandbox's init was started without its first stage".into());
     };
     let mut status = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}"))

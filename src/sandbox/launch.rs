@@ -184,6 +184,7 @@ pub(super) fn run(launch: &Launch, argv: Vec<OsString>) -> ExitCode {
     // candor (or the editor) dies: so does the launcher, and with it the
     // namespace.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    super::fork::keep_count();
     let mut life = match &launch.lifeline {
         Some(path) => match hello(path, launch.token.as_deref().unwrap_or_default()) {
             Ok(life) => Some(life),
@@ -223,8 +224,10 @@ fn unconfined(mut life: Option<UnixStream>, argv: Vec<OsString>) -> ExitCode {
     let (program, args) = argv
         .split_first()
         .map_or((OsString::new(), &[][..]), |(p, a)| (p.clone(), a));
-    let mut child = match std::process::Command::new(&program).args(args).spawn() {
-        Ok(child) => child,
+    let mut cmd = std::process::Command::new(&program);
+    cmd.args(args);
+    let mut child = match super::init::spawn_unmasked(&mut cmd) {
+        Ok(child) => Child::of(child.id()),
         Err(e) => {
             return fail(
                 life.as_mut(),
@@ -252,7 +255,7 @@ pub(super) fn running() -> std::process::Command {
 
 /// What the first stage set up, and the second stage starting.
 pub(super) struct Stage {
-    child: std::process::Child,
+    child: Child,
     listener: UnixListener,
     nonce: String,
 }
@@ -260,13 +263,75 @@ pub(super) struct Stage {
 impl Stage {
     /// Ends the second stage (setup failed here).
     pub(super) fn end(&mut self) {
-        let _ = self.child.kill();
+        self.child.kill();
         let _ = self.child.wait();
     }
 
     /// Waits for the second stage to end.
     pub(super) fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
         self.child.wait()
+    }
+}
+
+/// A child of this process by its pid, reaped here: a second stage (a
+/// copy of this process, or this binary started again), or a command.
+pub(super) struct Child {
+    pid: nix::unistd::Pid,
+    status: Option<std::process::ExitStatus>,
+}
+
+impl Child {
+    /// The child whose pid is `pid` (which nothing else reaps).
+    pub(super) fn of(pid: u32) -> Child {
+        Child {
+            pid: nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX)),
+            status: None,
+        }
+    }
+
+    pub(super) fn id(&self) -> u32 {
+        u32::try_from(self.pid.as_raw()).unwrap_or(0)
+    }
+
+    /// `SIGKILL`, unless it was reaped (its pid may be another's now).
+    pub(super) fn kill(&self) {
+        if self.status.is_none() {
+            let _ = nix::sys::signal::kill(self.pid, Signal::SIGKILL);
+        }
+    }
+
+    /// How it ended, waiting for it when `block` (`None`: it runs).
+    fn reap(&mut self, block: bool) -> std::io::Result<Option<std::process::ExitStatus>> {
+        use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+        use std::os::unix::process::ExitStatusExt as _;
+        if let Some(status) = self.status {
+            return Ok(Some(status));
+        }
+        let flags = (!block).then_some(WaitPidFlag::WNOHANG);
+        loop {
+            let status = match waitpid(self.pid, flags) {
+                Ok(WaitStatus::Exited(_, code)) => {
+                    std::process::ExitStatus::from_raw((code & 0xff) << 8)
+                }
+                Ok(WaitStatus::Signaled(_, signal, _)) => {
+                    std::process::ExitStatus::from_raw(signal as i32)
+                }
+                Ok(WaitStatus::StillAlive) => return Ok(None),
+                Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            self.status = Some(status);
+            return Ok(Some(status));
+        }
+    }
+
+    pub(super) fn try_wait(&mut self) -> std::io::Result<Option<std::process::ExitStatus>> {
+        self.reap(false)
+    }
+
+    pub(super) fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.reap(true)?
+            .ok_or_else(|| std::io::Error::other("the child did not end"))
     }
 }
 
@@ -287,7 +352,7 @@ fn prepare(launch: &Launch, c: &Confinement, argv: &[OsString]) -> Result<Stage,
     let spec = serde_json::to_string(&inner).map_err(|e| e.to_string())?;
     let mut init = vec![OsString::from("--init"), spec.into(), "--".into()];
     init.extend(argv.iter().cloned());
-    let mut stage = start_init(&c.namespaces, init)?;
+    let mut stage = start_init(&c.namespaces, init, Second::Copy)?;
     if !housed && let Err(e) = mounts(&launch.boundary, c) {
         stage.end();
         return Err(e);
@@ -317,15 +382,49 @@ pub(super) fn enter(
     Ok(false)
 }
 
-/// Starts the second stage in the namespaces entered ([`enter`]): the
-/// same binary with `init` after the subcommand, given the status
-/// socket's nonce.
-pub(super) fn start_init(ns: &Namespaces, init: Vec<OsString>) -> Result<Stage, String> {
+/// How a first stage starts its second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Second {
+    /// A copy of this process (`sandbox::fork`): no second start of the
+    /// binary. A launcher's and a spare's.
+    Copy,
+    /// This binary started again, its command line naming the stage (the
+    /// house's init: each room, a copy of it, shows that command line,
+    /// which must not carry the first stage's token).
+    Exec,
+}
+
+/// Starts the second stage in the namespaces entered ([`enter`]), given
+/// the status socket's nonce: the stage `init` names, as if this binary
+/// were started with `init` after the subcommand (`sandbox::entry::stage`),
+/// in a copy of this process or in this binary started again (`how`).
+pub(super) fn start_init(
+    ns: &Namespaces,
+    init: Vec<OsString>,
+    how: Second,
+) -> Result<Stage, String> {
     let nonce = uuid::Uuid::new_v4().simple().to_string();
     let address = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}"))
         .map_err(|e| format!("the status socket: {e}"))?;
     let listener =
         UnixListener::bind_addr(&address).map_err(|e| format!("the status socket: {e}"))?;
+    if how == Second::Copy {
+        return match super::fork::alone()
+            .map_err(|e| format!("starting the sandbox's init: {e}"))?
+        {
+            super::fork::Forked::Child => {
+                drop(listener);
+                super::init::given_nonce(nonce);
+                let code = super::entry::stage(&init);
+                std::process::exit(i32::from(number_of(code)));
+            }
+            super::fork::Forked::Parent(pid) => Ok(Stage {
+                child: Child::of(u32::try_from(pid.as_raw()).unwrap_or(0)),
+                listener,
+                nonce,
+            }),
+        };
+    }
     if ns.user {
         super::namespaces::keep_for_init()?;
     }
@@ -338,10 +437,18 @@ pub(super) fn start_init(ns: &Namespaces, init: Vec<OsString>) -> Result<Stage, 
         .spawn()
         .map_err(|e| format!("starting the sandbox's init: {e}"))?;
     Ok(Stage {
-        child,
+        child: Child::of(child.id()),
         listener,
         nonce,
     })
+}
+
+/// The number an exit code stands for (`ExitCode` has no stable way out
+/// as a number; it equals the one made from its number).
+fn number_of(code: ExitCode) -> u8 {
+    (0..=u8::MAX)
+        .find(|n| ExitCode::from(*n) == code)
+        .unwrap_or(1)
 }
 
 /// The binds and hidden paths, the private `/dev/shm`, and `lo` up: what
@@ -453,7 +560,7 @@ pub(super) fn accept_init(stage: &mut Stage) -> Result<std::io::BufReader<UnixSt
 
 /// Whether `stream`'s other end is `child` (its credentials, as the
 /// kernel took them when it connected, in this process's PID namespace).
-fn from_child(stream: &UnixStream, child: &std::process::Child) -> bool {
+fn from_child(stream: &UnixStream, child: &Child) -> bool {
     use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
     getsockopt(stream, PeerCredentials)
         .is_ok_and(|cred| u32::try_from(cred.pid()).is_ok_and(|pid| pid == child.id()))
@@ -505,7 +612,7 @@ fn finish(life: Option<UnixStream>, report: Option<Report>) -> ExitCode {
 /// asked itself). One thread: after `unshare(CLONE_NEWPID)` the launcher
 /// can start no other.
 fn wait_for(
-    child: &mut std::process::Child,
+    child: &mut Child,
     life: Option<&UnixStream>,
     mut status: Option<&mut std::io::BufReader<UnixStream>>,
     signals: SigSet,
@@ -610,7 +717,7 @@ mod tests {
         let nonce = uuid::Uuid::new_v4().simple().to_string();
         let address = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}")).unwrap();
         Stage {
-            child,
+            child: Child::of(child.id()),
             listener: UnixListener::bind_addr(&address).unwrap(),
             nonce,
         }
@@ -651,12 +758,14 @@ mod tests {
         );
         let address = SocketAddr::from_abstract_name(format!("candor-sandbox-{nonce}")).unwrap();
         let listener = UnixListener::bind_addr(&address).unwrap();
+        // Reaped by `stage.end()`.
         let child = std::process::Command::new("sh")
             .args(["-c", &script])
             .spawn()
-            .unwrap();
+            .unwrap()
+            .id();
         let mut stage = Stage {
-            child,
+            child: Child::of(child),
             listener,
             nonce,
         };

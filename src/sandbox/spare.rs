@@ -132,6 +132,7 @@ fn fits<'a>(start: &'a Start, namespaces: &Namespaces) -> Result<&'a Confinement
 pub(super) fn run(args: &[OsString]) -> ExitCode {
     // candor (its lifeline, or the process) goes: so does the spare.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    super::fork::keep_count();
     let Some(spare) = super::launch::argument::<Spare>(args) else {
         return fail(None, "the spare launcher's argument is not readable");
     };
@@ -152,10 +153,11 @@ pub(super) fn run(args: &[OsString]) -> ExitCode {
     if housed {
         init.push(HOUSED.into());
     }
-    let mut stage = match super::launch::start_init(&spare.namespaces, init) {
-        Ok(stage) => stage,
-        Err(e) => return fail(Some(&mut life), &e),
-    };
+    let mut stage =
+        match super::launch::start_init(&spare.namespaces, init, super::launch::Second::Copy) {
+            Ok(stage) => stage,
+            Err(e) => return fail(Some(&mut life), &e),
+        };
     let mut status = match super::launch::accept_init(&mut stage) {
         Ok(status) => status,
         Err(e) => {

@@ -1496,8 +1496,7 @@ async fn the_lean_launcher_runs_both_candors_and_the_editors_commands_and_they_a
         // PID 1: the launcher's own init, or the session's house's, once
         // it is ready (`sandbox::house`): the lean launcher either way.
         assert!(
-            said.contains(&format!("{} __sandbox --init", lean.display()))
-                || said.contains(&format!("{} __sandbox --house-init", lean.display())),
+            a_second_stage_of(&said, &lean.display().to_string()),
             "not the lean launcher (terminal: {terminal}): {said}"
         );
         assert!(said.contains("wrote=1"), "terminal: {terminal}: {said}");
@@ -1558,8 +1557,7 @@ async fn without_a_lean_launcher_of_its_build_beside_it_candor_launches_commands
             let (said, argvs) = ran_by(&candor, None, &command, terminal).await;
             // Its own init, or its house's (`sandbox::house`).
             assert!(
-                said.contains(&format!("{} __sandbox --init", candor.display()))
-                    || said.contains(&format!("{} __sandbox --house-init", candor.display())),
+                a_second_stage_of(&said, &candor.display().to_string()),
                 "not candor itself (stale: {stale}, terminal: {terminal}): {said}"
             );
             assert!(said.contains("wrote=1"), "{said}");
@@ -1584,11 +1582,24 @@ pub(crate) fn processes_in(dir: &Path) -> Vec<u32> {
 }
 
 /// Whether a card whose command printed its parent's command line shows
-/// it ran in a spare: a spare launcher's second stage (`--init-spare`),
-/// or a room of the session's house (a copy of its init, whose command
-/// line it has).
+/// it ran in a spare: a spare launcher's second stage (a copy of the
+/// spare, `--spare`, whose command line it has), or a room of the
+/// session's house (a copy of its init, likewise).
 pub(crate) fn ran_in_a_spare(card: &str) -> bool {
-    card.contains("__sandbox --init-spare") || card.contains("__sandbox --house-init")
+    card.contains("__sandbox --spare") || card.contains("__sandbox --house-init")
+}
+
+/// Whether `said` (PID 1's command line, printed by the command) names a
+/// second stage of `program`: a launcher's or a spare's (a copy of it,
+/// with its command line), or a house's init.
+fn a_second_stage_of(said: &str, program: &str) -> bool {
+    [
+        format!("{program} __sandbox {{"),
+        format!("{program} __sandbox --spare"),
+        format!("{program} __sandbox --house-init"),
+    ]
+    .iter()
+    .any(|line| said.contains(line))
 }
 
 /// A spare is made for the namespaces of the boundary it was started in:
@@ -1730,11 +1741,7 @@ async fn the_next_command_goes_to_a_spare_launcher_confined_alike_which_ends_wit
         // not be ready before this model's instant answer (the test below
         // waits).
         let ran_in = |card: &str| {
-            [
-                "__sandbox --init {",
-                "__sandbox --init-spare",
-                "__sandbox --house-init",
-            ]
+            ["__sandbox {", "__sandbox --spare", "__sandbox --house-init"]
             .iter()
             .any(|init| card.contains(init))
         };

@@ -22,29 +22,14 @@ pub fn main_if_sandbox() -> Option<ExitCode> {
     Some(match rest.first().and_then(|a| a.to_str()) {
         Some("--probe") => probe::child(),
         Some("--probe-init") => probe::child_init(),
-        Some("--init" | spare::INIT | house::INIT) => stage(&rest),
+        Some("--init") => init::run_args(&rest[1..]),
+        Some(spare::INIT) => spare::run_init(&rest[1..]),
+        Some(house::INIT) => house::run_init(&rest[1..]),
         Some(spare::SPARE) => spare::run(&rest[1..]),
         Some(house::HOUSE) => house::run(&rest[1..]),
         _ => match launch::parse(&rest) {
-            Ok((spec, argv)) => launch::run(&spec, argv),
+            Ok((spec, argv)) => launch::run(&spec, argv, init::run_args),
             Err(e) => launch::fail(None, &e),
         },
     })
-}
-
-/// A second stage, by its arguments (after the subcommand): a launch's
-/// (`--init`), a spare's (`--init-spare`) or a house's (`--house-init`).
-/// A first stage runs it in a copy of itself, or starts this binary
-/// with them (`launch::start_init`).
-pub(super) fn stage(args: &[OsString]) -> ExitCode {
-    let rest = args.get(1..).unwrap_or_default();
-    match args.first().and_then(|a| a.to_str()) {
-        Some("--init") => match launch::parse(rest) {
-            Ok((spec, argv)) => init::run(&spec, &argv),
-            Err(e) => launch::fail(None, &e),
-        },
-        Some(spare::INIT) => spare::run_init(rest),
-        Some(house::INIT) => house::run_init(rest),
-        _ => launch::fail(None, "not a second stage of the sandbox"),
-    }
 }

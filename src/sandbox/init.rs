@@ -32,6 +32,14 @@ use super::lifeline::Report;
 /// How long the init waits for the first stage's mounts.
 const MOUNTS_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// The second stage, from its arguments (`<launch JSON> -- argv…`).
+pub(super) fn run_args(args: &[OsString]) -> ExitCode {
+    match super::launch::parse(args) {
+        Ok((spec, argv)) => run(&spec, &argv),
+        Err(e) => fail(None, &e),
+    }
+}
+
 /// The second stage.
 pub fn run(launch: &Launch, argv: &[OsString]) -> ExitCode {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
@@ -71,20 +79,12 @@ pub fn run(launch: &Launch, argv: &[OsString]) -> ExitCode {
     command(status, launch, c, argv, env)
 }
 
-/// The nonce a first stage gave its copy of itself (`launch::start_init`).
-static NONCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// In a first stage's copy of itself: the status socket's nonce.
-pub(super) fn given_nonce(nonce: String) {
-    let _ = NONCE.set(nonce);
-}
-
 /// Connects to the first stage's status socket (named by the nonce it
 /// gave) and says hello with the nonce. The first stage is there (and,
 /// with the death signal set, it ends this one when it goes): connecting
 /// proves it.
 pub(super) fn connect() -> Result<UnixStream, String> {
-    let given = NONCE.get().cloned();
+    let given = super::launch::given_nonce();
     let from_env = || std::env::var_os(NONCE_VAR).and_then(|n| n.into_string().ok());
     let Some(nonce) = given.or_else(from_env) else {
         return Err("the sandbox's init was started without its first stage".into());
@@ -118,7 +118,7 @@ pub(super) fn command(
     };
     let mut cmd = std::process::Command::new(program);
     cmd.args(args).env_remove(NONCE_VAR).envs(env);
-    let child = spawn_unmasked(&mut cmd);
+    let child = super::launch::spawn_unmasked(&mut cmd);
     let report = match child {
         Ok(child) => reap(child.id(), own_pid_namespace(launch, c)),
         Err(e) => {
@@ -144,26 +144,6 @@ pub(super) fn command(
         } => ExitCode::from(u8::try_from((128 + signal) & 0xff).unwrap_or(1)),
         _ => ExitCode::FAILURE,
     }
-}
-
-/// Spawns `cmd` with no signal blocked: a child inherits its parent's
-/// mask, and the stages block the termination signals (they forward
-/// them) and the house's init the ones it reads, which a command must
-/// not inherit (a `trap … TERM` would never run). This process's own
-/// mask is back as it was once the child is started.
-pub(super) fn spawn_unmasked(
-    cmd: &mut std::process::Command,
-) -> std::io::Result<std::process::Child> {
-    use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
-    let mut kept = SigSet::empty();
-    let _ = sigprocmask(
-        SigmaskHow::SIG_SETMASK,
-        Some(&SigSet::empty()),
-        Some(&mut kept),
-    );
-    let child = cmd.spawn();
-    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&kept), None);
-    child
 }
 
 /// Tells the first stage why setup failed (it says so on stderr and the

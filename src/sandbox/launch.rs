@@ -180,7 +180,11 @@ pub(super) fn receive(reader: &mut std::io::BufReader<UnixStream>) -> Option<Rep
 }
 
 /// The first stage.
-pub(super) fn run(launch: &Launch, argv: Vec<OsString>) -> ExitCode {
+pub(super) fn run(
+    launch: &Launch,
+    argv: Vec<OsString>,
+    second: fn(&[OsString]) -> ExitCode,
+) -> ExitCode {
     // candor (or the editor) dies: so does the launcher, and with it the
     // namespace.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
@@ -199,7 +203,7 @@ pub(super) fn run(launch: &Launch, argv: Vec<OsString>) -> ExitCode {
         return unconfined(life, argv);
     };
     let signals = block_termination();
-    let stage = match prepare(launch, confinement, &argv) {
+    let stage = match prepare(launch, confinement, &argv, second) {
         Ok(stage) => stage,
         Err(e) => return fail(life.as_mut(), &e),
     };
@@ -226,7 +230,7 @@ fn unconfined(mut life: Option<UnixStream>, argv: Vec<OsString>) -> ExitCode {
         .map_or((OsString::new(), &[][..]), |(p, a)| (p.clone(), a));
     let mut cmd = std::process::Command::new(&program);
     cmd.args(args);
-    let mut child = match super::init::spawn_unmasked(&mut cmd) {
+    let mut child = match spawn_unmasked(&mut cmd) {
         Ok(child) => Child::of(child.id()),
         Err(e) => {
             return fail(
@@ -340,7 +344,12 @@ impl Child {
 /// the house has them) the mounts and `lo`. The second stage waits for
 /// the word that they are in place before it confines itself
 /// (`supervise`).
-fn prepare(launch: &Launch, c: &Confinement, argv: &[OsString]) -> Result<Stage, String> {
+fn prepare(
+    launch: &Launch,
+    c: &Confinement,
+    argv: &[OsString],
+    second: fn(&[OsString]) -> ExitCode,
+) -> Result<Stage, String> {
     let housed = enter(&c.namespaces, launch.house.as_ref())?;
     // The second stage is told the house only when it is in it.
     let inner = Launch {
@@ -352,7 +361,7 @@ fn prepare(launch: &Launch, c: &Confinement, argv: &[OsString]) -> Result<Stage,
     let spec = serde_json::to_string(&inner).map_err(|e| e.to_string())?;
     let mut init = vec![OsString::from("--init"), spec.into(), "--".into()];
     init.extend(argv.iter().cloned());
-    let mut stage = start_init(&c.namespaces, init, Second::Copy)?;
+    let mut stage = start_init(&c.namespaces, init, Second::Copy(second))?;
     if !housed && let Err(e) = mounts(&launch.boundary, c) {
         stage.end();
         return Err(e);
@@ -383,11 +392,12 @@ pub(super) fn enter(
 }
 
 /// How a first stage starts its second.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub(super) enum Second {
-    /// A copy of this process (`sandbox::fork`): no second start of the
-    /// binary. A launcher's and a spare's.
-    Copy,
+    /// A copy of this process (`sandbox::fork`), which runs this stage
+    /// with the arguments after the stage's option: no second start of
+    /// the binary. A launcher's and a spare's.
+    Copy(fn(&[OsString]) -> ExitCode),
     /// This binary started again, its command line naming the stage (the
     /// house's init: each room, a copy of it, shows that command line,
     /// which must not carry the first stage's token).
@@ -395,9 +405,9 @@ pub(super) enum Second {
 }
 
 /// Starts the second stage in the namespaces entered ([`enter`]), given
-/// the status socket's nonce: the stage `init` names, as if this binary
-/// were started with `init` after the subcommand (`sandbox::entry::stage`),
-/// in a copy of this process or in this binary started again (`how`).
+/// the status socket's nonce: the stage `init` names (its option, then
+/// its arguments), in a copy of this process or in this binary started
+/// again with `init` after the subcommand (`how`).
 pub(super) fn start_init(
     ns: &Namespaces,
     init: Vec<OsString>,
@@ -408,14 +418,14 @@ pub(super) fn start_init(
         .map_err(|e| format!("the status socket: {e}"))?;
     let listener =
         UnixListener::bind_addr(&address).map_err(|e| format!("the status socket: {e}"))?;
-    if how == Second::Copy {
+    if let Second::Copy(stage) = how {
         return match super::fork::alone()
             .map_err(|e| format!("starting the sandbox's init: {e}"))?
         {
             super::fork::Forked::Child => {
                 drop(listener);
-                super::init::given_nonce(nonce);
-                let code = super::entry::stage(&init);
+                give_nonce(nonce);
+                let code = stage(init.get(1..).unwrap_or_default());
                 std::process::exit(i32::from(number_of(code)));
             }
             super::fork::Forked::Parent(pid) => Ok(Stage {
@@ -441,6 +451,39 @@ pub(super) fn start_init(
         listener,
         nonce,
     })
+}
+
+/// The nonce a first stage gave its copy of itself (`launch::start_init`).
+static NONCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// In a first stage's copy of itself: the status socket's nonce.
+fn give_nonce(nonce: String) {
+    let _ = NONCE.set(nonce);
+}
+
+/// The nonce this process was given as a first stage's copy of itself.
+pub(super) fn given_nonce() -> Option<String> {
+    NONCE.get().cloned()
+}
+
+/// Spawns `cmd` with no signal blocked: a child inherits its parent's
+/// mask, and the stages block the termination signals (they forward
+/// them) and the house's init the ones it reads, which a command must
+/// not inherit (a `trap … TERM` would never run). This process's own
+/// mask is back as it was once the child is started.
+pub(super) fn spawn_unmasked(
+    cmd: &mut std::process::Command,
+) -> std::io::Result<std::process::Child> {
+    use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
+    let mut kept = SigSet::empty();
+    let _ = sigprocmask(
+        SigmaskHow::SIG_SETMASK,
+        Some(&SigSet::empty()),
+        Some(&mut kept),
+    );
+    let child = cmd.spawn();
+    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&kept), None);
+    child
 }
 
 /// The number an exit code stands for (`ExitCode` has no stable way out

@@ -197,8 +197,8 @@ fn spawn(start: &Start, own: Vec<(String, String)>, output: OwnedFd) -> Result<P
         .stdout(output)
         .stderr(errors)
         .process_group(0);
-    let child =
-        super::init::spawn_unmasked(&mut cmd).map_err(|e| format!("cannot run {program}: {e}"))?;
+    let child = super::launch::spawn_unmasked(&mut cmd)
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
     drop(cmd);
     let pid = i32::try_from(child.id()).map_err(|_| "the command's pid")?;
     // Reaped below (`supervise`), not by std.

@@ -153,11 +153,14 @@ pub(super) fn run(args: &[OsString]) -> ExitCode {
     if housed {
         init.push(HOUSED.into());
     }
-    let mut stage =
-        match super::launch::start_init(&spare.namespaces, init, super::launch::Second::Copy) {
-            Ok(stage) => stage,
-            Err(e) => return fail(Some(&mut life), &e),
-        };
+    let mut stage = match super::launch::start_init(
+        &spare.namespaces,
+        init,
+        super::launch::Second::Copy(run_init),
+    ) {
+        Ok(stage) => stage,
+        Err(e) => return fail(Some(&mut life), &e),
+    };
     let mut status = match super::launch::accept_init(&mut stage) {
         Ok(status) => status,
         Err(e) => {

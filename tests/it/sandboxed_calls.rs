@@ -1742,8 +1742,8 @@ async fn the_next_command_goes_to_a_spare_launcher_confined_alike_which_ends_wit
         // waits).
         let ran_in = |card: &str| {
             ["__sandbox {", "__sandbox --spare", "__sandbox --house-init"]
-            .iter()
-            .any(|init| card.contains(init))
+                .iter()
+                .any(|init| card.contains(init))
         };
         assert!(ran_in(&one), "{one}");
         assert!(ran_in(&two), "{two}");

@@ -293,6 +293,18 @@ fn chain(depth: u32) -> String {
     )
 }
 
+/// The size of `beat.txt` in `project` `settle_ms` from now (once the
+/// end the test brought about has taken effect), and again 1.5 s later:
+/// whether anything still writes it.
+async fn beat_sizes(project: &Path, settle_ms: u64) -> (u64, u64) {
+    let beat = project.join("beat.txt");
+    let size = || std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(settle_ms)).await;
+    let before = size();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    (before, size())
+}
+
 /// Runs `second` as a housed call (after a first), and whether
 /// `beat.txt` still grows 1.5 s after the prompt's answer.
 async fn still_beating(second: &str) -> (bool, String) {
@@ -300,12 +312,11 @@ async fn still_beating(second: &str) -> (bool, String) {
     let done = conn.response(&id).await;
     assert!(done.get("result").is_some(), "{done}");
     let two = conn.thread(&session).card("two").text();
-    let beat = conn.env.project.join("beat.txt");
-    assert!(beat.exists(), "the stray never ran: {two}");
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let before = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let after = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    assert!(
+        conn.env.project.join("beat.txt").exists(),
+        "the stray never ran: {two}"
+    );
+    let (before, after) = beat_sizes(&conn.env.project, 500).await;
     (after > before, two)
 }
 
@@ -434,10 +445,7 @@ async fn a_housed_command_whose_first_stage_is_sigkilled_leaves_nothing_writing(
             nix::sys::signal::Signal::SIGKILL,
         );
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let before = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let after = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    let (before, after) = beat_sizes(&project, 300).await;
     assert_eq!(
         before, after,
         "the stray wrote after its launcher was killed"
@@ -566,7 +574,8 @@ async fn a_timed_out_housed_command_is_asked_to_end_then_ended() {
     let env = TestEnv::new();
     let project = env.project.clone();
     let asked = format!(
-        "{PARENT}; trap 'echo asked >> asked.txt' TERM; (unset candor_scope; setsid bash -c 'while :; do echo x >> beat.txt; sleep 0.1; done' > /dev/null 2>&1 &); while :; do sleep 0.1; done"
+        "{PARENT}; trap 'echo asked >> asked.txt' TERM; {}; while :; do sleep 0.1; done",
+        chain(0)
     );
     let (mut conn, session) = scripted(
         env,
@@ -594,12 +603,8 @@ async fn a_timed_out_housed_command_is_asked_to_end_then_ended() {
             .contains("[timed out after 1500 ms; candor ended the command]"),
         "{result}"
     );
-    let beat = project.join("beat.txt");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let before = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    let (before, after) = beat_sizes(&project, 300).await;
     assert!(before > 0, "the stray never ran");
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    let after = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
     assert_eq!(before, after, "a process outlived its timed-out call");
 }
 
@@ -635,9 +640,7 @@ async fn a_background_command_in_a_room_is_read_then_killed_with_all_it_started(
     require_sandbox();
     let env = TestEnv::new();
     let project = env.project.clone();
-    let background = format!(
-        "{PARENT}; (unset candor_scope; setsid bash -c 'while :; do echo x >> beat.txt; sleep 0.1; done' > /dev/null 2>&1 &); echo running; sleep 30"
-    );
+    let background = format!("{PARENT}; {}; echo running; sleep 30", chain(0));
     let (mut conn, session) = scripted(
         env,
         vec![
@@ -654,12 +657,8 @@ async fn a_background_command_in_a_room_is_read_then_killed_with_all_it_started(
     let output = read["output"].as_str().unwrap();
     assert!(in_a_room(output), "{output}");
     assert!(output.contains("running"), "{output}");
-    let beat = project.join("beat.txt");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let before = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    let (before, after) = beat_sizes(&project, 300).await;
     assert!(before > 0, "the stray never ran");
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    let after = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
     assert_eq!(
         before, after,
         "a process outlived its killed background shell"
@@ -692,12 +691,11 @@ async fn a_housed_command_that_stops_its_room_leaves_nothing_behind() {
     let result = result_of(&conn, &session, "two");
     let output = result["output"].as_str().unwrap();
     assert!(in_a_room(output), "{output}");
-    let beat = project.join("beat.txt");
-    assert!(beat.exists(), "the stray never ran: {output}");
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let before = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let after = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    assert!(
+        project.join("beat.txt").exists(),
+        "the stray never ran: {output}"
+    );
+    let (before, after) = beat_sizes(&project, 500).await;
     assert_eq!(
         before, after,
         "a process outlived its call by stopping its room: {output}"

@@ -423,38 +423,24 @@ pub(super) fn run_init(args: &[OsString]) -> ExitCode {
     let mut busy_until = std::time::Instant::now();
     loop {
         let busy = busy_until > std::time::Instant::now();
-        if wait(&status, &pokes, retiring, busy || !idle(&rooms)) {
-            match words.read(&mut status) {
-                None => retiring = true,
-                Some(lines) => {
-                    for line in lines {
-                        match Word::of(&line) {
-                            Some(Word::Retire) => retiring = true,
-                            Some(Word::Room(token)) if !retiring => {
-                                match super::fork::alone() {
-                                    Ok(super::fork::Forked::Child) => {
-                                        // The init's own ends are not the room's.
-                                        drop(status);
-                                        drop(pokes);
-                                        let code = super::room::run(
-                                            &house.lifeline,
-                                            &house.boundary,
-                                            &token,
-                                        );
-                                        std::process::exit(i32::from(code));
-                                    }
-                                    Ok(super::fork::Forked::Parent(room)) => {
-                                        rooms.push(room.as_raw());
-                                    }
-                                    // No room: candor's call waits for its hello
-                                    // in vain, and starts a launcher instead.
-                                    Err(_) => {}
-                                }
-                            }
-                            Some(Word::Room(_)) | None => {}
-                        }
-                    }
+        let asked = if wait(&status, &pokes, retiring, busy || !idle(&rooms)) {
+            heard(&mut words, &mut status, &mut retiring)
+        } else {
+            Vec::new()
+        };
+        for token in asked {
+            match super::fork::alone() {
+                Ok(super::fork::Forked::Child) => {
+                    // The init's own ends are not the room's.
+                    drop(status);
+                    drop(pokes);
+                    let code = super::room::run(&house.lifeline, &house.boundary, &token);
+                    std::process::exit(i32::from(super::launch::number_of(code)));
                 }
+                Ok(super::fork::Forked::Parent(room)) => rooms.push(room.as_raw()),
+                // No room: candor's call waits for its hello in vain, and
+                // starts a launcher instead.
+                Err(_) => {}
             }
         }
         while let Ok(Some(signal)) = pokes.read_signal() {
@@ -478,6 +464,25 @@ pub(super) fn run_init(args: &[OsString]) -> ExitCode {
             return ExitCode::SUCCESS;
         }
     }
+}
+
+/// The words the first process said on `status` (its end: the house is
+/// let go): `retiring` once it said `retire`, and the tokens of the rooms
+/// it asked for before that.
+fn heard(words: &mut Words, status: &mut UnixStream, retiring: &mut bool) -> Vec<String> {
+    let Some(lines) = words.read(status) else {
+        *retiring = true;
+        return Vec::new();
+    };
+    let mut asked = Vec::new();
+    for line in lines {
+        match Word::of(&line) {
+            Some(Word::Retire) => *retiring = true,
+            Some(Word::Room(token)) if !*retiring => asked.push(token),
+            Some(Word::Room(_)) | None => {}
+        }
+    }
+    asked
 }
 
 /// Waits for a poke or a room's end, the first process's words (unless

@@ -134,16 +134,7 @@ pub(super) fn command(
         }
     };
     send(&mut status, &report);
-    match report {
-        Report::Exited {
-            code: Some(code), ..
-        } => ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1)),
-        Report::Exited {
-            signal: Some(signal),
-            ..
-        } => ExitCode::from(u8::try_from((128 + signal) & 0xff).unwrap_or(1)),
-        _ => ExitCode::FAILURE,
-    }
+    super::launch::status_of(&report)
 }
 
 /// Tells the first stage why setup failed (it says so on stderr and the
@@ -256,26 +247,12 @@ fn reap(command: u32, pid_namespace: bool) -> Report {
     let command = Pid::from_raw(i32::try_from(command).unwrap_or(i32::MAX));
     let report = loop {
         match waitpid(None::<Pid>, None) {
-            Ok(WaitStatus::Exited(pid, code)) if pid == command => {
-                break Report::Exited {
-                    code: Some(code),
-                    signal: None,
-                };
-            }
-            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == command => {
-                break Report::Exited {
-                    code: None,
-                    signal: Some(signal as i32),
-                };
-            }
-            Ok(_) => continue,
+            Ok(status) => match end_of(status, command) {
+                Some(report) => break report,
+                None => continue,
+            },
             Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => {
-                break Report::Exited {
-                    code: None,
-                    signal: None,
-                };
-            }
+            Err(_) => break UNKNOWN_END,
         }
     };
     if !pid_namespace {
@@ -283,6 +260,29 @@ fn reap(command: u32, pid_namespace: bool) -> Report {
     }
     report
 }
+
+/// How `command` ended, when `status` is its end (`None`: another
+/// process's, or not an end).
+pub(super) fn end_of(status: WaitStatus, command: Pid) -> Option<Report> {
+    match status {
+        WaitStatus::Exited(pid, code) if pid == command => Some(Report::Exited {
+            code: Some(code),
+            signal: None,
+        }),
+        WaitStatus::Signaled(pid, signal, _) if pid == command => Some(Report::Exited {
+            code: None,
+            signal: Some(signal as i32),
+        }),
+        _ => None,
+    }
+}
+
+/// The end of a command reaped by something else (no child was left to
+/// wait for): neither a code nor a signal known.
+pub(super) const UNKNOWN_END: Report = Report::Exited {
+    code: None,
+    signal: None,
+};
 
 /// Kills everything the subreaper (or the house's init) has below it but
 /// `spared` (the house's rooms, `sandbox::room`, and what runs in them):

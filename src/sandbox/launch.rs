@@ -488,7 +488,7 @@ pub(super) fn spawn_unmasked(
 
 /// The number an exit code stands for (`ExitCode` has no stable way out
 /// as a number; it equals the one made from its number).
-fn number_of(code: ExitCode) -> u8 {
+pub(super) fn number_of(code: ExitCode) -> u8 {
     (0..=u8::MAX)
         .find(|n| ExitCode::from(*n) == code)
         .unwrap_or(1)
@@ -627,20 +627,29 @@ fn finish(life: Option<UnixStream>, report: Option<Report>) -> ExitCode {
     if let (Some(mut life), Some(report)) = (life, report.clone()) {
         send(&mut life, &report);
     }
+    if let Some(Report::Exited {
+        code: None,
+        signal: Some(signal),
+    }) = report
+        && let Ok(sig) = Signal::try_from(signal)
+    {
+        let _ = SigSet::all().thread_unblock();
+        let _ = nix::sys::signal::raise(sig);
+    }
+    report.as_ref().map_or(ExitCode::FAILURE, status_of)
+}
+
+/// The exit status that says what `report` says: the command's code, or
+/// 128 and the signal that ended it; a failure for anything else.
+pub(super) fn status_of(report: &Report) -> ExitCode {
     match report {
-        Some(Report::Exited {
+        Report::Exited {
             code: Some(code), ..
-        }) => ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1)),
-        Some(Report::Exited {
+        } => ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1)),
+        Report::Exited {
             signal: Some(signal),
             ..
-        }) => {
-            if let Ok(sig) = Signal::try_from(signal) {
-                let _ = SigSet::all().thread_unblock();
-                let _ = nix::sys::signal::raise(sig);
-            }
-            ExitCode::from(u8::try_from((128 + signal) & 0xff).unwrap_or(1))
-        }
+        } => ExitCode::from(u8::try_from((128 + signal) & 0xff).unwrap_or(1)),
         _ => ExitCode::FAILURE,
     }
 }

@@ -25,6 +25,7 @@
 use std::io::{BufRead as _, Read as _};
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::os::unix::net::UnixStream;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use nix::sys::signal::{SigSet, Signal};
@@ -32,7 +33,8 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use super::boundary::Boundary;
-use super::launch::{Launch, NONCE_VAR, SETUP_FAILED, send};
+use super::init::refuse;
+use super::launch::{Launch, NONCE_VAR, send};
 use super::lifeline::Report;
 use super::spare::Start;
 
@@ -53,25 +55,17 @@ pub fn token_fits(token: &str) -> bool {
 
 /// The room's life, in the house's init's copy of itself: the room of
 /// the lifeline launch `token` of candor's `lifeline`, for the house's
-/// `boundary`; its exit status (the command's, or [`SETUP_FAILED`]).
-pub(super) fn run(lifeline: &std::path::Path, boundary: &Boundary, token: &str) -> u8 {
+/// `boundary`; its exit status (the command's, or `SETUP_FAILED`).
+pub(super) fn run(lifeline: &std::path::Path, boundary: &Boundary, token: &str) -> ExitCode {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     // The init's pokes are not the room's: only its children's ends.
     let mut mask = SigSet::empty();
     mask.add(Signal::SIGCHLD);
     let _ = mask.thread_block();
     // Before seccomp, which may refuse it a unix socket.
-    let Ok(mut life) = super::launch::hello(lifeline, token) else {
-        return SETUP_FAILED;
-    };
-    let refuse = |life: &mut UnixStream, why: &str| {
-        send(
-            life,
-            &Report::SetupFailed {
-                reason: why.replace('\n', " "),
-            },
-        );
-        SETUP_FAILED
+    let mut life = match super::launch::hello(lifeline, token) {
+        Ok(life) => life,
+        Err(failed) => return failed,
     };
     let Some(c) = boundary.confinement() else {
         return refuse(&mut life, "a room of a house without a boundary");
@@ -91,7 +85,7 @@ pub(super) fn run(lifeline: &std::path::Path, boundary: &Boundary, token: &str) 
     // Confined ahead; now the command, whenever candor has one.
     let Some(output) = receive_output(&life) else {
         // Let go (or a word that was not the pipe): nothing ran.
-        return 0;
+        return ExitCode::SUCCESS;
     };
     let Ok(stream) = life.try_clone() else {
         return refuse(&mut life, "the lifeline cannot be read");
@@ -100,7 +94,7 @@ pub(super) fn run(lifeline: &std::path::Path, boundary: &Boundary, token: &str) 
     let start = match super::spare::read_start_from(&mut words) {
         Some(Ok(start)) => start,
         Some(Err(e)) => return refuse(&mut life, &e),
-        None => return 0,
+        None => return ExitCode::SUCCESS,
     };
     if let Err(why) = fits(&start, boundary) {
         return refuse(&mut life, &why);
@@ -114,22 +108,12 @@ pub(super) fn run(lifeline: &std::path::Path, boundary: &Boundary, token: &str) 
         Err(e) => return refuse(&mut life, &e),
     };
     send(&mut life, &Report::Ready);
-    let report = supervise(command, &mut words);
-    match report {
+    match supervise(command, &mut words) {
         Some(report) => {
             send(&mut life, &report);
-            match report {
-                Report::Exited {
-                    code: Some(code), ..
-                } => u8::try_from(code & 0xff).unwrap_or(1),
-                Report::Exited {
-                    signal: Some(signal),
-                    ..
-                } => u8::try_from((128 + signal) & 0xff).unwrap_or(1),
-                _ => 1,
-            }
+            super::launch::status_of(&report)
         }
-        None => 1,
+        None => ExitCode::FAILURE,
     }
 }
 
@@ -222,31 +206,16 @@ fn supervise(command: Pid, words: &mut std::io::BufReader<UnixStream>) -> Option
         // Reap first: a command that ended before the signal descriptor
         // was made signalled nothing it can read.
         loop {
-            match waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(pid, code)) if pid == command => {
-                    super::init::end_leftovers(&[]);
-                    return Some(Report::Exited {
-                        code: Some(code),
-                        signal: None,
-                    });
-                }
-                Ok(WaitStatus::Signaled(pid, signal, _)) if pid == command => {
-                    super::init::end_leftovers(&[]);
-                    return Some(Report::Exited {
-                        code: None,
-                        signal: Some(signal as i32),
-                    });
-                }
+            let ended = match waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
                 Ok(WaitStatus::StillAlive) => break,
-                Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
+                Ok(status) => super::init::end_of(status, command),
+                Err(nix::errno::Errno::EINTR) => None,
                 // No child left: the command was reaped already.
-                Err(_) => {
-                    super::init::end_leftovers(&[]);
-                    return Some(Report::Exited {
-                        code: None,
-                        signal: None,
-                    });
-                }
+                Err(_) => Some(super::init::UNKNOWN_END),
+            };
+            if let Some(report) = ended {
+                super::init::end_leftovers(&[]);
+                return Some(report);
             }
         }
         if words.buffer().is_empty() {

@@ -328,9 +328,9 @@ async fn start(command: &str, cx: &ToolContext) -> Result<Started, ToolOutput> {
             launched = confiner
                 .launch_own(boundary, &cx.events)
                 .map_err(|why| not_set_up(&why))?;
-            spawn_launcher(&launched, command, cx).map(|(g, o)| (Running::Group(g), o))
+            spawn_launcher(&launched, command, cx)
         }
-        None => spawn_launcher(&launched, command, cx).map(|(g, o)| (Running::Group(g), o)),
+        None => spawn_launcher(&launched, command, cx),
     };
     let (mut group, output) =
         started.map_err(|e| ToolOutput::failed(format!("could not start bash: {e}")))?;
@@ -355,13 +355,13 @@ fn spawn_launcher(
     launched: &super::confined::Launched,
     command: &str,
     cx: &ToolContext,
-) -> std::io::Result<(ProcessGroup, tokio::net::unix::pipe::Receiver)> {
+) -> std::io::Result<(Running, tokio::net::unix::pipe::Receiver)> {
     let (mut cmd, output) =
         exec::confined_bash(&launched.launcher, &launched.launch, command, &cx.cwd)?;
     if let Some(file) = cx.session_env() {
         cmd.env("BASH_ENV", file);
     }
-    Ok((ProcessGroup::spawn(cmd)?, output))
+    Ok((Running::Group(ProcessGroup::spawn(cmd)?), output))
 }
 
 /// Sends `command` to the spare launcher (`sandbox::spare`) `launched`

@@ -87,7 +87,7 @@ impl InRoom {
                 signal: Some(signal),
                 ..
             }) => ExitStatus::from_raw(signal & 0x7f),
-            _ => ExitStatus::from_raw(libc_sigkill()),
+            _ => killed(),
         };
         // A room that said how its command ended ends what it left, and
         // itself. Gone without a word, or cut by candor (`shutdown` ends
@@ -106,9 +106,10 @@ impl InRoom {
     }
 }
 
-/// `SIGKILL`'s number.
-fn libc_sigkill() -> i32 {
-    nix::sys::signal::Signal::SIGKILL as i32
+/// The status of a command killed by `SIGKILL`.
+fn killed() -> ExitStatus {
+    use std::os::unix::process::ExitStatusExt as _;
+    ExitStatus::from_raw(nix::sys::signal::Signal::SIGKILL as i32)
 }
 
 impl Running {
@@ -144,10 +145,7 @@ impl Running {
             Some(status) => Ok(status),
             None => Ok(tokio::time::timeout(CUT_WAIT, room.wait())
                 .await
-                .unwrap_or_else(|_| {
-                    use std::os::unix::process::ExitStatusExt as _;
-                    ExitStatus::from_raw(libc_sigkill())
-                })),
+                .unwrap_or_else(|_| killed())),
         }
     }
 }

@@ -212,7 +212,13 @@ impl Lifeline {
             writer,
             bound,
         };
-        crate::sync::lock(&self.watchers).insert(token.clone(), waiting);
+        let mut watchers = crate::sync::lock(&self.watchers);
+        // A launch whose watch was dropped before it said hello (it could
+        // not be started, or a spare let go early) is forgotten: its
+        // token, if it comes after all, is unknown and not heard.
+        watchers.retain(|_, w| !w.reports.is_closed());
+        watchers.insert(token.clone(), waiting);
+        drop(watchers);
         (
             token,
             Watch {
@@ -305,5 +311,25 @@ async fn connection(stream: tokio::net::UnixStream, watchers: Watchers) {
             }
             _ => tracing::warn!(pid, "a sandbox launcher sent an unreadable report"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_launch_whose_watch_was_dropped_before_its_hello_is_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let lifeline = Lifeline::bind(&dir.path().join("lifeline.sock")).unwrap();
+        let (dropped, watch) = lifeline.expect_room();
+        drop(watch);
+        let (kept, _watch) = lifeline.expect();
+        let watchers = crate::sync::lock(&lifeline.watchers);
+        assert!(!watchers.contains_key(&dropped), "a dropped launch is kept");
+        assert!(
+            watchers.contains_key(&kept),
+            "a waiting launch is forgotten"
+        );
     }
 }

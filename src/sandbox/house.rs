@@ -550,4 +550,42 @@ mod tests {
         // Not an escape: left as it is.
         assert_eq!(unescape("/p/x\\9"), PathBuf::from("/p/x\\9"));
     }
+
+    #[test]
+    fn only_the_exact_words_make_a_room_or_let_the_house_go() {
+        let token = "0123456789abcdef0123456789abcdef";
+        assert_eq!(
+            Word::of(format!("room {token}\n").as_bytes()),
+            Some(Word::Room(token.to_owned()))
+        );
+        assert_eq!(Word::of(b"retire\n"), Some(Word::Retire));
+        for line in [
+            format!("room {token}"),              // no end of line
+            format!("room  {token}\n"),           // another spelling
+            format!("room {token} x\n"),          // more after the token
+            "room ../../x\n".to_owned(),          // not a token
+            "room \n".to_owned(),                 // none
+            format!("room {}\n", "a".repeat(65)), // longer than a token
+            format!("rooms {token}\n"),
+            "retire now\n".to_owned(),
+        ] {
+            assert_eq!(Word::of(line.as_bytes()), None, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn words_are_read_a_line_at_a_time_and_a_line_without_end_is_dropped() {
+        let (mut candor, mut house) = UnixStream::pair().unwrap();
+        let mut words = Words::default();
+        candor.write_all(b"retire\nroo").unwrap();
+        assert_eq!(words.read(&mut house), Some(vec![b"retire\n".to_vec()]));
+        candor.write_all(b"m 1\n").unwrap();
+        assert_eq!(words.read(&mut house), Some(vec![b"room 1\n".to_vec()]));
+        // A line longer than any word is dropped, not kept growing.
+        candor.write_all(&[b'x'; 300]).unwrap();
+        assert_eq!(words.read(&mut house), Some(Vec::new()));
+        assert!(words.partial.is_empty());
+        drop(candor);
+        assert_eq!(words.read(&mut house), None);
+    }
 }

@@ -924,3 +924,83 @@ fn a_refused_write_is_explained_for_the_model() {
         "{line}"
     );
 }
+
+/// A room of a house made for `boundary` (`sandbox::room`), asked for
+/// on the house's lifeline `asks`: sent `start` (with an output pipe), how
+/// its setup went.
+async fn in_a_room(
+    lifeline: &Lifeline,
+    asks: &mut tokio::net::UnixStream,
+    start: &candor::sandbox::Start,
+) -> (Setup, candor::sandbox::Watch) {
+    use tokio::io::AsyncWriteExt as _;
+    let (token, mut room) = lifeline.expect_room();
+    let ask = format!("{} {token}\n", candor::sandbox::room::ASK);
+    asks.write_all(ask.as_bytes()).await.unwrap();
+    let (_output, pipe) = candor::tools::exec::output_pipe().unwrap();
+    let mut words = room.writer(Duration::from_secs(10)).await.unwrap();
+    candor::tools::exec::send_output(&words, &pipe)
+        .await
+        .unwrap();
+    drop(pipe);
+    words.write_all(&start.line().unwrap()).await.unwrap();
+    let setup = room.setup(Duration::from_secs(10)).await;
+    (setup, room)
+}
+
+#[tokio::test]
+async fn a_room_runs_only_a_command_of_its_houses_boundary() {
+    // A room is confined for its house's boundary before its command
+    // comes: a start settled for any other boundary (here the network on)
+    // would run in less or more than its card says, and is refused.
+    let place = Place::new();
+    let boundary = place.boundary(Network::Off);
+    let lifeline = Lifeline::bind(&place.root.join("life.sock")).unwrap();
+    let (token, mut house_watch) = lifeline.expect();
+    let house = candor::sandbox::House {
+        build: candor::sandbox::launcher::BUILD.into(),
+        lifeline: lifeline.path().to_owned(),
+        token,
+        boundary: boundary.clone(),
+        marks: candor::sandbox::house::marks(&boundary),
+    };
+    let _house = tokio::process::Command::new(launcher())
+        .args(house.args().unwrap())
+        .current_dir(&place.proj)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    assert_eq!(
+        house_watch.setup(Duration::from_secs(10)).await,
+        Setup::Ready
+    );
+    let mut asks = house_watch.writer(Duration::from_secs(10)).await.unwrap();
+    let start = |boundary: &Boundary, file: &str| candor::sandbox::Start {
+        launch: launch(boundary),
+        argv: vec!["touch".into(), file.into()],
+        cwd: place.proj.clone(),
+        env: Vec::new(),
+    };
+    let wider = place.boundary(Network::On);
+    let (setup, _room) = in_a_room(&lifeline, &mut asks, &start(&wider, "ran-wider")).await;
+    match setup {
+        Setup::Failed(why) => assert!(why.contains("another boundary"), "{why}"),
+        Setup::Ready => panic!("a room ran a command of another boundary"),
+    }
+    assert!(!place.proj.join("ran-wider").exists());
+    // The control: a command of the house's boundary runs, and its end is
+    // reported.
+    let (setup, mut room) = in_a_room(&lifeline, &mut asks, &start(&boundary, "ran-same")).await;
+    assert_eq!(setup, Setup::Ready);
+    assert_eq!(
+        room.exited().await,
+        Some(Report::Exited {
+            code: Some(0),
+            signal: None
+        })
+    );
+    assert!(place.proj.join("ran-same").exists());
+}

@@ -416,6 +416,17 @@ impl Config {
             .is_none_or(|t| t != "prompt")
     }
 
+    /// Whether candor's own config (`[sandbox] mode = "full-access"`)
+    /// turns the sandbox off. Claude Code's and Codex's settings, and a
+    /// project's, are read per session; this is what is known before one.
+    pub fn sandbox_off(&self) -> bool {
+        self.user_settings
+            .as_ref()
+            .ok()
+            .and_then(|s| s.sandbox.as_ref()?.mode)
+            == Some(crate::sandbox::Preset::FullAccess)
+    }
+
     /// What WebFetch may reach beyond the public internet over HTTPS: the
     /// user config file's `[web]` (a project's is not read). `Err` names a
     /// wrong entry; WebFetch then gets nothing beyond the defaults.

@@ -91,6 +91,15 @@ where
     let (outbox, queue) = transport::Outbox::new();
     let (finish, finished) = oneshot::channel();
     let writer = transport::spawn_writer(output, queue, config.log_messages, finished);
+    // What the kernel gives the sandbox is asked now, once per process,
+    // while the client starts its session (a session asks again and waits
+    // for the same answer: `tools::exec::sandbox_probe`); not when
+    // candor's own config turns the sandbox off.
+    if let Some(launcher) = config.launcher.clone()
+        && !config.sandbox_off()
+    {
+        tokio::spawn(async move { tools::exec::sandbox_probe(&launcher).await });
+    }
     let agent = Arc::new(dispatch::Agent::new(config, outbox.clone()));
     let mut reader = transport::LineReader::new(input);
     tokio::pin!(shutdown);

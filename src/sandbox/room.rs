@@ -82,38 +82,59 @@ pub(super) fn run(lifeline: &std::path::Path, boundary: &Boundary, token: &str) 
         Ok(env) => env,
         Err(e) => return refuse(&mut life, &e),
     };
-    // Confined ahead; now the command, whenever candor has one.
-    let Some(output) = receive_output(&life) else {
-        // Let go (or a word that was not the pipe): nothing ran.
-        return ExitCode::SUCCESS;
-    };
+    // Confined ahead; now each command candor sends, one at a time, until
+    // it lets the room go.
+    loop {
+        // A word read with a bound in the last command's supervision must
+        // not end the wait for the next.
+        let _ = life.set_read_timeout(None);
+        let Some(output) = receive_output(&life) else {
+            // Let go (or a word that was not the pipe): nothing runs.
+            return ExitCode::SUCCESS;
+        };
+        if let Err(end) = serve(&mut life, boundary, own.clone(), output) {
+            return end;
+        }
+    }
+}
+
+/// Runs one command in the room: reads its start, checks it, enters its
+/// working directory, starts it, says ready, supervises it and says how
+/// it ended (everything it left ended first). `Err`: the room's end (a
+/// start refused, said so; or candor gone).
+fn serve(
+    life: &mut UnixStream,
+    boundary: &Boundary,
+    own: Vec<(String, String)>,
+    output: OwnedFd,
+) -> Result<(), ExitCode> {
     let Ok(stream) = life.try_clone() else {
-        return refuse(&mut life, "the lifeline cannot be read");
+        return Err(refuse(life, "the lifeline cannot be read"));
     };
     let mut words = std::io::BufReader::new(stream);
     let start = match super::spare::read_start_from(&mut words) {
         Some(Ok(start)) => start,
-        Some(Err(e)) => return refuse(&mut life, &e),
-        None => return ExitCode::SUCCESS,
+        Some(Err(e)) => return Err(refuse(life, &e)),
+        None => return Err(ExitCode::SUCCESS),
     };
     if let Err(why) = fits(&start, boundary) {
-        return refuse(&mut life, &why);
+        return Err(refuse(life, &why));
     }
     if let Err(e) = std::env::set_current_dir(&start.cwd) {
         let cwd = start.cwd.display();
-        return refuse(&mut life, &format!("the working directory {cwd}: {e}"));
+        return Err(refuse(life, &format!("the working directory {cwd}: {e}")));
     }
     let command = match spawn(&start, own, output) {
         Ok(pid) => pid,
-        Err(e) => return refuse(&mut life, &e),
+        Err(e) => return Err(refuse(life, &e)),
     };
-    send(&mut life, &Report::Ready);
+    send(life, &Report::Ready);
     match supervise(command, &mut words) {
         Some(report) => {
-            send(&mut life, &report);
-            super::launch::status_of(&report)
+            send(life, &report);
+            Ok(())
         }
-        None => ExitCode::FAILURE,
+        None => Err(ExitCode::FAILURE),
     }
 }
 

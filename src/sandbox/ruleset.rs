@@ -141,6 +141,33 @@ pub fn write_paths(boundary: &Boundary) -> Vec<PathBuf> {
         .collect()
 }
 
+/// What one writable root (or the temporary directory) of a boundary is
+/// now, as [`apply`] would open it: its device, inode and birth, or
+/// `None` (missing, or reached through a symbolic link).
+pub type RootMark = Option<(u64, u64, Option<std::time::SystemTime>)>;
+
+/// What a boundary's writable roots are now ([`RootMark`], each in turn).
+/// A room of the session's house, confined ahead (`sandbox::room`), holds
+/// rules on its roots as they were then; it takes a command only while
+/// they are the same (a root removed and made again, renamed, or swapped
+/// for a link is a new ruleset's).
+pub fn roots_now(boundary: &Boundary) -> Vec<RootMark> {
+    use std::os::unix::fs::MetadataExt as _;
+    let roots = match boundary.preset {
+        Preset::WorkspaceWrite => boundary.writable_roots.as_slice(),
+        Preset::ReadOnly | Preset::FullAccess => &[],
+    };
+    roots
+        .iter()
+        .chain(boundary.tmpdir.as_ref())
+        .map(|path| {
+            let file = std::fs::File::from(open_root(path).ok()?);
+            let m = file.metadata().ok()?;
+            Some((m.dev(), m.ino(), m.created().ok()))
+        })
+        .collect()
+}
+
 /// A writable root opened for its rule, where the boundary names it: a
 /// path that now passes through a symbolic link is refused, not followed.
 /// The roots were taken where their links led when the session took them

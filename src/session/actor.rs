@@ -151,7 +151,8 @@ pub(crate) fn start(
         agents: Arc::new(built_agents),
         family,
     };
-    kit.confiner.probe_soon(&kit.policy.sandbox);
+    // The kernel asked and the house started while the user types.
+    super::sandbox::spare_soon(&kit, committer.records());
     let handle = SessionHandle::new(
         id.clone(),
         log_path,

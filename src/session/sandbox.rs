@@ -68,10 +68,12 @@ pub(crate) fn for_calls(kit: &SessionKit, records: &[Record]) -> Sandbox {
     )
 }
 
-/// Starts the launcher of the turn's first confined command while the
-/// model answers (`tools::confined::Confiner::spare_soon`; after each
-/// command, `tools::bash` starts the next one), in the boundary a Bash
-/// call would get now. It only saves time: a command sends its own
+/// Asks the kernel what it gives (once per process) and starts the
+/// session's house, or the spare of its first confined command, in the
+/// boundary a Bash call would get now (`tools::confined::Confiner::
+/// spare_soon`): when the session starts, and again when a turn does (its
+/// sandbox may have changed since); once a command starts, `tools::bash`
+/// makes the next one's. It only saves time: a command sends its own
 /// settled boundary to the spare, and a spare made for other namespaces
 /// than the call's is not used (`sandbox::spare`).
 pub(crate) fn spare_soon(kit: &SessionKit, records: &[Record]) {

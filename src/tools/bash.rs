@@ -181,8 +181,14 @@ pub(crate) async fn run(input: &BashInput, cx: ToolContext) -> ToolOutput {
         Ok(started) => started,
         Err(failed) => return failed,
     };
-    if input.run_in_background == Some(true) {
+    // The next command's spare is made while this one runs and the model
+    // answers (`tools::confined::Confiner::spare_soon`), unless this one
+    // runs in the foreground in a room, which is the next command's once
+    // this one ends.
+    if input.run_in_background == Some(true) || !matches!(group, Running::Room(_)) {
         spare_soon(&cx);
+    }
+    if input.run_in_background == Some(true) {
         let id = cx.shells.adopt(group, output, cx.kill_grace, door);
         return ToolOutput::completed(format!(
             "Started in the background as {id}. Read its output with BashOutput {{\"bash_id\": \"{id}\"}}; stop it with KillShell {{\"shell_id\": \"{id}\"}}. It ends with the session."
@@ -230,8 +236,12 @@ pub(crate) async fn run(input: &BashInput, cx: ToolContext) -> ToolOutput {
         (Ending::Exited, Some((status, _))) => Ok(status),
         _ => group.terminate(cx.kill_grace, &cx.hard_stop).await,
     };
-    // Ends anything the command left behind in its group.
-    drop(group);
+    // Ends anything the command left behind in its group; a room whose
+    // command ended and said so is the session's next command's.
+    match (&cx.boundary, &cx.confiner) {
+        (Some(boundary), Some(confiner)) => confiner.room_back(boundary, group.into_free_room()),
+        _ => drop(group),
+    }
     // Whatever was written before the end is still in the pipe: take it
     // (bounded in time: a descendant that escaped may keep it open).
     if let Some(pipe) = output.as_mut() {
@@ -250,7 +260,6 @@ pub(crate) async fn run(input: &BashInput, cx: ToolContext) -> ToolOutput {
     }
     let mut out = finish(capture.finish(), ending, status, timeout_ms);
     explain(&mut out, &cx);
-    spare_soon(&cx);
     out
 }
 
@@ -271,8 +280,8 @@ fn terminal_may_launch(cx: &ToolContext) -> bool {
     }
 }
 
-/// Starts the launcher of the session's next confined command now, while
-/// the model answers (`tools::confined::Confiner::spare_soon`).
+/// Makes the session's next confined command's spare now
+/// (`tools::confined::Confiner::spare_soon`).
 fn spare_soon(cx: &ToolContext) {
     if let (Some(boundary), Some(confiner)) = (&cx.boundary, &cx.confiner) {
         confiner.spare_soon(boundary);
@@ -307,6 +316,8 @@ async fn start(command: &str, cx: &ToolContext) -> Result<Started, ToolOutput> {
             return Ok((Running::Group(group), output, None));
         }
     };
+    // A session's first command may come while its house gets ready.
+    confiner.house_settled(boundary, &cx.cancel).await;
     let mut launched = confiner
         .launch_local(boundary, &cx.events)
         .map_err(|why| not_set_up(&why))?;
@@ -317,7 +328,8 @@ async fn start(command: &str, cx: &ToolContext) -> Result<Started, ToolOutput> {
                 .await
                 .map(|()| (Running::Group(*group), output)),
         ),
-        Some(Spared::Room) => Some(enter_room(&mut launched, command, cx).await),
+        Some(Spared::Room) => Some(enter_room(&mut launched, None, command, cx).await),
+        Some(Spared::Free(room)) => Some(enter_room(&mut launched, Some(*room), command, cx).await),
     };
     let started = match sent {
         Some(Ok(started)) => Ok(started),
@@ -378,28 +390,50 @@ async fn send_to_spare(
         .await
 }
 
-/// Sends `command` to the room of the session's house (`sandbox::room`)
-/// `launched` holds: a new output pipe's writing end, then the start.
+/// Sends `command` to a room of the session's house (`sandbox::room`):
+/// `room`, free after another command, or the one `launched` holds; a new
+/// output pipe's writing end, then the start.
 async fn enter_room(
     launched: &mut super::confined::Launched,
+    room: Option<InRoom>,
     command: &str,
     cx: &ToolContext,
 ) -> Result<(Running, tokio::net::unix::pipe::Receiver), String> {
     use tokio::io::AsyncWriteExt as _;
     let line = start_line(launched, command, cx)?;
+    let mut room = match room {
+        Some(room) => room,
+        None => {
+            let words = launched.watch.writer(super::confined::SETUP_WAIT).await?;
+            let made = super::running::Made {
+                token: launched
+                    .launch
+                    .token
+                    .clone()
+                    .ok_or("a room without a token")?,
+                house: launched
+                    .launch
+                    .house
+                    .clone()
+                    .ok_or("a room without a house")?,
+                roots: launched.roots.clone(),
+            };
+            // The room's watch goes with the command: dropping it ends the
+            // room.
+            let watch = std::mem::replace(&mut launched.watch, crate::sandbox::Watch::closed());
+            InRoom::new(watch, words, made)
+        }
+    };
     let (output, pipe) = exec::output_pipe().map_err(|e| format!("the output pipe: {e}"))?;
-    let mut words = launched.watch.writer(super::confined::SETUP_WAIT).await?;
-    exec::send_output(&words, &pipe)
+    exec::send_output(room.words(), &pipe)
         .await
         .map_err(|e| format!("handing the room its output: {e}"))?;
     drop(pipe);
-    words
+    room.words()
         .write_all(&line)
         .await
         .map_err(|e| format!("writing to the room: {e}"))?;
-    // The room's watch goes with the command: dropping it ends the room.
-    let watch = std::mem::replace(&mut launched.watch, crate::sandbox::Watch::closed());
-    Ok((Running::Room(InRoom::new(watch, words)), output))
+    Ok((Running::Room(room), output))
 }
 
 /// The start line of `command` in `launched`'s launch.

@@ -27,6 +27,11 @@ pub const MAX_ASKS: usize = 8;
 /// The most houses a session keeps (`sandbox::house`): its own boundary
 /// and a subagent's or two do not take each other's place.
 const MAX_HOUSES: usize = 3;
+/// How long after a house's start a command waits for it to be ready
+/// rather than start a launcher of its own: a house is ready a few
+/// milliseconds after its start, and a room of it is set up in about one
+/// (`BENCHMARKS.md`), where a launcher's own namespaces take more than two.
+const HOUSE_WAIT: Duration = Duration::from_millis(100);
 
 /// The session's sandbox runtime (cheap to clone).
 #[derive(Debug, Clone)]
@@ -73,6 +78,9 @@ pub struct Launched {
     /// `sandbox::Start` on the lifeline instead of on a new launcher's
     /// command line.
     pub spare: Option<Spared>,
+    /// For a room, the writable roots as they were when it confined
+    /// itself (`sandbox::ruleset::roots_now`).
+    pub roots: Vec<crate::sandbox::ruleset::RootMark>,
 }
 
 /// A spare for the session's next confined command.
@@ -88,6 +96,9 @@ pub enum Spared {
     /// waiting on its lifeline for the command's output pipe and Start
     /// ([`Watch::writer`]); dropping the watch ends it.
     Room,
+    /// A room whose last command ended (`InRoom::free`), waiting on its
+    /// lifeline for the next one's output pipe and Start.
+    Free(Box<super::running::InRoom>),
 }
 
 /// A spare started ahead for the session's next confined command.
@@ -99,6 +110,10 @@ struct SpareLauncher {
     namespaces: crate::sandbox::Namespaces,
     /// The house it joined ahead.
     house: Option<HouseRef>,
+    /// A room's writable roots, as they were when it confined itself
+    /// (`sandbox::ruleset::roots_now`; empty for a launcher, which
+    /// confines itself once it has the command).
+    roots: Vec<crate::sandbox::ruleset::RootMark>,
 }
 
 /// The session's house for one boundary (`sandbox::house`): what it was
@@ -109,10 +124,22 @@ struct SpareLauncher {
 struct HouseSlot {
     boundary: Boundary,
     marks: Vec<crate::sandbox::Mark>,
-    ready: Arc<std::sync::Mutex<Option<HouseRef>>>,
+    /// Set by the task that holds the house.
+    state: tokio::sync::watch::Receiver<HouseState>,
     /// Asks for rooms (`sandbox::room`), by their lifeline tokens.
     rooms: tokio::sync::mpsc::UnboundedSender<String>,
     _retire: tokio::sync::oneshot::Sender<()>,
+}
+
+/// Where a session's house is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum HouseState {
+    /// Started at this instant, not ready yet.
+    Starting(std::time::Instant),
+    /// Ready: where it is.
+    Ready(HouseRef),
+    /// It did not get ready, or it was let go; none for this boundary.
+    Gone,
 }
 
 impl HouseSlot {
@@ -120,9 +147,8 @@ impl HouseSlot {
     /// bind that went with its name), or it ended (its init did): a house
     /// to replace.
     fn detached(&self) -> bool {
-        crate::sync::lock(&self.ready)
-            .as_ref()
-            .is_some_and(|h| !crate::sandbox::house::covers(h.pid, &self.marks))
+        matches!(&*self.state.borrow(),
+            HouseState::Ready(h) if !crate::sandbox::house::covers(h.pid, &self.marks))
     }
 }
 
@@ -245,16 +271,6 @@ impl Confiner {
         }
     }
 
-    /// Asks what the kernel gives now, in the background (once per
-    /// process, and not with the sandbox off), so that the session's first
-    /// command does not wait for the answer.
-    pub fn probe_soon(&self, sandbox: &crate::sandbox::Sandbox) {
-        if sandbox.preset != crate::sandbox::Preset::FullAccess {
-            let confiner = self.clone();
-            tokio::spawn(async move { confiner.probe().await });
-        }
-    }
-
     /// The launch of one command in `boundary`, and the watch on its
     /// launcher's reports. With a network allowlist, the command's door of
     /// the session's proxy is opened: its judge asks the user through
@@ -300,6 +316,7 @@ impl Confiner {
             watch,
             door,
             spare: None,
+            roots: Vec::new(),
         })
     }
 
@@ -318,14 +335,18 @@ impl Confiner {
             // In the house this call may have, or in its own namespaces.
             let fits = boundary.confinement().is_some_and(|c| {
                 slot.as_ref().is_some_and(|s| {
-                    s.namespaces == c.namespaces && (s.house.is_none() || s.house == house)
+                    s.namespaces == c.namespaces
+                        && (s.house.is_none() || s.house == house)
+                        // A room holds rules on the roots as they were.
+                        && (matches!(s.kind, Spared::Launcher(..))
+                            || s.roots == crate::sandbox::ruleset::roots_now(boundary))
                 })
             });
             // Taken, or let go (killed with its group) when it does not fit.
             let spare = slot.take();
             spare.filter(|_| fits)
         };
-        let Some(spare) = taken else {
+        let Some(spare) = taken.or_else(|| self.room_now(boundary, house.as_ref())) else {
             return self.launch_own(boundary, events);
         };
         let (launcher, lifeline) = self.launcher_and_lifeline()?;
@@ -336,7 +357,53 @@ impl Confiner {
             watch: spare.watch,
             door,
             spare: Some(spare.kind),
+            roots: spare.roots,
         })
+    }
+
+    /// A room asked of the session's house for `boundary` now, when it is
+    /// `house` (ready): a call that finds no spare (another command holds
+    /// the session's room) waits a millisecond for a room rather than
+    /// start a launcher.
+    fn room_now(&self, boundary: &Boundary, house: Option<&HouseRef>) -> Option<SpareLauncher> {
+        let c = boundary.confinement()?;
+        let house = house?.clone();
+        let (_, lifeline) = self.launcher_and_lifeline().ok()?;
+        let roots = crate::sandbox::ruleset::roots_now(boundary);
+        let (token, watch) = self.room_in(boundary, lifeline)?;
+        Some(SpareLauncher {
+            kind: Spared::Room,
+            watch,
+            token,
+            namespaces: c.namespaces,
+            house: Some(house),
+            roots,
+        })
+    }
+
+    /// Takes back a room whose command ended ([`super::running::InRoom::
+    /// free`]) as the session's spare for `boundary`, when it is in the
+    /// house a call in `boundary` gets now and no spare is waiting; else
+    /// lets it go (it ends). Without one, a spare is made as after any
+    /// command ([`spare_soon`](Self::spare_soon)).
+    pub fn room_back(&self, boundary: &Boundary, room: Option<super::running::InRoom>) {
+        if let (Some(room), Some(c)) = (room, boundary.confinement())
+            && let Some(house) = self.house_for(boundary).filter(|h| *h == room.made().house)
+        {
+            let mut slot = crate::sync::lock(&self.inner.spare);
+            if slot.is_none() {
+                *slot = Some(SpareLauncher {
+                    token: room.made().token.clone(),
+                    watch: crate::sandbox::Watch::closed(),
+                    namespaces: c.namespaces,
+                    house: Some(house),
+                    roots: room.made().roots.clone(),
+                    kind: Spared::Free(Box::new(room)),
+                });
+                return;
+            }
+        }
+        self.spare_soon(boundary);
     }
 
     /// Starts a spare launcher for the session's next command in
@@ -355,7 +422,13 @@ impl Confiner {
         let Ok((_, lifeline)) = self.launcher_and_lifeline() else {
             return;
         };
-        let house = self.house_soon(boundary, &launcher, lifeline);
+        let house = match self.house_soon(boundary, &launcher, lifeline) {
+            HouseState::Ready(house) => Some(house),
+            // Once it is ready, its room is the spare (`keep_house`'s
+            // `on_ready`): no namespaces made for nothing meanwhile.
+            HouseState::Starting(_) => return,
+            HouseState::Gone => None,
+        };
         let mut slot = crate::sync::lock(&self.inner.spare);
         if slot
             .as_ref()
@@ -367,17 +440,19 @@ impl Confiner {
         *slot = None;
         // In the house: a room of it, made by its init (no process start
         // but the command's own).
-        if let Some(house) = house.clone()
-            && let Some((token, watch)) = self.room_in(boundary, lifeline)
-        {
-            *slot = Some(SpareLauncher {
-                kind: Spared::Room,
-                watch,
-                token,
-                namespaces: c.namespaces,
-                house: Some(house),
-            });
-            return;
+        if let Some(house) = house.clone() {
+            let roots = crate::sandbox::ruleset::roots_now(boundary);
+            if let Some((token, watch)) = self.room_in(boundary, lifeline) {
+                *slot = Some(SpareLauncher {
+                    kind: Spared::Room,
+                    watch,
+                    token,
+                    namespaces: c.namespaces,
+                    house: Some(house),
+                    roots,
+                });
+                return;
+            }
         }
         let (token, watch) = lifeline.expect();
         let spare = crate::sandbox::Spare {
@@ -397,6 +472,7 @@ impl Confiner {
                     token,
                     namespaces: c.namespaces,
                     house,
+                    roots: Vec::new(),
                 });
             }
             Err(e) => tracing::debug!("no spare sandbox launcher: {e}"),
@@ -405,22 +481,19 @@ impl Confiner {
 
     /// Starts the session's house for `boundary` (`sandbox::house`) unless
     /// it has one for it, and lets the longest unused go past
-    /// [`MAX_HOUSES`]; the house a call in `boundary` gets now, as
-    /// [`house_for`](Self::house_for) would find it. None for a boundary a
-    /// house cannot hold (without user, mount and PID namespaces) or with
-    /// an allowlist (each command has its own door of the proxy, in its
-    /// own network namespace).
-    fn house_soon(
-        &self,
-        boundary: &Boundary,
-        launcher: &Path,
-        lifeline: &Lifeline,
-    ) -> Option<HouseRef> {
-        let c = boundary.confinement()?;
+    /// [`MAX_HOUSES`]; where the house for a call in `boundary` is now
+    /// (ready as [`house_for`](Self::house_for) would find it). Gone for a
+    /// boundary a house cannot hold (without user, mount and PID
+    /// namespaces) or with an allowlist (each command has its own door of
+    /// the proxy, in its own network namespace).
+    fn house_soon(&self, boundary: &Boundary, launcher: &Path, lifeline: &Lifeline) -> HouseState {
+        let Some(c) = boundary.confinement() else {
+            return HouseState::Gone;
+        };
         if !crate::sandbox::house::can_house(c)
             || matches!(boundary.network, Network::Allowlist { .. })
         {
-            return None;
+            return HouseState::Gone;
         }
         let marks = crate::sandbox::house::marks(boundary);
         let mut houses = crate::sync::lock(&self.inner.houses);
@@ -431,9 +504,9 @@ impl Confiner {
         // cover them if it is ready.
         if let Some(at) = houses.iter().position(|h| h.boundary == *boundary) {
             let h = houses.remove(at);
-            let ready = crate::sync::lock(&h.ready).clone();
+            let state = h.state.borrow().clone();
             houses.insert(0, h);
-            return ready;
+            return state;
         }
         let (token, watch) = lifeline.expect();
         let house = crate::sandbox::House {
@@ -449,10 +522,11 @@ impl Confiner {
             Ok(started) => started,
             Err(e) => {
                 tracing::debug!("no sandbox house: {e}");
-                return None;
+                return HouseState::Gone;
             }
         };
-        let ready = Arc::default();
+        let starting = HouseState::Starting(std::time::Instant::now());
+        let (state, state_seen) = tokio::sync::watch::channel(starting.clone());
         let (retire, retired) = tokio::sync::oneshot::channel();
         let (rooms, asked) = tokio::sync::mpsc::unbounded_channel();
         // Once it is ready, the session's spare moves into it (a spare
@@ -468,7 +542,7 @@ impl Confiner {
             group,
             (output, watch),
             c.clone(),
-            Arc::clone(&ready),
+            state,
             (retired, asked),
             on_ready,
         ));
@@ -477,15 +551,44 @@ impl Confiner {
             HouseSlot {
                 boundary: boundary.clone(),
                 marks,
-                ready,
+                state: state_seen,
                 rooms,
                 _retire: retire,
             },
         );
         // The longest unused is let go.
         houses.truncate(MAX_HOUSES);
-        // Not ready yet.
-        None
+        starting
+    }
+
+    /// When the session's house for `boundary` is starting, waits for it
+    /// (ended by `cancel`, and at most until [`HOUSE_WAIT`] after its
+    /// start), then asks it for a room for the command: a session's first
+    /// command, arriving while its house gets ready, runs in a room rather
+    /// than make namespaces of its own.
+    pub async fn house_settled(
+        &self,
+        boundary: &Boundary,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) {
+        let mut state = {
+            let houses = crate::sync::lock(&self.inner.houses);
+            match houses.iter().find(|h| h.boundary == *boundary) {
+                Some(h) => h.state.clone(),
+                None => return,
+            }
+        };
+        let since = match &*state.borrow() {
+            HouseState::Starting(since) => *since,
+            _ => return,
+        };
+        let settled = state.wait_for(|s| !matches!(s, HouseState::Starting(_)));
+        tokio::select! {
+            _ = tokio::time::timeout_at((since + HOUSE_WAIT).into(), settled) => {}
+            _ = cancel.cancelled() => return,
+        }
+        // The room the house's `on_ready` asked for, or one asked now.
+        self.spare_soon(boundary);
     }
 
     /// The session's house for a call in `boundary`: made for exactly
@@ -494,7 +597,9 @@ impl Confiner {
     fn house_for(&self, boundary: &Boundary) -> Option<HouseRef> {
         let houses = crate::sync::lock(&self.inner.houses);
         let h = houses.iter().find(|h| h.boundary == *boundary)?;
-        let house = crate::sync::lock(&h.ready).clone()?;
+        let HouseState::Ready(house) = h.state.borrow().clone() else {
+            return None;
+        };
         let covered = crate::sandbox::house::marks(boundary) == h.marks
             && crate::sandbox::house::covers(house.pid, &h.marks);
         covered.then_some(house)
@@ -598,16 +703,32 @@ fn launch_of(
     }
 }
 
-/// Holds a house's process: once it said ready, where it is (and
-/// `on_ready`), and asks it for the rooms `asked` names; when it is let
-/// go (`retired` sent or dropped), tells it, and waits for its end (once
-/// nothing runs in it). A house that did not get ready is killed with its
-/// group.
+/// Holds a house's process: once it said ready, where it is (`state`,
+/// then `on_ready`), and asks it for the rooms `asked` names; when it is
+/// let go (`retired` sent or dropped), tells it, and waits for its end
+/// (once nothing runs in it). A house that did not get ready is killed
+/// with its group. Its state is [`HouseState::Gone`] once it is not
+/// ready.
 async fn keep_house(
+    group: super::exec::ProcessGroup,
+    output: (tokio::net::unix::pipe::Receiver, Watch),
+    c: crate::sandbox::Confinement,
+    state: tokio::sync::watch::Sender<HouseState>,
+    asks: (
+        tokio::sync::oneshot::Receiver<()>,
+        tokio::sync::mpsc::UnboundedReceiver<String>,
+    ),
+    on_ready: impl FnOnce(),
+) {
+    hold_house(group, output, c, &state, asks, on_ready).await;
+    state.send_replace(HouseState::Gone);
+}
+
+async fn hold_house(
     mut group: super::exec::ProcessGroup,
     (output, mut watch): (tokio::net::unix::pipe::Receiver, Watch),
     c: crate::sandbox::Confinement,
-    ready: Arc<std::sync::Mutex<Option<HouseRef>>>,
+    state: &tokio::sync::watch::Sender<HouseState>,
     (mut retired, mut asked): (
         tokio::sync::oneshot::Receiver<()>,
         tokio::sync::mpsc::UnboundedReceiver<String>,
@@ -625,7 +746,7 @@ async fn keep_house(
     }
     match group.id().map(|pid| HouseRef::of(pid, &c)) {
         Some(Ok(house)) => {
-            *crate::sync::lock(&ready) = Some(house);
+            state.send_replace(HouseState::Ready(house));
             on_ready();
         }
         Some(Err(e)) => {
@@ -648,7 +769,8 @@ async fn keep_house(
             }
         }
     }
-    *crate::sync::lock(&ready) = None;
+    // No room is asked of it from now on.
+    state.send_replace(HouseState::Gone);
     let _ = words.write_all(crate::sandbox::house::RETIRE).await;
     let _ = group.child_mut().wait().await;
 }

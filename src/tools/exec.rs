@@ -357,12 +357,20 @@ pub fn git(args: &[&str], filters: &[String], cwd: &Path) -> Command {
 /// beside `candor` (candor's own binary) when it is there, trusted, and
 /// answers the probe as this very build; else `candor` itself. The probe
 /// is the launcher run as `… __sandbox --probe` (`sandbox::probe`), its
-/// stdout read as the answer, two seconds at most.
+/// stdout read as the answer, two seconds at most. Callers that ask while
+/// it runs wait for its answer: the probe runs once however many ask at
+/// once (a session's start, its first turn and its first call do).
 pub async fn sandbox_probe(candor: &Path) -> &'static crate::sandbox::Probe {
-    use crate::sandbox::launcher;
+    static PROBING: tokio::sync::OnceCell<&'static crate::sandbox::Probe> =
+        tokio::sync::OnceCell::const_new();
     if let Some(probe) = crate::sandbox::probe::cached() {
         return probe;
     }
+    PROBING.get_or_init(|| probe_once(candor)).await
+}
+
+async fn probe_once(candor: &Path) -> &'static crate::sandbox::Probe {
+    use crate::sandbox::launcher;
     if let Some(lean) = launcher::beside(candor) {
         // As it is before it runs: a file changed since is not launched.
         let file = launcher::Identity::of(&lean);
@@ -815,4 +823,44 @@ pub fn signal_name(signal: i32) -> String {
     Signal::try_from(signal)
         .map(|s| s.as_str().to_owned())
         .unwrap_or_else(|_| format!("signal {signal}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session's start, its first turn and its first call ask for the
+    /// probe at once: it runs once, and all three get its answer.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_probe_runs_once_however_many_ask_while_it_runs() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let runs = dir.path().join("runs");
+        let launcher = dir.path().join("launcher");
+        std::fs::write(
+            &launcher,
+            format!(
+                "#!/bin/sh\necho \"$*\" >> '{}'\nsleep 0.3\necho '{{\"landlockAbi\":7,\"userNamespace\":false,\"mountNamespace\":false,\"pidNamespace\":false,\"networkNamespace\":false,\"seccomp\":true}}'\n",
+                runs.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let asks: Vec<_> = (0..3)
+            .map(|_| {
+                let launcher = launcher.clone();
+                tokio::spawn(async move { sandbox_probe(&launcher).await })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for ask in asks {
+            answers.push(ask.await.unwrap());
+        }
+        let ran = std::fs::read_to_string(&runs).unwrap();
+        assert_eq!(ran, "__sandbox --probe\n", "the probe ran more than once");
+        for answer in answers {
+            assert_eq!(answer.landlock_abi, 7);
+            assert!(answer.seccomp && !answer.user_namespace);
+        }
+    }
 }

@@ -29,7 +29,9 @@ pub enum Running {
 /// kills everything below it (`Lifeline::expect_room`); a room that has
 /// not said how its command ended is killed too (its command may have
 /// stopped it: `SIGSTOP` cannot be blocked, and a stopped room hears
-/// nothing), and what it leaves is the house init's, which ends it.
+/// nothing), and what it leaves is the house init's, which ends it. A
+/// room whose command ended and said so, never cut, is free for the
+/// session's next command ([`InRoom::free`]).
 #[derive(Debug)]
 pub struct InRoom {
     watch: Watch,
@@ -37,8 +39,23 @@ pub struct InRoom {
     /// The room's process (the lifeline's other end), to kill on drop
     /// unless it reported its command's end.
     room: Option<std::os::fd::OwnedFd>,
-    /// How it ended, once known.
+    /// How the command ended, once known.
     ended: Option<ExitStatus>,
+    /// Whether the room said so (rather than went away).
+    reported: bool,
+    /// Whether candor cut its lifeline.
+    cut: bool,
+    made: Made,
+}
+
+/// What a room was made with (`sandbox::room`): its lifeline token, its
+/// house, and the session's writable roots as they were when it confined
+/// itself (`sandbox::ruleset::roots_now`).
+#[derive(Debug, Clone)]
+pub struct Made {
+    pub token: String,
+    pub house: crate::sandbox::HouseRef,
+    pub roots: Vec<crate::sandbox::ruleset::RootMark>,
 }
 
 /// The bound on waiting for a room once its lifeline is cut: the cut
@@ -47,8 +64,9 @@ pub struct InRoom {
 const CUT_WAIT: Duration = Duration::from_secs(2);
 
 impl InRoom {
-    /// The room whose lifeline is `watch` and `words`, its command sent.
-    pub fn new(watch: Watch, words: tokio::net::UnixStream) -> InRoom {
+    /// The room `made` so whose lifeline is `watch` and `words`, its
+    /// command sent.
+    pub fn new(watch: Watch, words: tokio::net::UnixStream, made: Made) -> InRoom {
         // The peer as the kernel took it when the room connected; before
         // Linux 6.5, by its pid (it waits for its start now, so that pid
         // is still the room's).
@@ -63,7 +81,33 @@ impl InRoom {
             words,
             room,
             ended: None,
+            reported: false,
+            cut: false,
+            made,
         }
+    }
+
+    /// The room, free for another command: its command ended, it said
+    /// how (it ended everything the command left, and waits on its
+    /// lifeline for the next), and candor never cut it. `None` (and the
+    /// room ended) otherwise.
+    pub fn free(mut self) -> Option<InRoom> {
+        if !self.reported || self.cut {
+            return None;
+        }
+        self.ended = None;
+        self.reported = false;
+        Some(self)
+    }
+
+    /// The connection to write its next command to.
+    pub fn words(&mut self) -> &mut tokio::net::UnixStream {
+        &mut self.words
+    }
+
+    /// What it was made with.
+    pub fn made(&self) -> &Made {
+        &self.made
     }
 
     /// Its watch, to wait for its word that the command started.
@@ -89,19 +133,18 @@ impl InRoom {
             }) => ExitStatus::from_raw(signal & 0x7f),
             _ => killed(),
         };
-        // A room that said how its command ended ends what it left, and
-        // itself. Gone without a word, or cut by candor (`shutdown` ends
-        // the connection both ways), it may still be there, stopped: it
-        // is killed when this is dropped.
-        if report.is_some() {
-            self.room = None;
-        }
+        // A room that said how its command ended ended what it left. Gone
+        // without a word, or cut by candor (`shutdown` ends the connection
+        // both ways), it may still be there, stopped: it is killed when
+        // this is dropped.
+        self.reported = report.is_some();
         self.ended = Some(status);
         status
     }
 
     /// Cuts the room's lifeline: it kills everything below it and ends.
-    fn cut(&self) {
+    fn cut(&mut self) {
+        self.cut = true;
         let _ = rustix::net::shutdown(&self.words, rustix::net::Shutdown::Both);
     }
 }
@@ -113,6 +156,15 @@ fn killed() -> ExitStatus {
 }
 
 impl Running {
+    /// The room it ran in, free for another command ([`InRoom::free`]);
+    /// `None` for a process group, or a room not free (ended).
+    pub fn into_free_room(self) -> Option<InRoom> {
+        match self {
+            Running::Group(_) => None,
+            Running::Room(room) => room.free(),
+        }
+    }
+
     /// Waits for the command to end (cancel-safe: call it again).
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
         match self {
@@ -155,7 +207,9 @@ impl Drop for InRoom {
         self.cut();
         // Not heard from: perhaps stopped by its command, which the cut
         // does not wake.
-        if let Some(room) = &self.room {
+        if !self.reported
+            && let Some(room) = &self.room
+        {
             let _ = rustix::process::pidfd_send_signal(room, rustix::process::Signal::KILL);
         }
     }

@@ -701,3 +701,97 @@ async fn a_housed_command_that_stops_its_room_leaves_nothing_behind() {
         "a process outlived its call by stopping its room: {output}"
     );
 }
+
+/// Prints the pids of the room's children: in a room that served a
+/// command before, only this command's shell.
+const SIBLINGS: &str = "echo children=$(cat /proc/$PPID/task/*/children); echo self=$$";
+
+/// A session whose two prompts run `first`, then `second` (one Bash call
+/// each), the house ready before the first; `between` gets the first
+/// card's text and runs before the second prompt.
+async fn two_prompts_in_rooms(
+    env: TestEnv,
+    first: &str,
+    second: &str,
+    between: impl FnOnce(&str),
+) -> (Conn, String) {
+    let (mut conn, session) = scripted(
+        env,
+        vec![
+            respond(json!([tool("one", "Bash", json!({ "command": first }))])),
+            respond(json!([text("one done")])),
+            respond(json!([tool("two", "Bash", json!({ "command": second }))])),
+            respond(json!([text("two done")])),
+        ],
+    )
+    .await;
+    house_ready(&conn.env.project).await;
+    conn.prompt(&session, "one").await;
+    between(&conn.thread(&session).card("one").text());
+    conn.prompt(&session, "two").await;
+    (conn, session)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_takes_the_next_command_only_once_everything_of_the_last_ended() {
+    require_sandbox();
+    let env = TestEnv::new();
+    let project = env.project.clone();
+    // The first command leaves a stray out of its group and scope.
+    let first = format!("{PARENT}; {}; sleep 0.5; echo started", chain(1));
+    let second = format!("{PARENT}; {SIBLINGS}");
+    let (conn, session) = two_prompts_in_rooms(env, &first, &second, |_| {}).await;
+    let thread = conn.thread(&session);
+    let (one, two) = (thread.card("one").text(), thread.card("two").text());
+    assert!(in_a_room(&one) && in_a_room(&two), "{one}\n{two}");
+    assert!(
+        project.join("beat.txt").exists(),
+        "the stray never ran: {one}"
+    );
+    // The same room served both: once the first command ended, and
+    // everything it started with it, the room took the next.
+    assert_eq!(
+        number(&one, "parent"),
+        number(&two, "parent"),
+        "{one}\n{two}"
+    );
+    assert_eq!(
+        number(&two, "children"),
+        number(&two, "self"),
+        "something of the first command was still in the room: {two}"
+    );
+    let (before, after) = beat_sizes(&project, 0).await;
+    assert_eq!(before, after, "the first command's stray outlived it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writable_root_made_again_between_commands_is_the_next_commands_to_write() {
+    require_sandbox();
+    let write = format!("{PARENT}; echo tmp=$TMPDIR; echo x > $TMPDIR/f; echo wrote=$?");
+    // Between the prompts, the session's TMPDIR (a writable root) is
+    // removed and made again: a room confined before holds its rule on
+    // the old directory, so it does not take the next command.
+    let (conn, session) = two_prompts_in_rooms(TestEnv::new(), &write, &write, |one| {
+        let tmp = one
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("tmp="))
+            .expect("no TMPDIR printed");
+        std::fs::remove_dir_all(tmp).unwrap();
+        std::fs::create_dir(tmp).unwrap();
+    })
+    .await;
+    let thread = conn.thread(&session);
+    let (one, two) = (thread.card("one").text(), thread.card("two").text());
+    assert!(one.contains("wrote=0"), "{one}");
+    assert!(in_a_room(&two), "{two}");
+    assert!(
+        two.contains("wrote=0"),
+        "the new TMPDIR was not writable: {two}"
+    );
+    // A fresh room: not the one that ran the first command.
+    assert_ne!(
+        number(&one, "parent"),
+        number(&two, "parent"),
+        "{one}\n{two}"
+    );
+}

@@ -233,11 +233,24 @@ fn main() {
     if let Some(spared) = spare_ready(&launcher, &housed, &proj, dir.path()) {
         report("spare: command sent → ready (in the house)", spared);
     }
-    let (ready, ended, cpu) = rt.block_on(room_runs(&mut held, &housed, &proj));
+    // The house's words: asks for rooms.
+    let mut asks = rt.block_on(held.2.writer(Duration::from_secs(10))).unwrap();
+    let (ready, ended, cpu) = rt.block_on(room_runs(&held, &mut asks, &housed, &proj));
     report("room: command sent → ready (in the house)", ready);
     report("room: command sent → exited (`true`)", ended);
     println!(
         "room: CPU per command (fork, confinement, `true`), the house init's children over {} runs: {:.3} ms",
+        runs(),
+        cpu.as_secs_f64() * 1000.0 / runs() as f64
+    );
+    let (ready, ended, cpu) = rt.block_on(free_room_runs(&held, &mut asks, &housed, &proj));
+    report(
+        "room serving again: command sent → ready (in the house)",
+        ready,
+    );
+    report("room serving again: command sent → exited (`true`)", ended);
+    println!(
+        "room serving again: CPU per command (the room and `true`) over {} runs: {:.3} ms",
         runs(),
         cpu.as_secs_f64() * 1000.0 / runs() as f64
     );
@@ -310,11 +323,12 @@ async fn start_house(
 /// reaped (with their commands) over them all, read from its `/proc` (in
 /// ticks: per run, a tick or none).
 async fn room_runs(
-    (lifeline, house, watch): &mut (
+    (lifeline, house, _): &(
         candor::sandbox::Lifeline,
         tokio::process::Child,
         candor::sandbox::Watch,
     ),
+    asks: &mut tokio::net::UnixStream,
     housed: &Launch,
     cwd: &Path,
 ) -> (
@@ -323,7 +337,6 @@ async fn room_runs(
     Duration,
 ) {
     use tokio::io::AsyncWriteExt as _;
-    let mut asks = watch.writer(Duration::from_secs(10)).await.unwrap();
     let init = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", house.id().unwrap()))
         .unwrap()
         .split_whitespace()
@@ -331,19 +344,7 @@ async fn room_runs(
         .unwrap()
         .to_owned();
     // utime, stime, cutime, cstime of the house's init.
-    let cpu = || -> Duration {
-        let stat = std::fs::read_to_string(format!("/proc/{init}/stat")).unwrap();
-        let fields: Vec<u64> = stat
-            .rsplit_once(')')
-            .unwrap()
-            .1
-            .split_whitespace()
-            .skip(11)
-            .take(4)
-            .map(|f| f.parse().unwrap())
-            .collect();
-        Duration::from_millis(fields.iter().sum::<u64>() * 10)
-    };
+    let cpu = || cpu_of(&init);
     let (mut ready, mut ended) = (Vec::new(), Vec::new());
     let mut used = Duration::ZERO;
     for round in 0..runs() + 5 {
@@ -382,6 +383,96 @@ async fn room_runs(
             ready.push((to_ready, Duration::ZERO));
             ended.push((to_end, Duration::ZERO));
             used += cpu().saturating_sub(before);
+        }
+    }
+    (ready, ended, used)
+}
+
+/// The CPU time of process `pid` (outside numbering) and the children it
+/// reaped: utime, stime, cutime and cstime from its `/proc` (in ticks).
+fn cpu_of(pid: &str) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<u64> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .map(|f| f.parse().unwrap())
+        .collect();
+    Duration::from_millis(fields.iter().sum::<u64>() * 10)
+}
+
+/// What a session's command waits for in a room that served the command
+/// before it (`InRoom::free`): one room asked for, then `runs()` + 5
+/// commands (`true`) sent to it in turn, each from sending its output
+/// pipe and start to its `ready`, and to its `exited`; and the CPU time
+/// of the room and its commands over the timed runs.
+async fn free_room_runs(
+    (lifeline, house, _): &(
+        candor::sandbox::Lifeline,
+        tokio::process::Child,
+        candor::sandbox::Watch,
+    ),
+    asks: &mut tokio::net::UnixStream,
+    housed: &Launch,
+    cwd: &Path,
+) -> (
+    Vec<(Duration, Duration)>,
+    Vec<(Duration, Duration)>,
+    Duration,
+) {
+    use tokio::io::AsyncWriteExt as _;
+    let children = |pid: &str| -> Vec<String> {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .unwrap()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    let init = children(&house.id().unwrap().to_string()).remove(0);
+    let before: Vec<String> = children(&init);
+    let (token, mut room) = lifeline.expect_room();
+    asks.write_all(format!("{} {token}\n", candor::sandbox::room::ASK).as_bytes())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let pid = children(&init)
+        .into_iter()
+        .find(|p| !before.contains(p))
+        .unwrap();
+    let mut words = room.writer(Duration::from_secs(10)).await.unwrap();
+    let (mut ready, mut ended) = (Vec::new(), Vec::new());
+    let mut used = Duration::ZERO;
+    for round in 0..runs() + 5 {
+        let before = cpu_of(&pid);
+        let start = candor::sandbox::Start {
+            launch: housed.clone(),
+            argv: vec!["true".into()],
+            cwd: cwd.to_owned(),
+            env: Vec::new(),
+        };
+        let began = Instant::now();
+        let (_output, pipe) = candor::tools::exec::output_pipe().unwrap();
+        candor::tools::exec::send_output(&words, &pipe)
+            .await
+            .unwrap();
+        drop(pipe);
+        words.write_all(&start.line().unwrap()).await.unwrap();
+        let setup = room.setup(Duration::from_secs(10)).await;
+        let to_ready = began.elapsed();
+        assert_eq!(setup, candor::sandbox::Setup::Ready);
+        let exited = room.exited().await;
+        let to_end = began.elapsed();
+        assert!(matches!(
+            exited,
+            Some(candor::sandbox::Report::Exited { code: Some(0), .. })
+        ));
+        if round >= 5 {
+            ready.push((to_ready, Duration::ZERO));
+            ended.push((to_end, Duration::ZERO));
+            used += cpu_of(&pid).saturating_sub(before);
         }
     }
     (ready, ended, used)

@@ -19,8 +19,12 @@
 //! the lifeline's end (candor killed the call, let the room go, or died)
 //! ends everything below the room at once. When the command ends, the
 //! room kills whatever it left behind, then reports how the command
-//! ended. What a killed room left is its parent's, the house's init,
-//! which kills it as soon as the room's end wakes it.
+//! ended, and waits for the next command on its lifeline: candor gives
+//! a room whose command ended and said so back to the session as its
+//! spare (`tools::running::InRoom::free`), so one room serves a
+//! session's commands one after another. What a killed room left is its
+//! parent's, the house's init, which kills it as soon as the room's end
+//! wakes it.
 
 use std::io::{BufRead as _, Read as _};
 use std::os::fd::{AsFd as _, OwnedFd};

@@ -383,12 +383,13 @@ impl Confiner {
 
     /// Takes back a room whose command ended ([`super::running::InRoom::
     /// free`]) as the session's spare for `boundary`, when it is in the
-    /// house a call in `boundary` gets now and no spare is waiting; else
+    /// session's house for `boundary` and no spare is waiting (the next
+    /// call checks the house's paths and the roots before it takes it); else
     /// lets it go (it ends). Without one, a spare is made as after any
     /// command ([`spare_soon`](Self::spare_soon)).
     pub fn room_back(&self, boundary: &Boundary, room: Option<super::running::InRoom>) {
         if let (Some(room), Some(c)) = (room, boundary.confinement())
-            && let Some(house) = self.house_for(boundary).filter(|h| *h == room.made().house)
+            && let Some(house) = self.house_of(boundary).filter(|h| *h == room.made().house)
         {
             let mut slot = crate::sync::lock(&self.inner.spare);
             if slot.is_none() {
@@ -589,6 +590,17 @@ impl Confiner {
         }
         // The room the house's `on_ready` asked for, or one asked now.
         self.spare_soon(boundary);
+    }
+
+    /// The session's house for `boundary`, when it is ready (what a call
+    /// takes checks its paths again: [`house_for`](Self::house_for)).
+    fn house_of(&self, boundary: &Boundary) -> Option<HouseRef> {
+        let houses = crate::sync::lock(&self.inner.houses);
+        let h = houses.iter().find(|h| h.boundary == *boundary)?;
+        match &*h.state.borrow() {
+            HouseState::Ready(house) => Some(house.clone()),
+            _ => None,
+        }
     }
 
     /// The session's house for a call in `boundary`: made for exactly

@@ -562,7 +562,7 @@ impl Confiner {
     }
 
     /// When the session's house for `boundary` is starting, waits for it
-    /// (ended by `cancel`, and at most until [`HOUSE_WAIT`] after its
+    /// (ended by `cancel`, and at most until `HOUSE_WAIT` after its
     /// start), then asks it for a room for the command: a session's first
     /// command, arriving while its house gets ready, runs in a room rather
     /// than make namespaces of its own.

@@ -86,6 +86,8 @@ pub(super) fn run(lifeline: &std::path::Path, boundary: &Boundary, token: &str) 
         Ok(env) => env,
         Err(e) => return refuse(&mut life, &e),
     };
+    // Landlock keeps its signals in the room's own domain: what it started.
+    let scoped = c.landlock.scopes.iter().any(|s| s == "signal");
     // Confined ahead; now each command candor sends, one at a time, until
     // it lets the room go.
     loop {
@@ -96,7 +98,7 @@ pub(super) fn run(lifeline: &std::path::Path, boundary: &Boundary, token: &str) 
             // Let go (or a word that was not the pipe): nothing runs.
             return ExitCode::SUCCESS;
         };
-        if let Err(end) = serve(&mut life, boundary, own.clone(), output) {
+        if let Err(end) = serve(&mut life, boundary, own.clone(), output, scoped) {
             return end;
         }
     }
@@ -111,6 +113,7 @@ fn serve(
     boundary: &Boundary,
     own: Vec<(String, String)>,
     output: OwnedFd,
+    scoped: bool,
 ) -> Result<(), ExitCode> {
     let Ok(stream) = life.try_clone() else {
         return Err(refuse(life, "the lifeline cannot be read"));
@@ -133,7 +136,7 @@ fn serve(
         Err(e) => return Err(refuse(life, &e)),
     };
     send(life, &Report::Ready);
-    match supervise(command, &mut words) {
+    match supervise(command, &mut words, scoped) {
         Some(report) => {
             send(life, &report);
             Ok(())
@@ -219,8 +222,13 @@ fn spawn(start: &Start, own: Vec<(String, String)>, output: OwnedFd) -> Result<P
 /// the room meanwhile, and answering candor's words: `terminate` sends
 /// the command's process group `SIGTERM`; the lifeline's end kills
 /// everything below the room (`None`: no one is left to tell). When the
-/// command ends, what it left is killed, then how it ended is returned.
-fn supervise(command: Pid, words: &mut std::io::BufReader<UnixStream>) -> Option<Report> {
+/// command ends, what it left is killed ([`end_below`]), then how it
+/// ended is returned.
+fn supervise(
+    command: Pid,
+    words: &mut std::io::BufReader<UnixStream>,
+    scoped: bool,
+) -> Option<Report> {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use nix::sys::signalfd::{SfdFlags, SignalFd};
     let mut chld = SigSet::empty();
@@ -239,7 +247,7 @@ fn supervise(command: Pid, words: &mut std::io::BufReader<UnixStream>) -> Option
                 Err(_) => Some(super::init::UNKNOWN_END),
             };
             if let Some(report) = ended {
-                super::init::end_leftovers(&[]);
+                end_below(scoped);
                 return Some(report);
             }
         }
@@ -272,7 +280,7 @@ fn supervise(command: Pid, words: &mut std::io::BufReader<UnixStream>) -> Option
         match read {
             Ok(0) => {
                 // candor's end: everything below the room ends now.
-                super::init::end_leftovers(&[]);
+                end_below(scoped);
                 return None;
             }
             Ok(_) if line == TERMINATE => {
@@ -287,9 +295,25 @@ fn supervise(command: Pid, words: &mut std::io::BufReader<UnixStream>) -> Option
                         | std::io::ErrorKind::Interrupted
                 ) => {}
             Err(_) => {
-                super::init::end_leftovers(&[]);
+                end_below(scoped);
                 return None;
             }
         }
     }
+}
+
+/// Ends everything below the room, before it says how its command ended
+/// (it serves the next one) or ends. With Landlock's signal scope
+/// (`scoped`), `kill(-1)` reaches exactly the room's own domain, which is
+/// what its commands started (other rooms and the house's init are
+/// outside it), all at once: a process that forks on as it goes and never
+/// keeps a pid for long outruns a sweep that reads who is below and kills
+/// them after, but not this (the kernel sends it to a child still being
+/// forked too). Then the sweep reaps them (and, without the scope, is
+/// all there is).
+fn end_below(scoped: bool) {
+    if scoped {
+        let _ = nix::sys::signal::kill(Pid::from_raw(-1), Signal::SIGKILL);
+    }
+    super::init::end_leftovers(&[]);
 }

@@ -1,5 +1,9 @@
 //! The seccomp filter a confined command runs under: `io_uring` refused
-//! always (its operations would go around the socket filter), and, where
+//! always (its operations would go around the socket filter), and so is
+//! setting another process's resource limits (`prlimit64` with a pid: in
+//! the session's house, the room that serves the next command and the
+//! init every later room is a copy of are the command's uid's, and what
+//! they are given the next commands inherit), and, where
 //! there is no network namespace to keep the network off, `socket(2)` for
 //! every family but `AF_UNIX`; unix sockets too unless the boundary allows
 //! them. Refused calls fail with `EPERM`. [`plan`] names the refusals for
@@ -17,11 +21,12 @@ use super::boundary::{Boundary, Network};
 const IO_URING: &str = "io_uring";
 const INET: &str = "socket(AF_INET, AF_INET6 and every family but AF_UNIX)";
 const UNIX: &str = "socket(AF_UNIX)";
+const PRLIMIT: &str = "prlimit64 setting another process's limits";
 
 /// What the filter refuses for this boundary (`netns`: the command has
 /// its own network namespace).
 pub fn plan(boundary: &Boundary, netns: bool) -> Vec<String> {
-    let mut refused = vec![IO_URING.to_owned()];
+    let mut refused = vec![IO_URING.to_owned(), PRLIMIT.to_owned()];
     if !netns && boundary.network != Network::On {
         refused.push(INET.to_owned());
     }
@@ -45,6 +50,20 @@ pub fn apply(refused: &[String]) -> Result<(), String> {
         libc::SYS_io_uring_register,
     ] {
         rules.insert(call, Vec::new());
+    }
+    if refused.iter().any(|r| r == PRLIMIT) {
+        // `prlimit64(pid, resource, new, old)`: a pid (0 is the caller)
+        // and new limits; reading them, or setting one's own
+        // (`setrlimit`, `ulimit`), stays.
+        let rule = [
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, 0),
+            SeccompCondition::new(2, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0),
+        ]
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(SeccompRule::new)
+        .map_err(|e| fail(&e))?;
+        rules.insert(libc::SYS_prlimit64, vec![rule]);
     }
     let inet = refused.iter().any(|r| r == INET);
     let unix = refused.iter().any(|r| r == UNIX);
@@ -95,10 +114,10 @@ mod tests {
     #[test]
     fn the_socket_filter_stands_in_for_a_missing_network_namespace() {
         let mut b = Boundary::new(Preset::WorkspaceWrite, vec![], None, None, Network::Off);
-        assert_eq!(plan(&b, true), vec![IO_URING, UNIX]);
-        assert_eq!(plan(&b, false), vec![IO_URING, INET, UNIX]);
+        assert_eq!(plan(&b, true), vec![IO_URING, PRLIMIT, UNIX]);
+        assert_eq!(plan(&b, false), vec![IO_URING, PRLIMIT, INET, UNIX]);
         b.allow_unix_sockets = true;
         b.network = Network::On;
-        assert_eq!(plan(&b, false), vec![IO_URING]);
+        assert_eq!(plan(&b, false), vec![IO_URING, PRLIMIT]);
     }
 }

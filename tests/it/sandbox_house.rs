@@ -795,3 +795,84 @@ async fn a_writable_root_made_again_between_commands_is_the_next_commands_to_wri
         "{one}\n{two}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_cannot_lower_the_limits_of_the_commands_after_it() {
+    require_sandbox();
+    // The first command lowers its own file size limit (its own to
+    // lower), then tries its room's (`$PPID`, which would serve the next
+    // command) and the house init's (PID 1, which every later room is a
+    // copy of).
+    let first = format!(
+        "{PARENT}; echo before=$(ulimit -f); (ulimit -f 8; echo own=$(ulimit -f)); prlimit --pid $PPID --fsize=4096:4096; prlimit --pid 1 --fsize=4096:4096; true"
+    );
+    let second = format!("{PARENT}; echo after=$(ulimit -f)");
+    let (conn, session) = two_prompts_in_rooms(TestEnv::new(), &first, &second, |_| {}).await;
+    let thread = conn.thread(&session);
+    let (one, two) = (thread.card("one").text(), thread.card("two").text());
+    assert!(in_a_room(&one) && in_a_room(&two), "{one}\n{two}");
+    assert!(one.contains("own=8"), "{one}");
+    let before = one
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("before="))
+        .unwrap_or_else(|| panic!("no limit printed: {one}"));
+    assert!(
+        two.contains(&format!("after={before}")),
+        "the first command lowered the next one's limit:\n{one}\n{two}"
+    );
+}
+
+/// A process that outruns a sweep of its room's descendants: each
+/// generation forks the next and ends at once, for 1.5 s (no pid lasts
+/// longer than a fork), then the last appends to `beat.txt` every 0.1 s
+/// for 5 s; `hydra.txt` says it started.
+const HYDRA: &str = "perl -MTime::HiRes=time,sleep -e 'open H, \">hydra.txt\"; close H; $e = time + 1.5; while (time < $e) { exit if fork } for (1..50) { open F, \">>beat.txt\"; print F \"x\"; close F; sleep 0.1 }' > /dev/null 2>&1 &";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_that_outruns_its_rooms_sweep_does_not_outlive_its_call() {
+    require_sandbox();
+    let env = TestEnv::new();
+    let project = env.project.clone();
+    // A background command in another room crowds the house's process
+    // table (a sweep reads every process's parent), then the foreground
+    // one leaves two processes that never keep a pid.
+    let crowd = "for i in $(seq 300); do sleep 30 & done; echo crowd; wait";
+    let hydra = format!("{PARENT}; {HYDRA} {HYDRA} sleep 0.3; echo started");
+    let (mut conn, session) = scripted(
+        env,
+        vec![
+            respond(json!([tool(
+                "crowd",
+                "Bash",
+                json!({ "command": crowd, "run_in_background": true })
+            )])),
+            json!({"delayMs": 300, "content": [tool("one", "Bash", json!({ "command": hydra }))]}),
+            respond(json!([text("done")])),
+        ],
+    )
+    .await;
+    house_ready(&conn.env.project).await;
+    conn.prompt(&session, "go").await;
+    let one = conn.thread(&session).card("one").text();
+    assert!(in_a_room(&one), "{one}");
+    assert!(one.contains("started"), "{one}");
+    assert!(
+        project.join("hydra.txt").exists(),
+        "the stray never ran: {one}"
+    );
+    let (before, after) = beat_sizes(&project, 1500).await;
+    assert_eq!(
+        before, after,
+        "a process outlived its call's sweep and wrote after the card said done"
+    );
+    // The other room's processes are its own: the background command
+    // still runs.
+    let sleepers = processes_in(&project.canonicalize().unwrap())
+        .into_iter()
+        .filter(|pid| cmdline(pid).starts_with("sleep 30"))
+        .count();
+    assert!(
+        sleepers >= 300,
+        "the background command's processes were ended: {sleepers}"
+    );
+}

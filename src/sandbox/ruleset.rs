@@ -129,16 +129,16 @@ fn fs_name(access: AccessFs) -> String {
 /// Where writes may go: the roots (but for `read-only`) and the
 /// temporary directory, those that exist.
 pub fn write_paths(boundary: &Boundary) -> Vec<PathBuf> {
+    roots_of(boundary).filter(|p| p.exists()).cloned().collect()
+}
+
+/// The roots (but for `read-only`) and the temporary directory.
+fn roots_of(boundary: &Boundary) -> impl Iterator<Item = &PathBuf> {
     let roots = match boundary.preset {
         Preset::WorkspaceWrite => boundary.writable_roots.as_slice(),
         Preset::ReadOnly | Preset::FullAccess => &[],
     };
-    roots
-        .iter()
-        .chain(boundary.tmpdir.as_ref())
-        .filter(|p| p.exists())
-        .cloned()
-        .collect()
+    roots.iter().chain(boundary.tmpdir.as_ref())
 }
 
 /// What one writable root (or the temporary directory) of a boundary is
@@ -153,13 +153,7 @@ pub type RootMark = Option<(u64, u64, Option<std::time::SystemTime>)>;
 /// for a link is a new ruleset's).
 pub fn roots_now(boundary: &Boundary) -> Vec<RootMark> {
     use std::os::unix::fs::MetadataExt as _;
-    let roots = match boundary.preset {
-        Preset::WorkspaceWrite => boundary.writable_roots.as_slice(),
-        Preset::ReadOnly | Preset::FullAccess => &[],
-    };
-    roots
-        .iter()
-        .chain(boundary.tmpdir.as_ref())
+    roots_of(boundary)
         .map(|path| {
             let file = std::fs::File::from(open_root(path).ok()?);
             let m = file.metadata().ok()?;

@@ -441,19 +441,12 @@ impl Confiner {
         *slot = None;
         // In the house: a room of it, made by its init (no process start
         // but the command's own).
-        if let Some(house) = house.clone() {
-            let roots = crate::sandbox::ruleset::roots_now(boundary);
-            if let Some((token, watch)) = self.room_in(boundary, lifeline) {
-                *slot = Some(SpareLauncher {
-                    kind: Spared::Room,
-                    watch,
-                    token,
-                    namespaces: c.namespaces,
-                    house: Some(house),
-                    roots,
-                });
-                return;
-            }
+        if let Some(spare) = house
+            .as_ref()
+            .and_then(|h| self.room_now(boundary, Some(h)))
+        {
+            *slot = Some(spare);
+            return;
         }
         let (token, watch) = lifeline.expect();
         let spare = crate::sandbox::Spare {

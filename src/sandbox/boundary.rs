@@ -139,6 +139,14 @@ pub struct LandlockRules {
     pub scopes: Vec<String>,
 }
 
+impl LandlockRules {
+    /// Whether signals are scoped: a process signals only its own domain
+    /// and the domains below it (Landlock ABI 6 and later).
+    pub fn scopes_signals(&self) -> bool {
+        self.scopes.iter().any(|s| s == "signal")
+    }
+}
+
 /// The namespaces the launcher creates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Namespaces {

@@ -87,7 +87,7 @@ pub(super) fn run(lifeline: &std::path::Path, boundary: &Boundary, token: &str) 
         Err(e) => return refuse(&mut life, &e),
     };
     // Landlock keeps its signals in the room's own domain: what it started.
-    let scoped = c.landlock.scopes.iter().any(|s| s == "signal");
+    let scoped = c.landlock.scopes_signals();
     // Confined ahead; now each command candor sends, one at a time, until
     // it lets the room go.
     loop {

@@ -300,6 +300,10 @@ mod tests {
         assert!(v7.filesystem.contains(&"ioctl-dev".to_owned()));
         assert_eq!(v7.network, vec!["bind-tcp", "connect-tcp"]);
         assert_eq!(v7.scopes, vec!["abstract-unix-socket", "signal"]);
+        // A room serves command after command only where signals are
+        // scoped (`tools::confined::Confiner::room_back`).
+        assert!(v7.scopes_signals() && plan(&b, 6, true).scopes_signals());
+        assert!(!plan(&b, 5, true).scopes_signals());
         let on = Boundary::new(Preset::WorkspaceWrite, vec![], None, None, Network::On);
         assert!(plan(&on, 7, false).network.is_empty());
     }

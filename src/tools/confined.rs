@@ -389,6 +389,11 @@ impl Confiner {
     /// command ([`spare_soon`](Self::spare_soon)).
     pub fn room_back(&self, boundary: &Boundary, room: Option<super::running::InRoom>) {
         if let (Some(room), Some(c)) = (room, boundary.confinement())
+            // Without Landlock's signal scope the room's sweep alone ends
+            // what its command left, which a process forking on as it goes
+            // can outrun (`sandbox::room`): such a room serves one command,
+            // and the house's init, woken by its end, sweeps on.
+            && c.landlock.scopes_signals()
             && let Some(house) = self.house_of(boundary).filter(|h| *h == room.made().house)
         {
             let mut slot = crate::sync::lock(&self.inner.spare);

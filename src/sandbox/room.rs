@@ -59,7 +59,9 @@ pub fn token_fits(token: &str) -> bool {
 
 /// The room's life, in the house's init's copy of itself: the room of
 /// the lifeline launch `token` of candor's `lifeline`, for the house's
-/// `boundary`; its exit status (the command's, or `SETUP_FAILED`).
+/// `boundary`, serving each command candor sends until it lets the room
+/// go (success), refuses a start (`SETUP_FAILED`), or candor goes
+/// (failure).
 pub(super) fn run(lifeline: &std::path::Path, boundary: &Boundary, token: &str) -> ExitCode {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     // The init's pokes are not the room's: only its children's ends.

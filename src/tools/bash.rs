@@ -328,8 +328,8 @@ async fn start(command: &str, cx: &ToolContext) -> Result<Started, ToolOutput> {
                 .await
                 .map(|()| (Running::Group(*group), output)),
         ),
-        Some(Spared::Room) => Some(enter_room(&mut launched, None, command, cx).await),
-        Some(Spared::Free(room)) => Some(enter_room(&mut launched, Some(*room), command, cx).await),
+        Some(Spared::Room(made)) => Some(enter_room(&mut launched, Err(*made), command, cx).await),
+        Some(Spared::Free(room)) => Some(enter_room(&mut launched, Ok(*room), command, cx).await),
     };
     let started = match sent {
         Some(Ok(started)) => Ok(started),
@@ -391,33 +391,20 @@ async fn send_to_spare(
 }
 
 /// Sends `command` to a room of the session's house (`sandbox::room`):
-/// `room`, free after another command, or the one `launched` holds; a new
-/// output pipe's writing end, then the start.
+/// `Ok`, one free after another command, or `Err`, the one `launched`
+/// holds, made so; a new output pipe's writing end, then the start.
 async fn enter_room(
     launched: &mut super::confined::Launched,
-    room: Option<InRoom>,
+    room: Result<InRoom, super::running::Made>,
     command: &str,
     cx: &ToolContext,
 ) -> Result<(Running, tokio::net::unix::pipe::Receiver), String> {
     use tokio::io::AsyncWriteExt as _;
     let line = start_line(launched, command, cx)?;
     let mut room = match room {
-        Some(room) => room,
-        None => {
+        Ok(room) => room,
+        Err(made) => {
             let words = launched.watch.writer(super::confined::SETUP_WAIT).await?;
-            let made = super::running::Made {
-                token: launched
-                    .launch
-                    .token
-                    .clone()
-                    .ok_or("a room without a token")?,
-                house: launched
-                    .launch
-                    .house
-                    .clone()
-                    .ok_or("a room without a house")?,
-                roots: launched.roots.clone(),
-            };
             // The room's watch goes with the command: dropping it ends the
             // room.
             let watch = std::mem::replace(&mut launched.watch, crate::sandbox::Watch::closed());

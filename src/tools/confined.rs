@@ -78,9 +78,6 @@ pub struct Launched {
     /// `sandbox::Start` on the lifeline instead of on a new launcher's
     /// command line.
     pub spare: Option<Spared>,
-    /// For a room, the writable roots as they were when it confined
-    /// itself (`sandbox::ruleset::roots_now`).
-    pub roots: Vec<crate::sandbox::ruleset::RootMark>,
 }
 
 /// A spare for the session's next confined command.
@@ -92,13 +89,28 @@ pub enum Spared {
         Box<super::exec::ProcessGroup>,
         tokio::net::unix::pipe::Receiver,
     ),
-    /// A room of the session's house (`sandbox::room`), confined and
-    /// waiting on its lifeline for the command's output pipe and Start
+    /// A room of the session's house (`sandbox::room`), made so, confined
+    /// and waiting on its lifeline for the command's output pipe and Start
     /// ([`Watch::writer`]); dropping the watch ends it.
-    Room,
+    Room(Box<super::running::Made>),
     /// A room whose last command ended (`InRoom::free`), waiting on its
     /// lifeline for the next one's output pipe and Start.
     Free(Box<super::running::InRoom>),
+}
+
+impl Spared {
+    /// Whether it can run a command in `boundary` as its writable roots
+    /// are now: a launcher confines itself once it has the command; a room
+    /// holds rules on the roots as they were when it confined itself
+    /// (`sandbox::ruleset::roots_now`).
+    fn roots_hold(&self, boundary: &Boundary) -> bool {
+        let made = match self {
+            Spared::Launcher(..) => return true,
+            Spared::Room(made) => made,
+            Spared::Free(room) => room.made(),
+        };
+        made.roots == crate::sandbox::ruleset::roots_now(boundary)
+    }
 }
 
 /// A spare started ahead for the session's next confined command.
@@ -110,10 +122,6 @@ struct SpareLauncher {
     namespaces: crate::sandbox::Namespaces,
     /// The house it joined ahead.
     house: Option<HouseRef>,
-    /// A room's writable roots, as they were when it confined itself
-    /// (`sandbox::ruleset::roots_now`; empty for a launcher, which
-    /// confines itself once it has the command).
-    roots: Vec<crate::sandbox::ruleset::RootMark>,
 }
 
 /// The session's house for one boundary (`sandbox::house`): what it was
@@ -316,7 +324,6 @@ impl Confiner {
             watch,
             door,
             spare: None,
-            roots: Vec::new(),
         })
     }
 
@@ -337,9 +344,7 @@ impl Confiner {
                 slot.as_ref().is_some_and(|s| {
                     s.namespaces == c.namespaces
                         && (s.house.is_none() || s.house == house)
-                        // A room holds rules on the roots as they were.
-                        && (matches!(s.kind, Spared::Launcher(..))
-                            || s.roots == crate::sandbox::ruleset::roots_now(boundary))
+                        && s.kind.roots_hold(boundary)
                 })
             });
             // Taken, or let go (killed with its group) when it does not fit.
@@ -357,7 +362,6 @@ impl Confiner {
             watch: spare.watch,
             door,
             spare: Some(spare.kind),
-            roots: spare.roots,
         })
     }
 
@@ -371,13 +375,17 @@ impl Confiner {
         let (_, lifeline) = self.launcher_and_lifeline().ok()?;
         let roots = crate::sandbox::ruleset::roots_now(boundary);
         let (token, watch) = self.room_in(boundary, lifeline)?;
+        let made = super::running::Made {
+            token: token.clone(),
+            house: house.clone(),
+            roots,
+        };
         Some(SpareLauncher {
-            kind: Spared::Room,
+            kind: Spared::Room(Box::new(made)),
             watch,
             token,
             namespaces: c.namespaces,
             house: Some(house),
-            roots,
         })
     }
 
@@ -403,7 +411,6 @@ impl Confiner {
                     watch: crate::sandbox::Watch::closed(),
                     namespaces: c.namespaces,
                     house: Some(house),
-                    roots: room.made().roots.clone(),
                     kind: Spared::Free(Box::new(room)),
                 });
                 return;
@@ -446,10 +453,7 @@ impl Confiner {
         *slot = None;
         // In the house: a room of it, made by its init (no process start
         // but the command's own).
-        if let Some(spare) = house
-            .as_ref()
-            .and_then(|h| self.room_now(boundary, Some(h)))
-        {
+        if let Some(spare) = self.room_now(boundary, house.as_ref()) {
             *slot = Some(spare);
             return;
         }
@@ -471,7 +475,6 @@ impl Confiner {
                     token,
                     namespaces: c.namespaces,
                     house,
-                    roots: Vec::new(),
                 });
             }
             Err(e) => tracing::debug!("no spare sandbox launcher: {e}"),

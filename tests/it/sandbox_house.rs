@@ -53,25 +53,26 @@ fn house_inits(project: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// The model's answers: a first Bash call (`true`) at once, then,
+/// [`HOUSE_WAIT_MS`] later (the house gets ready meanwhile), a second
+/// Bash call (`two`) with `input`, then `more`, then its last word.
+fn after_a_first(input: Value, more: Vec<Value>) -> Vec<Value> {
+    let mut steps = vec![
+        respond(json!([tool("one", "Bash", json!({ "command": "true" }))])),
+        json!({"delayMs": HOUSE_WAIT_MS, "content": [tool("two", "Bash", input)]}),
+    ];
+    steps.extend(more);
+    steps.push(respond(json!([text("done")])));
+    steps
+}
+
 /// A session (the candor binary, every call allowed) whose model runs
-/// `first` at once, then, `delay_ms` later (the house gets ready
+/// `true` at once, then, [`HOUSE_WAIT_MS`] later (the house gets ready
 /// meanwhile), `second`; the connection, the session, and the id of the
 /// prompt's request, sent (not awaited).
-async fn two_calls(
-    env: TestEnv,
-    first: &str,
-    second: &str,
-    delay_ms: u64,
-) -> (Conn, String, Value) {
-    let (mut conn, session) = scripted(
-        env,
-        vec![
-            respond(json!([tool("one", "Bash", json!({ "command": first }))])),
-            json!({"delayMs": delay_ms, "content": [tool("two", "Bash", json!({ "command": second }))]}),
-            respond(json!([text("done")])),
-        ],
-    )
-    .await;
+async fn two_calls(env: TestEnv, second: &str) -> (Conn, String, Value) {
+    let (mut conn, session) =
+        scripted(env, after_a_first(json!({ "command": second }), vec![])).await;
     let id = conn
         .send_request(
             "session/prompt",
@@ -105,7 +106,7 @@ async fn a_housed_command_leaves_nothing_behind_when_it_ends() {
     let escape = format!(
         "{WHERE}; (unset candor_scope; setsid bash -c 'sleep 1.5; echo late > late.txt' > /dev/null 2>&1 &); sleep 0.5; echo started"
     );
-    let (mut conn, session, id) = two_calls(TestEnv::new(), "true", &escape, HOUSE_WAIT_MS).await;
+    let (mut conn, session, id) = two_calls(TestEnv::new(), &escape).await;
     let late = conn.env.project.join("late.txt");
     let done = conn.response(&id).await;
     assert!(done.get("result").is_some(), "{done}");
@@ -126,14 +127,9 @@ async fn a_housed_command_leaves_nothing_behind_when_it_ends() {
 async fn killed_while_housed(kill: impl FnOnce(&mut Conn)) -> (bool, String) {
     let env = TestEnv::new();
     let project = env.project.clone();
-    let (mut conn, _, _) = two_calls(
-        env,
-        "true",
-        &format!(
+    let (mut conn, _, _) = two_calls(env, &format!(
             "{{ {WHERE}; }} > where.txt; (unset candor_scope; setsid bash -c 'touch started; sleep 2; echo x > finished' > /dev/null 2>&1 &); sleep 10; echo end"
-        ),
-        HOUSE_WAIT_MS,
-    )
+        ))
     .await;
     let started = project.join("started");
     assert!(
@@ -194,12 +190,14 @@ async fn house_ready(project: &Path) {
 }
 
 /// A session of two prompts, one Bash call each (`first`, then
-/// `second`), `between` run by the test after the first.
+/// `second`), the house ready before the first (it is made with the
+/// session); `between` gets the project and the first card's text and
+/// runs before the second prompt.
 async fn two_prompts(
     env: TestEnv,
     first: &str,
     second: &str,
-    between: impl FnOnce(&Path),
+    between: impl FnOnce(&Path, &str),
 ) -> (Conn, String) {
     let (mut conn, session) = scripted(
         env,
@@ -211,10 +209,9 @@ async fn two_prompts(
         ],
     )
     .await;
-    conn.prompt(&session, "one").await;
-    // The house of the first prompt's boundary gets ready meanwhile.
     house_ready(&conn.env.project).await;
-    between(&conn.env.project);
+    conn.prompt(&session, "one").await;
+    between(&conn.env.project, &conn.thread(&session).card("one").text());
     conn.prompt(&session, "two").await;
     (conn, session)
 }
@@ -228,7 +225,7 @@ async fn a_protected_directory_made_again_outside_is_read_only_to_the_next_comma
     // Outside the sandbox (the user, or another program), `.git` is
     // removed and made again: the house's read-only bind was on the old
     // directory, so a house made before must not be used.
-    let (conn, session) = two_prompts(env, &write, &write, |project| {
+    let (conn, session) = two_prompts(env, &write, &write, |project, _| {
         std::fs::remove_dir_all(project.join(".git")).unwrap();
         std::fs::create_dir(project.join(".git")).unwrap();
     })
@@ -242,7 +239,7 @@ async fn a_protected_directory_made_again_outside_is_read_only_to_the_next_comma
     // command runs in the house (and is refused alike).
     let env = TestEnv::new();
     std::fs::create_dir_all(env.project.join(".git")).unwrap();
-    let (conn, session) = two_prompts(env, &write, &write, |_| {}).await;
+    let (conn, session) = two_prompts(env, &write, &write, |_, _| {}).await;
     let two = conn.thread(&session).card("two").text();
     assert!(two.contains(HOUSE_INIT), "{two}");
     assert!(two.contains("wrote=1"), "{two}");
@@ -254,7 +251,7 @@ async fn a_house_ends_with_its_session_and_with_candor() {
     for killed in [false, true] {
         let env = TestEnv::new();
         let project = env.project.canonicalize().unwrap();
-        let (mut conn, session, id) = two_calls(env, "true", WHERE, HOUSE_WAIT_MS).await;
+        let (mut conn, session, id) = two_calls(env, WHERE).await;
         let done = conn.response(&id).await;
         assert!(done.get("result").is_some(), "{done}");
         let two = conn.thread(&session).card("two").text();
@@ -308,7 +305,7 @@ async fn beat_sizes(project: &Path, settle_ms: u64) -> (u64, u64) {
 /// Runs `second` as a housed call (after a first), and whether
 /// `beat.txt` still grows 1.5 s after the prompt's answer.
 async fn still_beating(second: &str) -> (bool, String) {
-    let (mut conn, session, id) = two_calls(TestEnv::new(), "true", second, HOUSE_WAIT_MS).await;
+    let (mut conn, session, id) = two_calls(TestEnv::new(), second).await;
     let done = conn.response(&id).await;
     assert!(done.get("result").is_some(), "{done}");
     let two = conn.thread(&session).card("two").text();
@@ -362,7 +359,7 @@ async fn a_protected_file_whose_bind_detached_is_read_only_to_the_next_command()
     // Outside the sandbox, `.envrc` is unlinked and linked again: the
     // same file (device, inode, birth), but the house's read-only bind
     // was on the name removed, and went with it.
-    let (conn, session) = two_prompts(env, &write, &write, |project| {
+    let (conn, session) = two_prompts(env, &write, &write, |project, _| {
         let (envrc, keep) = (project.join(".envrc"), project.join("keep"));
         std::fs::hard_link(&envrc, &keep).unwrap();
         std::fs::remove_file(&envrc).unwrap();
@@ -385,7 +382,7 @@ async fn a_house_whose_init_died_is_not_given_the_next_command() {
     let project = env.project.canonicalize().unwrap();
     // The house's init ends (killed from outside, as the OOM killer or a
     // user's `kill` would): its PID namespace can hold no process again.
-    let (conn, session) = two_prompts(env, "true", "echo ran=$((40 + 2))", |_| {
+    let (conn, session) = two_prompts(env, "true", "echo ran=$((40 + 2))", |_, _| {
         let inits = house_inits(&project);
         assert!(!inits.is_empty(), "no house init in the project");
         for pid in inits {
@@ -425,7 +422,7 @@ async fn a_housed_command_whose_first_stage_is_sigkilled_leaves_nothing_writing(
         "{{ {WHERE}; }} > where.txt; {}; sleep 30; echo end",
         chain(0)
     );
-    let (conn, _, _) = two_calls(TestEnv::new(), "true", &second, HOUSE_WAIT_MS).await;
+    let (conn, _, _) = two_calls(TestEnv::new(), &second).await;
     let project = conn.env.project.clone();
     let beat = project.join("beat.txt");
     assert!(
@@ -464,12 +461,10 @@ async fn a_housed_command_cannot_signal_another_calls_processes() {
     );
     let (mut conn, session) = scripted(
         TestEnv::new(),
-        vec![
-            respond(json!([tool("one", "Bash", json!({ "command": "true" }))])),
-            json!({"delayMs": HOUSE_WAIT_MS, "content": [tool("two", "Bash", json!({ "command": background, "run_in_background": true }))]}),
-            json!({"delayMs": 500, "content": [tool("three", "Bash", json!({ "command": attack }))]}),
-            respond(json!([text("done")])),
-        ],
+        after_a_first(
+            json!({ "command": background, "run_in_background": true }),
+            vec![json!({"delayMs": 500, "content": [tool("three", "Bash", json!({ "command": attack }))]})],
+        ),
     )
     .await;
     conn.prompt(&session, "go").await;
@@ -519,7 +514,7 @@ fn result_of(conn: &Conn, session: &str, id: &str) -> Value {
 async fn a_housed_command_runs_in_a_room_and_its_end_is_the_commands() {
     require_sandbox();
     let second = format!("{PARENT}; echo out; echo err >&2; exit 3");
-    let (mut conn, session, id) = two_calls(TestEnv::new(), "true", &second, HOUSE_WAIT_MS).await;
+    let (mut conn, session, id) = two_calls(TestEnv::new(), &second).await;
     let done = conn.response(&id).await;
     assert!(done.get("result").is_some(), "{done}");
     let two = conn.thread(&session).card("two").text();
@@ -545,7 +540,7 @@ async fn a_room_hands_its_command_nothing_but_its_output() {
     let second = format!(
         "{PARENT}; for f in /proc/$$/fd/*; do echo \"fd ${{f##*/}} -> $(readlink $f)\"; done; readlink /proc/$PPID/fd/0 > /dev/null 2>&1; echo room_links=$?; head -c1 /proc/$PPID/environ > /dev/null 2>&1; echo room_environ=$?"
     );
-    let (mut conn, session, id) = two_calls(TestEnv::new(), "true", &second, HOUSE_WAIT_MS).await;
+    let (mut conn, session, id) = two_calls(TestEnv::new(), &second).await;
     let done = conn.response(&id).await;
     assert!(done.get("result").is_some(), "{done}");
     let two = conn.thread(&session).card("two").text();
@@ -579,11 +574,7 @@ async fn a_timed_out_housed_command_is_asked_to_end_then_ended() {
     );
     let (mut conn, session) = scripted(
         env,
-        vec![
-            respond(json!([tool("one", "Bash", json!({ "command": "true" }))])),
-            json!({"delayMs": HOUSE_WAIT_MS, "content": [tool("two", "Bash", json!({ "command": asked, "timeout": 1500 }))]}),
-            respond(json!([text("done")])),
-        ],
+        after_a_first(json!({ "command": asked, "timeout": 1500 }), vec![]),
     )
     .await;
     conn.prompt(&session, "go").await;
@@ -616,7 +607,7 @@ async fn a_cancelled_housed_command_leaves_nothing_writing() {
     let second = format!(
         "{{ {PARENT}; }} > where.txt; (unset candor_scope; setsid bash -c 'touch started; sleep 2; echo x > finished' > /dev/null 2>&1 &); sleep 30"
     );
-    let (mut conn, session, id) = two_calls(env, "true", &second, HOUSE_WAIT_MS).await;
+    let (mut conn, session, id) = two_calls(env, &second).await;
     let started = project.join("started");
     assert!(
         eventually(Duration::from_secs(10), || started.exists()).await,
@@ -643,13 +634,13 @@ async fn a_background_command_in_a_room_is_read_then_killed_with_all_it_started(
     let background = format!("{PARENT}; {}; echo running; sleep 30", chain(0));
     let (mut conn, session) = scripted(
         env,
-        vec![
-            respond(json!([tool("one", "Bash", json!({ "command": "true" }))])),
-            json!({"delayMs": HOUSE_WAIT_MS, "content": [tool("two", "Bash", json!({ "command": background, "run_in_background": true }))]}),
-            json!({"delayMs": 1000, "content": [tool("read", "BashOutput", json!({ "bash_id": "bash_1" }))]}),
-            respond(json!([tool("kill", "KillShell", json!({ "shell_id": "bash_1" }))])),
-            respond(json!([text("done")])),
-        ],
+        after_a_first(
+            json!({ "command": background, "run_in_background": true }),
+            vec![
+                json!({"delayMs": 1000, "content": [tool("read", "BashOutput", json!({ "bash_id": "bash_1" }))]}),
+                respond(json!([tool("kill", "KillShell", json!({ "shell_id": "bash_1" }))])),
+            ],
+        ),
     )
     .await;
     conn.prompt(&session, "go").await;
@@ -680,11 +671,7 @@ async fn a_housed_command_that_stops_its_room_leaves_nothing_behind() {
     );
     let (mut conn, session) = scripted(
         env,
-        vec![
-            respond(json!([tool("one", "Bash", json!({ "command": "true" }))])),
-            json!({"delayMs": HOUSE_WAIT_MS, "content": [tool("two", "Bash", json!({ "command": stopper, "timeout": 2500 }))]}),
-            respond(json!([text("done")])),
-        ],
+        after_a_first(json!({ "command": stopper, "timeout": 2500 }), vec![]),
     )
     .await;
     conn.prompt(&session, "go").await;
@@ -706,32 +693,6 @@ async fn a_housed_command_that_stops_its_room_leaves_nothing_behind() {
 /// command before, only this command's shell.
 const SIBLINGS: &str = "echo children=$(cat /proc/$PPID/task/*/children); echo self=$$";
 
-/// A session whose two prompts run `first`, then `second` (one Bash call
-/// each), the house ready before the first; `between` gets the first
-/// card's text and runs before the second prompt.
-async fn two_prompts_in_rooms(
-    env: TestEnv,
-    first: &str,
-    second: &str,
-    between: impl FnOnce(&str),
-) -> (Conn, String) {
-    let (mut conn, session) = scripted(
-        env,
-        vec![
-            respond(json!([tool("one", "Bash", json!({ "command": first }))])),
-            respond(json!([text("one done")])),
-            respond(json!([tool("two", "Bash", json!({ "command": second }))])),
-            respond(json!([text("two done")])),
-        ],
-    )
-    .await;
-    house_ready(&conn.env.project).await;
-    conn.prompt(&session, "one").await;
-    between(&conn.thread(&session).card("one").text());
-    conn.prompt(&session, "two").await;
-    (conn, session)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_room_takes_the_next_command_only_once_everything_of_the_last_ended() {
     require_sandbox();
@@ -740,7 +701,7 @@ async fn a_room_takes_the_next_command_only_once_everything_of_the_last_ended() 
     // The first command leaves a stray out of its group and scope.
     let first = format!("{PARENT}; {}; sleep 0.5; echo started", chain(1));
     let second = format!("{PARENT}; {SIBLINGS}");
-    let (conn, session) = two_prompts_in_rooms(env, &first, &second, |_| {}).await;
+    let (conn, session) = two_prompts(env, &first, &second, |_, _| {}).await;
     let thread = conn.thread(&session);
     let (one, two) = (thread.card("one").text(), thread.card("two").text());
     assert!(in_a_room(&one) && in_a_room(&two), "{one}\n{two}");
@@ -771,7 +732,7 @@ async fn a_writable_root_made_again_between_commands_is_the_next_commands_to_wri
     // Between the prompts, the session's TMPDIR (a writable root) is
     // removed and made again: a room confined before holds its rule on
     // the old directory, so it does not take the next command.
-    let (conn, session) = two_prompts_in_rooms(TestEnv::new(), &write, &write, |one| {
+    let (conn, session) = two_prompts(TestEnv::new(), &write, &write, |_, one| {
         let tmp = one
             .lines()
             .find_map(|l| l.trim().strip_prefix("tmp="))
@@ -807,7 +768,7 @@ async fn a_command_cannot_lower_the_limits_of_the_commands_after_it() {
         "{PARENT}; echo before=$(ulimit -f); (ulimit -f 8; echo own=$(ulimit -f)); prlimit --pid $PPID --fsize=4096:4096; prlimit --pid 1 --fsize=4096:4096; true"
     );
     let second = format!("{PARENT}; echo after=$(ulimit -f)");
-    let (conn, session) = two_prompts_in_rooms(TestEnv::new(), &first, &second, |_| {}).await;
+    let (conn, session) = two_prompts(TestEnv::new(), &first, &second, |_, _| {}).await;
     let thread = conn.thread(&session);
     let (one, two) = (thread.card("one").text(), thread.card("two").text());
     assert!(in_a_room(&one) && in_a_room(&two), "{one}\n{two}");

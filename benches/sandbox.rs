@@ -357,12 +357,7 @@ async fn room_runs(
     Duration,
 ) {
     use tokio::io::AsyncWriteExt as _;
-    let init = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", house.id().unwrap()))
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_owned();
+    let init = children_of(&house.id().unwrap().to_string()).remove(0);
     // utime, stime, cutime, cstime of the house's init.
     let cpu = || cpu_of(&init);
     let (mut ready, mut ended) = (Vec::new(), Vec::new());
@@ -374,29 +369,8 @@ async fn room_runs(
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let start = candor::sandbox::Start {
-            launch: housed.clone(),
-            argv: vec!["true".into()],
-            cwd: cwd.to_owned(),
-            env: Vec::new(),
-        };
-        let began = Instant::now();
-        let (_output, pipe) = candor::tools::exec::output_pipe().unwrap();
         let mut words = room.writer(Duration::from_secs(10)).await.unwrap();
-        candor::tools::exec::send_output(&words, &pipe)
-            .await
-            .unwrap();
-        drop(pipe);
-        words.write_all(&start.line().unwrap()).await.unwrap();
-        let setup = room.setup(Duration::from_secs(10)).await;
-        let to_ready = began.elapsed();
-        assert_eq!(setup, candor::sandbox::Setup::Ready);
-        let exited = room.exited().await;
-        let to_end = began.elapsed();
-        assert!(matches!(
-            exited,
-            Some(candor::sandbox::Report::Exited { code: Some(0), .. })
-        ));
+        let (to_ready, to_end) = run_true(&mut room, &mut words, housed, cwd).await;
         // The room is reaped by the init as it ends.
         tokio::time::sleep(Duration::from_millis(5)).await;
         if round >= 5 {
@@ -406,6 +380,50 @@ async fn room_runs(
         }
     }
     (ready, ended, used)
+}
+
+/// Sends `true` to a room (its watch and words) in the house `housed`
+/// names: the time from sending its output pipe and start to the room's
+/// `ready`, and to its `exited`.
+async fn run_true(
+    room: &mut candor::sandbox::Watch,
+    words: &mut tokio::net::UnixStream,
+    housed: &Launch,
+    cwd: &Path,
+) -> (Duration, Duration) {
+    use tokio::io::AsyncWriteExt as _;
+    let start = candor::sandbox::Start {
+        launch: housed.clone(),
+        argv: vec!["true".into()],
+        cwd: cwd.to_owned(),
+        env: Vec::new(),
+    };
+    let began = Instant::now();
+    let (_output, pipe) = candor::tools::exec::output_pipe().unwrap();
+    candor::tools::exec::send_output(words, &pipe)
+        .await
+        .unwrap();
+    drop(pipe);
+    words.write_all(&start.line().unwrap()).await.unwrap();
+    let setup = room.setup(Duration::from_secs(10)).await;
+    let to_ready = began.elapsed();
+    assert_eq!(setup, candor::sandbox::Setup::Ready);
+    let exited = room.exited().await;
+    let to_end = began.elapsed();
+    assert!(matches!(
+        exited,
+        Some(candor::sandbox::Report::Exited { code: Some(0), .. })
+    ));
+    (to_ready, to_end)
+}
+
+/// The children of process `pid` (outside numbering), from its `/proc`.
+fn children_of(pid: &str) -> Vec<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The CPU time of process `pid` (outside numbering) and the children it
@@ -444,21 +462,14 @@ async fn free_room_runs(
     Duration,
 ) {
     use tokio::io::AsyncWriteExt as _;
-    let children = |pid: &str| -> Vec<String> {
-        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-            .unwrap()
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect()
-    };
-    let init = children(&house.id().unwrap().to_string()).remove(0);
-    let before: Vec<String> = children(&init);
+    let init = children_of(&house.id().unwrap().to_string()).remove(0);
+    let before: Vec<String> = children_of(&init);
     let (token, mut room) = lifeline.expect_room();
     asks.write_all(format!("{} {token}\n", candor::sandbox::room::ASK).as_bytes())
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let pid = children(&init)
+    let pid = children_of(&init)
         .into_iter()
         .find(|p| !before.contains(p))
         .unwrap();
@@ -467,28 +478,7 @@ async fn free_room_runs(
     let mut used = Duration::ZERO;
     for round in 0..runs() + 5 {
         let before = cpu_of(&pid);
-        let start = candor::sandbox::Start {
-            launch: housed.clone(),
-            argv: vec!["true".into()],
-            cwd: cwd.to_owned(),
-            env: Vec::new(),
-        };
-        let began = Instant::now();
-        let (_output, pipe) = candor::tools::exec::output_pipe().unwrap();
-        candor::tools::exec::send_output(&words, &pipe)
-            .await
-            .unwrap();
-        drop(pipe);
-        words.write_all(&start.line().unwrap()).await.unwrap();
-        let setup = room.setup(Duration::from_secs(10)).await;
-        let to_ready = began.elapsed();
-        assert_eq!(setup, candor::sandbox::Setup::Ready);
-        let exited = room.exited().await;
-        let to_end = began.elapsed();
-        assert!(matches!(
-            exited,
-            Some(candor::sandbox::Report::Exited { code: Some(0), .. })
-        ));
+        let (to_ready, to_end) = run_true(&mut room, &mut words, housed, cwd).await;
         if round >= 5 {
             ready.push((to_ready, Duration::ZERO));
             ended.push((to_end, Duration::ZERO));

@@ -1570,6 +1570,44 @@ async fn without_a_lean_launcher_of_its_build_beside_it_candor_launches_commands
     assert!(!mark.exists(), "the launcher of another build was run");
 }
 
+/// The attack: the session's house never says ready (a launcher that
+/// hangs, a kernel that stalls). A session's first command waits for its
+/// house only a moment (`Confiner::house_settled`), never for the
+/// house's own setup bound, and runs in a launcher of its own.
+#[tokio::test]
+async fn a_house_that_never_gets_ready_does_not_hold_the_sessions_commands() {
+    use std::os::unix::fs::PermissionsExt;
+    require_sandbox();
+    let (dir, candor) = candor_alone();
+    // Beside it, the lean launcher of its build, but for the house, which
+    // hangs (it would be killed at the house's setup bound, 10 s).
+    let lean = Path::new(candor_bin()).with_file_name("candor-sandbox");
+    let beside = dir.path().join("candor-sandbox");
+    std::fs::write(
+        &beside,
+        format!(
+            "#!/bin/sh\nif [ \"$2\" = --house ]; then exec sleep 60; fi\nexec {} \"$@\"\n",
+            lean.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&beside, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let command = "tr '\\0' ' ' < /proc/1/cmdline; echo; echo ran=$((40 + 2))";
+    let began = std::time::Instant::now();
+    let (said, _) = ran_by(&candor, None, command, false).await;
+    let took = began.elapsed();
+    assert!(said.contains("ran=42"), "{said}");
+    // Confined all the same: a launcher's own second stage, not a room.
+    assert!(
+        a_second_stage_of(&said, &lean.display().to_string()) && !said.contains("--house-init"),
+        "{said}"
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "the command waited {took:?} for a house that never got ready: {said}"
+    );
+}
+
 /// The processes whose working directory is `dir` (where a spare
 /// launcher and its init wait; `dir` without links).
 pub(crate) fn processes_in(dir: &Path) -> Vec<u32> {

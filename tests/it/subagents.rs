@@ -956,7 +956,7 @@ async fn a_kill_while_children_run_leaves_no_card_open_in_any_log_after_reload()
     conn.child().start_kill().unwrap();
     let _ = conn.child().wait().await;
     let env = conn.env;
-    let kids = children_of(&env.log(&session));
+    let kids = children_of(&env.committed_log(&session));
     assert_eq!(kids.len(), 2);
     // Reloaded by a client that takes subagent sessions: every card of
     // every session it replays is closed.

@@ -208,6 +208,20 @@ impl TestEnv {
         std::fs::write(self.dir.path().join(".claude.json"), trusted.to_string()).unwrap();
     }
 
+    /// The records a session's log holds whole, as JSON: what a candor
+    /// killed by SIGKILL committed (a record it was writing then is a
+    /// torn last line, which a load cuts).
+    pub fn committed_log(&self, session: &str) -> Vec<Value> {
+        let path = self.home.join("sessions").join(format!("{session}.jsonl"));
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+        whole
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
     /// The records of a session's log, as JSON.
     pub fn log(&self, session: &str) -> Vec<Value> {
         let path = self.home.join("sessions").join(format!("{session}.jsonl"));
